@@ -1,0 +1,153 @@
+# scadles — build, test, bench and install.
+#
+#   make            library (static + shared) and the scadles command
+#   make test       unit tests, then integration tests on the embedded broker
+#   make SANITIZER=address|undefined test   the same under a sanitizer
+#   make bench      benchmarks (print figures)
+#   make demo       the main job on the zero-setup default
+#   make install PREFIX=/usr/local
+#
+# Every target that needs a dependency depends on `deps`, which installs the
+# missing Debian packages once (scripts/deps.sh).
+
+VERSION   := 0.1.0
+SOVERSION := 0
+PREFIX    ?= /usr/local
+CC        ?= cc
+SANITIZER ?=
+
+ifeq ($(SANITIZER),)
+BUILD ?= build
+else
+BUILD ?= build-$(SANITIZER)
+endif
+
+PKGS := openblas jansson rdkafka zlib
+# pkg-config is only asked once the deps stamp exists (it may be missing before).
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN    := -Wall -Wextra -Wstrict-prototypes -Wshadow -Wno-unused-parameter
+OPT     ?= -O3
+CFLAGS  ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
+	     -fPIC -fvisibility=hidden -MMD -MP \
+	     -Icore/include -Iconnectors -Iplugin/include -Iplugin $(PKG_CFLAGS) $(SAN_FLAGS) \
+	     -DSC_VERSION_STR='"$(VERSION)"'
+LDLIBS_ALL = $(PKG_LIBS) -lpthread -lm
+
+ifeq ($(SANITIZER),address)
+SAN_FLAGS := -fsanitize=address -fno-omit-frame-pointer
+else ifeq ($(SANITIZER),undefined)
+SAN_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+else ifneq ($(SANITIZER),)
+$(error SANITIZER must be address or undefined)
+endif
+
+# Sources: every .c file under core/ and connectors/, plus the library part
+# of plugin/ (plugin/*.c); the command lives in plugin/cli/.
+CORE_SRC := $(sort $(wildcard core/*.c core/*/*.c))
+CONN_SRC := $(sort $(wildcard connectors/*.c))
+PLUG_SRC := $(sort $(wildcard plugin/*.c))
+CLI_SRC  := $(sort $(wildcard plugin/cli/*.c))
+LIB_SRC  := $(CORE_SRC) $(CONN_SRC) $(PLUG_SRC)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+
+UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_SRC  := $(sort $(wildcard bench/*.c))
+BENCH_BIN  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+STATIC := $(BUILD)/libscadles.a
+SHARED := $(BUILD)/libscadles.so.$(VERSION)
+CLI    := $(BUILD)/scadles
+DEPS_STAMP := $(BUILD)/.deps
+
+.PHONY: all deps test unit integration bench demo install uninstall clean style style-check \
+	reproduce docs check-docs
+all: $(STATIC) $(SHARED) $(CLI)
+
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): scripts/deps.sh
+	@mkdir -p $(BUILD)
+	@scripts/deps.sh
+	@touch $@
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libscadles.so.$(SOVERSION) $(SAN_FLAGS) -o $@ $^ $(LDLIBS_ALL)
+	ln -sf libscadles.so.$(VERSION) $(BUILD)/libscadles.so.$(SOVERSION)
+	ln -sf libscadles.so.$(SOVERSION) $(BUILD)/libscadles.so
+
+$(CLI): $(CLI_OBJ) $(STATIC)
+	$(CC) $(SAN_FLAGS) -o $@ $(CLI_OBJ) $(STATIC) $(LDLIBS_ALL)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $< $(STATIC) $(LDLIBS_ALL) -lcmocka
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $< $(STATIC) $(LDLIBS_ALL)
+
+# Unit tests run from the top of the tree so tests/data/ paths resolve.
+unit: $(UNIT_BIN)
+	@scripts/run-unit.sh $(UNIT_BIN)
+
+integration: $(CLI)
+	@BUILD=$(BUILD) scripts/run-integration.sh
+
+test: unit integration
+
+bench: $(BENCH_BIN) $(CLI)
+	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
+
+demo: $(CLI)
+	$(CLI) demo
+
+style:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+style-check: | $(DEPS_STAMP)
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h') && echo "style-check: ok"
+
+docs: $(CLI)
+	$(CLI) config --markdown > docs/CONFIG.md
+
+# Fails when docs/CONFIG.md is out of date with the property table.
+check-docs: $(CLI)
+	@$(CLI) config --markdown | diff -u docs/CONFIG.md - && echo "check-docs: ok"
+
+$(BUILD)/scadles.pc: Makefile
+	@mkdir -p $(BUILD)
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: scadles\nDescription: online distributed training on Kafka streams\nVersion: %s\nRequires.private: %s\nLibs: -L$${libdir} -lscadles\nCflags: -I$${includedir}\n' \
+		'$(PREFIX)' '$(VERSION)' '$(PKGS)' > $@
+
+install: all $(BUILD)/scadles.pc
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libscadles.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libscadles.so.$(SOVERSION)
+	ln -sf libscadles.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libscadles.so
+	install -m 644 plugin/include/scadles.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/scadles.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libscadles.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/scadles.pc \
+	      $(DESTDIR)$(PREFIX)/include/scadles.h $(DESTDIR)$(PREFIX)/bin/scadles
+
+clean:
+	rm -rf build build-address build-undefined
+
+.SECONDARY:
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

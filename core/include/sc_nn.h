@@ -1,0 +1,127 @@
+/* sc_nn.h — models built from a declarative spec: layers, losses, one
+ * contiguous parameter buffer and a mirroring gradient buffer with per-tensor
+ * views. Not thread-safe per model; distinct models may be used concurrently.
+ *
+ * Layout conventions: a batch is row-major (B, C, H, W) float; a flat vector
+ * of n features has shape (n, 1, 1). Dense weight is (out, in), conv2d weight
+ * is (filters, in_c, k, k); each parametric layer has weight then bias. */
+#ifndef SC_NN_H
+#define SC_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sc_err.h"
+#include "sc_rng.h"
+
+typedef struct sc_shape {
+        int c, h, w;
+} sc_shape_t;
+
+static inline size_t sc_shape_numel(sc_shape_t s)
+{
+        return (size_t)s.c * (size_t)s.h * (size_t)s.w;
+}
+
+typedef enum sc_layer_kind {
+        SC_LAYER_DENSE,
+        SC_LAYER_CONV2D,
+        SC_LAYER_MAXPOOL2D,
+        SC_LAYER_RELU,
+        SC_LAYER_TANH,
+        SC_LAYER_SIGMOID,
+        SC_LAYER_DROPOUT,
+        SC_LAYER_FLATTEN,
+        SC_LAYER__END
+} sc_layer_kind_t;
+
+typedef enum sc_init_kind {
+        SC_INIT_AUTO,   /* He when the next layer is relu, Xavier otherwise */
+        SC_INIT_HE,     /* normal, sd sqrt(2 / fan_in) */
+        SC_INIT_XAVIER, /* uniform, limit sqrt(6 / (fan_in + fan_out)) */
+} sc_init_kind_t;
+
+typedef struct sc_layer_spec {
+        sc_layer_kind_t kind;
+        int units;   /* dense: output features */
+        int filters; /* conv2d: output channels */
+        int kernel;  /* conv2d: square kernel side; maxpool2d: window side */
+        int stride;  /* conv2d (default 1), maxpool2d (default = kernel); 0 = default */
+        int padding; /* conv2d: zero padding on each side */
+        float rate;  /* dropout: drop probability in [0, 1) */
+        sc_init_kind_t init;
+} sc_layer_spec_t;
+
+typedef enum sc_loss_kind {
+        SC_LOSS_SOFTMAX_XENT, /* targets are class indices */
+        SC_LOSS_MSE,          /* targets are (B, out numel) floats; loss = mean over
+                                 batch of 0.5 * sum (y - t)^2 */
+} sc_loss_kind_t;
+
+#define SC_MODEL_MAX_LAYERS 64
+
+typedef struct sc_model_spec {
+        sc_shape_t input;
+        int n_layers;
+        sc_layer_spec_t layers[SC_MODEL_MAX_LAYERS];
+        sc_loss_kind_t loss;
+} sc_model_spec_t;
+
+/* One parameter tensor inside the model's contiguous buffers. */
+typedef struct sc_tensor_view {
+        char name[32]; /* "layers.2.weight" */
+        int layer;     /* index into spec.layers */
+        size_t offset; /* in floats, into params / grads */
+        size_t numel;
+} sc_tensor_view_t;
+
+typedef struct sc_model_s sc_model_t;
+
+/* Builds a model from spec and checks every shape. Errors name the layer as
+ * "layers[i] (kind): ..." so a config loader can prefix its JSON path. The
+ * parameters are zero until sc_model_init(). On success *modelp owns a copy
+ * of spec. */
+sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *errstr,
+                      size_t errstr_size);
+/* Accepts NULL. */
+void sc_model_destroy(sc_model_t *model);
+
+const sc_model_spec_t *sc_model_spec(const sc_model_t *model);
+sc_shape_t sc_model_output_shape(const sc_model_t *model);
+/* Output shape of layer i (0 <= i < n_layers). */
+sc_shape_t sc_model_layer_shape(const sc_model_t *model, int i);
+
+/* The parameter and gradient buffers: each (nparams) floats, same layout. */
+size_t sc_model_nparams(const sc_model_t *model);
+float *sc_model_params(sc_model_t *model);
+float *sc_model_grads(sc_model_t *model);
+int sc_model_ntensors(const sc_model_t *model);
+const sc_tensor_view_t *sc_model_tensor(const sc_model_t *model, int i);
+/* Multiply-adds of one sample's forward pass (for FLOP/s figures). */
+double sc_model_forward_flops(const sc_model_t *model);
+
+/* Initializes weights (He/Xavier per layer spec) from rng and zeroes biases. */
+void sc_model_init(sc_model_t *model, sc_rng_t *rng);
+
+/* Forward, loss and backward on one batch of B samples. x is (B, input
+ * numel). For SC_LOSS_SOFTMAX_XENT, labels is (B) class indices and targets
+ * is NULL; for SC_LOSS_MSE, targets is (B, output numel) and labels NULL.
+ * Overwrites the gradient buffer with the mean gradient over the batch.
+ * Returns the mean loss; *correct (if not NULL) receives the number of
+ * argmax hits (xent only). rng drives dropout. Activation memory grows to
+ * the largest B seen. Returns NAN if memory for B cannot be had. */
+float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,
+                           const float *targets, int B, sc_rng_t *rng, int *correct);
+
+/* Inference (dropout off): like train_batch without the backward pass and
+ * without touching gradients. out (if not NULL) receives (B, output numel)
+ * logits/outputs; labels/targets may be NULL (then the loss returned is 0). */
+float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
+                          const float *targets, int B, int *correct, float *out);
+
+/* Number of BLAS threads used by every model in this process (>= 1). */
+void sc_nn_set_threads(int threads);
+
+const char *sc_layer_kind_name(sc_layer_kind_t kind);
+
+#endif

@@ -1,0 +1,27 @@
+/* cmd.h — the scadles command's subcommands and their shared helpers. */
+#ifndef SC_CMD_H
+#define SC_CMD_H
+
+#include <signal.h>
+
+/* Each subcommand: argv[0] is the subcommand's name; returns the exit code
+ * (0 ok, 1 runtime failure, 2 usage or configuration error). */
+typedef int (*sc_cmd_fn)(int argc, char **argv);
+
+typedef struct sc_cmd {
+        const char *name;
+        sc_cmd_fn fn;
+        const char *summary;
+} sc_cmd_t;
+
+int sc_cmd_config(int argc, char **argv);
+int sc_cmd_train(int argc, char **argv);
+
+/* Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
+ * commands poll it and stop cleanly (flushing, committing, saving). */
+extern volatile sig_atomic_t sc_cli_stop;
+void sc_cli_signals(void);
+/* Monotonic seconds. */
+double sc_cli_now(void);
+
+#endif

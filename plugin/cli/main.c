@@ -1,0 +1,69 @@
+/* main.c — the scadles command: dispatches to subcommands. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd.h"
+
+static const sc_cmd_t sc_cmds[] = {
+        {"train", sc_cmd_train, "train a model offline on a data set (Fashion-MNIST, synthetic)"},
+        {"config", sc_cmd_config, "list configuration properties, or check a config file"},
+};
+#define SC_NCMDS (sizeof(sc_cmds) / sizeof(sc_cmds[0]))
+
+volatile sig_atomic_t sc_cli_stop;
+
+static void sc_cli_on_signal(int sig)
+{
+        (void)sig;
+        sc_cli_stop = 1;
+}
+
+void sc_cli_signals(void)
+{
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = sc_cli_on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+}
+
+double sc_cli_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sc_usage(FILE *out)
+{
+        fprintf(out, "usage: scadles <command> [options]\n\n"
+                     "Online distributed training on Kafka streams.\n\ncommands:\n");
+        for (size_t i = 0; i < SC_NCMDS; i++)
+                fprintf(out, "  %-12s %s\n", sc_cmds[i].name, sc_cmds[i].summary);
+        fprintf(out, "\n`scadles <command> --help` describes a command's options.\n"
+                     "`scadles --version` prints the version.\n");
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                sc_usage(stderr);
+                return 2;
+        }
+        if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+                sc_usage(stdout);
+                return 0;
+        }
+        if (!strcmp(argv[1], "--version")) {
+                printf("scadles %s\n", SC_VERSION_STR);
+                return 0;
+        }
+        for (size_t i = 0; i < SC_NCMDS; i++)
+                if (!strcmp(argv[1], sc_cmds[i].name))
+                        return sc_cmds[i].fn(argc - 1, argv + 1);
+        fprintf(stderr, "scadles: unknown command '%s'\n\n", argv[1]);
+        sc_usage(stderr);
+        return 2;
+}

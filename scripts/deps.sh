@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages scadles needs that are not installed yet.
+# Usage: scripts/deps.sh [extra-package ...]
+set -eu
+pkgs=(build-essential pkg-config librdkafka-dev libjansson-dev libopenblas-dev libcmocka-dev
+      zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox "$@")
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,313 @@
+/* ckpt.c — encodes and decodes training checkpoints (format in sc_ckpt.h) in
+ * memory, checking every length, the model spec and the CRC32C. */
+#include "sc_ckpt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_crc32c.h"
+
+static const uint8_t sc_ckpt_magic[4] = {'S', 'C', 'C', 'K'};
+
+#define SC_CKPT_FLAG_VELOCITY 1u
+#define SC_CKPT_HEAD_BYTES 12u  /* magic, version, flags */
+#define SC_CKPT_META_BYTES 40u  /* 4 x u64, 2 x u32 */
+#define SC_CKPT_SPEC_BYTES 20u  /* input, loss, n_layers */
+#define SC_CKPT_LAYER_BYTES 32u /* 8 x 4 bytes */
+
+static uint8_t *sc_put_u32(uint8_t *p, uint32_t v)
+{
+        for (int i = 0; i < 4; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+        return p + 4;
+}
+
+static uint8_t *sc_put_u64(uint8_t *p, uint64_t v)
+{
+        for (int i = 0; i < 8; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+        return p + 8;
+}
+
+static uint8_t *sc_put_f32(uint8_t *p, float f)
+{
+        uint32_t v;
+        memcpy(&v, &f, 4);
+        return sc_put_u32(p, v);
+}
+
+static uint32_t sc_get_u32(const uint8_t *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t sc_get_u64(const uint8_t *p)
+{
+        return (uint64_t)sc_get_u32(p) | (uint64_t)sc_get_u32(p + 4) << 32;
+}
+
+static float sc_get_f32(const uint8_t *p)
+{
+        uint32_t v = sc_get_u32(p);
+        float f;
+        memcpy(&f, &v, 4);
+        return f;
+}
+
+sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
+                        const float *params, const float *velocity, size_t nparams, uint8_t **bufp,
+                        size_t *lenp, char *errstr, size_t errstr_size)
+{
+        *bufp = NULL;
+        *lenp = 0;
+        if (spec->n_layers < 0 || spec->n_layers > SC_MODEL_MAX_LAYERS)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "checkpoint: model has %d layers, outside [0, %d]", spec->n_layers,
+                               SC_MODEL_MAX_LAYERS);
+        if (nparams > (SIZE_MAX - 4096) / 8)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "checkpoint: %zu parameters is too many", nparams);
+        size_t len = SC_CKPT_HEAD_BYTES + SC_CKPT_META_BYTES + SC_CKPT_SPEC_BYTES +
+                     SC_CKPT_LAYER_BYTES * (size_t)spec->n_layers + 8 +
+                     4 * nparams * (velocity ? 2 : 1) + 4;
+        uint8_t *buf = malloc(len);
+        if (!buf)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "checkpoint: cannot allocate %zu bytes", len);
+        uint8_t *p = buf;
+        memcpy(p, sc_ckpt_magic, 4);
+        p += 4;
+        p = sc_put_u32(p, SC_CKPT_VERSION);
+        p = sc_put_u32(p, velocity ? SC_CKPT_FLAG_VELOCITY : 0);
+        p = sc_put_u64(p, meta->step);
+        p = sc_put_u64(p, meta->epoch);
+        p = sc_put_u64(p, meta->epoch_step);
+        p = sc_put_u64(p, meta->seed);
+        p = sc_put_u32(p, meta->batch);
+        p = sc_put_u32(p, 0);
+        p = sc_put_u32(p, (uint32_t)spec->input.c);
+        p = sc_put_u32(p, (uint32_t)spec->input.h);
+        p = sc_put_u32(p, (uint32_t)spec->input.w);
+        p = sc_put_u32(p, (uint32_t)spec->loss);
+        p = sc_put_u32(p, (uint32_t)spec->n_layers);
+        for (int i = 0; i < spec->n_layers; i++) {
+                const sc_layer_spec_t *l = &spec->layers[i];
+                p = sc_put_u32(p, (uint32_t)l->kind);
+                p = sc_put_u32(p, (uint32_t)l->units);
+                p = sc_put_u32(p, (uint32_t)l->filters);
+                p = sc_put_u32(p, (uint32_t)l->kernel);
+                p = sc_put_u32(p, (uint32_t)l->stride);
+                p = sc_put_u32(p, (uint32_t)l->padding);
+                p = sc_put_f32(p, l->rate);
+                p = sc_put_u32(p, (uint32_t)l->init);
+        }
+        p = sc_put_u64(p, (uint64_t)nparams);
+        for (size_t i = 0; i < nparams; i++)
+                p = sc_put_f32(p, params[i]);
+        if (velocity)
+                for (size_t i = 0; i < nparams; i++)
+                        p = sc_put_f32(p, velocity[i]);
+        p = sc_put_u32(p, sc_crc32c(0, buf, (size_t)(p - buf)));
+        *bufp = buf;
+        *lenp = len;
+        return SC_OK;
+}
+
+static sc_err_t sc_ckpt_truncated(size_t len, size_t need, char *errstr, size_t errstr_size)
+{
+        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                       "checkpoint truncated: %zu bytes, at least %zu expected", len, need);
+}
+
+sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char *errstr,
+                       size_t errstr_size)
+{
+        const uint8_t *buf = vbuf;
+        size_t need;
+
+        memset(view, 0, sizeof(*view));
+        if (len < 4 && len > 0 && !memcmp(buf, sc_ckpt_magic, len))
+                return sc_ckpt_truncated(len, SC_CKPT_HEAD_BYTES, errstr, errstr_size);
+        if (len < 4 || memcmp(buf, sc_ckpt_magic, 4))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "not a scadles checkpoint (bad magic)");
+        need = SC_CKPT_HEAD_BYTES + SC_CKPT_META_BYTES + SC_CKPT_SPEC_BYTES;
+        if (len < 8)
+                return sc_ckpt_truncated(len, need, errstr, errstr_size);
+        view->version = sc_get_u32(buf + 4);
+        if (view->version != SC_CKPT_VERSION)
+                return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
+                               "checkpoint format version %u; this build reads version %d",
+                               view->version, SC_CKPT_VERSION);
+        if (len < need)
+                return sc_ckpt_truncated(len, need, errstr, errstr_size);
+        uint32_t flags = sc_get_u32(buf + 8);
+        if (flags & ~SC_CKPT_FLAG_VELOCITY)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "checkpoint has unknown flags 0x%x", flags);
+        const uint8_t *p = buf + SC_CKPT_HEAD_BYTES;
+        view->meta.step = sc_get_u64(p);
+        view->meta.epoch = sc_get_u64(p + 8);
+        view->meta.epoch_step = sc_get_u64(p + 16);
+        view->meta.seed = sc_get_u64(p + 24);
+        view->meta.batch = sc_get_u32(p + 32);
+        p += SC_CKPT_META_BYTES;
+        sc_model_spec_t *spec = &view->spec;
+        spec->input.c = (int)sc_get_u32(p);
+        spec->input.h = (int)sc_get_u32(p + 4);
+        spec->input.w = (int)sc_get_u32(p + 8);
+        uint32_t loss = sc_get_u32(p + 12);
+        uint32_t n_layers = sc_get_u32(p + 16);
+        p += SC_CKPT_SPEC_BYTES;
+        if (loss > SC_LOSS_MSE)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "checkpoint names unknown loss %u", loss);
+        spec->loss = (sc_loss_kind_t)loss;
+        if (n_layers > SC_MODEL_MAX_LAYERS)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "checkpoint model has %u layers, more than %d", n_layers,
+                               SC_MODEL_MAX_LAYERS);
+        spec->n_layers = (int)n_layers;
+        need += SC_CKPT_LAYER_BYTES * n_layers + 8;
+        if (len < need)
+                return sc_ckpt_truncated(len, need, errstr, errstr_size);
+        for (uint32_t i = 0; i < n_layers; i++, p += SC_CKPT_LAYER_BYTES) {
+                sc_layer_spec_t *l = &spec->layers[i];
+                uint32_t kind = sc_get_u32(p), init = sc_get_u32(p + 28);
+                if (kind >= SC_LAYER__END || init > SC_INIT_XAVIER)
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "checkpoint layers[%u] has unknown kind %u or init %u", i,
+                                       kind, init);
+                l->kind = (sc_layer_kind_t)kind;
+                l->units = (int)sc_get_u32(p + 4);
+                l->filters = (int)sc_get_u32(p + 8);
+                l->kernel = (int)sc_get_u32(p + 12);
+                l->stride = (int)sc_get_u32(p + 16);
+                l->padding = (int)sc_get_u32(p + 20);
+                l->rate = sc_get_f32(p + 24);
+                l->init = (sc_init_kind_t)init;
+                if (!isfinite(l->rate))
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "checkpoint layers[%u] has a non-finite rate", i);
+        }
+        uint64_t nparams = sc_get_u64(p);
+        p += 8;
+        size_t copies = (flags & SC_CKPT_FLAG_VELOCITY) ? 2 : 1;
+        size_t room = len - need;
+        if (nparams > room / (4 * copies))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "checkpoint truncated: %zu bytes, %llu parameters announced", len,
+                               (unsigned long long)nparams);
+        need += 4 * copies * (size_t)nparams + 4;
+        if (len < need)
+                return sc_ckpt_truncated(len, need, errstr, errstr_size);
+        if (len > need)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "checkpoint has %zu trailing bytes after its %zu", len - need, need);
+        uint32_t crc = sc_crc32c(0, buf, len - 4);
+        if (crc != sc_get_u32(buf + len - 4))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "checkpoint checksum mismatch (stored 0x%08x, computed 0x%08x): "
+                               "the data is corrupt",
+                               sc_get_u32(buf + len - 4), crc);
+        view->nparams = (size_t)nparams;
+        view->params = p;
+        view->velocity = copies == 2 ? p + 4 * (size_t)nparams : NULL;
+        return SC_OK;
+}
+
+/* Layer kind names for messages (the checkpoint module stands alone). */
+static const char *sc_ckpt_kind_name(sc_layer_kind_t kind)
+{
+        static const char *const names[SC_LAYER__END] = {
+            [SC_LAYER_DENSE] = "dense",         [SC_LAYER_CONV2D] = "conv2d",
+            [SC_LAYER_MAXPOOL2D] = "maxpool2d", [SC_LAYER_RELU] = "relu",
+            [SC_LAYER_TANH] = "tanh",           [SC_LAYER_SIGMOID] = "sigmoid",
+            [SC_LAYER_DROPOUT] = "dropout",     [SC_LAYER_FLATTEN] = "flatten",
+        };
+        return (unsigned)kind < SC_LAYER__END && names[kind] ? names[kind] : "unknown";
+}
+
+static int sc_ckpt_stride(const sc_layer_spec_t *l)
+{
+        if (l->stride > 0)
+                return l->stride;
+        return l->kind == SC_LAYER_MAXPOOL2D ? l->kernel : 1;
+}
+
+sc_err_t sc_ckpt_spec_check(const sc_model_spec_t *have, const sc_model_spec_t *want, char *errstr,
+                            size_t errstr_size)
+{
+        if (have->input.c != want->input.c || have->input.h != want->input.h ||
+            have->input.w != want->input.w)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "checkpoint model input is (%d, %d, %d), configured model input "
+                               "is (%d, %d, %d)",
+                               have->input.c, have->input.h, have->input.w, want->input.c,
+                               want->input.h, want->input.w);
+        if (have->n_layers != want->n_layers)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "checkpoint model has %d layers, configured model has %d",
+                               have->n_layers, want->n_layers);
+        for (int i = 0; i < have->n_layers; i++) {
+                const sc_layer_spec_t *a = &have->layers[i], *b = &want->layers[i];
+                const char *field = NULL;
+                int va = 0, vb = 0;
+                if (a->kind != b->kind)
+                        return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                                       "checkpoint model layers[%d] is %s, configured model "
+                                       "layers[%d] is %s",
+                                       i, sc_ckpt_kind_name(a->kind), i,
+                                       sc_ckpt_kind_name(b->kind));
+                if (a->kind == SC_LAYER_DENSE && a->units != b->units) {
+                        field = "units", va = a->units, vb = b->units;
+                } else if (a->kind == SC_LAYER_CONV2D && a->filters != b->filters) {
+                        field = "filters", va = a->filters, vb = b->filters;
+                } else if ((a->kind == SC_LAYER_CONV2D || a->kind == SC_LAYER_MAXPOOL2D) &&
+                           a->kernel != b->kernel) {
+                        field = "kernel", va = a->kernel, vb = b->kernel;
+                } else if ((a->kind == SC_LAYER_CONV2D || a->kind == SC_LAYER_MAXPOOL2D) &&
+                           sc_ckpt_stride(a) != sc_ckpt_stride(b)) {
+                        field = "stride", va = sc_ckpt_stride(a), vb = sc_ckpt_stride(b);
+                } else if (a->kind == SC_LAYER_CONV2D && a->padding != b->padding) {
+                        field = "padding", va = a->padding, vb = b->padding;
+                }
+                if (field)
+                        return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                                       "checkpoint model layers[%d] (%s) has %s %d, configured "
+                                       "model has %d",
+                                       i, sc_ckpt_kind_name(a->kind), field, va, vb);
+        }
+        return SC_OK;
+}
+
+sc_err_t sc_ckpt_decode(const void *buf, size_t len, const sc_model_spec_t *spec,
+                        sc_ckpt_meta_t *meta, float *params, float *velocity, size_t nparams,
+                        int *has_velocity, char *errstr, size_t errstr_size)
+{
+        sc_ckpt_view_t view;
+        sc_err_t err;
+
+        err = sc_ckpt_parse(&view, buf, len, errstr, errstr_size);
+        if (err)
+                return err;
+        err = sc_ckpt_spec_check(&view.spec, spec, errstr, errstr_size);
+        if (err)
+                return err;
+        if (view.nparams != nparams)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "checkpoint holds %zu parameters, the model has %zu", view.nparams,
+                               nparams);
+        for (size_t i = 0; i < nparams; i++)
+                params[i] = sc_get_f32(view.params + 4 * i);
+        if (velocity) {
+                for (size_t i = 0; i < nparams; i++)
+                        velocity[i] = view.velocity ? sc_get_f32(view.velocity + 4 * i) : 0.0f;
+        }
+        if (meta)
+                *meta = view.meta;
+        if (has_velocity)
+                *has_velocity = view.velocity != NULL;
+        return SC_OK;
+}

@@ -1,0 +1,86 @@
+/* sc_ckpt.h — training checkpoints: a versioned little-endian binary format
+ * holding a copy of the model spec, step/epoch counters, the parameters and
+ * the optimizer velocity, closed by a CRC32C.
+ *
+ * Layout (version 1; integers little-endian, floats IEEE-754 binary32 LE):
+ *   "SCCK"  u32 version  u32 flags (bit 0: velocity present)
+ *   meta:   u64 step  u64 epoch  u64 epoch_step  u64 seed  u32 batch  u32 0
+ *   spec:   i32 input c, h, w  u32 loss  u32 n_layers
+ *           n_layers x (u32 kind, i32 units, filters, kernel, stride,
+ *                       padding, f32 rate, u32 init)
+ *   u64 nparams  f32 params[nparams]  [f32 velocity[nparams]]
+ *   u32 crc32c of every byte before it
+ *
+ * The encode/decode functions work on memory (core is sans-I/O); files are
+ * read and written atomically by connectors/ckpt_file.c (sc_ckpt_save,
+ * sc_ckpt_load, declared at the end). */
+#ifndef SC_CKPT_H
+#define SC_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sc_err.h"
+#include "sc_nn.h"
+#include "sc_optim.h"
+
+#define SC_CKPT_VERSION 1
+
+/* Where training stands. */
+typedef struct sc_ckpt_meta {
+        uint64_t step;       /* optimizer steps taken in total */
+        uint64_t epoch;      /* epochs completed */
+        uint64_t epoch_step; /* steps taken into the epoch in progress (0 at a boundary) */
+        uint64_t seed;       /* run seed (decides the shuffle order of each epoch) */
+        uint32_t batch;      /* batch size epoch_step counts in */
+} sc_ckpt_meta_t;
+
+/* Encodes a checkpoint into a new buffer (*bufp, *lenp; caller frees
+ * *bufp). params and velocity are (nparams) floats; velocity may be NULL
+ * (not stored). */
+sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
+                        const float *params, const float *velocity, size_t nparams, uint8_t **bufp,
+                        size_t *lenp, char *errstr, size_t errstr_size);
+
+/* A validated checkpoint, pointing into the buffer it was parsed from. */
+typedef struct sc_ckpt_view {
+        uint32_t version;
+        sc_model_spec_t spec;
+        sc_ckpt_meta_t meta;
+        size_t nparams;
+        const uint8_t *params;   /* (nparams) f32 LE */
+        const uint8_t *velocity; /* (nparams) f32 LE, or NULL when not stored */
+} sc_ckpt_view_t;
+
+/* Checks magic, version, every length and the CRC32C of buf. Errors:
+ * SC_ERR_CORRUPT (not a checkpoint, truncated, checksum mismatch, bad field),
+ * SC_ERR_VERSION (a version this build does not read). */
+sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *buf, size_t len, char *errstr,
+                       size_t errstr_size);
+
+/* SC_OK when a checkpoint of spec `have` loads into a model of spec `want`
+ * (same input, layer kinds and shape-deciding fields; dropout rate, init and
+ * loss may differ); else SC_ERR_SHAPE with the first difference. */
+sc_err_t sc_ckpt_spec_check(const sc_model_spec_t *have, const sc_model_spec_t *want, char *errstr,
+                            size_t errstr_size);
+
+/* Parses buf, checks it against spec (sc_ckpt_spec_check) and nparams, then
+ * writes params (nparams floats) and, when velocity is not NULL, velocity
+ * (zeros if the checkpoint has none). *has_velocity (if not NULL) says
+ * whether the checkpoint stored one. Nothing is written on error. */
+sc_err_t sc_ckpt_decode(const void *buf, size_t len, const sc_model_spec_t *spec,
+                        sc_ckpt_meta_t *meta, float *params, float *velocity, size_t nparams,
+                        int *has_velocity, char *errstr, size_t errstr_size);
+
+/* connectors/ckpt_file.c. Saves model parameters and sgd velocity (sgd may
+ * be NULL) to path atomically: a temporary file in the same folder, fsync,
+ * rename, fsync of the folder. An existing file stays intact on failure. */
+sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
+                      const sc_ckpt_meta_t *meta, char *errstr, size_t errstr_size);
+/* Loads path into model (whose spec must match) and sgd velocity (sgd may be
+ * NULL); meta (if not NULL) receives the counters. Errors are prefixed with
+ * path. model and sgd are unchanged on error. */
+sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckpt_meta_t *meta,
+                      char *errstr, size_t errstr_size);
+
+#endif

@@ -1,0 +1,378 @@
+/* kafka_util.c — shared librdkafka helpers: JSON configuration, log bridge,
+ * delivery-tracked produce, metadata probe and offset-gap accounting. */
+#include "sc_kafka_util.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- configuration ---- */
+
+sc_err_t sc_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+                           const char *where, char *errstr, size_t errstr_size)
+{
+        char why[512];
+        if (!conf || !name || !value)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "%s: missing name or value",
+                               where ? where : "kafka");
+        if (rd_kafka_conf_set(conf, name, value, why, sizeof(why)) != RD_KAFKA_CONF_OK)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: %s", where ? where : name,
+                               why);
+        return SC_OK;
+}
+
+/* Renders a scalar JSON value as librdkafka expects it; returns 0 when the
+ * value has no string form (null, array, object). */
+static int sc_kafka_json_scalar(const json_t *v, char *buf, size_t size)
+{
+        switch (json_typeof(v)) {
+        case JSON_STRING:
+                snprintf(buf, size, "%s", json_string_value(v));
+                return 1;
+        case JSON_INTEGER:
+                snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+                return 1;
+        case JSON_REAL: {
+                double d = json_real_value(v);
+                snprintf(buf, size, "%.17g", d);
+                if (strchr(buf, 'e') || strchr(buf, 'E'))
+                        snprintf(buf, size, "%.6f", d);
+                return 1;
+        }
+        case JSON_TRUE:
+                snprintf(buf, size, "true");
+                return 1;
+        case JSON_FALSE:
+                snprintf(buf, size, "false");
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+static const char *sc_kafka_json_type_name(const json_t *v)
+{
+        switch (json_typeof(v)) {
+        case JSON_NULL:
+                return "null";
+        case JSON_ARRAY:
+                return "an array";
+        case JSON_OBJECT:
+                return "an object";
+        default:
+                return "a scalar";
+        }
+}
+
+sc_err_t sc_kafka_conf_apply_json(rd_kafka_conf_t *conf, const json_t *obj, const char *path,
+                                  char *errstr, size_t errstr_size)
+{
+        const char *key;
+        json_t *val;
+        char where[320], buf[1024];
+        if (!path)
+                path = "$.kafka";
+        if (!obj)
+                return SC_OK;
+        if (!json_is_object(obj))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: expected an object of librdkafka properties", path);
+        json_object_foreach((json_t *)obj, key, val)
+        {
+                snprintf(where, sizeof(where), "%s.%s", path, key);
+                if (!sc_kafka_json_scalar(val, buf, sizeof(buf)))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: expected a string, number or boolean, got %s", where,
+                                       sc_kafka_json_type_name(val));
+                sc_err_t err = sc_kafka_conf_set(conf, key, buf, where, errstr, errstr_size);
+                if (err)
+                        return err;
+        }
+        return SC_OK;
+}
+
+sc_err_t sc_kafka_conf_from_json(rd_kafka_conf_t **confp, const json_t *obj, const char *path,
+                                 char *errstr, size_t errstr_size)
+{
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        if (!conf)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        sc_err_t err = sc_kafka_conf_apply_json(conf, obj, path, errstr, errstr_size);
+        if (err) {
+                rd_kafka_conf_destroy(conf);
+                return err;
+        }
+        *confp = conf;
+        return SC_OK;
+}
+
+sc_err_t sc_kafka_conf_set_kv(rd_kafka_conf_t *conf, const char *kv, char *errstr,
+                              size_t errstr_size)
+{
+        char name[256], where[300];
+        const char *eq = kv ? strchr(kv, '=') : NULL;
+        if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(name))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "-X %s: expected name=value",
+                               kv ? kv : "(null)");
+        memcpy(name, kv, (size_t)(eq - kv));
+        name[eq - kv] = '\0';
+        snprintf(where, sizeof(where), "-X %s", name);
+        return sc_kafka_conf_set(conf, name, eq + 1, where, errstr, errstr_size);
+}
+
+/* ---- logging ---- */
+
+static pthread_mutex_t sc_kafka_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static sc_kafka_log_fn sc_kafka_log_sink;
+static void *sc_kafka_log_opaque;
+
+void sc_kafka_log_set_sink(sc_kafka_log_fn fn, void *opaque)
+{
+        pthread_mutex_lock(&sc_kafka_log_lock);
+        sc_kafka_log_sink = fn;
+        sc_kafka_log_opaque = opaque;
+        pthread_mutex_unlock(&sc_kafka_log_lock);
+}
+
+static void sc_kafka_on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+        pthread_mutex_lock(&sc_kafka_log_lock);
+        sc_kafka_log_fn fn = sc_kafka_log_sink;
+        void *opaque = sc_kafka_log_opaque;
+        pthread_mutex_unlock(&sc_kafka_log_lock);
+        if (fn)
+                fn(opaque, level, fac, rk ? rd_kafka_name(rk) : "", buf);
+        else
+                rd_kafka_log_print(rk, level, fac, buf);
+}
+
+void sc_kafka_conf_log_bridge(rd_kafka_conf_t *conf)
+{
+        rd_kafka_conf_set_log_cb(conf, sc_kafka_on_log);
+}
+
+/* ---- produce with delivery tracking ---- */
+
+void sc_kafka_delivery_init(sc_kafka_delivery_t *dv)
+{
+        memset(dv, 0, sizeof(*dv));
+        dv->dv_first_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        dv->dv_last_partition = -1;
+        dv->dv_last_offset = -1;
+}
+
+static void sc_kafka_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
+{
+        sc_kafka_delivery_t *dv = msg->_private;
+        (void)rk;
+        (void)opaque;
+        if (!dv)
+                return;
+        dv->dv_pending--;
+        if (msg->err) {
+                dv->dv_failed++;
+                if (dv->dv_first_err == RD_KAFKA_RESP_ERR_NO_ERROR)
+                        dv->dv_first_err = msg->err;
+        } else {
+                dv->dv_delivered++;
+                dv->dv_last_partition = msg->partition;
+                dv->dv_last_offset = msg->offset;
+        }
+}
+
+void sc_kafka_conf_delivery(rd_kafka_conf_t *conf)
+{
+        rd_kafka_conf_set_dr_msg_cb(conf, sc_kafka_on_delivery);
+}
+
+static double sc_kafka_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
+                          size_t key_len, const void *value, size_t value_len, const char *hdr_name,
+                          const void *hdr_value, size_t hdr_len, int64_t timestamp_ms,
+                          sc_kafka_delivery_t *dv, int timeout_ms, char *errstr, size_t errstr_size)
+{
+        rd_kafka_vu_t vu[8];
+        size_t n = 0;
+        memset(vu, 0, sizeof(vu));
+        vu[n].vtype = RD_KAFKA_VTYPE_TOPIC;
+        vu[n++].u.cstr = topic;
+        vu[n].vtype = RD_KAFKA_VTYPE_PARTITION;
+        vu[n++].u.i32 = partition;
+        vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
+        vu[n].u.mem.ptr = (void *)value;
+        vu[n++].u.mem.size = value_len;
+        if (key) {
+                vu[n].vtype = RD_KAFKA_VTYPE_KEY;
+                vu[n].u.mem.ptr = (void *)key;
+                vu[n++].u.mem.size = key_len;
+        }
+        vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
+        vu[n++].u.ptr = dv;
+        vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+        vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
+        if (timestamp_ms > 0) {
+                vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+                vu[n++].u.i64 = timestamp_ms;
+        }
+        if (hdr_name) {
+                vu[n].vtype = RD_KAFKA_VTYPE_HEADER;
+                vu[n].u.header.name = hdr_name;
+                vu[n].u.header.val = hdr_value;
+                vu[n++].u.header.size = (ssize_t)hdr_len;
+        }
+        double deadline = sc_kafka_now() + (double)timeout_ms / 1000.0;
+        for (;;) {
+                rd_kafka_error_t *error = rd_kafka_produceva(rk, vu, n);
+                if (!error) {
+                        if (dv)
+                                dv->dv_pending++;
+                        return SC_OK;
+                }
+                rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+                if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL || sc_kafka_now() >= deadline) {
+                        sc_errf(code == RD_KAFKA_RESP_ERR__QUEUE_FULL ? SC_ERR_AGAIN : SC_ERR_IO,
+                                errstr, errstr_size, "produce to %s [%" PRId32 "]: %s", topic,
+                                partition, rd_kafka_error_string(error));
+                        rd_kafka_error_destroy(error);
+                        return code == RD_KAFKA_RESP_ERR__QUEUE_FULL ? SC_ERR_AGAIN : SC_ERR_IO;
+                }
+                rd_kafka_error_destroy(error);
+                rd_kafka_poll(rk, 10);
+        }
+}
+
+sc_err_t sc_kafka_delivery_wait(rd_kafka_t *rk, sc_kafka_delivery_t *dv, int timeout_ms,
+                                char *errstr, size_t errstr_size)
+{
+        double deadline = sc_kafka_now() + (double)timeout_ms / 1000.0;
+        while (dv->dv_pending > 0) {
+                double left = deadline - sc_kafka_now();
+                if (left <= 0)
+                        return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
+                                       "%" PRId64 " message(s) still awaiting delivery after %d ms",
+                                       dv->dv_pending, timeout_ms);
+                rd_kafka_poll(rk, left > 0.1 ? 100 : (int)(left * 1000.0) + 1);
+        }
+        if (dv->dv_failed > 0)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                               "%" PRId64 " message(s) failed delivery; first error: %s",
+                               dv->dv_failed, rd_kafka_err2str(dv->dv_first_err));
+        return SC_OK;
+}
+
+sc_err_t sc_kafka_produce_sync(rd_kafka_t *rk, const char *topic, int32_t partition,
+                               const void *key, size_t key_len, const void *value, size_t value_len,
+                               int timeout_ms, int32_t *partitionp, int64_t *offsetp, char *errstr,
+                               size_t errstr_size)
+{
+        sc_kafka_delivery_t dv;
+        sc_kafka_delivery_init(&dv);
+        sc_err_t err = sc_kafka_produce(rk, topic, partition, key, key_len, value, value_len, NULL,
+                                        NULL, 0, 0, &dv, timeout_ms, errstr, errstr_size);
+        if (err)
+                return err;
+        err = sc_kafka_delivery_wait(rk, &dv, timeout_ms, errstr, errstr_size);
+        if (err == SC_ERR_AGAIN) {
+                /* The report still references dv: wait for it without a
+                 * deadline (message.timeout.ms bounds this). */
+                while (dv.dv_pending > 0)
+                        rd_kafka_poll(rk, 100);
+        }
+        if (err)
+                return err;
+        if (partitionp)
+                *partitionp = dv.dv_last_partition;
+        if (offsetp)
+                *offsetp = dv.dv_last_offset;
+        return SC_OK;
+}
+
+/* ---- probe ---- */
+
+sc_err_t sc_kafka_probe(const char *bootstrap, int timeout_ms, int *brokersp, int *topicsp,
+                        char *errstr, size_t errstr_size)
+{
+        char why[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        if (!conf)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        sc_err_t err = sc_kafka_conf_set(conf, "bootstrap.servers", bootstrap, "bootstrap", errstr,
+                                         errstr_size);
+        if (!err)
+                err = sc_kafka_conf_set(conf, "log_level", "0", "log_level", errstr, errstr_size);
+        if (err) {
+                rd_kafka_conf_destroy(conf);
+                return err;
+        }
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
+        if (!rk) {
+                rd_kafka_conf_destroy(conf);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: %s", bootstrap, why);
+        }
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t kerr = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
+        if (kerr) {
+                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: no metadata within %d ms: %s",
+                              bootstrap, timeout_ms, rd_kafka_err2str(kerr));
+        } else {
+                if (brokersp)
+                        *brokersp = md->broker_cnt;
+                if (topicsp)
+                        *topicsp = md->topic_cnt;
+                rd_kafka_metadata_destroy(md);
+        }
+        rd_kafka_destroy(rk);
+        return err;
+}
+
+/* ---- offset gaps ---- */
+
+void sc_kafka_gap_init(sc_kafka_gap_t *gp, int64_t start)
+{
+        gp->gp_next = start;
+        gp->gp_lost = 0;
+        gp->gp_events = 0;
+}
+
+int64_t sc_kafka_gap_observe(sc_kafka_gap_t *gp, int64_t offset)
+{
+        int64_t lost = 0;
+        if (gp->gp_next >= 0 && offset > gp->gp_next) {
+                lost = offset - gp->gp_next;
+                gp->gp_lost += lost;
+                gp->gp_events++;
+        }
+        gp->gp_next = offset + 1;
+        return lost;
+}
+
+sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partition,
+                             sc_kafka_gap_t *gp, int timeout_ms, int64_t *lostp, char *errstr,
+                             size_t errstr_size)
+{
+        int64_t low = -1, high = -1, lost = 0;
+        rd_kafka_resp_err_t kerr =
+            rd_kafka_query_watermark_offsets(rk, topic, partition, &low, &high, timeout_ms);
+        if (kerr)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                               "%s [%" PRId32 "]: watermark query failed: %s", topic, partition,
+                               rd_kafka_err2str(kerr));
+        if (gp->gp_next >= 0 && low > gp->gp_next) {
+                lost = low - gp->gp_next;
+                gp->gp_lost += lost;
+                gp->gp_events++;
+        }
+        if (gp->gp_next < 0 || low > gp->gp_next)
+                gp->gp_next = low;
+        if (lostp)
+                *lostp = lost;
+        return SC_OK;
+}

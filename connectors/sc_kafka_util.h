@@ -1,0 +1,140 @@
+/* sc_kafka_util.h — helpers every Kafka connector shares: librdkafka
+ * configuration from JSON, a log bridge, produce with delivery tracking, a
+ * metadata probe and the offset-gap check that turns retention loss into a
+ * count instead of silence. */
+#ifndef SC_KAFKA_UTIL_H
+#define SC_KAFKA_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+
+#include "sc_err.h"
+
+/* ---- configuration ---- */
+
+/* Sets one librdkafka property; errstr names `where` (e.g. "$.kafka.linger.ms")
+ * and librdkafka's reason. */
+sc_err_t sc_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+                           const char *where, char *errstr, size_t errstr_size);
+
+/* Applies every member of the JSON object obj to conf. Values may be strings,
+ * integers, reals (written without exponent) or booleans ("true"/"false");
+ * null, arrays and objects are errors. path is the JSON path of obj (e.g.
+ * "$.kafka"); errors name "<path>.<key>". obj may be NULL (nothing to do).
+ * conf stays owned by the caller; on error it may be partly updated. */
+sc_err_t sc_kafka_conf_apply_json(rd_kafka_conf_t *conf, const json_t *obj, const char *path,
+                                  char *errstr, size_t errstr_size);
+
+/* Creates a conf from obj as above. On success *confp is a new conf the caller
+ * owns (rd_kafka_conf_destroy, or pass it to rd_kafka_new). */
+sc_err_t sc_kafka_conf_from_json(rd_kafka_conf_t **confp, const json_t *obj, const char *path,
+                                 char *errstr, size_t errstr_size);
+
+/* Applies "name=value" strings (as given to a command's -X option); errors
+ * name the argument. */
+sc_err_t sc_kafka_conf_set_kv(rd_kafka_conf_t *conf, const char *kv, char *errstr,
+                              size_t errstr_size);
+
+/* ---- logging ---- */
+
+/* A log sink: level is syslog's (0 emerg .. 7 debug), fac librdkafka's
+ * facility, name the client instance name. Called from librdkafka's threads:
+ * must be thread-safe. */
+typedef void (*sc_kafka_log_fn)(void *opaque, int level, const char *fac, const char *name,
+                                const char *msg);
+
+/* Sets the process-wide sink that sc_kafka_conf_log_bridge() forwards to;
+ * NULL restores librdkafka's own printer (stderr). Thread-safe; takes effect
+ * for log lines emitted afterwards. */
+void sc_kafka_log_set_sink(sc_kafka_log_fn fn, void *opaque);
+
+/* Installs the bridge on conf: librdkafka's log lines go to the current sink,
+ * or to librdkafka's own printer while none is set. */
+void sc_kafka_conf_log_bridge(rd_kafka_conf_t *conf);
+
+/* ---- produce with delivery tracking ---- */
+
+/* Counts the delivery reports of the messages produced with it. Updated from
+ * the delivery callback, which librdkafka runs inside rd_kafka_poll() /
+ * rd_kafka_flush() on the caller's thread: poll from one thread only. */
+typedef struct sc_kafka_delivery {
+        int64_t dv_pending;               /* produced, no report yet */
+        int64_t dv_delivered;             /* acknowledged by the broker */
+        int64_t dv_failed;                /* permanently failed */
+        rd_kafka_resp_err_t dv_first_err; /* first failure, or NO_ERROR */
+        int32_t dv_last_partition;        /* of the last success */
+        int64_t dv_last_offset;           /* of the last success, -1 before */
+} sc_kafka_delivery_t;
+
+void sc_kafka_delivery_init(sc_kafka_delivery_t *dv);
+
+/* Installs the delivery-report callback that fills sc_kafka_delivery_t; it
+ * must be on every conf whose handle is used with sc_kafka_produce(). A
+ * message produced elsewhere with a NULL opaque is ignored by it. */
+void sc_kafka_conf_delivery(rd_kafka_conf_t *conf);
+
+/* Produces one message (copied) to topic/partition (RD_KAFKA_PARTITION_UA lets
+ * the partitioner choose) with an optional key and optional header
+ * (hdr_name NULL for none) and tracks it in dv. When librdkafka's queue is
+ * full it serves delivery reports and retries for up to timeout_ms.
+ * timestamp_ms 0 means "now". */
+sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
+                          size_t key_len, const void *value, size_t value_len, const char *hdr_name,
+                          const void *hdr_value, size_t hdr_len, int64_t timestamp_ms,
+                          sc_kafka_delivery_t *dv, int timeout_ms, char *errstr,
+                          size_t errstr_size);
+
+/* Serves delivery reports until dv has nothing pending or timeout_ms passed.
+ * Returns SC_OK when all were delivered, SC_ERR_IO when any failed (errstr
+ * names the first error), SC_ERR_AGAIN on timeout. */
+sc_err_t sc_kafka_delivery_wait(rd_kafka_t *rk, sc_kafka_delivery_t *dv, int timeout_ms,
+                                char *errstr, size_t errstr_size);
+
+/* Produces one message and waits for its delivery report; on success the
+ * partition and offset it was written at go to *partitionp / *offsetp (either
+ * may be NULL). */
+sc_err_t sc_kafka_produce_sync(rd_kafka_t *rk, const char *topic, int32_t partition,
+                               const void *key, size_t key_len, const void *value, size_t value_len,
+                               int timeout_ms, int32_t *partitionp, int64_t *offsetp, char *errstr,
+                               size_t errstr_size);
+
+/* ---- probe ---- */
+
+/* Connects to bootstrap and asks for cluster metadata within timeout_ms.
+ * On success *brokersp / *topicsp (either may be NULL) get the counts. */
+sc_err_t sc_kafka_probe(const char *bootstrap, int timeout_ms, int *brokersp, int *topicsp,
+                        char *errstr, size_t errstr_size);
+
+/* ---- offset gaps (retention loss) ---- */
+
+/* Per-partition consumption tracker. Offsets of a non-compacted,
+ * non-transactional partition are contiguous, so a consumed offset beyond the
+ * next expected one means records were removed (retention) before they were
+ * read. gp_lost counts them; nothing is lost silently. */
+typedef struct sc_kafka_gap {
+        int64_t gp_next;   /* next expected offset; -1 until the first record */
+        int64_t gp_lost;   /* records skipped so far */
+        int64_t gp_events; /* times a gap was seen */
+} sc_kafka_gap_t;
+
+/* Starts a tracker; start is the first offset expected (e.g. 0 when reading a
+ * partition from the beginning), or -1 to accept whatever comes first. */
+void sc_kafka_gap_init(sc_kafka_gap_t *gp, int64_t start);
+
+/* Records one consumed offset; returns the records lost just before it (0 in
+ * the normal case). An offset below the expected one (a re-delivery after a
+ * seek back) is accepted and moves the expectation back. */
+int64_t sc_kafka_gap_observe(sc_kafka_gap_t *gp, int64_t offset);
+
+/* For OFFSET_OUT_OF_RANGE (the expected offset is below the log start):
+ * queries the partition's low watermark, counts the records between the
+ * expected offset and it as lost, and sets the expectation to it. The caller
+ * then seeks to gp->gp_next. Returns the records lost. */
+sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partition,
+                             sc_kafka_gap_t *gp, int timeout_ms, int64_t *lostp, char *errstr,
+                             size_t errstr_size);
+
+#endif

@@ -1,0 +1,159 @@
+/* codec_impl.h — what the codec files share: the encoder struct, the const
+ * vtable each codec provides, and little-endian helpers. Internal to core/codec. */
+#ifndef SC_CODEC_IMPL_H
+#define SC_CODEC_IMPL_H
+
+#include <string.h>
+
+#include "sc_codec.h"
+
+/* One tensor: coordinates [off, off + numel) of the flat buffer, k of them
+ * kept by the sparse codecs. */
+typedef struct sc_codec_seg {
+        size_t off;
+        size_t numel;
+        size_t k;
+} sc_codec_seg_t;
+
+/* Growable scratch for top-k: candidate positions (segment-relative) and
+ * their magnitude keys. */
+typedef struct sc_topk_scratch {
+        uint32_t *cidx;
+        uint32_t *ckey;
+        size_t cap;
+} sc_topk_scratch_t;
+
+typedef struct sc_codec_ops {
+        const char *name;
+        sc_codec_id_t id;
+        unsigned formats; /* bitmask (1 << sc_codec_format_t) of bodies it emits */
+        /* Optional: allocates codec-specific state after the common part. */
+        sc_err_t (*init)(sc_codec_t *codec, char *errstr, size_t errstr_size);
+        /* Appends one payload to out; on error the caller truncates out. */
+        sc_err_t (*encode)(sc_codec_t *codec, const float *grads, sc_rng_t *rng, sc_buf_t *out,
+                           char *errstr, size_t errstr_size);
+} sc_codec_ops_t;
+
+struct sc_codec_s {
+        const sc_codec_ops_t *ops;
+        sc_codec_params_t params;
+        size_t n;
+        sc_codec_seg_t *segs;
+        int nsegs;
+        size_t ksum;      /* sum of segs[].k */
+        size_t max_numel; /* largest segment */
+        float *residual;  /* (n) when error feedback is on, else NULL */
+        uint32_t *sel;    /* (ksum) selected global indices */
+        float *selval;    /* (ksum) values sent for them */
+        sc_topk_scratch_t topk;
+        uint64_t *bitmap; /* randk: (max_numel / 64 + 1) words */
+        double mean;      /* adaptive running mean */
+        int decision;     /* adaptive vote mode: -1 none, 0 dense, 1 top-k */
+        sc_codec_stats_t stats;
+};
+
+extern const sc_codec_ops_t sc_codec_none_ops;
+extern const sc_codec_ops_t sc_codec_topk_ops;
+extern const sc_codec_ops_t sc_codec_randk_ops;
+extern const sc_codec_ops_t sc_codec_adacomp_ops;
+extern const sc_codec_ops_t sc_codec_adaptive_ops;
+extern const sc_codec_ops_t sc_codec_q8_ops;
+extern const sc_codec_ops_t sc_codec_fp16_ops;
+
+static inline void sc_le_put16(uint8_t *p, uint16_t v)
+{
+        p[0] = (uint8_t)v;
+        p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void sc_le_put32(uint8_t *p, uint32_t v)
+{
+        p[0] = (uint8_t)v;
+        p[1] = (uint8_t)(v >> 8);
+        p[2] = (uint8_t)(v >> 16);
+        p[3] = (uint8_t)(v >> 24);
+}
+
+static inline uint16_t sc_le_get16(const uint8_t *p)
+{
+        return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t sc_le_get32(const uint8_t *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint32_t sc_f32_bits(float f)
+{
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        return u;
+}
+
+static inline float sc_f32_from_bits(uint32_t u)
+{
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+}
+
+static inline void sc_le_putf32(uint8_t *p, float f)
+{
+        sc_le_put32(p, sc_f32_bits(f));
+}
+
+static inline float sc_le_getf32(const uint8_t *p)
+{
+        return sc_f32_from_bits(sc_le_get32(p));
+}
+
+/* Writes the 8-byte payload header at p. */
+void sc_codec_put_hdr(uint8_t *p, sc_codec_id_t id, sc_codec_format_t fmt, unsigned flags,
+                      size_t n);
+
+/* Copies n floats as little-endian f32 (memcpy on little-endian hosts). */
+void sc_codec_put_f32s(uint8_t *dst, const float *src, size_t n);
+
+/* Body encoders and decoders shared between codecs. body points just after
+ * the payload header, len is what remains. */
+sc_err_t sc_codec_dense_decode_add(const uint8_t *body, size_t len, uint32_t n, float *acc,
+                                   float scale, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_dense_decode_list(const uint8_t *body, size_t len, uint32_t n, uint32_t *idx,
+                                    float *val, char *errstr, size_t errstr_size);
+/* Appends a sparse payload of the codec's current selection (sel, selval,
+ * ksum entries). */
+sc_err_t sc_codec_sparse_encode(sc_codec_t *codec, unsigned flags, sc_buf_t *out);
+sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, uint32_t *kp,
+                               char *errstr, size_t errstr_size);
+sc_err_t sc_codec_sparse_decode_add(const uint8_t *body, size_t len, uint32_t n, float *acc,
+                                    float scale, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_sparse_decode_list(const uint8_t *body, size_t len, uint32_t n, uint32_t *idx,
+                                     float *val, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_fp16_decode_add(const uint8_t *body, size_t len, uint32_t n, float *acc,
+                                  float scale, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_fp16_decode_list(const uint8_t *body, size_t len, uint32_t n, uint32_t *idx,
+                                   float *val, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_q8_check(const uint8_t *body, size_t len, uint32_t n, char *errstr,
+                           size_t errstr_size);
+sc_err_t sc_codec_q8_decode_add(const uint8_t *body, size_t len, uint32_t n, float *acc,
+                                float scale, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_q8_decode_list(const uint8_t *body, size_t len, uint32_t n, uint32_t *idx,
+                                 float *val, char *errstr, size_t errstr_size);
+
+/* Top-k over every segment of the codec: fills codec->sel (ascending) with
+ * ksum indices of x (+ add when add is not NULL, computed on the fly without
+ * writing) and codec->selval with those sums. */
+sc_err_t sc_codec_topk_run(sc_codec_t *codec, const float *x, const float *add);
+/* Top-k of one segment: appends base + position of the k largest |x + add|
+ * to sel. */
+sc_err_t sc_topk_segment(sc_topk_scratch_t *scratch, const float *x, const float *add,
+                         size_t numel, size_t k, uint32_t base, uint32_t *sel);
+void sc_topk_scratch_free(sc_topk_scratch_t *scratch);
+
+/* Error feedback after a sparse send: residual = residual + g everywhere,
+ * then residual[sel[j]] -= selval[j] (so decoded + residual == g + old
+ * residual, exactly for top-k). */
+void sc_codec_ef_commit_sparse(sc_codec_t *codec, const float *grads);
+
+#endif

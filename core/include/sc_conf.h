@@ -2,10 +2,16 @@
  * table (name, type, default, min/max, description). Unknown keys and wrong
  * types are errors naming the JSON path ("$.model.layers[2].kernel: expected
  * integer >= 1"). The "kafka" object is kept as JSON and passed to librdkafka
- * untouched. docs/CONFIG.md and `scadles config --list` come from the table. */
+ * untouched. docs/CONFIG.md and `scadles config --list` come from the table.
+ *
+ * Every error message reads "<origin>: $.json.path: message", where origin is
+ * the file name (sc_conf_load), the origin given to sc_conf_parse, or
+ * "override" (sc_conf_set). Syntax errors read "<origin>:<line>:<column>:
+ * invalid JSON: ...". */
 #ifndef SC_CONF_H
 #define SC_CONF_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sc_err.h"
@@ -13,23 +19,31 @@
 #include "sc_optim.h"
 
 #define SC_CONF_PATH_MAX 512
+#define SC_CONF_ORIGIN_MAX 256
 
 typedef struct sc_conf_optim {
-        double lr;             /* base learning rate */
+        double lr; /* base learning rate */
         double momentum;
         int nesterov;
         double weight_decay;
-        sc_sched_spec_t sched; /* kind, warmup, milestones... (lr copied from above) */
+        sc_sched_spec_t sched; /* kind, warmup, milestones... in steps (lr copied from above) */
         double base_batch;     /* linear LR scaling: lr * batch / base_batch; 0 = off */
+        /* The same schedule times in epochs (offline training); each is an
+         * alternative to its steps twin (giving both is an error). Convert
+         * with sc_conf_sched_steps(). */
+        double warmup_epochs;
+        double total_epochs;
+        int n_milestones_epochs;
+        double milestones_epochs[SC_SCHED_MAX_MILESTONES];
 } sc_conf_optim_t;
 
 typedef struct sc_conf_train {
         int epochs;
         int batch;
         uint64_t seed;
-        int threads;                            /* BLAS threads */
-        char checkpoint[SC_CONF_PATH_MAX];      /* "" = do not save */
-        double progress_interval;               /* seconds between progress lines */
+        int threads;                       /* BLAS threads */
+        char checkpoint[SC_CONF_PATH_MAX]; /* "" = do not save */
+        double progress_interval;          /* seconds between progress lines; 0 = per epoch */
 } sc_conf_train_t;
 
 typedef struct sc_conf_data {
@@ -47,23 +61,65 @@ typedef struct sc_conf {
         sc_conf_train_t train;
         sc_conf_data_t data;
         void *kafka; /* json_t * object, owned (a reference); NULL if absent */
+
+        /* model.init: initialization of layers that do not name their own. */
+        sc_init_kind_t init;
+        /* Internal: bit j of layer_given[i] = layer i's j-th key was given
+         * (so model.init reaches only the layers without their own "init"). */
+        uint32_t layer_given[SC_MODEL_MAX_LAYERS];
+        char origin[SC_CONF_ORIGIN_MAX]; /* where the configuration came from */
 } sc_conf_t;
 
-/* Sets every property to its default (model: no layers). */
+/* Sets every property to its default (model: no layers, no kafka object).
+ * conf must not hold a kafka reference (fresh or sc_conf_free'd). */
 void sc_conf_defaults(sc_conf_t *conf);
-/* Parses a JSON text / file into conf (which gets defaults first). origin
- * names the input in messages (a file name). Errors name the JSON path. */
+/* Parses a JSON text into conf (which gets defaults first; it must not hold
+ * a kafka reference). origin names the input in messages (a file name).
+ * Errors name the JSON path; on error conf holds the defaults again and
+ * nothing that needs freeing. */
 sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
                        size_t errstr_size);
 /* Reads the file at path and parses it (connectors/conf_file.c: core does no I/O). */
 sc_err_t sc_conf_load(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
-/* Applies one "a.b.c=value" override (value parsed as JSON, else a string). */
+/* Applies one "a.b.c=value" override (value parsed as JSON, else a string).
+ * Paths: any property ("optim.lr"), a section with an object value
+ * ("optim.schedule={...}"), a list element or its key ("model.layers[1].units",
+ * "model.layers[3]={...}"; index == count appends), or "kafka.<any.key>".
+ * Atomic: on error conf is unchanged. */
 sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size_t errstr_size);
+/* Cross-property checks (run by parse and set; call it after editing the
+ * struct by hand). Also applies model.init to layers without their own. */
+sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size);
 /* Releases what conf holds (the kafka object). Accepts NULL. */
 void sc_conf_free(sc_conf_t *conf);
 
 /* Every property with type, default, range and meaning: plain text
- * (markdown = 0) or the docs/CONFIG.md page (markdown = 1). Caller frees. */
+ * (markdown = 0) or the docs/CONFIG.md page (markdown = 1). Caller frees;
+ * NULL if out of memory. */
 char *sc_conf_describe(int markdown);
+/* Name of the i-th property of the table ("optim.lr", list element keys as
+ * "model.layers[].units"); NULL when i is past the end. */
+const char *sc_conf_prop_name(size_t i);
+/* The resolved configuration as indented JSON that sc_conf_parse reads back
+ * to the same values. Caller frees; NULL if out of memory. */
+char *sc_conf_dump(const sc_conf_t *conf);
+
+/* The learning-rate schedule in optimizer steps: conf->optim.sched with lr
+ * filled in and every epoch-valued time (warmup_epochs, total_epochs,
+ * milestones_epochs) converted with steps_per_epoch (rounded to nearest).
+ * total_steps 0 becomes train.epochs * steps_per_epoch. steps_per_epoch
+ * must be >= 1. */
+sc_err_t sc_conf_sched_steps(const sc_conf_t *conf, long steps_per_epoch, sc_sched_spec_t *out,
+                             char *errstr, size_t errstr_size);
+
+/* Rewrites an sc_model_new() message ("layers[2] (conv2d): ...") held in
+ * errstr into "<origin>: $.model.layers[2] (conv2d): ...". */
+void sc_conf_model_error(const sc_conf_t *conf, char *errstr, size_t errstr_size);
+
+/* Calls fn for each kafka property with its value as a string (numbers in
+ * shortest round-trip form, booleans "true"/"false"), in file order. A
+ * non-zero return from fn stops the walk and is returned. */
+typedef int (*sc_conf_kv_fn)(const char *key, const char *value, void *opaque);
+int sc_conf_kafka_foreach(const sc_conf_t *conf, sc_conf_kv_fn fn, void *opaque);
 
 #endif

@@ -1,8 +1,100 @@
-/* cmd_config.c — placeholder replaced by the config module's command. */
+/* cmd_config.c — `scadles config`: lists the configuration properties, writes
+ * docs/CONFIG.md, or checks a configuration file (with overrides). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cmd.h"
+#include "sc_conf.h"
+
+static void sc_config_usage(FILE *out)
+{
+        fprintf(out,
+                "usage: scadles config --list\n"
+                "       scadles config --markdown\n"
+                "       scadles config --check [-c FILE] [--set PROPERTY=VALUE ...]\n"
+                "\n"
+                "  --list            every property with type, range, default and meaning\n"
+                "  --markdown        the same as the docs/CONFIG.md page\n"
+                "  --check           validate FILE (or the defaults) with the overrides applied\n"
+                "                    and print the resolved configuration as JSON\n"
+                "  -c, --config FILE configuration file (JSON)\n"
+                "  --set P=V         override property P (V is JSON, or else a string);\n"
+                "                    e.g. --set optim.lr=0.05 --set model.layers[0].units=128\n"
+                "  -h, --help        this text\n"
+                "\n"
+                "Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
+}
+
+static int sc_config_print(char *text)
+{
+        if (!text) {
+                fprintf(stderr, "scadles config: out of memory\n");
+                return 1;
+        }
+        fputs(text, stdout);
+        free(text);
+        return 0;
+}
+
 int sc_cmd_config(int argc, char **argv)
 {
-        fprintf(stderr, "scadles config: not built yet\n");
-        return 1;
+        enum { NONE, LIST, MARKDOWN, CHECK } mode = NONE;
+        const char *file = NULL;
+        char errstr[1024];
+        int nsets = 0;
+        sc_conf_t conf;
+
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                        sc_config_usage(stdout);
+                        return 0;
+                } else if (!strcmp(a, "--list")) {
+                        mode = LIST;
+                } else if (!strcmp(a, "--markdown")) {
+                        mode = MARKDOWN;
+                } else if (!strcmp(a, "--check")) {
+                        mode = CHECK;
+                } else if ((!strcmp(a, "-c") || !strcmp(a, "--config")) && i + 1 < argc) {
+                        file = argv[++i];
+                } else if (!strcmp(a, "--set") && i + 1 < argc) {
+                        i++;
+                        nsets++;
+                } else {
+                        fprintf(stderr, "scadles config: unexpected argument '%s'\n\n", a);
+                        sc_config_usage(stderr);
+                        return 2;
+                }
+        }
+        if (mode == LIST)
+                return sc_config_print(sc_conf_describe(0));
+        if (mode == MARKDOWN)
+                return sc_config_print(sc_conf_describe(1));
+        if (mode != CHECK) {
+                sc_config_usage(stderr);
+                return 2;
+        }
+
+        sc_err_t err = SC_OK;
+        if (file)
+                err = sc_conf_load(&conf, file, errstr, sizeof(errstr));
+        else
+                sc_conf_defaults(&conf);
+        for (int i = 1; !err && i < argc; i++)
+                if (!strcmp(argv[i], "--set"))
+                        err = sc_conf_set(&conf, argv[++i], errstr, sizeof(errstr));
+                else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config"))
+                        i++;
+        if (err) {
+                fprintf(stderr, "scadles config: %s\n", errstr);
+                sc_conf_free(&conf);
+                return err == SC_ERR_CONFIG ? 2 : 1;
+        }
+        int rc = sc_config_print(sc_conf_dump(&conf));
+        if (!rc)
+                putchar('\n');
+        sc_conf_free(&conf);
+        (void)nsets;
+        return rc;
 }

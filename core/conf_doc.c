@@ -1,0 +1,336 @@
+/* conf_doc.c — writes the property table as text (`scadles config --list`)
+ * or markdown (docs/CONFIG.md), and a configuration back to JSON. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf_impl.h"
+
+typedef struct sc_conf_sb {
+        char *s;
+        size_t len, cap;
+        int oom;
+} sc_conf_sb_t;
+
+__attribute__((format(printf, 2, 3))) static void sc_conf_sb_printf(sc_conf_sb_t *sb,
+                                                                    const char *fmt, ...)
+{
+        va_list ap;
+
+        if (sb->oom)
+                return;
+        for (;;) {
+                va_start(ap, fmt);
+                int n = vsnprintf(sb->s ? sb->s + sb->len : NULL, sb->s ? sb->cap - sb->len : 0,
+                                  fmt, ap);
+                va_end(ap);
+                if (n < 0) {
+                        sb->oom = 1;
+                        return;
+                }
+                if (sb->s && sb->len + (size_t)n < sb->cap) {
+                        sb->len += (size_t)n;
+                        return;
+                }
+                size_t cap = sb->cap ? sb->cap * 2 : 4096;
+                while (cap < sb->len + (size_t)n + 1)
+                        cap *= 2;
+                char *s = realloc(sb->s, cap);
+                if (!s) {
+                        sb->oom = 1;
+                        return;
+                }
+                sb->s = s;
+                sb->cap = cap;
+        }
+}
+
+static const char *sc_conf_default_text(const sc_conf_prop_t *p)
+{
+        if (p->def_doc)
+                return p->def_doc;
+        return p->def ? p->def : "-";
+}
+
+/* "dense" or "conv2d, maxpool2d" or "all" for a list element row. */
+static void sc_conf_kinds_text(const sc_conf_list_t *l, const sc_conf_prop_t *p, char *buf,
+                               size_t size)
+{
+        const sc_conf_prop_t *tag = l->tag ? sc_conf_find(l->props, l->nprops, l->tag) : NULL;
+        size_t len = 0;
+
+        snprintf(buf, size, "all");
+        if (!tag || !p->kinds)
+                return;
+        for (int k = 0; tag->names[k] && len < size; k++)
+                if (p->kinds >> k & 1u)
+                        len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
+                                                tag->names[k]);
+}
+
+static void sc_conf_describe_row(sc_conf_sb_t *sb, const sc_conf_prop_t *p, const char *name,
+                                 const char *kinds, int markdown)
+{
+        char want[512];
+
+        sc_conf_expect_text(p, want, sizeof(want));
+        if (!markdown) {
+                sc_conf_sb_printf(sb, "%s%s%s%s\n    %s; default %s\n    %s\n", name,
+                                  kinds ? "  (" : "", kinds ? kinds : "", kinds ? ")" : "", want,
+                                  sc_conf_default_text(p), p->desc);
+                return;
+        }
+        if (kinds)
+                sc_conf_sb_printf(sb, "| `%s` | %s | %s | `%s` | %s |\n", name, kinds, want,
+                                  sc_conf_default_text(p), p->desc);
+        else
+                sc_conf_sb_printf(sb, "| `%s` | %s | `%s` | %s |\n", name, want,
+                                  sc_conf_default_text(p), p->desc);
+}
+
+static void sc_conf_describe_list(sc_conf_sb_t *sb, const sc_conf_prop_t *p, int markdown)
+{
+        char name[256], kinds[256];
+
+        if (markdown)
+                sc_conf_sb_printf(sb,
+                                  "\nEach element of `%s` is an object; which keys it takes "
+                                  "depends on its `%s`:\n\n"
+                                  "| Key | Applies to | Type | Default | Description |\n"
+                                  "|---|---|---|---|---|\n",
+                                  p->path, p->list->tag ? p->list->tag : "");
+        for (size_t j = 0; j < p->list->nprops; j++) {
+                const sc_conf_prop_t *q = &p->list->props[j];
+                sc_conf_kinds_text(p->list, q, kinds, sizeof(kinds));
+                snprintf(name, sizeof(name), "%s[].%s", p->path, q->path);
+                sc_conf_describe_row(sb, q, markdown ? q->path : name, kinds, markdown);
+        }
+        if (markdown)
+                sc_conf_sb_printf(sb, "\n");
+}
+
+static const char sc_conf_md_intro[] =
+    "# scadles configuration\n"
+    "\n"
+    "Generated from the property table (core/conf.c) by `scadles config --markdown`; "
+    "`make check-docs` fails when this page is out of date.\n"
+    "\n"
+    "A configuration is one JSON object. Every property has a default, so a file names "
+    "only what it changes. Unknown keys, wrong types and out-of-range values are errors "
+    "that name the file and the JSON path:\n"
+    "\n"
+    "```\n"
+    "job.json: $.optim.lrr: unknown property (did you mean \"lr\"?)\n"
+    "job.json: $.model.layers[2].kernel: expected integer in [1, 1024], got 0\n"
+    "job.json:3:14: invalid JSON: unexpected token near '}'\n"
+    "```\n"
+    "\n"
+    "Overrides (`--set property=value`, repeatable) take the value as JSON, or as a string "
+    "when it is not JSON: `--set optim.lr=0.05`, `--set data.source=synthetic`, "
+    "`--set 'optim.schedule={\"type\":\"cosine\"}'`, `--set model.layers[0].units=128`, "
+    "`--set 'model.layers[3]={\"type\":\"relu\"}'` (index = count appends), "
+    "`--set kafka.bootstrap.servers=host:9092`.\n"
+    "\n"
+    "`scadles config --check -c file.json` validates a file and prints the resolved "
+    "configuration; `scadles config --list` prints this table as text.\n"
+    "\n"
+    "Example:\n"
+    "\n"
+    "```json\n"
+    "{\n"
+    "  \"model\": {\n"
+    "    \"input\": [1, 28, 28],\n"
+    "    \"layers\": [\n"
+    "      {\"type\": \"conv2d\", \"filters\": 16, \"kernel\": 3, \"padding\": 1},\n"
+    "      {\"type\": \"relu\"},\n"
+    "      {\"type\": \"maxpool2d\", \"size\": 2},\n"
+    "      {\"type\": \"flatten\"},\n"
+    "      {\"type\": \"dense\", \"units\": 10}\n"
+    "    ],\n"
+    "    \"loss\": \"softmax_xent\"\n"
+    "  },\n"
+    "  \"optim\": {\"lr\": 0.05, \"momentum\": 0.9,\n"
+    "            \"schedule\": {\"type\": \"multistep\", \"milestones_epochs\": [5, 8]}},\n"
+    "  \"train\": {\"epochs\": 10, \"batch\": 64},\n"
+    "  \"kafka\": {\"bootstrap.servers\": \"localhost:9092\"}\n"
+    "}\n"
+    "```\n";
+
+char *sc_conf_describe(int markdown)
+{
+        sc_conf_sb_t sb = {0};
+
+        if (markdown)
+                sc_conf_sb_printf(&sb, "%s", sc_conf_md_intro);
+        for (size_t s = 0; s < sc_conf_nsections; s++) {
+                const char *sec = sc_conf_sections[s].name;
+                size_t slen = strlen(sec);
+                if (markdown)
+                        sc_conf_sb_printf(&sb,
+                                          "\n## %s\n\n%s\n\n"
+                                          "| Property | Type | Default | Description |\n"
+                                          "|---|---|---|---|\n",
+                                          sec, sc_conf_sections[s].desc);
+                else
+                        sc_conf_sb_printf(&sb, "%s[%s] %s\n\n", s ? "\n" : "", sec,
+                                          sc_conf_sections[s].desc);
+                for (size_t i = 0; i < sc_conf_nprops; i++) {
+                        const sc_conf_prop_t *p = &sc_conf_props[i];
+                        if (strncmp(p->path, sec, slen) || (p->path[slen] && p->path[slen] != '.'))
+                                continue;
+                        sc_conf_describe_row(&sb, p, p->path, NULL, markdown);
+                }
+                for (size_t i = 0; i < sc_conf_nprops; i++) {
+                        const sc_conf_prop_t *p = &sc_conf_props[i];
+                        if (p->type == SC_CONF_OBJ_LIST && !strncmp(p->path, sec, slen) &&
+                            p->path[slen] == '.')
+                                sc_conf_describe_list(&sb, p, markdown);
+                }
+        }
+        if (sb.oom) {
+                free(sb.s);
+                return NULL;
+        }
+        return sb.s;
+}
+
+static int sc_conf_is_zero(const void *at, size_t n)
+{
+        const unsigned char *b = at;
+        for (size_t i = 0; i < n; i++)
+                if (b[i])
+                        return 0;
+        return 1;
+}
+
+static json_t *sc_conf_elem_json(const sc_conf_list_t *l, const char *elem, uint32_t given,
+                                 const sc_conf_t *conf)
+{
+        const sc_conf_prop_t *tag = l->tag ? sc_conf_find(l->props, l->nprops, l->tag) : NULL;
+        int kind = tag ? *(const int *)(elem + tag->offset) : -1;
+        json_t *obj = json_object();
+
+        for (size_t j = 0; obj && j < l->nprops; j++) {
+                const sc_conf_prop_t *q = &l->props[j];
+                if (kind >= 0 && q->kinds && !(q->kinds >> kind & 1u))
+                        continue;
+                /* Unset optional keys ("= size") and inherited values stay implicit. */
+                if (q->inherit && !(given >> j & 1u))
+                        continue;
+                if (!q->def && !(q->flags & SC_CONF_F_REQUIRED) && q != tag &&
+                    sc_conf_is_zero(elem + q->offset, sizeof(int)))
+                        continue;
+                if (json_object_set_new(obj, q->path, sc_conf_value_json(q, elem, conf))) {
+                        json_decref(obj);
+                        return NULL;
+                }
+        }
+        return obj;
+}
+
+json_t *sc_conf_value_json(const sc_conf_prop_t *p, const void *base, const sc_conf_t *conf)
+{
+        const char *at = (const char *)base + p->offset;
+        int n;
+
+        switch (p->type) {
+        case SC_CONF_INT:
+                return json_integer(*(const int *)at);
+        case SC_CONF_LONG:
+                return json_integer(*(const long *)at);
+        case SC_CONF_UINT64:
+                return json_integer((json_int_t) * (const uint64_t *)at);
+        case SC_CONF_DOUBLE:
+                return json_real(*(const double *)at);
+        case SC_CONF_FLOAT:
+                return json_real(*(const float *)at);
+        case SC_CONF_BOOL:
+                return json_boolean(*(const int *)at);
+        case SC_CONF_STRING:
+                return json_string(at);
+        case SC_CONF_ENUM: {
+                int idx = *(const int *)at, k = 0;
+                while (p->names[k])
+                        k++;
+                return json_string(idx >= 0 && idx < k ? p->names[idx] : "?");
+        }
+        case SC_CONF_LONG_LIST:
+        case SC_CONF_DOUBLE_LIST: {
+                json_t *a = json_array();
+                n = *(const int *)((const char *)base + p->count_offset);
+                for (int i = 0; a && i < n; i++)
+                        json_array_append_new(a, p->type == SC_CONF_LONG_LIST
+                                                     ? json_integer(((const long *)at)[i])
+                                                     : json_real(((const double *)at)[i]));
+                return a;
+        }
+        case SC_CONF_SHAPE: {
+                sc_shape_t s;
+                memcpy(&s, at, sizeof(s));
+                if (s.h == 1 && s.w == 1)
+                        return json_pack("[i]", s.c);
+                return json_pack("[i, i, i]", s.c, s.h, s.w);
+        }
+        case SC_CONF_OBJ_LIST: {
+                json_t *a = json_array();
+                const uint32_t *given =
+                    (const uint32_t *)((const char *)conf + p->list->given_offset);
+                n = *(const int *)((const char *)base + p->count_offset);
+                for (int i = 0; a && i < n; i++)
+                        json_array_append_new(
+                            a, sc_conf_elem_json(p->list, at + (size_t)i * p->list->elem_size,
+                                                 given[i], conf));
+                return a;
+        }
+        case SC_CONF_PASSTHROUGH: {
+                json_t *obj = *(json_t *const *)at;
+                return obj ? json_incref(obj) : json_object();
+        }
+        }
+        return json_null();
+}
+
+/* Sets root.<dotted path> = v, creating objects on the way (steals v). */
+static int sc_conf_put(json_t *root, const char *path, json_t *v)
+{
+        char seg[128];
+        const char *dot;
+
+        while ((dot = strchr(path, '.'))) {
+                snprintf(seg, sizeof(seg), "%.*s", (int)(dot - path), path);
+                json_t *next = json_object_get(root, seg);
+                if (!next) {
+                        next = json_object();
+                        if (json_object_set_new(root, seg, next)) {
+                                json_decref(v);
+                                return -1;
+                        }
+                }
+                root = next;
+                path = dot + 1;
+        }
+        return json_object_set_new(root, path, v);
+}
+
+char *sc_conf_dump(const sc_conf_t *conf)
+{
+        json_t *root = json_object();
+        char *text;
+
+        for (size_t i = 0; root && i < sc_conf_nprops; i++) {
+                const sc_conf_prop_t *p = &sc_conf_props[i];
+                if (p->type == SC_CONF_PASSTHROUGH &&
+                    !*(json_t *const *)((const char *)conf + p->offset))
+                        continue;
+                json_t *v = sc_conf_value_json(p, conf, conf);
+                if (!v || sc_conf_put(root, p->path, v)) {
+                        json_decref(root);
+                        return NULL;
+                }
+        }
+        text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
+        json_decref(root);
+        return text;
+}

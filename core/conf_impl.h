@@ -1,0 +1,90 @@
+/* conf_impl.h — the configuration property table's types, shared by the
+ * table (conf.c), the JSON walker (conf_parse.c) and the documentation and
+ * dump writers (conf_doc.c). Internal to core/. */
+#ifndef SC_CONF_IMPL_H
+#define SC_CONF_IMPL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "sc_conf.h"
+
+typedef enum sc_conf_type {
+        SC_CONF_INT,         /* int */
+        SC_CONF_LONG,        /* long */
+        SC_CONF_UINT64,      /* uint64_t, 0 .. 2^63-1 (JSON integers are signed) */
+        SC_CONF_DOUBLE,      /* double */
+        SC_CONF_FLOAT,       /* float */
+        SC_CONF_BOOL,        /* int 0/1 */
+        SC_CONF_STRING,      /* char[size]; with names: one of them */
+        SC_CONF_ENUM,        /* enum (int-sized) = index into names */
+        SC_CONF_LONG_LIST,   /* long[size] + int count at count_offset; ascending */
+        SC_CONF_DOUBLE_LIST, /* double[size] + int count at count_offset; ascending */
+        SC_CONF_SHAPE,       /* sc_shape_t from [c, h, w] or [n] */
+        SC_CONF_OBJ_LIST,    /* array of objects described by a sub-table (list) */
+        SC_CONF_PASSTHROUGH, /* json_t * object of scalars, kept (a reference) */
+} sc_conf_type_t;
+
+/* Row flags. */
+#define SC_CONF_F_MIN_EXCL 0x1 /* value > min rather than >= min */
+#define SC_CONF_F_MAX_EXCL 0x2 /* value < max rather than <= max */
+#define SC_CONF_F_REQUIRED 0x4 /* list element rows: the key must be given */
+
+typedef struct sc_conf_list sc_conf_list_t;
+
+/* One property. min/max are NAN when unbounded (numbers, list items, shape
+ * dimensions). */
+typedef struct sc_conf_prop {
+        const char *path; /* below $, dots between nested objects: "optim.schedule.gamma" */
+        sc_conf_type_t type;
+        size_t offset;              /* into the base: sc_conf_t, or a list element */
+        const char *def;            /* default as JSON text; NULL = zero */
+        double min, max;            /* range of numbers, of list items, of shape dims */
+        unsigned flags;             /* SC_CONF_F_* */
+        const char *const *names;   /* enum / string choices, NULL-terminated */
+        size_t size;                /* string: buffer bytes; lists: max entries */
+        size_t count_offset;        /* lists: the int entry count */
+        const sc_conf_list_t *list; /* SC_CONF_OBJ_LIST */
+        unsigned kinds;      /* list element rows: bit k = allowed when the tag is k; 0 = all */
+        const char *inherit; /* list element rows: default = this main-table property */
+        const char *def_doc; /* default as documented when def cannot say it */
+        const char *desc;
+} sc_conf_prop_t;
+
+/* An array of objects; each element is a struct of elem_size bytes. */
+struct sc_conf_list {
+        const sc_conf_prop_t *props;
+        size_t nprops;
+        size_t elem_size;
+        const char *tag;       /* required enum key choosing which rows apply, or NULL */
+        size_t given_offset;   /* in sc_conf_t: uint32_t[max], bit j = props[j] given */
+        const char *elem_name; /* "layer", for messages */
+};
+
+/* A top-level section, for documentation. */
+typedef struct sc_conf_section {
+        const char *name;
+        const char *desc;
+} sc_conf_section_t;
+
+extern const sc_conf_prop_t sc_conf_props[];
+extern const size_t sc_conf_nprops;
+extern const sc_conf_section_t sc_conf_sections[];
+extern const size_t sc_conf_nsections;
+
+/* conf_parse.c */
+/* Parses v into the property at base (one table row); jpath is v's JSON path
+ * for messages; conf is the whole configuration (list bookkeeping). */
+sc_err_t sc_conf_parse_value(const sc_conf_prop_t *prop, json_t *v, void *base, sc_conf_t *conf,
+                             const char *origin, const char *jpath, char *errstr,
+                             size_t errstr_size);
+/* Formats "<origin>: <jpath>: message" into errstr; returns SC_ERR_CONFIG. */
+sc_err_t sc_conf_fail(char *errstr, size_t errstr_size, const char *origin, const char *jpath,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* "integer >= 1", "number in [0, 1)", "one of \"a\", \"b\"" for prop. */
+void sc_conf_expect_text(const sc_conf_prop_t *prop, char *buf, size_t size);
+/* Current value of a scalar property at base as JSON (new reference). */
+json_t *sc_conf_value_json(const sc_conf_prop_t *prop, const void *base, const sc_conf_t *conf);
+const sc_conf_prop_t *sc_conf_find(const sc_conf_prop_t *props, size_t n, const char *path);
+
+#endif

@@ -1,0 +1,85 @@
+/* sc_server.h — the aggregation of one model shard: applies updates per sync
+ * policy exactly once per (worker, seq), holds the optimizer state, a version
+ * counter, membership and per-worker clocks, and snapshots everything to bytes
+ * so a successor can restore it and replay the updates after it. Sans-I/O. */
+#ifndef SC_SERVER_H
+#define SC_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sc_err.h"
+#include "sc_optim.h"
+#include "sc_sync.h"
+
+typedef struct sc_server_spec {
+        sc_sync_spec_t sync;   /* policy (checked and defaulted by sc_server_new) */
+        sc_sgd_spec_t sgd;     /* server optimizer for gradient policies */
+        sc_sched_spec_t sched; /* LR schedule, stepped by the server's version */
+        uint32_t shard;        /* shard id (informational, kept in snapshots) */
+        size_t begin, end;     /* the shard's range of the flat parameter buffer */
+} sc_server_spec_t;
+
+typedef struct sc_server_s sc_server_t;
+
+typedef enum sc_apply_status {
+        SC_APPLY_APPLIED,   /* the update changed the shard (or joined its round) */
+        SC_APPLY_DUPLICATE, /* (worker, seq) was applied before: ignored */
+        SC_APPLY_STALE,     /* round policies: computed against an old round; consumed
+                               (its seq is marked applied) but not aggregated */
+} sc_apply_status_t;
+
+typedef struct sc_apply_result {
+        sc_apply_status_t status;
+        int stepped;   /* the version advanced (a round closed / async step) */
+        uint64_t gap;  /* seqs of this worker still missing below this one */
+        uint64_t lost; /* seqs given up as lost (more than 64 ahead) */
+} sc_apply_result_t;
+
+typedef struct sc_server_stats {
+        uint64_t applied;    /* updates aggregated */
+        uint64_t duplicates; /* ignored duplicates */
+        uint64_t stale;      /* consumed stale updates (round policies) */
+        uint64_t gaps;       /* updates that arrived with lower seqs missing */
+        uint64_t lost;       /* seqs skipped as lost */
+        uint64_t steps;      /* version advances */
+} sc_server_stats_t;
+
+/* Creates the server for spec's shard; init (end - begin floats, or NULL for
+ * zeros) is copied. All workers start live. */
+sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const float *init,
+                       char *errstr, size_t errstr_size);
+void sc_server_destroy(sc_server_t *srv);
+
+/* Applies u once. Errors (nothing changes): SC_ERR_INVAL for a bad worker id,
+ * seq 0, a wrong shard length, out-of-range indices or a kind the policy does
+ * not take; SC_ERR_STATE for a round update from the future. An update from a
+ * worker marked not live makes it live again. res may be NULL. */
+sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result_t *res,
+                         char *errstr, size_t errstr_size);
+/* Membership: a worker leaving can close a round (res->stepped). */
+sc_err_t sc_server_set_live(sc_server_t *srv, uint32_t worker, int live, sc_apply_result_t *res);
+
+size_t sc_server_len(const sc_server_t *srv);
+const float *sc_server_params(const sc_server_t *srv); /* (end - begin) */
+uint64_t sc_server_version(const sc_server_t *srv);
+/* Highest seq of worker below which every seq was applied (0 = none). */
+uint64_t sc_server_applied_seq(const sc_server_t *srv, uint32_t worker);
+/* Slowest live worker's clock (updates applied from it); 0 if none live. */
+uint64_t sc_server_min_clock(const sc_server_t *srv);
+/* What a model message to worker should carry. */
+void sc_server_model_info(const sc_server_t *srv, uint32_t worker, sc_sync_model_info_t *info);
+void sc_server_stats(const sc_server_t *srv, sc_server_stats_t *stats);
+const sc_server_spec_t *sc_server_spec(const sc_server_t *srv);
+
+/* Snapshot: params, optimizer state, round accumulator, version, membership,
+ * clocks, applied-seq windows and the AdaComp history, little-endian with a
+ * CRC32C trailer. *bufp is malloc'd; the caller frees it. */
+sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp);
+/* Restores a snapshot into a server created with the same spec (policy,
+ * shard range, worker count); SC_ERR_CORRUPT / SC_ERR_VERSION / SC_ERR_INVAL
+ * with errstr on mismatch, leaving srv unchanged. */
+sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, char *errstr,
+                           size_t errstr_size);
+
+#endif

@@ -1,0 +1,561 @@
+/* server.c — one model shard's aggregator: exactly-once application of worker
+ * updates per sync policy, optimizer state, version, membership, and byte
+ * snapshots that a successor restores before replaying later updates. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_crc32c.h"
+#include "sc_server.h"
+#include "sync/sync_impl.h"
+
+#define SC_SNAP_MAGIC 0x56535353u /* "SSSV" */
+#define SC_SNAP_VERSION 1u
+
+sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const float *init,
+                       char *errstr, size_t errstr_size)
+{
+        sc_server_t *srv;
+        size_t n, nw;
+        sc_err_t err;
+
+        *srvp = NULL;
+        if (spec->end <= spec->begin)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: empty range [%zu, %zu)", spec->shard, spec->begin,
+                               spec->end);
+        if (!(srv = calloc(1, sizeof(*srv))))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "server: out of memory");
+        srv->spec = *spec;
+        if ((err = sc_sync_spec_check(&srv->spec.sync, errstr, errstr_size)))
+                goto out_free;
+        srv->pol = sc_sync_policy(srv->spec.sync.kind);
+        n = srv->n = spec->end - spec->begin;
+        nw = (size_t)srv->spec.sync.n_workers;
+        err = SC_ERR_NOMEM;
+        if (!(srv->params = calloc(n, sizeof(float))) ||
+            !(srv->scratch = calloc(n, sizeof(float))) || !(srv->got = calloc(nw, 1)) ||
+            !(srv->live = calloc(nw, 1)) || !(srv->seq = calloc(nw, sizeof(*srv->seq))) ||
+            !(srv->clock = calloc(nw, sizeof(*srv->clock))))
+                goto out_nomem;
+        if (srv->pol->round_based && !(srv->acc = calloc(n, sizeof(float))))
+                goto out_nomem;
+        if (srv->pol->kind == SC_SYNC_ADSP && srv->spec.sync.adsp_mu > 0 &&
+            !(srv->mom = calloc(n, sizeof(float))))
+                goto out_nomem;
+        if (srv->pol->kind == SC_SYNC_ADACOMP &&
+            (err = sc_adacomp_new(&srv->ada, n, srv->spec.sync.ada_window)))
+                goto out_nomem;
+        if ((err = sc_sgd_init(&srv->sgd, &srv->spec.sgd, n))) {
+                sc_errf(err, errstr, errstr_size, "shard %u: optimizer: %s", spec->shard,
+                        sc_err2str(err));
+                goto out_free;
+        }
+        for (size_t w = 0; w < nw; w++) {
+                srv->live[w] = 1;
+                srv->seq[w].base = 1;
+        }
+        if (init)
+                memcpy(srv->params, init, n * sizeof(float));
+        *srvp = srv;
+        return SC_OK;
+
+out_nomem:
+        sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "shard %u: out of memory (%zu parameters)",
+                spec->shard, spec->end - spec->begin);
+        err = SC_ERR_NOMEM;
+out_free:
+        sc_server_destroy(srv);
+        return err;
+}
+
+void sc_server_destroy(sc_server_t *srv)
+{
+        if (!srv)
+                return;
+        sc_sgd_free(&srv->sgd);
+        sc_adacomp_destroy(srv->ada);
+        free(srv->params);
+        free(srv->scratch);
+        free(srv->acc);
+        free(srv->mom);
+        free(srv->got);
+        free(srv->live);
+        free(srv->seq);
+        free(srv->clock);
+        free(srv);
+}
+
+const float *sc_server_densify(sc_server_t *srv, const sc_update_t *u)
+{
+        if (!u->indices)
+                return u->values;
+        memset(srv->scratch, 0, srv->n * sizeof(float));
+        for (size_t k = 0; k < u->count; k++)
+                srv->scratch[u->indices[k]] += u->values[k];
+        return srv->scratch;
+}
+
+double sc_server_lr(const sc_server_t *srv)
+{
+        return sc_sched_lr(&srv->spec.sched, (long)srv->version);
+}
+
+/* ---- exactly-once bookkeeping ------------------------------------------ */
+
+static int sc_seqwin_has(const sc_seqwin_t *sw, uint64_t seq)
+{
+        if (seq < sw->base)
+                return 1;
+        if (seq - sw->base >= 64)
+                return 0;
+        return (int)((sw->mask >> (seq - sw->base)) & 1);
+}
+
+/* Marks seq applied; returns how many seqs were given up as lost to fit it. */
+static uint64_t sc_seqwin_mark(sc_seqwin_t *sw, uint64_t seq)
+{
+        uint64_t lost = 0;
+        while (seq - sw->base >= 64) { /* slide: the oldest missing seq is lost */
+                if (!(sw->mask & 1))
+                        lost++;
+                sw->mask >>= 1;
+                sw->base++;
+        }
+        sw->mask |= (uint64_t)1 << (seq - sw->base);
+        while (sw->mask & 1) {
+                sw->mask >>= 1;
+                sw->base++;
+        }
+        return lost;
+}
+
+/* Missing seqs below seq (seq not yet marked). */
+static uint64_t sc_seqwin_gap(const sc_seqwin_t *sw, uint64_t seq)
+{
+        uint64_t gap = 0;
+        for (uint64_t s = sw->base; s < seq; s++)
+                if (!sc_seqwin_has(sw, s))
+                        gap++;
+        return gap;
+}
+
+/* ---- rounds -------------------------------------------------------------- */
+
+static int sc_server_round_complete(const sc_server_t *srv)
+{
+        int any_live = 0;
+        for (int w = 0; w < srv->spec.sync.n_workers; w++) {
+                if (!srv->live[w])
+                        continue;
+                any_live = 1;
+                if (!srv->got[w])
+                        return 0;
+        }
+        return any_live || srv->n_got > 0;
+}
+
+static int sc_server_round_close(sc_server_t *srv)
+{
+        if (srv->n_got == 0 || !sc_server_round_complete(srv))
+                return 0;
+        srv->pol->round_finish(srv);
+        memset(srv->acc, 0, srv->n * sizeof(float));
+        memset(srv->got, 0, (size_t)srv->spec.sync.n_workers);
+        srv->acc_weight = 0;
+        srv->n_got = 0;
+        srv->version++;
+        srv->stats.steps++;
+        return 1;
+}
+
+static void sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
+{
+        float wgt = (float)srv->pol->round_weight(u);
+        if (u->indices) {
+                for (size_t k = 0; k < u->count; k++)
+                        srv->acc[u->indices[k]] += wgt * u->values[k];
+        } else {
+                for (size_t i = 0; i < srv->n; i++)
+                        srv->acc[i] += wgt * u->values[i];
+        }
+        srv->acc_weight += wgt;
+        srv->got[u->worker] = 1;
+        srv->n_got++;
+}
+
+/* ---- applying ------------------------------------------------------------ */
+
+static sc_err_t sc_server_check(const sc_server_t *srv, const sc_update_t *u, char *errstr,
+                                size_t errstr_size)
+{
+        const sc_sync_spec_t *sp = &srv->spec.sync;
+        sc_update_kind_t want = srv->pol->sends_gradients ? SC_UPDATE_GRAD
+                                : sp->send_models         ? SC_UPDATE_MODEL
+                                                          : SC_UPDATE_DELTA;
+
+        if (u->worker >= (uint32_t)sp->n_workers)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: update from unknown worker %u (%d workers)",
+                               srv->spec.shard, u->worker, sp->n_workers);
+        if (u->seq == 0)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u sent seq 0 (seqs start at 1)", srv->spec.shard,
+                               u->worker);
+        if (u->n != srv->n)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu has length %zu, shard has %zu",
+                               srv->spec.shard, u->worker, (unsigned long long)u->seq, u->n,
+                               srv->n);
+        if (u->kind != want)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu: policy %s takes %s updates",
+                               srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                               srv->pol->name,
+                               want == SC_UPDATE_GRAD    ? "gradient"
+                               : want == SC_UPDATE_DELTA ? "delta"
+                                                         : "model");
+        if (!u->values || (u->indices && u->count > srv->n))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu: no values or too many entries",
+                               srv->spec.shard, u->worker, (unsigned long long)u->seq);
+        if (u->indices)
+                for (size_t k = 0; k < u->count; k++)
+                        if (u->indices[k] >= srv->n)
+                                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                                               "shard %u: worker %u seq %llu: index %u out of "
+                                               "range [0, %zu)",
+                                               srv->spec.shard, u->worker,
+                                               (unsigned long long)u->seq, u->indices[k], srv->n);
+        if (srv->pol->round_based && u->t_read > srv->version)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu read version %llu, shard is at %llu",
+                               srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                               (unsigned long long)u->t_read, (unsigned long long)srv->version);
+        return SC_OK;
+}
+
+sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result_t *res,
+                         char *errstr, size_t errstr_size)
+{
+        sc_apply_result_t r = {0};
+        sc_seqwin_t *sw;
+        sc_err_t err;
+
+        if ((err = sc_server_check(srv, u, errstr, errstr_size)))
+                return err;
+        sw = &srv->seq[u->worker];
+        if (sc_seqwin_has(sw, u->seq)) {
+                srv->stats.duplicates++;
+                r.status = SC_APPLY_DUPLICATE;
+                goto out;
+        }
+        r.gap = sc_seqwin_gap(sw, u->seq);
+        if (srv->pol->round_based) {
+                if (u->t_read < srv->version || srv->got[u->worker]) {
+                        r.status = SC_APPLY_STALE;
+                        srv->stats.stale++;
+                } else {
+                        sc_server_round_add(srv, u);
+                        srv->live[u->worker] = 1;
+                        r.stepped = sc_server_round_close(srv);
+                }
+        } else {
+                if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
+                        return err;
+                srv->live[u->worker] = 1;
+                srv->version++;
+                srv->stats.steps++;
+                r.stepped = 1;
+        }
+        if (r.status == SC_APPLY_APPLIED) {
+                srv->stats.applied++;
+                srv->clock[u->worker]++;
+        }
+        if (r.gap)
+                srv->stats.gaps++;
+        r.lost = sc_seqwin_mark(sw, u->seq);
+        srv->stats.lost += r.lost;
+out:
+        if (res)
+                *res = r;
+        return SC_OK;
+}
+
+sc_err_t sc_server_set_live(sc_server_t *srv, uint32_t worker, int live, sc_apply_result_t *res)
+{
+        sc_apply_result_t r = {0};
+
+        if (worker >= (uint32_t)srv->spec.sync.n_workers)
+                return SC_ERR_INVAL;
+        srv->live[worker] = live ? 1 : 0;
+        if (srv->pol->round_based)
+                r.stepped = sc_server_round_close(srv);
+        if (res)
+                *res = r;
+        return SC_OK;
+}
+
+size_t sc_server_len(const sc_server_t *srv)
+{
+        return srv->n;
+}
+
+const float *sc_server_params(const sc_server_t *srv)
+{
+        return srv->params;
+}
+
+uint64_t sc_server_version(const sc_server_t *srv)
+{
+        return srv->version;
+}
+
+uint64_t sc_server_applied_seq(const sc_server_t *srv, uint32_t worker)
+{
+        if (worker >= (uint32_t)srv->spec.sync.n_workers)
+                return 0;
+        return srv->seq[worker].base - 1;
+}
+
+uint64_t sc_server_min_clock(const sc_server_t *srv)
+{
+        uint64_t m = UINT64_MAX;
+        for (int w = 0; w < srv->spec.sync.n_workers; w++)
+                if (srv->live[w] && srv->clock[w] < m)
+                        m = srv->clock[w];
+        return m == UINT64_MAX ? 0 : m;
+}
+
+void sc_server_model_info(const sc_server_t *srv, uint32_t worker, sc_sync_model_info_t *info)
+{
+        info->version = srv->version;
+        info->applied_seq = sc_server_applied_seq(srv, worker);
+        info->min_clock = sc_server_min_clock(srv);
+}
+
+void sc_server_stats(const sc_server_t *srv, sc_server_stats_t *stats)
+{
+        *stats = srv->stats;
+}
+
+const sc_server_spec_t *sc_server_spec(const sc_server_t *srv)
+{
+        return &srv->spec;
+}
+
+/* ---- snapshots ----------------------------------------------------------- */
+
+/* Layout (little-endian): magic u32, format u32, kind u32, shard u32,
+ * begin u64, end u64, n_workers u32, version u64, stats 6 x u64,
+ * acc_weight f64, n_got u32, per worker {live u8, got u8, base u64, mask u64,
+ * clock u64}, params, velocity (n, or 0 floats), acc (n or 0), mom (n or 0),
+ * adacomp length u64 + bytes, crc32c u32 of everything before. */
+
+typedef struct sc_wbuf {
+        uint8_t *p;
+} sc_wbuf_t;
+
+static void sc_put(sc_wbuf_t *b, uint64_t v, int bytes)
+{
+        for (int i = 0; i < bytes; i++)
+                *b->p++ = (uint8_t)(v >> (8 * i));
+}
+
+static void sc_put_f32s(sc_wbuf_t *b, const float *f, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                uint32_t u;
+                memcpy(&u, &f[i], 4);
+                sc_put(b, u, 4);
+        }
+}
+
+typedef struct sc_rbuf {
+        const uint8_t *p, *end;
+        int bad;
+} sc_rbuf_t;
+
+static uint64_t sc_get(sc_rbuf_t *b, int bytes)
+{
+        uint64_t v = 0;
+        if (b->end - b->p < bytes) {
+                b->bad = 1;
+                return 0;
+        }
+        for (int i = 0; i < bytes; i++)
+                v |= (uint64_t)*b->p++ << (8 * i);
+        return v;
+}
+
+static void sc_get_f32s(sc_rbuf_t *b, float *f, size_t n)
+{
+        if ((size_t)(b->end - b->p) / 4 < n) {
+                b->bad = 1;
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                uint32_t u = (uint32_t)sc_get(b, 4);
+                memcpy(&f[i], &u, 4);
+        }
+}
+
+static size_t sc_server_vel_len(const sc_server_t *srv)
+{
+        return srv->sgd.velocity ? srv->n : 0;
+}
+
+sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp)
+{
+        size_t nw = (size_t)srv->spec.sync.n_workers,
+               ada = srv->ada ? sc_adacomp_save_size(srv->ada) : 0;
+        size_t nf =
+            srv->n + sc_server_vel_len(srv) + (srv->acc ? srv->n : 0) + (srv->mom ? srv->n : 0);
+        size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 8 + ada + 4;
+        sc_wbuf_t b;
+        uint64_t accw;
+        uint8_t *buf;
+
+        *bufp = NULL;
+        *lenp = 0;
+        if (!(buf = malloc(len)))
+                return SC_ERR_NOMEM;
+        b.p = buf;
+        sc_put(&b, SC_SNAP_MAGIC, 4);
+        sc_put(&b, SC_SNAP_VERSION, 4);
+        sc_put(&b, (uint32_t)srv->pol->kind, 4);
+        sc_put(&b, srv->spec.shard, 4);
+        sc_put(&b, srv->spec.begin, 8);
+        sc_put(&b, srv->spec.end, 8);
+        sc_put(&b, nw, 4);
+        sc_put(&b, srv->version, 8);
+        sc_put(&b, srv->stats.applied, 8);
+        sc_put(&b, srv->stats.duplicates, 8);
+        sc_put(&b, srv->stats.stale, 8);
+        sc_put(&b, srv->stats.gaps, 8);
+        sc_put(&b, srv->stats.lost, 8);
+        sc_put(&b, srv->stats.steps, 8);
+        memcpy(&accw, &srv->acc_weight, 8);
+        sc_put(&b, accw, 8);
+        sc_put(&b, srv->n_got, 4);
+        for (size_t w = 0; w < nw; w++) {
+                sc_put(&b, srv->live[w], 1);
+                sc_put(&b, srv->got[w], 1);
+                sc_put(&b, srv->seq[w].base, 8);
+                sc_put(&b, srv->seq[w].mask, 8);
+                sc_put(&b, srv->clock[w], 8);
+        }
+        sc_put_f32s(&b, srv->params, srv->n);
+        sc_put_f32s(&b, srv->sgd.velocity, sc_server_vel_len(srv));
+        if (srv->acc)
+                sc_put_f32s(&b, srv->acc, srv->n);
+        if (srv->mom)
+                sc_put_f32s(&b, srv->mom, srv->n);
+        sc_put(&b, ada, 8);
+        if (srv->ada) {
+                sc_adacomp_save(srv->ada, b.p);
+                b.p += ada;
+        }
+        sc_put(&b, sc_crc32c(0, buf, (size_t)(b.p - buf)), 4);
+        *bufp = buf;
+        *lenp = len;
+        return SC_OK;
+}
+
+sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, char *errstr,
+                           size_t errstr_size)
+{
+        sc_rbuf_t b = {buf, buf + len, 0};
+        size_t n = srv->n, nw = (size_t)srv->spec.sync.n_workers, adalen;
+        uint32_t crc, fmt;
+        uint64_t accw, stats[6], version;
+        uint32_t n_got, shard;
+        float *fl = NULL;
+        uint8_t *wb = NULL;
+        size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0;
+        sc_err_t err = SC_ERR_CORRUPT;
+
+        if (len < 8)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "shard snapshot: %zu bytes is too short", len);
+        crc = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 | (uint32_t)buf[len - 2] << 16 |
+              (uint32_t)buf[len - 1] << 24;
+        if (crc != sc_crc32c(0, buf, len - 4))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "shard snapshot: CRC32C mismatch");
+        b.end = buf + len - 4;
+        if (sc_get(&b, 4) != SC_SNAP_MAGIC)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size, "shard snapshot: bad magic");
+        if ((fmt = (uint32_t)sc_get(&b, 4)) != SC_SNAP_VERSION)
+                return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
+                               "shard snapshot: format %u, this build reads %u", fmt,
+                               SC_SNAP_VERSION);
+        if (sc_get(&b, 4) != (uint64_t)srv->pol->kind)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard snapshot: written by another sync policy (not %s)",
+                               srv->pol->name);
+        shard = (uint32_t)sc_get(&b, 4);
+        if (sc_get(&b, 8) != srv->spec.begin || sc_get(&b, 8) != srv->spec.end ||
+            sc_get(&b, 4) != nw)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard snapshot of shard %u does not match shard %u's range "
+                               "[%zu, %zu) or worker count %zu",
+                               shard, srv->spec.shard, srv->spec.begin, srv->spec.end, nw);
+        version = sc_get(&b, 8);
+        for (int i = 0; i < 6; i++)
+                stats[i] = sc_get(&b, 8);
+        accw = sc_get(&b, 8);
+        n_got = (uint32_t)sc_get(&b, 4);
+        /* Decode into temporaries; commit only when everything checked out. */
+        if (!(fl = malloc((n + nvel + nacc + nmom + 1) * sizeof(float))) ||
+            !(wb = malloc(nw * 26 + 1))) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "shard snapshot: out of memory");
+                goto out;
+        }
+        if ((size_t)(b.end - b.p) < nw * 26) {
+                b.bad = 1;
+        } else {
+                memcpy(wb, b.p, nw * 26);
+                b.p += nw * 26;
+        }
+        sc_get_f32s(&b, fl, n + nvel + nacc + nmom);
+        adalen = (size_t)sc_get(&b, 8);
+        if (b.bad || adalen != (size_t)(b.end - b.p) || (!srv->ada && adalen)) {
+                err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                              "shard snapshot: truncated or wrong length");
+                goto out;
+        }
+        if (srv->ada && sc_adacomp_load(srv->ada, b.p, adalen)) {
+                err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                              "shard snapshot: bad adacomp history");
+                goto out;
+        }
+        srv->version = version;
+        srv->stats.applied = stats[0];
+        srv->stats.duplicates = stats[1];
+        srv->stats.stale = stats[2];
+        srv->stats.gaps = stats[3];
+        srv->stats.lost = stats[4];
+        srv->stats.steps = stats[5];
+        memcpy(&srv->acc_weight, &accw, 8);
+        srv->n_got = n_got;
+        for (size_t w = 0; w < nw; w++) {
+                sc_rbuf_t wr = {wb + w * 26, wb + (w + 1) * 26, 0};
+                srv->live[w] = (uint8_t)sc_get(&wr, 1);
+                srv->got[w] = (uint8_t)sc_get(&wr, 1);
+                srv->seq[w].base = sc_get(&wr, 8);
+                srv->seq[w].mask = sc_get(&wr, 8);
+                srv->clock[w] = sc_get(&wr, 8);
+        }
+        memcpy(srv->params, fl, n * sizeof(float));
+        if (nvel)
+                memcpy(srv->sgd.velocity, fl + n, nvel * sizeof(float));
+        if (nacc)
+                memcpy(srv->acc, fl + n + nvel, nacc * sizeof(float));
+        if (nmom)
+                memcpy(srv->mom, fl + n + nvel + nacc, nmom * sizeof(float));
+        err = SC_OK;
+out:
+        free(fl);
+        free(wb);
+        return err;
+}

@@ -1,0 +1,114 @@
+/* sync_impl.h — internals shared by the policy files, the policy table and the
+ * shard server: the worker and server structs and the per-policy vtable. */
+#ifndef SC_SYNC_IMPL_H
+#define SC_SYNC_IMPL_H
+
+#include <stdint.h>
+
+#include "sc_optim.h"
+#include "sc_server.h"
+#include "sc_sync.h"
+
+typedef enum sc_sync_phase {
+        SC_PH_COMPUTE,
+        SC_PH_SEND,
+        SC_PH_WAIT,
+} sc_sync_phase_t;
+
+struct sc_sync_worker_s {
+        sc_sync_spec_t spec;
+        const struct sc_sync_policy *pol;
+        uint32_t id;
+        sc_sync_phase_t phase;
+        uint64_t clock;       /* updates sent */
+        uint64_t version;     /* model version held */
+        uint64_t applied_seq; /* from the last model info */
+        uint64_t min_clock;   /* from the last model info */
+        uint64_t sent_t_read; /* version the last update was computed against */
+        int local_steps;      /* since the last sync */
+        double rate;          /* scadles: samples/s */
+        double commit_rate;   /* adsp: DeltaC */
+        double next_commit;   /* adsp: time of the next commit; < 0 = not set */
+        double send_time;     /* time of the last SEND */
+        double overhead;      /* adsp: last measured commit overhead O_i */
+        int started;          /* next() was called once */
+        int waiting;          /* a WAIT is in progress since wait_since */
+        double wait_since;
+        double wait_total;
+};
+
+/* Per-policy behaviour. Worker hooks decide phases; server hooks apply one
+ * deduplicated, validated update to the shard. */
+typedef struct sc_sync_policy {
+        sc_sync_kind_t kind;
+        const char *name;
+        int sends_gradients;
+        int round_based;
+        /* Worker (optional): first call of next(), at now. */
+        void (*start)(sc_sync_worker_t *w, double now);
+        /* Worker: samples for the next COMPUTE. */
+        int (*batch)(const sc_sync_worker_t *w);
+        /* Worker: phase after a COMPUTE finished at now. */
+        sc_sync_phase_t (*after_compute)(sc_sync_worker_t *w, double now);
+        /* Worker: fills act's wait fields; returns 1 if the wait is over. */
+        int (*wait_done)(sc_sync_worker_t *w, sc_sync_act_t *act);
+        /* Worker (optional): the wait ended at now. */
+        void (*resume)(sc_sync_worker_t *w, double now);
+        /* Server, asynchronous policies: apply u now. */
+        sc_err_t (*apply)(sc_server_t *srv, const sc_update_t *u, char *errstr,
+                          size_t errstr_size);
+        /* Server, round policies: weight of u in the round sum. */
+        double (*round_weight)(const sc_update_t *u);
+        /* Server, round policies: close the round (acc = sum w_i x_i). */
+        void (*round_finish)(sc_server_t *srv);
+} sc_sync_policy_t;
+
+const sc_sync_policy_t *sc_sync_policy(sc_sync_kind_t kind);
+
+extern const sc_sync_policy_t sc_sync_bsp, sc_sync_scadles, sc_sync_asp, sc_sync_ssp,
+        sc_sync_adacomp, sc_sync_adsp, sc_sync_localsgd;
+
+/* Applied-sequence window of one worker: every seq < base is applied; bit j
+ * of mask says seq base + j is applied (bit 0 is never set after a call). */
+typedef struct sc_seqwin {
+        uint64_t base;
+        uint64_t mask;
+} sc_seqwin_t;
+
+struct sc_server_s {
+        sc_server_spec_t spec;
+        const sc_sync_policy_t *pol;
+        size_t n;            /* end - begin */
+        float *params;       /* (n) */
+        sc_sgd_t sgd;        /* velocity (n) when momentum > 0 */
+        float *scratch;      /* (n) densified update */
+        float *acc;          /* (n) round sum (round policies) */
+        float *mom;          /* (n) adsp server momentum (adsp_mu > 0) */
+        double acc_weight;   /* round: sum of weights */
+        uint32_t n_got;      /* round: contributions */
+        uint8_t *got;        /* (n_workers) contributed in this round */
+        uint8_t *live;       /* (n_workers) */
+        sc_seqwin_t *seq;    /* (n_workers) */
+        uint64_t *clock;     /* (n_workers) updates applied per worker */
+        uint64_t version;
+        sc_server_stats_t stats;
+        struct sc_adacomp_s *ada; /* adacomp */
+};
+
+/* Helpers for policy server halves (server.c). */
+/* Scatters u into srv->scratch (dense copy or zero + sparse scatter-add). */
+const float *sc_server_densify(sc_server_t *srv, const sc_update_t *u);
+/* Scheduled (unscaled) LR at the server's current version. */
+double sc_server_lr(const sc_server_t *srv);
+
+/* Shared worker hooks. */
+int sc_sync_batch_fixed(const sc_sync_worker_t *w);
+sc_sync_phase_t sc_sync_after_compute_send(sc_sync_worker_t *w, double now);
+int sc_sync_wait_next_version(sc_sync_worker_t *w, sc_sync_act_t *act);
+int sc_sync_wait_none(sc_sync_worker_t *w, sc_sync_act_t *act);
+/* Shared server halves. */
+sc_err_t sc_sync_apply_sgd(sc_server_t *srv, const sc_update_t *u, char *errstr,
+                           size_t errstr_size);
+double sc_sync_weight_one(const sc_update_t *u);
+
+#endif

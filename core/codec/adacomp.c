@@ -17,8 +17,8 @@ static sc_err_t sc_codec_adacomp_encode(sc_codec_t *c, const float *grads, sc_rn
 }
 
 const sc_codec_ops_t sc_codec_adacomp_ops = {
-        .name = "adacomp",
-        .id = SC_CODEC_ADACOMP,
-        .formats = 1u << SC_CODEC_FMT_SPARSE,
-        .encode = sc_codec_adacomp_encode,
+    .name = "adacomp",
+    .id = SC_CODEC_ADACOMP,
+    .formats = 1u << SC_CODEC_FMT_SPARSE,
+    .encode = sc_codec_adacomp_encode,
 };

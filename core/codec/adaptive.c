@@ -69,8 +69,8 @@ static sc_err_t sc_codec_adaptive_encode(sc_codec_t *c, const float *grads, sc_r
 }
 
 const sc_codec_ops_t sc_codec_adaptive_ops = {
-        .name = "adaptive",
-        .id = SC_CODEC_ADAPTIVE,
-        .formats = 1u << SC_CODEC_FMT_SPARSE | 1u << SC_CODEC_FMT_DENSE,
-        .encode = sc_codec_adaptive_encode,
+    .name = "adaptive",
+    .id = SC_CODEC_ADAPTIVE,
+    .formats = 1u << SC_CODEC_FMT_SPARSE | 1u << SC_CODEC_FMT_DENSE,
+    .encode = sc_codec_adaptive_encode,
 };

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 
 static const sc_codec_ops_t *const sc_codec_registry[SC_CODEC__END] = {
-        [SC_CODEC_NONE] = &sc_codec_none_ops,         [SC_CODEC_TOPK] = &sc_codec_topk_ops,
-        [SC_CODEC_RANDK] = &sc_codec_randk_ops,       [SC_CODEC_ADACOMP] = &sc_codec_adacomp_ops,
-        [SC_CODEC_ADAPTIVE] = &sc_codec_adaptive_ops, [SC_CODEC_Q8] = &sc_codec_q8_ops,
-        [SC_CODEC_FP16] = &sc_codec_fp16_ops,
+    [SC_CODEC_NONE] = &sc_codec_none_ops,         [SC_CODEC_TOPK] = &sc_codec_topk_ops,
+    [SC_CODEC_RANDK] = &sc_codec_randk_ops,       [SC_CODEC_ADACOMP] = &sc_codec_adacomp_ops,
+    [SC_CODEC_ADAPTIVE] = &sc_codec_adaptive_ops, [SC_CODEC_Q8] = &sc_codec_q8_ops,
+    [SC_CODEC_FP16] = &sc_codec_fp16_ops,
 };
 
 static const sc_codec_ops_t *sc_codec_ops(unsigned id)
@@ -126,8 +126,7 @@ sc_err_t sc_codec_new(sc_codec_t **codecp, sc_codec_id_t id, const sc_codec_para
 
         *codecp = NULL;
         if (!ops)
-                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "codec: unknown id %d",
-                               (int)id);
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "codec: unknown id %d", (int)id);
         if (n == 0 || n > UINT32_MAX)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "codec %s: buffer of %zu floats (must be 1 .. 2^32-1)", ops->name,
@@ -238,8 +237,7 @@ sc_err_t sc_codec_encode(sc_codec_t *c, const float *grads, sc_rng_t *rng, sc_bu
 
 int sc_codec_adaptive_vote(const sc_codec_t *c)
 {
-        return c->ops->id == SC_CODEC_ADAPTIVE && c->stats.steps > 0 &&
-               c->mean <= c->params.delta;
+        return c->ops->id == SC_CODEC_ADAPTIVE && c->stats.steps > 0 && c->mean <= c->params.delta;
 }
 
 int sc_codec_adaptive_majority(const int *votes, int nvotes)
@@ -259,8 +257,7 @@ sc_err_t sc_codec_adaptive_set_decision(sc_codec_t *c, int compress)
         return SC_OK;
 }
 
-void sc_codec_put_hdr(uint8_t *p, sc_codec_id_t id, sc_codec_format_t fmt, unsigned flags,
-                      size_t n)
+void sc_codec_put_hdr(uint8_t *p, sc_codec_id_t id, sc_codec_format_t fmt, unsigned flags, size_t n)
 {
         p[0] = (uint8_t)id;
         p[1] = (uint8_t)fmt;
@@ -288,8 +285,8 @@ void sc_codec_ef_commit_sparse(sc_codec_t *c, const float *grads)
                 r[c->sel[j]] -= c->selval[j];
 }
 
-sc_err_t sc_codec_payload_info(const void *payload, size_t len, sc_codec_info_t *info,
-                               char *errstr, size_t errstr_size)
+sc_err_t sc_codec_payload_info(const void *payload, size_t len, sc_codec_info_t *info, char *errstr,
+                               size_t errstr_size)
 {
         const uint8_t *p = payload;
         const sc_codec_ops_t *ops;
@@ -362,8 +359,7 @@ sc_err_t sc_codec_decode_add(const void *payload, size_t len, float *acc, size_t
                 return sc_codec_sparse_decode_add(body, len, info.n, acc, scale, errstr,
                                                   errstr_size);
         case SC_CODEC_FMT_FP16:
-                return sc_codec_fp16_decode_add(body, len, info.n, acc, scale, errstr,
-                                                errstr_size);
+                return sc_codec_fp16_decode_add(body, len, info.n, acc, scale, errstr, errstr_size);
         case SC_CODEC_FMT_Q8:
                 return sc_codec_q8_decode_add(body, len, info.n, acc, scale, errstr, errstr_size);
         default:
@@ -387,16 +383,13 @@ sc_err_t sc_codec_decode_sparse(const void *payload, size_t len, uint32_t *idx, 
         len -= SC_CODEC_HDR_SIZE;
         switch (info.format) {
         case SC_CODEC_FMT_DENSE:
-                err = sc_codec_dense_decode_list(body, len, info.n, idx, val, errstr,
-                                                 errstr_size);
+                err = sc_codec_dense_decode_list(body, len, info.n, idx, val, errstr, errstr_size);
                 break;
         case SC_CODEC_FMT_SPARSE:
-                err = sc_codec_sparse_decode_list(body, len, info.n, idx, val, errstr,
-                                                  errstr_size);
+                err = sc_codec_sparse_decode_list(body, len, info.n, idx, val, errstr, errstr_size);
                 break;
         case SC_CODEC_FMT_FP16:
-                err = sc_codec_fp16_decode_list(body, len, info.n, idx, val, errstr,
-                                                errstr_size);
+                err = sc_codec_fp16_decode_list(body, len, info.n, idx, val, errstr, errstr_size);
                 break;
         case SC_CODEC_FMT_Q8:
                 err = sc_codec_q8_decode_list(body, len, info.n, idx, val, errstr, errstr_size);

@@ -147,8 +147,8 @@ sc_err_t sc_codec_q8_decode_list(const uint8_t *body, size_t len, uint32_t n, ui
 sc_err_t sc_codec_topk_run(sc_codec_t *codec, const float *x, const float *add);
 /* Top-k of one segment: appends base + position of the k largest |x + add|
  * to sel. */
-sc_err_t sc_topk_segment(sc_topk_scratch_t *scratch, const float *x, const float *add,
-                         size_t numel, size_t k, uint32_t base, uint32_t *sel);
+sc_err_t sc_topk_segment(sc_topk_scratch_t *scratch, const float *x, const float *add, size_t numel,
+                         size_t k, uint32_t base, uint32_t *sel);
 void sc_topk_scratch_free(sc_topk_scratch_t *scratch);
 
 /* Error feedback after a sparse send: residual = residual + g everywhere,

@@ -99,8 +99,8 @@ sc_err_t sc_codec_fp16_decode_list(const uint8_t *body, size_t len, uint32_t n, 
 }
 
 const sc_codec_ops_t sc_codec_fp16_ops = {
-        .name = "fp16",
-        .id = SC_CODEC_FP16,
-        .formats = 1u << SC_CODEC_FMT_FP16,
-        .encode = sc_codec_fp16_encode,
+    .name = "fp16",
+    .id = SC_CODEC_FP16,
+    .formats = 1u << SC_CODEC_FMT_FP16,
+    .encode = sc_codec_fp16_encode,
 };

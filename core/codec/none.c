@@ -47,8 +47,8 @@ sc_err_t sc_codec_dense_decode_list(const uint8_t *body, size_t len, uint32_t n,
 }
 
 const sc_codec_ops_t sc_codec_none_ops = {
-        .name = "none",
-        .id = SC_CODEC_NONE,
-        .formats = 1u << SC_CODEC_FMT_DENSE,
-        .encode = sc_codec_none_encode,
+    .name = "none",
+    .id = SC_CODEC_NONE,
+    .formats = 1u << SC_CODEC_FMT_DENSE,
+    .encode = sc_codec_none_encode,
 };

@@ -5,8 +5,8 @@
 
 #include <math.h>
 
-static sc_err_t sc_codec_q8_encode(sc_codec_t *c, const float *grads, sc_rng_t *rng,
-                                   sc_buf_t *out, char *errstr, size_t errstr_size)
+static sc_err_t sc_codec_q8_encode(sc_codec_t *c, const float *grads, sc_rng_t *rng, sc_buf_t *out,
+                                   char *errstr, size_t errstr_size)
 {
         size_t need = SC_CODEC_HDR_SIZE + 4 + 8 * (size_t)c->nsegs + c->n;
         float *r = c->residual;
@@ -129,8 +129,8 @@ sc_err_t sc_codec_q8_decode_list(const uint8_t *body, size_t len, uint32_t n, ui
 }
 
 const sc_codec_ops_t sc_codec_q8_ops = {
-        .name = "q8",
-        .id = SC_CODEC_Q8,
-        .formats = 1u << SC_CODEC_FMT_Q8,
-        .encode = sc_codec_q8_encode,
+    .name = "q8",
+    .id = SC_CODEC_Q8,
+    .formats = 1u << SC_CODEC_FMT_Q8,
+    .encode = sc_codec_q8_encode,
 };

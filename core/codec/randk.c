@@ -72,9 +72,9 @@ static sc_err_t sc_codec_randk_encode(sc_codec_t *c, const float *grads, sc_rng_
 }
 
 const sc_codec_ops_t sc_codec_randk_ops = {
-        .name = "randk",
-        .id = SC_CODEC_RANDK,
-        .formats = 1u << SC_CODEC_FMT_SPARSE,
-        .init = sc_codec_randk_init,
-        .encode = sc_codec_randk_encode,
+    .name = "randk",
+    .id = SC_CODEC_RANDK,
+    .formats = 1u << SC_CODEC_FMT_SPARSE,
+    .init = sc_codec_randk_init,
+    .encode = sc_codec_randk_encode,
 };

@@ -66,8 +66,7 @@ size_t sc_codec_index_size(const uint32_t *idx, size_t k, uint32_t n)
         return SC_CODEC_INDEX_HDR + (size_t)plan.bytes;
 }
 
-sc_err_t sc_codec_index_encode(const uint32_t *idx, size_t k, uint32_t n, int method,
-                               sc_buf_t *out)
+sc_err_t sc_codec_index_encode(const uint32_t *idx, size_t k, uint32_t n, int method, sc_buf_t *out)
 {
         sc_index_plan_t plan;
         uint8_t *p;

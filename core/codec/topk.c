@@ -94,8 +94,8 @@ static inline size_t sc_sample_pos(size_t j, size_t s, size_t numel)
 
 /* Collects positions with key >= thr into the scratch; returns the count or
  * (size_t)-1 when memory runs out. */
-static size_t sc_topk_filter(sc_topk_scratch_t *s, const float *x, const float *add,
-                             size_t numel, uint32_t thr)
+static size_t sc_topk_filter(sc_topk_scratch_t *s, const float *x, const float *add, size_t numel,
+                             uint32_t thr)
 {
         size_t c = 0;
 
@@ -210,8 +210,7 @@ static sc_err_t sc_codec_topk_encode(sc_codec_t *c, const float *grads, sc_rng_t
         if (!err)
                 err = sc_codec_sparse_encode(c, flags, out);
         if (err)
-                return sc_errf(err, errstr, errstr_size, "codec %s: out of memory",
-                               c->ops->name);
+                return sc_errf(err, errstr, errstr_size, "codec %s: out of memory", c->ops->name);
         if (c->residual)
                 sc_codec_ef_commit_sparse(c, grads);
         c->stats.compressed++;
@@ -219,8 +218,8 @@ static sc_err_t sc_codec_topk_encode(sc_codec_t *c, const float *grads, sc_rng_t
 }
 
 const sc_codec_ops_t sc_codec_topk_ops = {
-        .name = "topk",
-        .id = SC_CODEC_TOPK,
-        .formats = 1u << SC_CODEC_FMT_SPARSE,
-        .encode = sc_codec_topk_encode,
+    .name = "topk",
+    .id = SC_CODEC_TOPK,
+    .formats = 1u << SC_CODEC_FMT_SPARSE,
+    .encode = sc_codec_topk_encode,
 };

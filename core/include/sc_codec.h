@@ -81,14 +81,14 @@ typedef struct sc_codec_s sc_codec_t;
 
 /* Encoder statistics (since sc_codec_new). CNC = compressed / steps. */
 typedef struct sc_codec_stats {
-        uint64_t steps;           /* encode calls that succeeded */
-        uint64_t compressed;      /* of which were sent sparse or quantized */
-        uint64_t bytes;           /* payload bytes produced in all */
-        size_t last_bytes;        /* payload bytes of the last encode */
-        size_t last_nnz;          /* coordinates sent by the last encode */
-        double last_metric;       /* adaptive: | ||g|| - ||topk(g)|| | / ||g|| of the last step */
-        double mean_metric;       /* adaptive: running mean of the above */
-        double residual_norm;     /* L2 norm of the residual after the last encode (EF) */
+        uint64_t steps;       /* encode calls that succeeded */
+        uint64_t compressed;  /* of which were sent sparse or quantized */
+        uint64_t bytes;       /* payload bytes produced in all */
+        size_t last_bytes;    /* payload bytes of the last encode */
+        size_t last_nnz;      /* coordinates sent by the last encode */
+        double last_metric;   /* adaptive: | ||g|| - ||topk(g)|| | / ||g|| of the last step */
+        double mean_metric;   /* adaptive: running mean of the above */
+        double residual_norm; /* L2 norm of the residual after the last encode (EF) */
 } sc_codec_stats_t;
 
 /* Defaults for codec id (see the field comments). */
@@ -149,8 +149,8 @@ typedef struct sc_codec_info {
         uint32_t nnz; /* coordinates carried: k for sparse, n otherwise */
 } sc_codec_info_t;
 
-sc_err_t sc_codec_payload_info(const void *payload, size_t len, sc_codec_info_t *info,
-                               char *errstr, size_t errstr_size);
+sc_err_t sc_codec_payload_info(const void *payload, size_t len, sc_codec_info_t *info, char *errstr,
+                               size_t errstr_size);
 
 /* acc[i] += scale * decoded[i] for a payload of n floats; acc is (n). The
  * whole payload is validated before acc is touched. */

@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [extra-package ...]
 set -eu
 pkgs=(build-essential pkg-config librdkafka-dev libjansson-dev libopenblas-dev libcmocka-dev
-      zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox "$@")
+      zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox kcat "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -48,7 +48,7 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      .offset = L(kind),
      .names = sc_conf_layer_names,
      .flags = SC_CONF_F_REQUIRED,
-     .def_doc = "(required)",
+     .def_doc = "required",
      .desc = "Layer type; decides which other keys the layer takes."},
     {.path = "units",
      .type = SC_CONF_INT,
@@ -56,7 +56,7 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      R_IN(1, 1 << 24),
      .flags = SC_CONF_F_REQUIRED,
      .kinds = K(SC_LAYER_DENSE),
-     .def_doc = "(required)",
+     .def_doc = "required",
      .desc = "Output features of a fully connected layer."},
     {.path = "filters",
      .type = SC_CONF_INT,
@@ -64,7 +64,7 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      R_IN(1, 1 << 16),
      .flags = SC_CONF_F_REQUIRED,
      .kinds = K(SC_LAYER_CONV2D),
-     .def_doc = "(required)",
+     .def_doc = "required",
      .desc = "Output channels of a 2-D convolution."},
     {.path = "kernel",
      .type = SC_CONF_INT,
@@ -72,7 +72,7 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      R_IN(1, 1 << 10),
      .flags = SC_CONF_F_REQUIRED,
      .kinds = K(SC_LAYER_CONV2D),
-     .def_doc = "(required)",
+     .def_doc = "required",
      .desc = "Side of the square convolution kernel."},
     {.path = "size",
      .type = SC_CONF_INT,
@@ -80,7 +80,7 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      R_IN(1, 1 << 10),
      .flags = SC_CONF_F_REQUIRED,
      .kinds = K(SC_LAYER_MAXPOOL2D),
-     .def_doc = "(required)",
+     .def_doc = "required",
      .desc = "Side of the square pooling window."},
     {.path = "stride",
      .type = SC_CONF_INT,
@@ -538,10 +538,15 @@ int sc_conf_kafka_foreach(const sc_conf_t *conf, sc_conf_kv_fn fn, void *opaque)
                         snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
                 } else if (json_is_real(v)) {
                         double d = json_real_value(v);
-                        for (int prec = 1; prec <= 17; prec++) {
-                                snprintf(buf, sizeof(buf), "%.*g", prec, d);
-                                if (strtod(buf, NULL) == d)
-                                        break;
+                        /* librdkafka reads integer properties only without an exponent. */
+                        if (d == floor(d) && fabs(d) < 1e15) {
+                                snprintf(buf, sizeof(buf), "%.0f", d);
+                        } else {
+                                for (int prec = 1; prec <= 17; prec++) {
+                                        snprintf(buf, sizeof(buf), "%.*g", prec, d);
+                                        if (strtod(buf, NULL) == d)
+                                                break;
+                                }
                         }
                 } else {
                         s = json_is_true(v) ? "true" : "false";

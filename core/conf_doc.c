@@ -47,11 +47,15 @@ __attribute__((format(printf, 2, 3))) static void sc_conf_sb_printf(sc_conf_sb_t
         }
 }
 
-static const char *sc_conf_default_text(const sc_conf_prop_t *p)
+/* The default as documented; markdown puts JSON defaults in backticks. */
+static void sc_conf_default_text(const sc_conf_prop_t *p, int markdown, char *buf, size_t size)
 {
         if (p->def_doc)
-                return p->def_doc;
-        return p->def ? p->def : "-";
+                snprintf(buf, size, "%s", p->def_doc);
+        else if (markdown)
+                snprintf(buf, size, "`%s`", p->def ? p->def : "0");
+        else
+                snprintf(buf, size, "%s", p->def ? p->def : "0");
 }
 
 /* "dense" or "conv2d, maxpool2d" or "all" for a list element row. */
@@ -73,21 +77,21 @@ static void sc_conf_kinds_text(const sc_conf_list_t *l, const sc_conf_prop_t *p,
 static void sc_conf_describe_row(sc_conf_sb_t *sb, const sc_conf_prop_t *p, const char *name,
                                  const char *kinds, int markdown)
 {
-        char want[512];
+        char want[512], def[600];
 
         sc_conf_expect_text(p, want, sizeof(want));
+        sc_conf_default_text(p, markdown, def, sizeof(def));
         if (!markdown) {
-                sc_conf_sb_printf(sb, "%s%s%s%s\n    %s; default %s\n    %s\n", name,
-                                  kinds ? "  (" : "", kinds ? kinds : "", kinds ? ")" : "", want,
-                                  sc_conf_default_text(p), p->desc);
+                sc_conf_sb_printf(sb, "%s%s%s%s\n    %s; %s%s\n    %s\n", name, kinds ? "  (" : "",
+                                  kinds ? kinds : "", kinds ? ")" : "", want,
+                                  (p->flags & SC_CONF_F_REQUIRED) ? "" : "default ", def, p->desc);
                 return;
         }
         if (kinds)
-                sc_conf_sb_printf(sb, "| `%s` | %s | %s | `%s` | %s |\n", name, kinds, want,
-                                  sc_conf_default_text(p), p->desc);
+                sc_conf_sb_printf(sb, "| `%s` | %s | %s | %s | %s |\n", name, kinds, want, def,
+                                  p->desc);
         else
-                sc_conf_sb_printf(sb, "| `%s` | %s | `%s` | %s |\n", name, want,
-                                  sc_conf_default_text(p), p->desc);
+                sc_conf_sb_printf(sb, "| `%s` | %s | %s | %s |\n", name, want, def, p->desc);
 }
 
 static void sc_conf_describe_list(sc_conf_sb_t *sb, const sc_conf_prop_t *p, int markdown)
@@ -124,7 +128,7 @@ static const char sc_conf_md_intro[] =
     "```\n"
     "job.json: $.optim.lrr: unknown property (did you mean \"lr\"?)\n"
     "job.json: $.model.layers[2].kernel: expected integer in [1, 1024], got 0\n"
-    "job.json:3:14: invalid JSON: unexpected token near '}'\n"
+    "job.json:4:3: invalid JSON: string or '}' expected near '}'\n"
     "```\n"
     "\n"
     "Overrides (`--set property=value`, repeatable) take the value as JSON, or as a string "

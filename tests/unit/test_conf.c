@@ -1,0 +1,454 @@
+/* test_conf.c — the configuration table: defaults, data-driven bad input
+ * (tests/data/config/invalid/<case>/{input.json,error}), valid files, round
+ * trips through the dump, overrides, schedules in epochs and the docs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_conf.h"
+
+#define INVALID_DIR "tests/data/config/invalid"
+#define VALID_DIR "tests/data/config/valid"
+
+static char *read_text(const char *path)
+{
+        FILE *f = fopen(path, "rb");
+        char *buf = calloc(1, 1 << 16);
+        assert_non_null(f);
+        assert_non_null(buf);
+        size_t n = fread(buf, 1, (1 << 16) - 1, f);
+        fclose(f);
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+                buf[--n] = '\0';
+        return buf;
+}
+
+static void load_ok(sc_conf_t *conf, const char *path)
+{
+        char err[1024] = "";
+        sc_err_t rc = sc_conf_load(conf, path, err, sizeof(err));
+        if (rc != SC_OK)
+                fail_msg("%s: %s", path, err);
+}
+
+static void defaults_are_documented_values(void **state)
+{
+        sc_conf_t c;
+        sc_conf_defaults(&c);
+        assert_int_equal(c.model.input.c, 1);
+        assert_int_equal(c.model.input.h, 28);
+        assert_int_equal(c.model.input.w, 28);
+        assert_int_equal(c.model.n_layers, 0);
+        assert_int_equal(c.model.loss, SC_LOSS_SOFTMAX_XENT);
+        assert_int_equal(c.init, SC_INIT_AUTO);
+        assert_true(c.optim.lr == 0.01);
+        assert_true(c.optim.momentum == 0.9);
+        assert_int_equal(c.optim.nesterov, 0);
+        assert_int_equal(c.optim.sched.kind, SC_SCHED_CONSTANT);
+        assert_true(c.optim.sched.gamma == 0.1);
+        assert_int_equal(c.optim.sched.n_milestones, 0);
+        assert_int_equal(c.train.epochs, 10);
+        assert_int_equal(c.train.batch, 64);
+        assert_int_equal(c.train.seed, 42);
+        assert_int_equal(c.train.threads, 1);
+        assert_string_equal(c.train.checkpoint, "");
+        assert_string_equal(c.data.source, "fashion-mnist");
+        assert_string_equal(c.data.dir, "/usr/share/datasets/fashion-mnist");
+        assert_true(c.data.std > 0);
+        assert_int_equal(c.data.synth_classes, 10);
+        assert_null(c.kafka);
+
+        /* "{}" is the defaults too. */
+        sc_conf_t d;
+        char err[256];
+        assert_int_equal(sc_conf_parse(&d, " {}\n", "x.json", err, sizeof(err)), SC_OK);
+        char *a = sc_conf_dump(&c), *b = sc_conf_dump(&d);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+        sc_conf_free(&d);
+        sc_conf_free(&c);
+        sc_conf_free(NULL);
+}
+
+static void invalid_cases_name_the_path(void **state)
+{
+        DIR *dir = opendir(INVALID_DIR);
+        struct dirent *de;
+        int cases = 0;
+
+        assert_non_null(dir);
+        while ((de = readdir(dir))) {
+                char input[512], expect_path[512], err[1024] = "";
+                sc_conf_t c;
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(input, sizeof(input), INVALID_DIR "/%s/input.json", de->d_name);
+                snprintf(expect_path, sizeof(expect_path), INVALID_DIR "/%s/error", de->d_name);
+                char *expect = read_text(expect_path);
+                assert_true(expect[0] != '\0');
+                sc_err_t rc = sc_conf_load(&c, input, err, sizeof(err));
+                if (rc != SC_ERR_CONFIG)
+                        fail_msg("%s: expected a config error, got %d (%s)", de->d_name, rc, err);
+                if (!strstr(err, expect))
+                        fail_msg("%s:\n  got      %s\n  expected %s", de->d_name, err, expect);
+                /* The origin (file name) leads the message. */
+                if (strncmp(err, input, strlen(input)))
+                        fail_msg("%s: message does not start with the file name: %s", de->d_name,
+                                 err);
+                /* On error conf holds the defaults and nothing to free. */
+                assert_null(c.kafka);
+                assert_int_equal(c.model.n_layers, 0);
+                free(expect);
+                cases++;
+        }
+        closedir(dir);
+        assert_true(cases >= 15);
+}
+
+static void missing_file_is_io_error(void **state)
+{
+        sc_conf_t c;
+        char err[512];
+        assert_int_equal(sc_conf_load(&c, "tests/data/config/no-such.json", err, sizeof(err)),
+                         SC_ERR_IO);
+        assert_non_null(strstr(err, "no-such.json: cannot open"));
+}
+
+static void valid_files_round_trip(void **state)
+{
+        DIR *dir = opendir(VALID_DIR);
+        struct dirent *de;
+        int files = 0;
+
+        assert_non_null(dir);
+        while ((de = readdir(dir))) {
+                char path[512], err[1024] = "";
+                sc_conf_t a, b;
+                size_t len = strlen(de->d_name);
+                if (len < 5 || strcmp(de->d_name + len - 5, ".json"))
+                        continue;
+                snprintf(path, sizeof(path), VALID_DIR "/%s", de->d_name);
+                load_ok(&a, path);
+                char *text = sc_conf_dump(&a);
+                assert_non_null(text);
+                if (sc_conf_parse(&b, text, "dump", err, sizeof(err)))
+                        fail_msg("%s: dump does not parse back: %s\n%s", de->d_name, err, text);
+                char *again = sc_conf_dump(&b);
+                assert_string_equal(text, again);
+                assert_memory_equal(&a.model, &b.model, sizeof(a.model));
+                free(text);
+                free(again);
+                sc_conf_free(&a);
+                sc_conf_free(&b);
+                files++;
+        }
+        closedir(dir);
+        assert_true(files >= 3);
+}
+
+static void mlp_values(void **state)
+{
+        sc_conf_t c;
+        load_ok(&c, VALID_DIR "/mlp.json");
+        assert_int_equal(c.model.input.c, 784);
+        assert_int_equal(c.model.input.h, 1);
+        assert_int_equal(c.model.input.w, 1);
+        assert_int_equal(c.model.n_layers, 4);
+        assert_int_equal(c.model.layers[0].kind, SC_LAYER_DENSE);
+        assert_int_equal(c.model.layers[0].units, 256);
+        assert_int_equal(c.model.layers[0].init, SC_INIT_HE);
+        assert_int_equal(c.model.layers[1].kind, SC_LAYER_RELU);
+        assert_int_equal(c.model.layers[2].kind, SC_LAYER_DROPOUT);
+        assert_true(c.model.layers[2].rate == 0.25f);
+        assert_int_equal(c.model.layers[3].units, 10);
+        /* No "init" of its own: model.init. */
+        assert_int_equal(c.model.layers[3].init, SC_INIT_XAVIER);
+        assert_true(c.optim.lr == 0.05);
+        assert_int_equal(c.optim.nesterov, 1);
+        assert_true(c.optim.weight_decay == 0.0005);
+        assert_true(c.optim.base_batch == 256);
+        assert_int_equal(c.optim.sched.kind, SC_SCHED_MULTISTEP);
+        assert_int_equal(c.optim.sched.n_milestones, 2);
+        assert_int_equal(c.optim.sched.milestones[0], 1000);
+        assert_int_equal(c.optim.sched.milestones[1], 2000);
+        assert_true(c.optim.sched.gamma == 0.5);
+        assert_int_equal(c.optim.sched.warmup_steps, 100);
+        assert_int_equal(c.train.epochs, 3);
+        assert_int_equal(c.train.batch, 128);
+        assert_int_equal(c.train.seed, 7);
+        assert_int_equal(c.train.threads, 2);
+        assert_string_equal(c.train.checkpoint, "/tmp/mlp.ckpt");
+        assert_true(c.train.progress_interval == 1.5);
+        assert_string_equal(c.data.source, "synthetic");
+        assert_true(c.data.mean == 0 && c.data.std == 1);
+        assert_int_equal(c.data.synth_train, 2000);
+        assert_int_equal(c.data.synth_test, 500);
+        assert_int_equal(c.data.synth_classes, 4);
+        assert_true(c.data.synth_noise == 0.3);
+        assert_string_equal(c.origin, VALID_DIR "/mlp.json");
+        sc_conf_free(&c);
+}
+
+static int collect_kv(const char *key, const char *value, void *opaque)
+{
+        char *out = opaque;
+        size_t len = strlen(out);
+        snprintf(out + len, 512 - len, "%s=%s;", key, value);
+        return 0;
+}
+
+static int stop_at_second(const char *key, const char *value, void *opaque)
+{
+        return ++*(int *)opaque == 2 ? 7 : 0;
+}
+
+static void cnn_values_and_kafka(void **state)
+{
+        sc_conf_t c;
+        char kv[512] = "";
+        int n = 0;
+
+        load_ok(&c, VALID_DIR "/cnn.json");
+        assert_int_equal(c.model.n_layers, 9);
+        const sc_layer_spec_t *l = c.model.layers;
+        assert_int_equal(l[0].kind, SC_LAYER_CONV2D);
+        assert_int_equal(l[0].filters, 16);
+        assert_int_equal(l[0].kernel, 3);
+        assert_int_equal(l[0].stride, 1); /* conv2d default */
+        assert_int_equal(l[0].padding, 1);
+        assert_int_equal(l[0].init, SC_INIT_AUTO);
+        assert_int_equal(l[2].kind, SC_LAYER_MAXPOOL2D);
+        assert_int_equal(l[2].kernel, 2);
+        assert_int_equal(l[2].stride, 0); /* 0 = the pooling window */
+        assert_int_equal(l[3].stride, 2);
+        assert_int_equal(l[3].init, SC_INIT_XAVIER);
+        assert_int_equal(l[5].stride, 1);
+        assert_int_equal(l[4].kind, SC_LAYER_TANH);
+        assert_int_equal(l[6].kind, SC_LAYER_FLATTEN);
+        assert_int_equal(l[8].kind, SC_LAYER_SIGMOID);
+        assert_int_equal(c.model.loss, SC_LOSS_MSE);
+        assert_string_equal(c.data.dir, "/srv/fmnist");
+        assert_string_equal(c.data.source, "fashion-mnist");
+
+        assert_non_null(c.kafka);
+        assert_int_equal(sc_conf_kafka_foreach(&c, collect_kv, kv), 0);
+        assert_string_equal(kv, "bootstrap.servers=localhost:9092;linger.ms=5;"
+                                "enable.idempotence=true;batch.size=1500000;");
+        assert_int_equal(sc_conf_kafka_foreach(&c, stop_at_second, &n), 7);
+        assert_int_equal(n, 2);
+        sc_conf_free(&c);
+        assert_null(c.kafka);
+}
+
+static void schedule_in_epochs(void **state)
+{
+        sc_conf_t c;
+        sc_sched_spec_t s;
+        char err[512];
+
+        load_ok(&c, VALID_DIR "/cnn.json");
+        assert_int_equal(sc_conf_sched_steps(&c, 100, &s, err, sizeof(err)), SC_OK);
+        assert_int_equal(s.kind, SC_SCHED_COSINE);
+        assert_true(s.lr == 0.1);
+        assert_int_equal(s.warmup_steps, 50);
+        assert_int_equal(s.total_steps, 2000);
+        assert_true(s.min_lr == 0.001);
+        assert_int_equal(sc_conf_sched_steps(&c, 0, &s, err, sizeof(err)), SC_ERR_INVAL);
+        sc_conf_free(&c);
+
+        load_ok(&c, VALID_DIR "/epochs_multistep.json");
+        assert_int_equal(sc_conf_sched_steps(&c, 100, &s, err, sizeof(err)), SC_OK);
+        assert_int_equal(s.n_milestones, 3);
+        assert_int_equal(s.milestones[0], 50);
+        assert_int_equal(s.milestones[1], 200);
+        assert_int_equal(s.milestones[2], 425);
+        assert_int_equal(s.total_steps, 600); /* 0 = the whole run */
+        assert_true(s.gamma == 0.2);
+        /* Two milestones on one step: an error naming the key. */
+        assert_int_equal(
+            sc_conf_set(&c, "optim.schedule.milestones_epochs=[0.1, 0.2]", err, sizeof(err)),
+            SC_OK);
+        assert_int_equal(sc_conf_sched_steps(&c, 1, &s, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.optim.schedule.milestones_epochs: epochs 0.1 and 0.2"));
+
+        /* Steps pass through unchanged. */
+        sc_conf_free(&c);
+        load_ok(&c, VALID_DIR "/mlp.json");
+        assert_int_equal(sc_conf_sched_steps(&c, 7, &s, err, sizeof(err)), SC_OK);
+        assert_int_equal(s.milestones[1], 2000);
+        assert_int_equal(s.warmup_steps, 100);
+        assert_int_equal(s.total_steps, 21);
+        sc_conf_free(&c);
+}
+
+static void set_ok(sc_conf_t *c, const char *assignment)
+{
+        char err[1024] = "";
+        if (sc_conf_set(c, assignment, err, sizeof(err)) != SC_OK)
+                fail_msg("%s: %s", assignment, err);
+}
+
+static void set_fails(sc_conf_t *c, const char *assignment, const char *expect)
+{
+        char err[1024] = "";
+        char *before = sc_conf_dump(c);
+        sc_err_t rc = sc_conf_set(c, assignment, err, sizeof(err));
+        if (rc != SC_ERR_CONFIG)
+                fail_msg("%s: expected a config error, got %d", assignment, rc);
+        if (!strstr(err, expect))
+                fail_msg("%s:\n  got      %s\n  expected %s", assignment, err, expect);
+        /* Atomic: nothing changed. */
+        char *after = sc_conf_dump(c);
+        assert_string_equal(before, after);
+        free(before);
+        free(after);
+}
+
+static void overrides(void **state)
+{
+        sc_conf_t c;
+        load_ok(&c, VALID_DIR "/mlp.json");
+
+        set_ok(&c, "optim.lr=0.2");
+        assert_true(c.optim.lr == 0.2);
+        set_ok(&c, "data.dir=/data/fmnist"); /* not JSON: a string */
+        assert_string_equal(c.data.dir, "/data/fmnist");
+        set_ok(&c, "train.checkpoint=\"true\"");
+        assert_string_equal(c.train.checkpoint, "true");
+        set_ok(&c, "data.source=fashion-mnist");
+        assert_string_equal(c.data.source, "fashion-mnist");
+        set_ok(&c, "optim.schedule={\"type\": \"cosine\", \"min_lr\": 0.01}");
+        assert_int_equal(c.optim.sched.kind, SC_SCHED_COSINE);
+        assert_true(c.optim.sched.min_lr == 0.01);
+        assert_int_equal(c.optim.sched.n_milestones, 2); /* untouched keys stay */
+        set_ok(&c, "model.input=[3, 32, 32]");
+        assert_int_equal(c.model.input.c, 3);
+        assert_int_equal(c.model.input.w, 32);
+
+        /* List elements: a key, a new element, a new type. */
+        set_ok(&c, "model.layers[0].units=128");
+        assert_int_equal(c.model.layers[0].units, 128);
+        assert_int_equal(c.model.layers[0].init, SC_INIT_HE);
+        set_ok(&c, "model.layers[4]={\"type\": \"sigmoid\"}");
+        assert_int_equal(c.model.n_layers, 5);
+        assert_int_equal(c.model.layers[4].kind, SC_LAYER_SIGMOID);
+        set_ok(&c, "model.layers[1].type=tanh");
+        assert_int_equal(c.model.layers[1].kind, SC_LAYER_TANH);
+        /* model.init reaches the layers without their own init only. */
+        set_ok(&c, "model.init=auto");
+        assert_int_equal(c.model.layers[0].init, SC_INIT_HE);
+        assert_int_equal(c.model.layers[3].init, SC_INIT_AUTO);
+
+        /* kafka keys keep their dots. */
+        set_ok(&c, "kafka.bootstrap.servers=broker:9092");
+        set_ok(&c, "kafka.linger.ms=10");
+        char kv[512] = "";
+        sc_conf_kafka_foreach(&c, collect_kv, kv);
+        assert_string_equal(kv, "bootstrap.servers=broker:9092;linger.ms=10;");
+
+        set_fails(&c, "optim.lrr=0.1",
+                  "override: $.optim.lrr: unknown property (did you "
+                  "mean \"lr\"?)");
+        set_fails(&c, "optimm.lr=0.1",
+                  "override: $.optimm: unknown property (did you mean "
+                  "\"optim\"?)");
+        set_fails(&c, "optim.lr=-1", "override: $.optim.lr: expected number > 0, got -1");
+        set_fails(&c, "optim.lr=fast", "$.optim.lr: expected number > 0, got string");
+        set_fails(&c, "model.layers[9].units=3",
+                  "$.model.layers[9]: no such entry (the list "
+                  "has 5)");
+        set_fails(&c, "model.layers[0].size=3",
+                  "$.model.layers[0].size: not a key of dense "
+                  "layers");
+        set_fails(&c, "model.layers[1].type=conv2d", "$.model.layers[1]: conv2d layer needs");
+        set_fails(&c, "model.loss.x=1", "$.model.loss: expected one of");
+        set_fails(&c, "kafka.sasl={}", "$.kafka.sasl: expected string, number or boolean");
+        set_fails(&c, "optim.momentum=0", "override: $.optim.nesterov: needs optim.momentum > 0");
+        set_fails(&c, "lr", "override: \"lr\": expected <property>=<value>");
+        set_fails(&c, "=1", "expected <property>=<value>");
+        /* The origin survives overrides (for later model errors). */
+        assert_string_equal(c.origin, VALID_DIR "/mlp.json");
+        sc_conf_free(&c);
+}
+
+static void model_error_prefix(void **state)
+{
+        sc_conf_t c;
+        char err[256];
+        assert_int_equal(sc_conf_parse(&c, "{}", "job.json", err, sizeof(err)), SC_OK);
+        snprintf(err, sizeof(err), "layers[2] (conv2d): kernel 5 exceeds input 4x4");
+        sc_conf_model_error(&c, err, sizeof(err));
+        assert_string_equal(err, "job.json: $.model.layers[2] (conv2d): kernel 5 exceeds input "
+                                 "4x4");
+        sc_conf_free(&c);
+}
+
+static void describe_lists_every_property(void **state)
+{
+        char *text = sc_conf_describe(0), *md = sc_conf_describe(1);
+        size_t n = 0;
+        const char *name;
+
+        assert_non_null(text);
+        assert_non_null(md);
+        while ((name = sc_conf_prop_name(n))) {
+                char quoted[128];
+                assert_non_null(strstr(text, name));
+                /* The markdown page lists list keys by their own name. */
+                const char *key = strstr(name, "[].") ? strstr(name, "[].") + 3 : name;
+                snprintf(quoted, sizeof(quoted), "| `%s` |", key);
+                if (!strstr(md, quoted))
+                        fail_msg("%s missing from the markdown page", name);
+                n++;
+        }
+        assert_true(n >= 40);
+        assert_null(sc_conf_prop_name(n + 1));
+        assert_non_null(strstr(md, "# scadles configuration"));
+        assert_non_null(strstr(text, "optim.schedule.milestones_epochs"));
+        free(text);
+        free(md);
+}
+
+/* docs/CONFIG.md is generated from the table (make docs). */
+static void committed_docs_match_the_table(void **state)
+{
+        FILE *f = fopen("docs/CONFIG.md", "rb");
+        char *md = sc_conf_describe(1);
+        assert_non_null(f);
+        assert_non_null(md);
+        size_t len = strlen(md);
+        char *file = malloc(len + 2);
+        assert_non_null(file);
+        size_t n = fread(file, 1, len + 1, f);
+        fclose(f);
+        if (n != len || memcmp(file, md, len))
+                fail_msg("docs/CONFIG.md is out of date with the property table: run `make docs`");
+        free(file);
+        free(md);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(defaults_are_documented_values),
+            cmocka_unit_test(invalid_cases_name_the_path),
+            cmocka_unit_test(missing_file_is_io_error),
+            cmocka_unit_test(valid_files_round_trip),
+            cmocka_unit_test(mlp_values),
+            cmocka_unit_test(cnn_values_and_kafka),
+            cmocka_unit_test(schedule_in_epochs),
+            cmocka_unit_test(overrides),
+            cmocka_unit_test(model_error_prefix),
+            cmocka_unit_test(describe_lists_every_property),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,745 @@
+/* decode.c — json, csv and raw-tensor record decoders with per-kind fault
+ * classification, spec checking and the fault counters. */
+#include "sc_decode.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#define SC_DECODE_NUMEL_MAX ((size_t)1 << 28)
+#define SC_DECODE_OFFSET_MAX ((size_t)1 << 30)
+#define SC_DECODE_JSON_DEPTH 8
+
+static const char *const sc_decode_fault_names[SC_DECODE_FAULT__END] = {
+    [SC_DECODE_OK] = "ok",
+    [SC_DECODE_EMPTY] = "empty",
+    [SC_DECODE_WRONG_LENGTH] = "wrong_length",
+    [SC_DECODE_BAD_JSON] = "bad_json",
+    [SC_DECODE_MISSING_FIELD] = "missing_field",
+    [SC_DECODE_NOT_NUMERIC] = "not_numeric",
+    [SC_DECODE_NOT_FINITE] = "not_finite",
+    [SC_DECODE_LABEL_RANGE] = "label_range",
+    [SC_DECODE_BAD_CSV] = "bad_csv_columns",
+    [SC_DECODE_BAD_KEY] = "bad_key",
+    [SC_DECODE_BAD_HEADER] = "bad_header",
+    [SC_DECODE_BAD_SPEC] = "bad_spec",
+};
+
+const char *sc_decode_fault_name(sc_decode_fault_t fault)
+{
+        if ((int)fault < 0 || fault >= SC_DECODE_FAULT__END)
+                return "unknown";
+        return sc_decode_fault_names[fault];
+}
+
+sc_decode_fault_t sc_decode_fault_parse(const char *name)
+{
+        for (int i = 0; name && i < SC_DECODE_FAULT__END; i++)
+                if (!strcmp(name, sc_decode_fault_names[i]))
+                        return (sc_decode_fault_t)i;
+        return SC_DECODE_FAULT__END;
+}
+
+const char *sc_decode_format_name(sc_decode_format_t format)
+{
+        switch (format) {
+        case SC_DECODE_JSON:
+                return "json";
+        case SC_DECODE_CSV:
+                return "csv";
+        case SC_DECODE_RAW:
+                return "raw";
+        default:
+                return "unknown";
+        }
+}
+
+int sc_decode_stats_add(sc_decode_stats_t *stats, sc_decode_fault_t fault)
+{
+        if ((int)fault < 0 || fault >= SC_DECODE_FAULT__END)
+                fault = SC_DECODE_BAD_SPEC;
+        stats->count[fault]++;
+        if (fault == SC_DECODE_OK)
+                return 0;
+        stats->rejected++;
+        return stats->count[fault] == 1;
+}
+
+void sc_decode_spec_defaults(sc_decode_spec_t *spec, sc_decode_format_t format)
+{
+        memset(spec, 0, sizeof(*spec));
+        spec->format = format;
+        spec->numel = 0;
+        spec->n_classes = 10;
+        spec->scale = 1.0f;
+        spec->mean = 0.0f;
+        spec->std = 1.0f;
+        spec->label_source = format == SC_DECODE_RAW ? SC_DECODE_LABEL_KEY : SC_DECODE_LABEL_FIELD;
+        spec->label_encoding = SC_DECODE_ENC_ASCII;
+        strcpy(spec->label_header, "label");
+        strcpy(spec->features_path, "$.features");
+        strcpy(spec->label_path, "$.label");
+        spec->delimiter = ',';
+        spec->label_column = 0;
+        spec->first_feature_column = 1;
+        spec->columns = 0;
+        spec->dtype = SC_DECODE_U8;
+        spec->data_offset = 0;
+        spec->label_offset = 0;
+}
+
+/* ---- JSON paths: "$" then ".name" / "[index]" steps ---- */
+
+/* Walks path over root. Returns the value or NULL; *bad_path is set when
+ * the path itself is malformed. */
+static json_t *sc_decode_json_walk(json_t *root, const char *path, int *bad_path)
+{
+        const char *p = path;
+        json_t *cur = root;
+        char name[SC_DECODE_PATH_MAX];
+
+        *bad_path = 0;
+        if (*p != '$') {
+                *bad_path = 1;
+                return NULL;
+        }
+        p++;
+        while (*p) {
+                if (*p == '.') {
+                        size_t n = 0;
+                        p++;
+                        while (*p && *p != '.' && *p != '[' && n + 1 < sizeof(name))
+                                name[n++] = *p++;
+                        name[n] = '\0';
+                        if (n == 0 || (*p && *p != '.' && *p != '[')) {
+                                *bad_path = 1;
+                                return NULL;
+                        }
+                        cur = cur && json_is_object(cur) ? json_object_get(cur, name) : NULL;
+                } else if (*p == '[') {
+                        size_t idx = 0;
+                        int digits = 0;
+                        p++;
+                        while (*p >= '0' && *p <= '9' && digits < 9) {
+                                idx = idx * 10 + (size_t)(*p++ - '0');
+                                digits++;
+                        }
+                        if (digits == 0 || *p != ']') {
+                                *bad_path = 1;
+                                return NULL;
+                        }
+                        p++;
+                        cur = cur && json_is_array(cur) ? json_array_get(cur, idx) : NULL;
+                } else {
+                        *bad_path = 1;
+                        return NULL;
+                }
+        }
+        return cur;
+}
+
+static int sc_decode_path_ok(const char *path)
+{
+        int bad;
+        json_t *obj = json_object();
+        if (!obj)
+                return 1; /* cannot tell without memory; decoding will say */
+        (void)sc_decode_json_walk(obj, path, &bad);
+        json_decref(obj);
+        return !bad && memchr(path, '\0', SC_DECODE_PATH_MAX) != NULL;
+}
+
+sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t errstr_size)
+{
+        if (!spec)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "decode: no spec");
+        if ((int)spec->format < 0 || spec->format >= SC_DECODE_FORMAT__END)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.format: expected json, csv or raw");
+        if (spec->numel == 0 || spec->numel > SC_DECODE_NUMEL_MAX)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.numel: expected 1..%zu, got %zu", SC_DECODE_NUMEL_MAX,
+                               spec->numel);
+        if (spec->n_classes < 1)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.n_classes: expected >= 1, got %d", spec->n_classes);
+        if (!isfinite(spec->scale) || !isfinite(spec->mean))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.scale/mean: expected finite numbers");
+        if (!isfinite(spec->std) || spec->std == 0.0f || !isfinite(spec->scale / spec->std) ||
+            !isfinite(spec->mean / spec->std))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.std: expected a finite non-zero number, got %g",
+                               (double)spec->std);
+        if ((int)spec->label_source < 0 || spec->label_source >= SC_DECODE_LABEL_SOURCE__END)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.label_source: expected field, key, header or offset");
+        if (spec->label_source == SC_DECODE_LABEL_FIELD && spec->format == SC_DECODE_RAW)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.label_source: raw records take the label from key, "
+                               "header or offset, not field");
+        if (spec->label_source == SC_DECODE_LABEL_OFFSET && spec->format != SC_DECODE_RAW)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.label_source: offset is only for raw records");
+        if ((int)spec->label_encoding < 0 || spec->label_encoding >= SC_DECODE_ENC__END)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.label_encoding: expected ascii or byte");
+        if (spec->label_source == SC_DECODE_LABEL_HEADER &&
+            (spec->label_header[0] == '\0' ||
+             !memchr(spec->label_header, '\0', sizeof(spec->label_header))))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.label_header: expected a header name");
+        if (spec->label_encoding == SC_DECODE_ENC_BYTE && spec->n_classes > 256 &&
+            (spec->label_source == SC_DECODE_LABEL_KEY ||
+             spec->label_source == SC_DECODE_LABEL_HEADER))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.label_encoding: byte labels cannot reach %d classes",
+                               spec->n_classes);
+        switch (spec->format) {
+        case SC_DECODE_JSON:
+                if (!sc_decode_path_ok(spec->features_path))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.features_path: expected \"$\" then .name or "
+                                       "[index] steps");
+                if (spec->label_source == SC_DECODE_LABEL_FIELD &&
+                    !sc_decode_path_ok(spec->label_path))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.label_path: expected \"$\" then .name or "
+                                       "[index] steps");
+                break;
+        case SC_DECODE_CSV: {
+                char d = spec->delimiter;
+                if (d == '\0' || d == '\n' || d == '\r' || d == '.' || d == '-' || d == '+' ||
+                    d == 'e' || d == 'E' || (d >= '0' && d <= '9'))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.delimiter: a character that cannot be part of a "
+                                       "number or line end");
+                if (spec->first_feature_column < 0 || spec->label_column < 0)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.label_column/first_feature_column: expected >= 0");
+                size_t last = (size_t)spec->first_feature_column + spec->numel; /* exclusive */
+                if (last > (size_t)1 << 26)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.first_feature_column: too many columns");
+                size_t need = last;
+                if (spec->label_source == SC_DECODE_LABEL_FIELD) {
+                        size_t lc = (size_t)spec->label_column;
+                        if (lc >= (size_t)spec->first_feature_column && lc < last)
+                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                               "decode.label_column: %d lies inside the feature "
+                                               "columns [%d, %zu)",
+                                               spec->label_column, spec->first_feature_column,
+                                               last);
+                        if (lc + 1 > need)
+                                need = lc + 1;
+                }
+                if (spec->columns < 0 || (spec->columns > 0 && (size_t)spec->columns < need))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.columns: expected 0 or >= %zu, got %d", need,
+                                       spec->columns);
+                break;
+        }
+        case SC_DECODE_RAW: {
+                if ((int)spec->dtype < 0 || spec->dtype >= SC_DECODE_DTYPE__END)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.dtype: expected uint8 or float32");
+                if (spec->data_offset > SC_DECODE_OFFSET_MAX ||
+                    spec->label_offset > SC_DECODE_OFFSET_MAX)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.data_offset/label_offset: expected <= %zu",
+                                       SC_DECODE_OFFSET_MAX);
+                size_t esize = spec->dtype == SC_DECODE_F32 ? 4 : 1;
+                size_t end = spec->data_offset + spec->numel * esize;
+                if (spec->label_source == SC_DECODE_LABEL_OFFSET &&
+                    spec->label_offset >= spec->data_offset && spec->label_offset < end)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.label_offset: byte %zu lies inside the tensor "
+                                       "bytes [%zu, %zu)",
+                                       spec->label_offset, spec->data_offset, end);
+                break;
+        }
+        default:
+                break;
+        }
+        return SC_OK;
+}
+
+/* ---- labels from key / header / offset ---- */
+
+static sc_decode_fault_t sc_decode_label_bytes(const sc_decode_spec_t *spec, const void *bytes,
+                                               size_t size, sc_decode_fault_t fault,
+                                               const char *what, int32_t *label, char *errstr,
+                                               size_t errstr_size)
+{
+        const unsigned char *b = bytes;
+        int64_t v = 0;
+
+        if (!b || size == 0) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing or empty", what);
+                return fault;
+        }
+        if (spec->label_encoding == SC_DECODE_ENC_BYTE) {
+                if (size != 1) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected 1 byte, got %zu",
+                                what, size);
+                        return fault;
+                }
+                v = b[0];
+        } else {
+                size_t i = 0;
+                int neg = 0;
+                if (b[0] == '-' || b[0] == '+') {
+                        neg = b[0] == '-';
+                        i = 1;
+                }
+                if (i == size || size - i > 10) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                "%s: expected a decimal integer of 1..10 digits", what);
+                        return fault;
+                }
+                for (; i < size; i++) {
+                        if (b[i] < '0' || b[i] > '9') {
+                                sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                        "%s: byte %zu is not a decimal digit", what, i);
+                                return fault;
+                        }
+                        v = v * 10 + (b[i] - '0');
+                }
+                if (neg)
+                        v = -v;
+        }
+        if (v < 0 || v >= spec->n_classes) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: label %lld outside [0, %d)", what,
+                        (long long)v, spec->n_classes);
+                return SC_DECODE_LABEL_RANGE;
+        }
+        *label = (int32_t)v;
+        return SC_DECODE_OK;
+}
+
+/* Label from key, header or value offset (not FIELD). */
+static sc_decode_fault_t sc_decode_label_meta(const sc_decode_spec_t *spec, const sc_record_t *rec,
+                                              int32_t *label, char *errstr, size_t errstr_size)
+{
+        switch (spec->label_source) {
+        case SC_DECODE_LABEL_KEY:
+                return sc_decode_label_bytes(spec, rec->key, rec->key_size, SC_DECODE_BAD_KEY,
+                                             "key", label, errstr, errstr_size);
+        case SC_DECODE_LABEL_HEADER: {
+                const sc_decode_header_t *found = NULL;
+                for (size_t i = 0; rec->headers && i < rec->n_headers; i++)
+                        if (rec->headers[i].name &&
+                            !strcmp(rec->headers[i].name, spec->label_header))
+                                found = &rec->headers[i];
+                if (!found) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "header \"%s\": missing",
+                                spec->label_header);
+                        return SC_DECODE_BAD_HEADER;
+                }
+                return sc_decode_label_bytes(spec, found->value, found->size, SC_DECODE_BAD_HEADER,
+                                             "label header", label, errstr, errstr_size);
+        }
+        case SC_DECODE_LABEL_OFFSET: {
+                const unsigned char *v = rec->value;
+                int32_t l;
+                if (spec->label_offset >= rec->value_size) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                "value: label byte %zu beyond %zu bytes", spec->label_offset,
+                                rec->value_size);
+                        return SC_DECODE_WRONG_LENGTH;
+                }
+                l = v[spec->label_offset];
+                if (l >= spec->n_classes) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                "value byte %zu: label %d outside [0, %d)", spec->label_offset,
+                                (int)l, spec->n_classes);
+                        return SC_DECODE_LABEL_RANGE;
+                }
+                *label = l;
+                return SC_DECODE_OK;
+        }
+        default:
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "decode.label_source: not valid here");
+                return SC_DECODE_BAD_SPEC;
+        }
+}
+
+/* Checks the label number v from a text field. */
+static sc_decode_fault_t sc_decode_label_number(const sc_decode_spec_t *spec, double v,
+                                                const char *where, int32_t *label, char *errstr,
+                                                size_t errstr_size)
+{
+        if (!isfinite(v)) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: label is not finite", where);
+                return SC_DECODE_NOT_FINITE;
+        }
+        if (v != floor(v)) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: label %g is not an integer", where,
+                        v);
+                return SC_DECODE_NOT_NUMERIC;
+        }
+        if (v < 0 || v >= spec->n_classes) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: label %g outside [0, %d)", where,
+                        v, spec->n_classes);
+                return SC_DECODE_LABEL_RANGE;
+        }
+        *label = (int32_t)v;
+        return SC_DECODE_OK;
+}
+
+/* Normalizes x[0..n) in place; fails on a non-finite result. */
+static sc_decode_fault_t sc_decode_normalize(const sc_decode_spec_t *spec, float *x, size_t n,
+                                             char *errstr, size_t errstr_size)
+{
+        const float a = spec->scale / spec->std, b = -spec->mean / spec->std;
+        int bad = 0;
+        for (size_t i = 0; i < n; i++) {
+                float y = x[i] * a + b;
+                x[i] = y;
+                bad |= !isfinite(y);
+        }
+        if (bad) {
+                for (size_t i = 0; i < n; i++)
+                        if (!isfinite(x[i])) {
+                                sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                        "feature %zu: not finite after normalization", i);
+                                break;
+                        }
+                return SC_DECODE_NOT_FINITE;
+        }
+        return SC_DECODE_OK;
+}
+
+/* ---- raw ---- */
+
+static sc_decode_fault_t sc_decode_raw(const sc_decode_spec_t *spec, const sc_record_t *rec,
+                                       float *x, int32_t *label, char *errstr, size_t errstr_size)
+{
+        const unsigned char *v = rec->value;
+        size_t esize = spec->dtype == SC_DECODE_F32 ? 4 : 1;
+        size_t end = spec->data_offset + spec->numel * esize, want = end;
+        sc_decode_fault_t f;
+
+        if (spec->label_source == SC_DECODE_LABEL_OFFSET && spec->label_offset + 1 > want)
+                want = spec->label_offset + 1;
+        if (rec->value_size != want) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                        "value: expected %zu bytes (%zu %s features), got %zu", want, spec->numel,
+                        esize == 4 ? "float32" : "uint8", rec->value_size);
+                return SC_DECODE_WRONG_LENGTH;
+        }
+        f = sc_decode_label_meta(spec, rec, label, errstr, errstr_size);
+        if (f != SC_DECODE_OK)
+                return f;
+        v += spec->data_offset;
+        if (spec->dtype == SC_DECODE_U8) {
+                const float a = spec->scale / spec->std, b = -spec->mean / spec->std;
+                /* Every result lies between b and 255 * a + b. */
+                if (!isfinite(255.0f * a + b)) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                "value: features not finite after normalization");
+                        return SC_DECODE_NOT_FINITE;
+                }
+                for (size_t i = 0; i < spec->numel; i++)
+                        x[i] = (float)v[i] * a + b;
+                return SC_DECODE_OK;
+        }
+        for (size_t i = 0; i < spec->numel; i++) {
+                uint32_t u = (uint32_t)v[4 * i] | (uint32_t)v[4 * i + 1] << 8 |
+                             (uint32_t)v[4 * i + 2] << 16 | (uint32_t)v[4 * i + 3] << 24;
+                float fv;
+                memcpy(&fv, &u, sizeof(fv));
+                x[i] = fv;
+        }
+        for (size_t i = 0; i < spec->numel; i++)
+                if (!isfinite(x[i])) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                "value: float32 feature %zu is NaN or infinite", i);
+                        return SC_DECODE_NOT_FINITE;
+                }
+        return sc_decode_normalize(spec, x, spec->numel, errstr, errstr_size);
+}
+
+/* ---- text numbers ---- */
+
+static const double sc_decode_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                         1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                         1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Parses the whole of [p, end) as a number, leading/trailing blanks allowed.
+ * Returns 0 and *out on success, -1 if not a number. Non-finite spellings
+ * ("nan", "inf", overflow) parse and are caught by the caller. */
+static int sc_decode_number(const char *p, const char *end, double *out)
+{
+        while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+        while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+                end--;
+        if (p == end)
+                return -1;
+        /* Fast path: [-+]digits[.digits] with at most 19 significant digits. */
+        const char *q = p;
+        int neg = 0, digits = 0, frac = 0;
+        uint64_t m = 0;
+        if (*q == '-' || *q == '+')
+                neg = *q++ == '-';
+        while (q < end && *q >= '0' && *q <= '9' && digits < 19) {
+                m = m * 10 + (uint64_t)(*q++ - '0');
+                digits++;
+        }
+        if (q < end && *q == '.') {
+                q++;
+                while (q < end && *q >= '0' && *q <= '9' && digits < 19) {
+                        m = m * 10 + (uint64_t)(*q++ - '0');
+                        digits++;
+                        frac++;
+                }
+        }
+        if (q == end && digits > 0) {
+                double v = (double)m / sc_decode_pow10[frac];
+                *out = neg ? -v : v;
+                return 0;
+        }
+        /* Slow path: exponents, long mantissas, hex, inf/nan. */
+        char buf[64];
+        size_t n = (size_t)(end - p);
+        if (n >= sizeof(buf))
+                return -1;
+        memcpy(buf, p, n);
+        buf[n] = '\0';
+        char *stop;
+        errno = 0;
+        double v = strtod(buf, &stop);
+        if (stop != buf + n || stop == buf)
+                return -1;
+        *out = v;
+        return 0;
+}
+
+/* ---- csv ---- */
+
+static sc_decode_fault_t sc_decode_csv(const sc_decode_spec_t *spec, const sc_record_t *rec,
+                                       float *x, int32_t *label, char *errstr, size_t errstr_size)
+{
+        const char *p = rec->value, *end = p + rec->value_size;
+        const char d = spec->delimiter;
+        size_t first = (size_t)spec->first_feature_column, last = first + spec->numel;
+        size_t need = last, col = 0;
+        int want_label = spec->label_source == SC_DECODE_LABEL_FIELD;
+        size_t lc = (size_t)spec->label_column;
+        int have_label = 0;
+        sc_decode_fault_t f;
+
+        if (want_label && lc + 1 > need)
+                need = lc + 1;
+        if (spec->columns > 0)
+                need = (size_t)spec->columns;
+        if (end > p && end[-1] == '\n')
+                end--;
+        if (end > p && end[-1] == '\r')
+                end--;
+        if (memchr(p, '\n', (size_t)(end - p)) || memchr(p, '\r', (size_t)(end - p))) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: value holds more than one line");
+                return SC_DECODE_BAD_CSV;
+        }
+        const char *field = p;
+        for (;;) {
+                const char *fe = memchr(field, d, (size_t)(end - field));
+                if (!fe)
+                        fe = end;
+                if (col < need) {
+                        double v;
+                        int is_feat = col >= first && col < last;
+                        int is_label = want_label && col == lc;
+                        if (is_feat || is_label) {
+                                if (sc_decode_number(field, fe, &v) < 0) {
+                                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                                "csv column %zu: not a number", col);
+                                        return SC_DECODE_NOT_NUMERIC;
+                                }
+                                if (is_feat) {
+                                        float fv = (float)v;
+                                        if (!isfinite(fv)) {
+                                                sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                                        "csv column %zu: not finite", col);
+                                                return SC_DECODE_NOT_FINITE;
+                                        }
+                                        x[col - first] = fv;
+                                } else {
+                                        char where[48];
+                                        snprintf(where, sizeof(where), "csv column %zu", col);
+                                        f = sc_decode_label_number(spec, v, where, label, errstr,
+                                                                   errstr_size);
+                                        if (f != SC_DECODE_OK)
+                                                return f;
+                                        have_label = 1;
+                                }
+                        }
+                }
+                col++;
+                if (fe == end)
+                        break;
+                field = fe + 1;
+        }
+        if (col != need) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: expected %zu columns, got %zu",
+                        need, col);
+                return SC_DECODE_BAD_CSV;
+        }
+        if (!want_label) {
+                f = sc_decode_label_meta(spec, rec, label, errstr, errstr_size);
+                if (f != SC_DECODE_OK)
+                        return f;
+        } else if (!have_label) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: no label column");
+                return SC_DECODE_BAD_CSV;
+        }
+        return sc_decode_normalize(spec, x, spec->numel, errstr, errstr_size);
+}
+
+/* ---- json ---- */
+
+/* Appends the numbers of v (flattening nested arrays) to x[*n..cap). Returns
+ * a fault; on WRONG_LENGTH *n keeps counting past cap. */
+static sc_decode_fault_t sc_decode_json_flatten(json_t *v, float *x, size_t cap, size_t *n,
+                                                int depth, char *errstr, size_t errstr_size)
+{
+        if (json_is_array(v)) {
+                if (depth >= SC_DECODE_JSON_DEPTH) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                "features: arrays nested deeper than %d", SC_DECODE_JSON_DEPTH);
+                        return SC_DECODE_WRONG_LENGTH;
+                }
+                size_t len = json_array_size(v);
+                for (size_t i = 0; i < len; i++) {
+                        sc_decode_fault_t f = sc_decode_json_flatten(
+                            json_array_get(v, i), x, cap, n, depth + 1, errstr, errstr_size);
+                        if (f != SC_DECODE_OK)
+                                return f;
+                }
+                return SC_DECODE_OK;
+        }
+        if (!json_is_number(v)) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "features: element %zu is not a number",
+                        *n);
+                return SC_DECODE_NOT_NUMERIC;
+        }
+        if (*n < cap) {
+                float fv = (float)json_number_value(v);
+                if (!isfinite(fv)) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                "features: element %zu is not finite as float", *n);
+                        return SC_DECODE_NOT_FINITE;
+                }
+                x[*n] = fv;
+        }
+        (*n)++;
+        return SC_DECODE_OK;
+}
+
+static sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t *rec,
+                                        float *x, int32_t *label, char *errstr, size_t errstr_size)
+{
+        json_error_t jerr;
+        json_t *root, *fv, *lv;
+        sc_decode_fault_t f = SC_DECODE_OK;
+        int bad_path;
+        size_t n = 0;
+
+        root = json_loadb(rec->value, rec->value_size, JSON_DECODE_INT_AS_REAL, &jerr);
+        if (!root) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "json: %s at byte %d", jerr.text,
+                        jerr.position);
+                return SC_DECODE_BAD_JSON;
+        }
+        fv = sc_decode_json_walk(root, spec->features_path, &bad_path);
+        if (bad_path) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "decode.features_path: malformed");
+                f = SC_DECODE_BAD_SPEC;
+                goto out;
+        }
+        if (!fv) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing", spec->features_path);
+                f = SC_DECODE_MISSING_FIELD;
+                goto out;
+        }
+        if (!json_is_array(fv) && !(json_is_number(fv) && spec->numel == 1)) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected an array of numbers",
+                        spec->features_path);
+                f = json_is_number(fv) ? SC_DECODE_WRONG_LENGTH : SC_DECODE_NOT_NUMERIC;
+                goto out;
+        }
+        f = sc_decode_json_flatten(fv, x, spec->numel, &n, 0, errstr, errstr_size);
+        if (f != SC_DECODE_OK)
+                goto out;
+        if (n != spec->numel) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected %zu numbers, got %zu",
+                        spec->features_path, spec->numel, n);
+                f = SC_DECODE_WRONG_LENGTH;
+                goto out;
+        }
+        if (spec->label_source == SC_DECODE_LABEL_FIELD) {
+                lv = sc_decode_json_walk(root, spec->label_path, &bad_path);
+                if (bad_path) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "decode.label_path: malformed");
+                        f = SC_DECODE_BAD_SPEC;
+                        goto out;
+                }
+                if (!lv) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing",
+                                spec->label_path);
+                        f = SC_DECODE_MISSING_FIELD;
+                        goto out;
+                }
+                if (!json_is_number(lv)) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected a number",
+                                spec->label_path);
+                        f = SC_DECODE_NOT_NUMERIC;
+                        goto out;
+                }
+                f = sc_decode_label_number(spec, json_number_value(lv), spec->label_path, label,
+                                           errstr, errstr_size);
+        } else {
+                f = sc_decode_label_meta(spec, rec, label, errstr, errstr_size);
+        }
+        if (f == SC_DECODE_OK)
+                f = sc_decode_normalize(spec, x, spec->numel, errstr, errstr_size);
+out:
+        json_decref(root);
+        return f;
+}
+
+sc_decode_fault_t sc_decode_record(const sc_decode_spec_t *spec, const sc_record_t *rec, float *x,
+                                   int32_t *label, char *errstr, size_t errstr_size)
+{
+        if (!spec || !rec || !x || !label || spec->numel == 0 ||
+            spec->numel > SC_DECODE_NUMEL_MAX || !(spec->std != 0.0f)) {
+                sc_errf(SC_ERR_INVAL, errstr, errstr_size, "decode: spec not checked");
+                return SC_DECODE_BAD_SPEC;
+        }
+        if (!rec->value || rec->value_size == 0) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "value: empty (tombstone)");
+                return SC_DECODE_EMPTY;
+        }
+        switch (spec->format) {
+        case SC_DECODE_JSON:
+                return sc_decode_json(spec, rec, x, label, errstr, errstr_size);
+        case SC_DECODE_CSV:
+                if (spec->first_feature_column < 0 || spec->label_column < 0)
+                        break;
+                return sc_decode_csv(spec, rec, x, label, errstr, errstr_size);
+        case SC_DECODE_RAW:
+                if (spec->data_offset > SC_DECODE_OFFSET_MAX ||
+                    spec->label_offset > SC_DECODE_OFFSET_MAX)
+                        break;
+                return sc_decode_raw(spec, rec, x, label, errstr, errstr_size);
+        default:
+                break;
+        }
+        sc_errf(SC_ERR_INVAL, errstr, errstr_size, "decode: spec not checked");
+        return SC_DECODE_BAD_SPEC;
+}

@@ -1,0 +1,45 @@
+/* sc_mix.h — local IID mixing across a worker's streams: proportional
+ * allocation of a draw across streams, and a bounded shuffle buffer from
+ * which batches are drawn at random (seeded), so a batch is neither a run of
+ * one topic nor one burst of a label. Used by the batcher (sc_batch.h). */
+#ifndef SC_MIX_H
+#define SC_MIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sc_err.h"
+#include "sc_rng.h"
+#include "sc_stream.h"
+
+#define SC_MIX_MAX_SOURCES 256
+
+/* Splits min(total, sum avail) across k sources in proportion to weights
+ * (samples/s, >= 0), never giving source i more than avail[i]; what a capped
+ * source cannot take goes to the others in proportion. Rounding by largest
+ * remainder (ties to the lower index); if no source with samples has a
+ * positive weight, the split is in proportion to avail. Writes out[k] and
+ * returns the sum. Deterministic. 0 < k <= SC_MIX_MAX_SOURCES (else 0 for all). */
+size_t sc_mix_allocate(const double *weights, const size_t *avail, int k, size_t total,
+                       size_t *out);
+
+typedef struct sc_mix_pool_s sc_mix_pool_t;
+
+/* A shuffle buffer of up to cap samples of numel floats, each with its
+ * label, ref and source stream index. Allocated once. */
+sc_err_t sc_mix_pool_new(sc_mix_pool_t **poolp, size_t cap, size_t numel);
+/* Accepts NULL. */
+void sc_mix_pool_destroy(sc_mix_pool_t *pool);
+size_t sc_mix_pool_count(const sc_mix_pool_t *pool);
+size_t sc_mix_pool_cap(const sc_mix_pool_t *pool);
+
+/* Moves up to n of stream's oldest samples into the pool (bounded by free
+ * space), tagging them with index; returns how many (see sc_stream_take). */
+size_t sc_mix_pool_fill(sc_mix_pool_t *pool, sc_stream_t *stream, int index, size_t n, double t);
+
+/* Moves n samples (n <= count) chosen uniformly at random without replacement
+ * out of the pool: x (n, numel), labels (n), refs (n), streams (n). */
+void sc_mix_pool_draw(sc_mix_pool_t *pool, sc_rng_t *rng, size_t n, float *x, int32_t *labels,
+                      sc_stream_ref_t *refs, int *streams);
+
+#endif

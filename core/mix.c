@@ -1,0 +1,200 @@
+/* mix.c — proportional allocation across streams and the shuffle buffer. */
+#include "sc_mix.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t sc_mix_allocate(const double *weights, const size_t *avail, int k, size_t total, size_t *out)
+{
+        size_t sum_avail = 0, left;
+        int use_avail = 1;
+
+        if (k <= 0 || k > SC_MIX_MAX_SOURCES) {
+                for (int i = 0; i < k; i++)
+                        out[i] = 0;
+                return 0;
+        }
+
+        for (int i = 0; i < k; i++) {
+                out[i] = 0;
+                sum_avail += avail[i];
+                if (avail[i] > 0 && weights[i] > 0 && isfinite(weights[i]))
+                        use_avail = 0;
+        }
+        if (total > sum_avail)
+                total = sum_avail;
+        left = total;
+        /* Each pass either fills every open source whose share exceeds what
+         * it has, or distributes the rest by largest remainder and stops. */
+        while (left > 0) {
+                double wsum = 0;
+                int capped = 0;
+                for (int i = 0; i < k; i++) {
+                        if (out[i] >= avail[i])
+                                continue;
+                        wsum += use_avail
+                                    ? (double)avail[i]
+                                    : (weights[i] > 0 && isfinite(weights[i]) ? weights[i] : 0);
+                }
+                if (wsum <= 0) {
+                        /* Only zero-weight sources have room: fill them in order. */
+                        for (int i = 0; i < k && left > 0; i++) {
+                                size_t room = avail[i] - out[i];
+                                size_t give = room < left ? room : left;
+                                out[i] += give;
+                                left -= give;
+                        }
+                        break;
+                }
+                for (int i = 0; i < k; i++) {
+                        if (out[i] >= avail[i])
+                                continue;
+                        double w = use_avail
+                                       ? (double)avail[i]
+                                       : (weights[i] > 0 && isfinite(weights[i]) ? weights[i] : 0);
+                        double share = (double)left * w / wsum;
+                        if (share >= (double)(avail[i] - out[i])) {
+                                left -= avail[i] - out[i];
+                                out[i] = avail[i];
+                                capped = 1;
+                        }
+                }
+                if (capped)
+                        continue;
+                size_t given = 0;
+                double frac[SC_MIX_MAX_SOURCES];
+                size_t base[SC_MIX_MAX_SOURCES];
+                for (int i = 0; i < k; i++) {
+                        frac[i] = -1;
+                        base[i] = 0;
+                        if (out[i] >= avail[i])
+                                continue;
+                        double w = use_avail
+                                       ? (double)avail[i]
+                                       : (weights[i] > 0 && isfinite(weights[i]) ? weights[i] : 0);
+                        double share = (double)left * w / wsum;
+                        base[i] = (size_t)floor(share);
+                        frac[i] = share - floor(share);
+                        given += base[i];
+                }
+                if (given > left) /* rounding guard */
+                        given = left;
+                size_t rest = left - given;
+                for (int i = 0; i < k; i++)
+                        out[i] += base[i];
+                while (rest > 0) {
+                        int best = -1;
+                        for (int i = 0; i < k; i++)
+                                if (out[i] < avail[i] && frac[i] >= 0 &&
+                                    (best < 0 || frac[i] > frac[best]))
+                                        best = i;
+                        if (best < 0)
+                                break;
+                        out[best]++;
+                        frac[best] = -1;
+                        rest--;
+                }
+                /* Anything left (rounding) goes to sources with room. */
+                for (int i = 0; i < k && rest > 0; i++) {
+                        size_t room = avail[i] - out[i];
+                        size_t give = room < rest ? room : rest;
+                        out[i] += give;
+                        rest -= give;
+                }
+                left = 0;
+        }
+        size_t sum = 0;
+        for (int i = 0; i < k; i++)
+                sum += out[i];
+        return sum;
+}
+
+struct sc_mix_pool_s {
+        size_t cap, count, numel;
+        float *x;              /* (cap, numel) */
+        int32_t *labels;       /* (cap) */
+        sc_stream_ref_t *refs; /* (cap) */
+        int *streams;          /* (cap) */
+};
+
+sc_err_t sc_mix_pool_new(sc_mix_pool_t **poolp, size_t cap, size_t numel)
+{
+        sc_mix_pool_t *p;
+
+        *poolp = NULL;
+        if (cap == 0 || numel == 0 || cap > SIZE_MAX / sizeof(float) / numel)
+                return SC_ERR_INVAL;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return SC_ERR_NOMEM;
+        p->cap = cap;
+        p->numel = numel;
+        p->x = malloc(cap * numel * sizeof(float));
+        p->labels = malloc(cap * sizeof(*p->labels));
+        p->refs = malloc(cap * sizeof(*p->refs));
+        p->streams = malloc(cap * sizeof(*p->streams));
+        if (!p->x || !p->labels || !p->refs || !p->streams) {
+                sc_mix_pool_destroy(p);
+                return SC_ERR_NOMEM;
+        }
+        *poolp = p;
+        return SC_OK;
+}
+
+void sc_mix_pool_destroy(sc_mix_pool_t *pool)
+{
+        if (!pool)
+                return;
+        free(pool->x);
+        free(pool->labels);
+        free(pool->refs);
+        free(pool->streams);
+        free(pool);
+}
+
+size_t sc_mix_pool_count(const sc_mix_pool_t *pool)
+{
+        return pool->count;
+}
+
+size_t sc_mix_pool_cap(const sc_mix_pool_t *pool)
+{
+        return pool->cap;
+}
+
+size_t sc_mix_pool_fill(sc_mix_pool_t *pool, sc_stream_t *stream, int index, size_t n, double t)
+{
+        size_t room = pool->cap - pool->count, c = pool->count;
+        if (n > room)
+                n = room;
+        n = sc_stream_take(stream, n, pool->x + c * pool->numel, pool->labels + c, pool->refs + c,
+                           t);
+        for (size_t i = 0; i < n; i++)
+                pool->streams[c + i] = index;
+        pool->count += n;
+        return n;
+}
+
+void sc_mix_pool_draw(sc_mix_pool_t *pool, sc_rng_t *rng, size_t n, float *x, int32_t *labels,
+                      sc_stream_ref_t *refs, int *streams)
+{
+        const size_t numel = pool->numel;
+        if (n > pool->count)
+                n = pool->count;
+        for (size_t k = 0; k < n; k++) {
+                size_t j = sc_rng_below(rng, (uint32_t)pool->count);
+                size_t last = pool->count - 1;
+                memcpy(x + k * numel, pool->x + j * numel, numel * sizeof(float));
+                labels[k] = pool->labels[j];
+                refs[k] = pool->refs[j];
+                streams[k] = pool->streams[j];
+                if (j != last) {
+                        memcpy(pool->x + j * numel, pool->x + last * numel, numel * sizeof(float));
+                        pool->labels[j] = pool->labels[last];
+                        pool->refs[j] = pool->refs[last];
+                        pool->streams[j] = pool->streams[last];
+                }
+                pool->count--;
+        }
+}

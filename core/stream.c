@@ -1,0 +1,501 @@
+/* stream.c — per-stream sample ring, rate estimator, buffer policies,
+ * backpressure and record accounting. */
+#include "sc_stream.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SC_STREAM_CAP_MAX ((size_t)1 << 24)
+
+/* ---- rate ---- */
+
+void sc_rate_init(sc_rate_t *rate, double tau)
+{
+        memset(rate, 0, sizeof(*rate));
+        rate->tau = tau > 0 ? tau : 1.0;
+}
+
+void sc_rate_observe(sc_rate_t *rate, double t, double n)
+{
+        if (!isfinite(t))
+                return;
+        if (!rate->started) {
+                rate->started = 1;
+                rate->t0 = rate->t_last = t;
+        }
+        if (t > rate->t_last) {
+                rate->acc *= exp(-(t - rate->t_last) / rate->tau);
+                rate->t_last = t;
+        }
+        rate->acc += n;
+}
+
+double sc_rate_get(const sc_rate_t *rate, double t)
+{
+        if (!rate->started || !isfinite(t))
+                return 0.0;
+        if (t < rate->t_last)
+                t = rate->t_last;
+        double e = t - rate->t0;
+        if (e <= 0)
+                return 0.0;
+        double acc = rate->acc * exp(-(t - rate->t_last) / rate->tau);
+        /* -expm1(-x) = 1 - exp(-x), accurate for small x. */
+        return acc / (rate->tau * -expm1(-e / rate->tau));
+}
+
+/* ---- stream ---- */
+
+struct sc_stream_s {
+        sc_stream_spec_t spec;
+        size_t numel;
+        size_t phys;           /* ring slots: cap + 1, one always free for the slot */
+        size_t head;           /* oldest sample */
+        size_t count;          /* buffered samples */
+        size_t high, low;      /* watermarks in samples */
+        float *x;              /* (phys, numel) */
+        int32_t *labels;       /* (phys) */
+        sc_stream_ref_t *refs; /* (phys) */
+        sc_rate_t rate;
+        double t_now; /* latest time seen */
+        int have_t;
+        int paused, told_paused;
+        sc_offsets_t *offsets;
+        uint32_t *revoked_epochs; /* epochs whose inflight samples are orphaned */
+        size_t n_revoked, cap_revoked;
+        sc_stream_stats_t stats;
+};
+
+void sc_stream_spec_defaults(sc_stream_spec_t *spec)
+{
+        memset(spec, 0, sizeof(*spec));
+        spec->policy = SC_STREAM_PERSIST;
+        spec->cap = 8192;
+        spec->high_watermark = 0.8;
+        spec->low_watermark = 0.5;
+        spec->window = 1.0;
+        spec->keep_min = 8;
+        spec->rate_tau = 1.0;
+}
+
+sc_err_t sc_stream_spec_check(const sc_stream_spec_t *spec, char *errstr, size_t errstr_size)
+{
+        if ((int)spec->policy < 0 || spec->policy >= SC_STREAM_POLICY__END)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "stream.policy: expected persist or truncate");
+        if (spec->cap < 1 || spec->cap > SC_STREAM_CAP_MAX)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "stream.cap: expected 1..%zu samples, got %zu", SC_STREAM_CAP_MAX,
+                               spec->cap);
+        if (!(spec->high_watermark > 0 && spec->high_watermark <= 1))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "stream.high_watermark: expected a fraction in (0, 1], got %g",
+                               spec->high_watermark);
+        if (!(spec->low_watermark >= 0 && spec->low_watermark < spec->high_watermark))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "stream.low_watermark: expected a fraction in [0, "
+                               "high_watermark), got %g",
+                               spec->low_watermark);
+        if (!(spec->window > 0 && spec->window <= 1e6))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "stream.window: expected seconds in (0, 1e6], got %g", spec->window);
+        if (spec->keep_min > spec->cap)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "stream.keep_min: expected <= cap (%zu), got %zu", spec->cap,
+                               spec->keep_min);
+        if (!(spec->rate_tau > 0 && spec->rate_tau <= 1e6))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "stream.rate_tau: expected seconds in (0, 1e6], got %g",
+                               spec->rate_tau);
+        return SC_OK;
+}
+
+sc_err_t sc_stream_new(sc_stream_t **streamp, const sc_stream_spec_t *spec, size_t numel,
+                       char *errstr, size_t errstr_size)
+{
+        sc_stream_t *s;
+        sc_err_t err;
+
+        *streamp = NULL;
+        err = sc_stream_spec_check(spec, errstr, errstr_size);
+        if (err)
+                return err;
+        if (numel == 0 || numel > ((size_t)1 << 28) ||
+            (spec->cap + 1) > SIZE_MAX / sizeof(float) / numel)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "stream: %zu features per sample is out of range", numel);
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                goto out_nomem;
+        s->spec = *spec;
+        s->numel = numel;
+        s->phys = spec->cap + 1;
+        s->high = (size_t)ceil(spec->high_watermark * (double)spec->cap);
+        s->low = (size_t)ceil(spec->low_watermark * (double)spec->cap);
+        if (s->high < 1)
+                s->high = 1;
+        s->x = malloc(s->phys * numel * sizeof(float));
+        s->labels = malloc(s->phys * sizeof(*s->labels));
+        s->refs = malloc(s->phys * sizeof(*s->refs));
+        if (!s->x || !s->labels || !s->refs || sc_offsets_new(&s->offsets) != SC_OK)
+                goto out_free;
+        sc_rate_init(&s->rate, spec->rate_tau);
+        *streamp = s;
+        return SC_OK;
+
+out_free:
+        sc_stream_destroy(s);
+out_nomem:
+        return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "stream: out of memory for %zu samples",
+                       spec->cap);
+}
+
+void sc_stream_destroy(sc_stream_t *stream)
+{
+        if (!stream)
+                return;
+        sc_offsets_destroy(stream->offsets);
+        free(stream->revoked_epochs);
+        free(stream->x);
+        free(stream->labels);
+        free(stream->refs);
+        free(stream);
+}
+
+const sc_stream_spec_t *sc_stream_spec(const sc_stream_t *stream)
+{
+        return &stream->spec;
+}
+
+size_t sc_stream_numel(const sc_stream_t *stream)
+{
+        return stream->numel;
+}
+
+static size_t sc_stream_idx(const sc_stream_t *s, size_t i)
+{
+        size_t j = s->head + i;
+        return j >= s->phys ? j - s->phys : j;
+}
+
+static void sc_stream_update_flow(sc_stream_t *s)
+{
+        if (s->spec.policy != SC_STREAM_PERSIST)
+                return;
+        if (!s->paused && s->count >= s->high) {
+                s->paused = 1;
+                s->stats.pauses++;
+        } else if (s->paused && s->count < s->low) {
+                s->paused = 0;
+        }
+}
+
+/* Drops the n oldest samples (truncation): their offsets finish. */
+static void sc_stream_drop_oldest(sc_stream_t *s, size_t n)
+{
+        for (size_t i = 0; i < n && s->count > 0; i++) {
+                const sc_stream_ref_t *r = &s->refs[s->head];
+                /* Cannot fail: every buffered sample is outstanding. */
+                (void)sc_offsets_done(s->offsets, r->partition, r->offset, r->epoch, NULL, 0);
+                s->head = sc_stream_idx(s, 1);
+                s->count--;
+                s->stats.buffered--;
+                s->stats.dropped++;
+        }
+}
+
+static double sc_stream_time(sc_stream_t *s, double t)
+{
+        if (!s->have_t || t > s->t_now)
+                s->t_now = t;
+        s->have_t = 1;
+        return s->t_now;
+}
+
+float *sc_stream_slot(sc_stream_t *stream)
+{
+        if (stream->spec.policy == SC_STREAM_PERSIST && stream->count >= stream->spec.cap)
+                return NULL;
+        return stream->x + sc_stream_idx(stream, stream->count) * stream->numel;
+}
+
+size_t sc_stream_truncate(sc_stream_t *stream, double t)
+{
+        if (stream->spec.policy != SC_STREAM_TRUNCATE || !isfinite(t))
+                return 0;
+        double want =
+            ceil(sc_rate_get(&stream->rate, sc_stream_time(stream, t)) * stream->spec.window);
+        size_t limit = stream->spec.cap;
+        if (want < (double)limit)
+                limit = (size_t)want;
+        if (limit < stream->spec.keep_min)
+                limit = stream->spec.keep_min;
+        if (stream->count <= limit)
+                return 0;
+        size_t n = stream->count - limit;
+        sc_stream_drop_oldest(stream, n);
+        return n;
+}
+
+sc_err_t sc_stream_push_slot(sc_stream_t *stream, int32_t label, int32_t partition, int64_t offset,
+                             double t, char *errstr, size_t errstr_size)
+{
+        sc_stream_t *s = stream;
+        uint32_t epoch;
+        sc_err_t err;
+
+        if (!isfinite(t))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "stream: time is not finite");
+        if (s->spec.policy == SC_STREAM_PERSIST && s->count >= s->spec.cap)
+                return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
+                               "stream: full at %zu samples (partition should be paused)",
+                               s->spec.cap);
+        err = sc_offsets_track(s->offsets, partition, offset, &epoch, errstr, errstr_size);
+        if (err)
+                return err;
+        t = sc_stream_time(s, t);
+        if (s->count == s->spec.cap)
+                sc_stream_drop_oldest(s, 1); /* truncate: the slot stays in place */
+        size_t j = sc_stream_idx(s, s->count);
+        s->labels[j] = label;
+        s->refs[j].partition = partition;
+        s->refs[j].epoch = epoch;
+        s->refs[j].offset = offset;
+        s->refs[j].t = t;
+        s->count++;
+        s->stats.consumed++;
+        s->stats.buffered++;
+        s->stats.faults.count[SC_DECODE_OK]++;
+        sc_rate_observe(&s->rate, t, 1.0);
+        sc_stream_truncate(s, t);
+        if (s->stats.buffered > s->stats.peak_buffered)
+                s->stats.peak_buffered = s->stats.buffered;
+        sc_stream_update_flow(s);
+        return SC_OK;
+}
+
+sc_err_t sc_stream_push(sc_stream_t *stream, const float *x, int32_t label, int32_t partition,
+                        int64_t offset, double t, char *errstr, size_t errstr_size)
+{
+        float *slot = sc_stream_slot(stream);
+        if (!slot)
+                return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
+                               "stream: full at %zu samples (partition should be paused)",
+                               stream->spec.cap);
+        memcpy(slot, x, stream->numel * sizeof(float));
+        return sc_stream_push_slot(stream, label, partition, offset, t, errstr, errstr_size);
+}
+
+sc_err_t sc_stream_reject(sc_stream_t *stream, int32_t partition, int64_t offset,
+                          sc_decode_fault_t fault, double t, int *first_seen, char *errstr,
+                          size_t errstr_size)
+{
+        uint32_t epoch;
+        sc_err_t err;
+
+        if (first_seen)
+                *first_seen = 0;
+        if (!isfinite(t))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "stream: time is not finite");
+        if (fault == SC_DECODE_OK || (int)fault < 0 || fault >= SC_DECODE_FAULT__END)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "stream: reject needs a fault kind");
+        err = sc_offsets_track(stream->offsets, partition, offset, &epoch, errstr, errstr_size);
+        if (err)
+                return err;
+        (void)sc_offsets_done(stream->offsets, partition, offset, epoch, NULL, 0);
+        sc_stream_time(stream, t);
+        stream->stats.consumed++;
+        stream->stats.rejected++;
+        int first = sc_decode_stats_add(&stream->stats.faults, fault);
+        if (first_seen)
+                *first_seen = first;
+        return SC_OK;
+}
+
+size_t sc_stream_count(const sc_stream_t *stream)
+{
+        return stream->count;
+}
+
+double sc_stream_rate(sc_stream_t *stream, double t)
+{
+        if (!isfinite(t))
+                return 0.0;
+        t = sc_stream_time(stream, t);
+        if (!stream->rate.started)
+                sc_rate_observe(&stream->rate, t, 0.0);
+        return sc_rate_get(&stream->rate, t);
+}
+
+size_t sc_stream_take(sc_stream_t *stream, size_t n, float *x, int32_t *labels,
+                      sc_stream_ref_t *refs, double t)
+{
+        sc_stream_t *s = stream;
+        if (n > s->count)
+                n = s->count;
+        if (isfinite(t))
+                t = sc_stream_time(s, t);
+        else
+                t = s->t_now;
+        size_t done = 0;
+        while (done < n) {
+                /* Copy the contiguous run up to the ring's physical end. */
+                size_t run = s->phys - s->head;
+                if (run > n - done)
+                        run = n - done;
+                memcpy(x + done * s->numel, s->x + s->head * s->numel,
+                       run * s->numel * sizeof(float));
+                memcpy(labels + done, s->labels + s->head, run * sizeof(*labels));
+                memcpy(refs + done, s->refs + s->head, run * sizeof(*refs));
+                for (size_t i = 0; i < run; i++) {
+                        double lat = t - s->refs[s->head + i].t;
+                        if (lat < 0)
+                                lat = 0;
+                        s->stats.latency_sum += lat;
+                        if (lat > s->stats.latency_max)
+                                s->stats.latency_max = lat;
+                }
+                s->head = sc_stream_idx(s, run);
+                s->count -= run;
+                done += run;
+        }
+        s->stats.buffered -= n;
+        s->stats.inflight += n;
+        s->stats.taken += n;
+        sc_stream_update_flow(s);
+        return n;
+}
+
+static int sc_stream_epoch_revoked(const sc_stream_t *s, uint32_t epoch)
+{
+        for (size_t i = 0; i < s->n_revoked; i++)
+                if (s->revoked_epochs[i] == epoch)
+                        return 1;
+        return 0;
+}
+
+sc_err_t sc_stream_done(sc_stream_t *stream, const sc_stream_ref_t *ref, char *errstr,
+                        size_t errstr_size)
+{
+        sc_stream_t *s = stream;
+        if (s->stats.inflight == 0)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "stream: partition %" PRId32 " offset %" PRId64
+                               " acknowledged but nothing is inflight",
+                               ref->partition, ref->offset);
+        if (s->stats.orphaned > 0 && sc_stream_epoch_revoked(s, ref->epoch)) {
+                s->stats.orphaned--;
+        } else {
+                sc_err_t err = sc_offsets_done(s->offsets, ref->partition, ref->offset, ref->epoch,
+                                               errstr, errstr_size);
+                if (err)
+                        return err;
+        }
+        s->stats.inflight--;
+        s->stats.trained++;
+        return SC_OK;
+}
+
+sc_stream_flow_t sc_stream_flow(sc_stream_t *stream)
+{
+        if (stream->paused == stream->told_paused)
+                return SC_STREAM_FLOW_NONE;
+        stream->told_paused = stream->paused;
+        return stream->paused ? SC_STREAM_FLOW_PAUSE : SC_STREAM_FLOW_RESUME;
+}
+
+int sc_stream_paused(const sc_stream_t *stream)
+{
+        return stream->paused;
+}
+
+size_t sc_stream_commits(sc_stream_t *stream, sc_offsets_commit_t *out, size_t max)
+{
+        return sc_offsets_changed(stream->offsets, out, max);
+}
+
+const sc_offsets_t *sc_stream_offsets(const sc_stream_t *stream)
+{
+        return stream->offsets;
+}
+
+size_t sc_stream_revoke(sc_stream_t *stream, int32_t partition)
+{
+        sc_stream_t *s = stream;
+        size_t kept = 0, removed = 0;
+        uint32_t epoch = sc_offsets_epoch(s->offsets, partition);
+
+        if (epoch == 0)
+                return 0;
+        if (s->n_revoked == s->cap_revoked) {
+                size_t nc = s->cap_revoked ? 2 * s->cap_revoked : 8;
+                uint32_t *ne = realloc(s->revoked_epochs, nc * sizeof(*ne));
+                if (!ne)
+                        return 0; /* nothing changed; the caller may retry */
+                s->revoked_epochs = ne;
+                s->cap_revoked = nc;
+        }
+        /* Compact the ring in place, keeping other partitions in order. */
+        for (size_t i = 0; i < s->count; i++) {
+                size_t src = sc_stream_idx(s, i);
+                if (s->refs[src].partition == partition) {
+                        removed++;
+                        continue;
+                }
+                size_t dst = sc_stream_idx(s, kept++);
+                if (dst != src) {
+                        memcpy(s->x + dst * s->numel, s->x + src * s->numel,
+                               s->numel * sizeof(float));
+                        s->labels[dst] = s->labels[src];
+                        s->refs[dst] = s->refs[src];
+                }
+        }
+        size_t outstanding = sc_offsets_forget(s->offsets, partition);
+        s->revoked_epochs[s->n_revoked++] = epoch;
+        s->count = kept;
+        s->stats.buffered -= removed;
+        s->stats.revoked += removed;
+        s->stats.orphaned += outstanding - removed;
+        sc_stream_update_flow(s);
+        return removed;
+}
+
+const sc_stream_stats_t *sc_stream_stats(const sc_stream_t *stream)
+{
+        return &stream->stats;
+}
+
+sc_err_t sc_stream_check(const sc_stream_t *stream, char *errstr, size_t errstr_size)
+{
+        const sc_stream_stats_t *st = &stream->stats;
+        uint64_t sum =
+            st->rejected + st->dropped + st->revoked + st->buffered + st->inflight + st->trained;
+        size_t outstanding = sc_offsets_outstanding(stream->offsets, -1);
+
+        if (st->consumed != sum)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "stream accounting: consumed %" PRIu64 " != rejected %" PRIu64
+                               " + dropped %" PRIu64 " + revoked %" PRIu64 " + buffered %" PRIu64
+                               " + inflight %" PRIu64 " + trained %" PRIu64,
+                               st->consumed, st->rejected, st->dropped, st->revoked, st->buffered,
+                               st->inflight, st->trained);
+        if (st->buffered != stream->count)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "stream accounting: buffered %" PRIu64 " but %zu in the buffer",
+                               st->buffered, stream->count);
+        if (st->orphaned > st->inflight ||
+            outstanding != st->buffered + st->inflight - st->orphaned)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "stream accounting: %zu offsets outstanding, expected buffered "
+                               "%" PRIu64 " + inflight %" PRIu64 " - orphaned %" PRIu64,
+                               outstanding, st->buffered, st->inflight, st->orphaned);
+        if (st->faults.rejected != st->rejected)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "stream accounting: %" PRIu64 " rejected but %" PRIu64
+                               " faults counted",
+                               st->rejected, st->faults.rejected);
+        return SC_OK;
+}

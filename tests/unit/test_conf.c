@@ -449,6 +449,7 @@ int main(void)
             cmocka_unit_test(overrides),
             cmocka_unit_test(model_error_prefix),
             cmocka_unit_test(describe_lists_every_property),
+            cmocka_unit_test(committed_docs_match_the_table),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,246 @@
+/* bench_nn.c — training throughput of the MLP 784-256-128-10 and the small
+ * CNN on 1x28x28 inputs: samples/s of a full step (forward, loss, backward,
+ * SGD update), the GFLOP/s that is, and the GFLOP/s of plain cblas_sgemm
+ * calls of the same shapes as an upper bound.
+ *
+ * Usage: bench_nn [--seconds S] [--models mlp,cnn] [--batches 16,64,256]
+ *                 [--threads 1,2]
+ * Each line: "nn model=<m> batch=<B> threads=<T> samples_per_s=<x>
+ * step_ms=<x> gflops=<x> sgemm_gflops=<x>". */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sc_nn.h"
+#include "sc_optim.h"
+#include "sc_rng.h"
+
+static double now(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void mlp_spec(sc_model_spec_t *s)
+{
+        memset(s, 0, sizeof(*s));
+        s->input = (sc_shape_t){1, 28, 28};
+        s->loss = SC_LOSS_SOFTMAX_XENT;
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_FLATTEN};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 256};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_RELU};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 128};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_RELU};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 10};
+}
+
+static void cnn_spec(sc_model_spec_t *s)
+{
+        memset(s, 0, sizeof(*s));
+        s->input = (sc_shape_t){1, 28, 28};
+        s->loss = SC_LOSS_SOFTMAX_XENT;
+        s->layers[s->n_layers++] =
+            (sc_layer_spec_t){.kind = SC_LAYER_CONV2D, .filters = 32, .kernel = 3, .padding = 1};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_RELU};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_MAXPOOL2D, .kernel = 2};
+        s->layers[s->n_layers++] =
+            (sc_layer_spec_t){.kind = SC_LAYER_CONV2D, .filters = 64, .kernel = 3, .padding = 1};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_RELU};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_MAXPOOL2D, .kernel = 2};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_FLATTEN};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 128};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_RELU};
+        s->layers[s->n_layers++] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 10};
+}
+
+/* The sgemm shapes (M, N, K) of one training step, with whole-batch convs. */
+typedef struct shape3 {
+        int m, n, k;
+} shape3_t;
+
+static int step_gemms(const char *model, int B, shape3_t *g)
+{
+        int n = 0;
+        if (!strcmp(model, "mlp")) {
+                const int d[4] = {784, 256, 128, 10};
+                for (int i = 0; i < 3; i++) {
+                        g[n++] = (shape3_t){d[i + 1], B, d[i]}; /* forward */
+                        g[n++] = (shape3_t){d[i + 1], d[i], B}; /* weight grad */
+                        if (i)
+                                g[n++] = (shape3_t){d[i], B, d[i + 1]}; /* input grad */
+                }
+        } else {
+                g[n++] = (shape3_t){32, B * 784, 9};
+                g[n++] = (shape3_t){32, 9, B * 784};
+                g[n++] = (shape3_t){64, B * 196, 288};
+                g[n++] = (shape3_t){64, 288, B * 196};
+                g[n++] = (shape3_t){288, B * 196, 64};
+                g[n++] = (shape3_t){128, B, 3136};
+                g[n++] = (shape3_t){128, 3136, B};
+                g[n++] = (shape3_t){3136, B, 128};
+                g[n++] = (shape3_t){10, B, 128};
+                g[n++] = (shape3_t){10, 128, B};
+                g[n++] = (shape3_t){128, B, 10};
+        }
+        return n;
+}
+
+static double gemm_flops(const shape3_t *g, int n)
+{
+        double f = 0;
+        for (int i = 0; i < n; i++)
+                f += 2.0 * g[i].m * g[i].n * g[i].k;
+        return f;
+}
+
+/* GFLOP/s of plain sgemm calls of the step's shapes. */
+static double sgemm_rate(const shape3_t *g, int n, double seconds)
+{
+        size_t big = 0;
+        for (int i = 0; i < n; i++) {
+                size_t a = (size_t)g[i].m * g[i].k, b = (size_t)g[i].k * g[i].n;
+                size_t c = (size_t)g[i].m * g[i].n;
+                big = a > big ? a : big;
+                big = b > big ? b : big;
+                big = c > big ? c : big;
+        }
+        float *A = calloc(big, sizeof(float)), *Bm = calloc(big, sizeof(float));
+        float *C = calloc(big, sizeof(float));
+        if (!A || !Bm || !C) {
+                free(A);
+                free(Bm);
+                free(C);
+                return 0;
+        }
+        for (size_t i = 0; i < big; i++) {
+                A[i] = 0.001f * (float)(i % 13);
+                Bm[i] = 0.002f * (float)(i % 7);
+        }
+        long reps = 0;
+        double t0 = now(), dt;
+        do {
+                for (int i = 0; i < n; i++)
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g[i].m, g[i].n,
+                                    g[i].k, 1.0f, A, g[i].k, Bm, g[i].n, 0.0f, C, g[i].n);
+                reps++;
+                dt = now() - t0;
+        } while (dt < seconds);
+        free(A);
+        free(Bm);
+        free(C);
+        return gemm_flops(g, n) * (double)reps / dt / 1e9;
+}
+
+static int run(const char *name, int B, int threads, double seconds)
+{
+        sc_model_spec_t spec;
+        sc_model_t *m = NULL;
+        sc_sgd_t sgd = {0};
+        sc_rng_t rng;
+        char err[256];
+        shape3_t g[16];
+
+        if (!strcmp(name, "mlp"))
+                mlp_spec(&spec);
+        else
+                cnn_spec(&spec);
+        sc_nn_set_threads(threads);
+        if (sc_model_new(&m, &spec, err, sizeof(err))) {
+                fprintf(stderr, "bench_nn: %s\n", err);
+                return 1;
+        }
+        sc_rng_seed(&rng, 1);
+        sc_model_init(m, &rng);
+        sc_sgd_init(&sgd, &(sc_sgd_spec_t){.momentum = 0.9}, sc_model_nparams(m));
+        float *x = malloc(sizeof(float) * 784 * (size_t)B);
+        int32_t *y = malloc(sizeof(int32_t) * (size_t)B);
+        if (!x || !y) {
+                free(x);
+                free(y);
+                sc_model_destroy(m);
+                return 1;
+        }
+        for (int i = 0; i < 784 * B; i++)
+                x[i] = sc_rng_normal(&rng);
+        for (int i = 0; i < B; i++)
+                y[i] = (int32_t)sc_rng_below(&rng, 10);
+        for (int i = 0; i < 3; i++) {
+                sc_model_train_batch(m, x, y, NULL, B, &rng, NULL);
+                sc_sgd_step(&sgd, sc_model_params(m), sc_model_grads(m), 0.01f);
+        }
+        long steps = 0;
+        double t0 = now(), dt;
+        do {
+                sc_model_train_batch(m, x, y, NULL, B, &rng, NULL);
+                sc_sgd_step(&sgd, sc_model_params(m), sc_model_grads(m), 0.01f);
+                steps++;
+                dt = now() - t0;
+        } while (dt < seconds || steps < 3);
+        int ng = step_gemms(name, B, g);
+        double flops = gemm_flops(g, ng) / B; /* per sample */
+        double sps = (double)steps * B / dt;
+        double ref = sgemm_rate(g, ng, seconds / 3);
+        printf("nn model=%s batch=%d threads=%d samples_per_s=%.1f step_ms=%.3f gflops=%.2f "
+               "sgemm_gflops=%.2f\n",
+               name, B, threads, sps, 1e3 * dt / (double)steps, sps * flops / 1e9, ref);
+        fflush(stdout);
+        free(x);
+        free(y);
+        sc_sgd_free(&sgd);
+        sc_model_destroy(m);
+        return 0;
+}
+
+static int parse_list(const char *s, int *v, int max)
+{
+        int n = 0;
+        while (*s && n < max) {
+                char *end;
+                long x = strtol(s, &end, 10);
+                if (end == s || x < 1 || x > 1 << 20)
+                        return -1;
+                v[n++] = (int)x;
+                s = *end == ',' ? end + 1 : end;
+                if (*end && *end != ',')
+                        return -1;
+        }
+        return n;
+}
+
+int main(int argc, char **argv)
+{
+        double seconds = 0.8;
+        const char *models = "mlp,cnn";
+        int batches[8] = {16, 64, 256}, nb = 3, threads[8] = {1, 2}, nt = 2;
+
+        for (int i = 1; i + 1 < argc; i += 2) {
+                if (!strcmp(argv[i], "--seconds"))
+                        seconds = atof(argv[i + 1]);
+                else if (!strcmp(argv[i], "--models"))
+                        models = argv[i + 1];
+                else if (!strcmp(argv[i], "--batches"))
+                        nb = parse_list(argv[i + 1], batches, 8);
+                else if (!strcmp(argv[i], "--threads"))
+                        nt = parse_list(argv[i + 1], threads, 8);
+                else
+                        nb = -1;
+                if (nb < 1 || nt < 1 || !(seconds > 0)) {
+                        fprintf(stderr, "usage: bench_nn [--seconds S] [--models mlp,cnn] "
+                                        "[--batches 16,64,256] [--threads 1,2]\n");
+                        return 2;
+                }
+        }
+        const char *names[2] = {"mlp", "cnn"};
+        for (int mi = 0; mi < 2; mi++) {
+                if (!strstr(models, names[mi]))
+                        continue;
+                for (int t = 0; t < nt; t++)
+                        for (int b = 0; b < nb; b++)
+                                if (run(names[mi], batches[b], threads[t], seconds))
+                                        return 1;
+        }
+        return 0;
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""torch_compare.py — PyTorch (CPU) training throughput for the same models,
+batches and thread counts as bench_nn, printed in bench_nn's line format.
+
+Each line: "nn model=<mlp|cnn> batch=<B> threads=<T> samples_per_s=<x>
+step_ms=<x> gflops=<x>" where a step is forward + loss + backward + SGD
+update (momentum 0.9), on random inputs of shape (B, 1, 28, 28)."""
+import argparse
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    print("torch_compare: python3-torch is not installed (apt-get install -y python3-torch)",
+          file=sys.stderr)
+    sys.exit(77)
+
+
+def mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
+                         nn.ReLU(), nn.Linear(128, 10))
+
+
+def cnn():
+    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(),
+                         nn.Linear(128, 10))
+
+
+# Multiply-adds of one sample's forward pass (same count as sc_model_forward_flops).
+MACS = {
+    "mlp": 784 * 256 + 256 * 128 + 128 * 10,
+    "cnn": 32 * 9 * 784 + 64 * 288 * 196 + 3136 * 128 + 128 * 10,
+}
+
+
+def bench(name, batch, threads, seconds):
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = mlp() if name == "mlp" else cnn()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.randn(batch, 1, 28, 28)
+    y = torch.randint(0, 10, (batch,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    steps = 0
+    t0 = time.perf_counter()
+    while True:
+        step()
+        steps += 1
+        dt = time.perf_counter() - t0
+        if dt >= seconds and steps >= 3:
+            break
+    sps = steps * batch / dt
+    # Training step ~ 3x the forward multiply-adds, 2 FLOPs each.
+    gflops = sps * MACS[name] * 3 * 2 / 1e9
+    print("nn model=%s batch=%d threads=%d samples_per_s=%.1f step_ms=%.3f gflops=%.2f" %
+          (name, batch, threads, sps, 1e3 * dt / steps, gflops), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=1.0, help="time per configuration")
+    ap.add_argument("--models", default="mlp,cnn")
+    ap.add_argument("--batches", default="16,64,256")
+    ap.add_argument("--threads", default="1,2")
+    a = ap.parse_args()
+    for name in a.models.split(","):
+        for threads in [int(t) for t in a.threads.split(",")]:
+            for batch in [int(b) for b in a.batches.split(",")]:
+                bench(name, batch, threads, a.seconds)
+
+
+if __name__ == "__main__":
+    main()

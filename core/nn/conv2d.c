@@ -1,0 +1,277 @@
+/* conv2d.c — 2-D convolution (square kernel, stride, zero padding) as im2col
+ * plus one sgemm per chunk of samples, and a direct reference for tests. */
+#include <string.h>
+
+#include "nn_impl.h"
+
+/* Target size of one im2col chunk in floats: big enough for sgemm to run at
+ * speed and split across threads, small enough to stay in cache. */
+#define SC_CONV_CHUNK_FLOATS (1u << 18)
+
+static sc_err_t conv_setup(sc_layer_t *l, char *errstr, size_t errstr_size)
+{
+        const sc_layer_spec_t *s = &l->spec;
+
+        if (s->filters < 1)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size, "filters %d must be >= 1",
+                               s->filters);
+        if (s->kernel < 1)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size, "kernel %d must be >= 1",
+                               s->kernel);
+        if (s->stride < 1)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size, "stride %d must be >= 1",
+                               s->stride);
+        if (s->padding < 0)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size, "padding %d must be >= 0",
+                               s->padding);
+        int ph = l->in.h + 2 * s->padding, pw = l->in.w + 2 * s->padding;
+        if (s->kernel > ph || s->kernel > pw)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "kernel %d larger than padded input %dx%d", s->kernel, ph, pw);
+        l->out.c = s->filters;
+        l->out.h = (ph - s->kernel) / s->stride + 1;
+        l->out.w = (pw - s->kernel) / s->stride + 1;
+        l->nw = (size_t)s->filters * (size_t)l->in.c * (size_t)s->kernel * (size_t)s->kernel;
+        l->nb = (size_t)s->filters;
+        return SC_OK;
+}
+
+static void conv_init(sc_layer_t *l, sc_rng_t *rng, int he)
+{
+        int kk = l->spec.kernel * l->spec.kernel;
+        sc_nn_init_weights(l->w, l->nw, l->in.c * kk, l->spec.filters * kk, he, rng);
+}
+
+/* Samples per im2col chunk for a batch of B. */
+static int conv_chunk(const sc_layer_t *l, int B)
+{
+        size_t per = (size_t)l->in.c * l->spec.kernel * l->spec.kernel * l->out.h * l->out.w;
+        size_t nb = SC_CONV_CHUNK_FLOATS / per;
+        if (nb < 1)
+                nb = 1;
+        return nb < (size_t)B ? (int)nb : B;
+}
+
+/* col for the forward pass and the backward pass's dcol. */
+static size_t conv_workspace(const sc_layer_t *l, int B)
+{
+        size_t per = (size_t)l->in.c * l->spec.kernel * l->spec.kernel * l->out.h * l->out.w;
+        return 2 * per * (size_t)conv_chunk(l, B);
+}
+
+/* Channel and sample strides of an input of layout fm. */
+static void conv_strides(const sc_layer_t *l, int B, size_t *cs, size_t *bs)
+{
+        size_t hw = (size_t)l->in.h * l->in.w;
+        *cs = l->in_fm ? (size_t)B * hw : hw;
+        *bs = l->in_fm ? hw : (size_t)l->in.c * hw;
+}
+
+void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, int H, int W, int k,
+                  int stride, int pad, int OH, int OW, float *col)
+{
+        const size_t ohw = (size_t)OH * OW, rowlen = (size_t)nb * ohw;
+
+        for (int c = 0; c < C; c++) {
+                for (int ki = 0; ki < k; ki++) {
+                        for (int kj = 0; kj < k; kj++) {
+                                float *dst = col + ((size_t)(c * k + ki) * k + kj) * rowlen;
+                                /* Output columns whose input column is inside. */
+                                int ox0 = 0, ox1 = OW;
+                                while (ox0 < OW && ox0 * stride - pad + kj < 0)
+                                        ox0++;
+                                while (ox1 > ox0 && (ox1 - 1) * stride - pad + kj >= W)
+                                        ox1--;
+                                for (int bb = 0; bb < nb; bb++) {
+                                        const float *src = x + c * cs + (size_t)(b0 + bb) * bs;
+                                        for (int oy = 0; oy < OH; oy++, dst += OW) {
+                                                int iy = oy * stride - pad + ki;
+                                                if (iy < 0 || iy >= H) {
+                                                        memset(dst, 0, sizeof(float) * OW);
+                                                        continue;
+                                                }
+                                                const float *s = src + (size_t)iy * W +
+                                                                 (ox0 * stride - pad + kj);
+                                                for (int ox = 0; ox < ox0; ox++)
+                                                        dst[ox] = 0.0f;
+                                                if (stride == 1) {
+                                                        memcpy(dst + ox0, s,
+                                                               sizeof(float) * (ox1 - ox0));
+                                                } else {
+                                                        for (int ox = ox0; ox < ox1; ox++)
+                                                                dst[ox] = s[(ox - ox0) * stride];
+                                                }
+                                                for (int ox = ox1; ox < OW; ox++)
+                                                        dst[ox] = 0.0f;
+                                        }
+                                }
+                        }
+                }
+        }
+}
+
+void sc_nn_col2im(const float *col, size_t cs, size_t bs, int b0, int nb, int C, int H, int W,
+                  int k, int stride, int pad, int OH, int OW, float *x)
+{
+        const size_t ohw = (size_t)OH * OW, rowlen = (size_t)nb * ohw;
+
+        for (int c = 0; c < C; c++) {
+                for (int ki = 0; ki < k; ki++) {
+                        for (int kj = 0; kj < k; kj++) {
+                                const float *src = col + ((size_t)(c * k + ki) * k + kj) * rowlen;
+                                int ox0 = 0, ox1 = OW;
+                                while (ox0 < OW && ox0 * stride - pad + kj < 0)
+                                        ox0++;
+                                while (ox1 > ox0 && (ox1 - 1) * stride - pad + kj >= W)
+                                        ox1--;
+                                for (int bb = 0; bb < nb; bb++) {
+                                        float *dst = x + c * cs + (size_t)(b0 + bb) * bs;
+                                        for (int oy = 0; oy < OH; oy++, src += OW) {
+                                                int iy = oy * stride - pad + ki;
+                                                if (iy < 0 || iy >= H)
+                                                        continue;
+                                                float *d = dst + (size_t)iy * W +
+                                                           (ox0 * stride - pad + kj);
+                                                for (int ox = ox0; ox < ox1; ox++)
+                                                        d[(ox - ox0) * stride] += src[ox];
+                                        }
+                                }
+                        }
+                }
+        }
+}
+
+/* x is l->in in layout in_fm; y is (F, B, OH, OW). */
+static void conv_forward(sc_layer_t *l, const float *x, float *y, int B, int train, sc_rng_t *rng)
+{
+        const int C = l->in.c, F = l->out.c, k = l->spec.kernel;
+        const int ckk = C * k * k, nbc = conv_chunk(l, B);
+        const size_t ohw = (size_t)l->out.h * l->out.w, ld = (size_t)B * ohw;
+        size_t cs, bs;
+        float *col = l->ws;
+
+        conv_strides(l, B, &cs, &bs);
+        for (int b0 = 0; b0 < B; b0 += nbc) {
+                int nb = B - b0 < nbc ? B - b0 : nbc;
+                int n = nb * (int)ohw;
+                sc_nn_im2col(x, cs, bs, b0, nb, C, l->in.h, l->in.w, k, l->spec.stride,
+                             l->spec.padding, l->out.h, l->out.w, col);
+                float *yc = y + (size_t)b0 * ohw;
+                sc_nn_gemm(0, 0, F, n, ckk, 1.0f, l->w, ckk, col, n, 0.0f, yc, (int)ld);
+                for (int f = 0; f < F; f++)
+                        sc_nn_bias_act(yc + (size_t)f * ld, (size_t)n, l->b[f], l->fuse_relu);
+        }
+}
+
+static void conv_backward(sc_layer_t *l, const float *x, const float *y, const float *dy, float *dx,
+                          int B)
+{
+        const int C = l->in.c, F = l->out.c, k = l->spec.kernel;
+        const int ckk = C * k * k, nbc = conv_chunk(l, B);
+        const size_t ohw = (size_t)l->out.h * l->out.w, ld = (size_t)B * ohw;
+        size_t cs, bs;
+        float *col = l->ws, *dcol = l->ws + (size_t)ckk * nbc * ohw;
+
+        for (int f = 0; f < F; f++)
+                l->db[f] = sc_nn_sum(dy + (size_t)f * ld, ld);
+        conv_strides(l, B, &cs, &bs);
+        if (dx)
+                memset(dx, 0, sizeof(float) * (size_t)B * sc_shape_numel(l->in));
+        for (int b0 = 0; b0 < B; b0 += nbc) {
+                int nb = B - b0 < nbc ? B - b0 : nbc;
+                int n = nb * (int)ohw;
+                const float *dyc = dy + (size_t)b0 * ohw;
+                sc_nn_im2col(x, cs, bs, b0, nb, C, l->in.h, l->in.w, k, l->spec.stride,
+                             l->spec.padding, l->out.h, l->out.w, col);
+                sc_nn_gemm(0, 1, F, ckk, n, 1.0f, dyc, (int)ld, col, n, b0 ? 1.0f : 0.0f, l->dw,
+                           ckk);
+                if (!dx)
+                        continue;
+                sc_nn_gemm(1, 0, ckk, n, F, 1.0f, l->w, ckk, dyc, (int)ld, 0.0f, dcol, n);
+                sc_nn_col2im(dcol, cs, bs, b0, nb, C, l->in.h, l->in.w, k, l->spec.stride,
+                             l->spec.padding, l->out.h, l->out.w, dx);
+        }
+}
+
+static double conv_flops(const sc_layer_t *l)
+{
+        return (double)l->nw * l->out.h * l->out.w;
+}
+
+const sc_layer_ops_t sc_nn_conv2d_ops = {
+    .name = "conv2d",
+    .setup = conv_setup,
+    .init = conv_init,
+    .workspace = conv_workspace,
+    .forward = conv_forward,
+    .backward = conv_backward,
+    .flops = conv_flops,
+};
+
+void sc_nn_conv2d_ref_forward(const float *x, int B, int C, int H, int W, const float *w,
+                              const float *b, int F, int k, int stride, int pad, float *y)
+{
+        const int OH = (H + 2 * pad - k) / stride + 1, OW = (W + 2 * pad - k) / stride + 1;
+
+        for (int n = 0; n < B; n++)
+                for (int f = 0; f < F; f++)
+                        for (int oy = 0; oy < OH; oy++)
+                                for (int ox = 0; ox < OW; ox++) {
+                                        double s = b[f];
+                                        for (int c = 0; c < C; c++)
+                                                for (int i = 0; i < k; i++)
+                                                        for (int j = 0; j < k; j++) {
+                                                                int iy = oy * stride - pad + i;
+                                                                int ix = ox * stride - pad + j;
+                                                                if (iy < 0 || iy >= H || ix < 0 ||
+                                                                    ix >= W)
+                                                                        continue;
+                                                                s += (double)
+                                                                         w[((f * C + c) * k + i) *
+                                                                               k +
+                                                                           j] *
+                                                                     x[((n * C + c) * H + iy) * W +
+                                                                       ix];
+                                                        }
+                                        y[((n * F + f) * OH + oy) * OW + ox] = (float)s;
+                                }
+}
+
+void sc_nn_conv2d_ref_backward(const float *x, int B, int C, int H, int W, const float *w, int F,
+                               int k, int stride, int pad, const float *dy, float *dw, float *db,
+                               float *dx)
+{
+        const int OH = (H + 2 * pad - k) / stride + 1, OW = (W + 2 * pad - k) / stride + 1;
+
+        memset(dw, 0, sizeof(float) * (size_t)F * C * k * k);
+        memset(db, 0, sizeof(float) * (size_t)F);
+        if (dx)
+                memset(dx, 0, sizeof(float) * (size_t)B * C * H * W);
+        for (int n = 0; n < B; n++)
+                for (int f = 0; f < F; f++)
+                        for (int oy = 0; oy < OH; oy++)
+                                for (int ox = 0; ox < OW; ox++) {
+                                        float g = dy[((n * F + f) * OH + oy) * OW + ox];
+                                        db[f] += g;
+                                        for (int c = 0; c < C; c++)
+                                                for (int i = 0; i < k; i++)
+                                                        for (int j = 0; j < k; j++) {
+                                                                int iy = oy * stride - pad + i;
+                                                                int ix = ox * stride - pad + j;
+                                                                if (iy < 0 || iy >= H || ix < 0 ||
+                                                                    ix >= W)
+                                                                        continue;
+                                                                size_t wi =
+                                                                    ((size_t)(f * C + c) * k + i) *
+                                                                        k +
+                                                                    j;
+                                                                size_t xi =
+                                                                    ((size_t)(n * C + c) * H + iy) *
+                                                                        W +
+                                                                    ix;
+                                                                dw[wi] += g * x[xi];
+                                                                if (dx)
+                                                                        dx[xi] += g * w[wi];
+                                                        }
+                                }
+}

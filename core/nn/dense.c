@@ -1,0 +1,70 @@
+/* dense.c — fully connected layer: y = W x + b as one sgemm over the batch,
+ * with bias and an optional fused relu in the epilogue. */
+#include <stddef.h>
+
+#include "nn_impl.h"
+
+static sc_err_t dense_setup(sc_layer_t *l, char *errstr, size_t errstr_size)
+{
+        if (l->in.h != 1 || l->in.w != 1)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "input %dx%dx%d is not a flat vector (add a flatten layer)", l->in.c,
+                               l->in.h, l->in.w);
+        if (l->spec.units < 1)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size, "units %d must be >= 1",
+                               l->spec.units);
+        l->out = (sc_shape_t){l->spec.units, 1, 1};
+        l->nw = (size_t)l->spec.units * (size_t)l->in.c;
+        l->nb = (size_t)l->spec.units;
+        return SC_OK;
+}
+
+static void dense_init(sc_layer_t *l, sc_rng_t *rng, int he)
+{
+        sc_nn_init_weights(l->w, l->nw, l->in.c, l->spec.units, he, rng);
+}
+
+/* x is (in, B) when in_fm, else (B, in); y is (out, B). */
+static void dense_forward(sc_layer_t *l, const float *x, float *y, int B, int train, sc_rng_t *rng)
+{
+        const int in = l->in.c, out = l->out.c;
+
+        if (l->in_fm)
+                sc_nn_gemm(0, 0, out, B, in, 1.0f, l->w, in, x, B, 0.0f, y, B);
+        else
+                sc_nn_gemm(0, 1, out, B, in, 1.0f, l->w, in, x, in, 0.0f, y, B);
+        for (int o = 0; o < out; o++)
+                sc_nn_bias_act(y + (size_t)o * B, (size_t)B, l->b[o], l->fuse_relu);
+}
+
+static void dense_backward(sc_layer_t *l, const float *x, const float *y, const float *dy,
+                           float *dx, int B)
+{
+        const int in = l->in.c, out = l->out.c;
+
+        for (int o = 0; o < out; o++)
+                l->db[o] = sc_nn_sum(dy + (size_t)o * B, (size_t)B);
+        if (l->in_fm) {
+                sc_nn_gemm(0, 1, out, in, B, 1.0f, dy, B, x, B, 0.0f, l->dw, in);
+                if (dx)
+                        sc_nn_gemm(1, 0, in, B, out, 1.0f, l->w, in, dy, B, 0.0f, dx, B);
+        } else {
+                sc_nn_gemm(0, 0, out, in, B, 1.0f, dy, B, x, in, 0.0f, l->dw, in);
+                if (dx)
+                        sc_nn_gemm(1, 0, B, in, out, 1.0f, dy, B, l->w, in, 0.0f, dx, in);
+        }
+}
+
+static double dense_flops(const sc_layer_t *l)
+{
+        return (double)l->nw;
+}
+
+const sc_layer_ops_t sc_nn_dense_ops = {
+    .name = "dense",
+    .setup = dense_setup,
+    .init = dense_init,
+    .forward = dense_forward,
+    .backward = dense_backward,
+    .flops = dense_flops,
+};

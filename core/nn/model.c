@@ -1,0 +1,426 @@
+/* model.c — builds a model from its spec (shape checks, parameter layout,
+ * layer fusion) and runs training and inference steps over a batch. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_impl.h"
+
+/* Every buffer in the activation arena starts on a 64-byte boundary. */
+#define SC_NN_ALIGN 16 /* floats */
+
+struct sc_model_s {
+        sc_model_spec_t spec;
+        int n;
+        sc_layer_t layers[SC_MODEL_MAX_LAYERS];
+        size_t nparams;
+        float *params, *grads;
+        int ntensors;
+        sc_tensor_view_t tensors[2 * SC_MODEL_MAX_LAYERS];
+        int first_param; /* backward stops here; n if no layer has parameters */
+        /* Activation arena, sized for cap samples. */
+        int cap;
+        float *arena;
+        float *act[SC_MODEL_MAX_LAYERS];       /* layer outputs (NULL when in place) */
+        float *gbuf[2];                        /* ping-pong gradient buffers */
+        const float *out[SC_MODEL_MAX_LAYERS]; /* outputs of the last forward pass */
+};
+
+static const sc_layer_ops_t *const sc_layer_ops_table[SC_LAYER__END] = {
+    [SC_LAYER_DENSE] = &sc_nn_dense_ops,         [SC_LAYER_CONV2D] = &sc_nn_conv2d_ops,
+    [SC_LAYER_MAXPOOL2D] = &sc_nn_maxpool2d_ops, [SC_LAYER_RELU] = &sc_nn_relu_ops,
+    [SC_LAYER_TANH] = &sc_nn_tanh_ops,           [SC_LAYER_SIGMOID] = &sc_nn_sigmoid_ops,
+    [SC_LAYER_DROPOUT] = &sc_nn_dropout_ops,     [SC_LAYER_FLATTEN] = &sc_nn_flatten_ops,
+};
+
+const char *sc_layer_kind_name(sc_layer_kind_t kind)
+{
+        if ((int)kind < 0 || kind >= SC_LAYER__END)
+                return "unknown";
+        return sc_layer_ops_table[kind]->name;
+}
+
+void sc_nn_init_weights(float *w, size_t n, int fan_in, int fan_out, int he, sc_rng_t *rng)
+{
+        if (he) {
+                float sd = sqrtf(2.0f / (float)fan_in);
+                for (size_t i = 0; i < n; i++)
+                        w[i] = sd * sc_rng_normal(rng);
+        } else {
+                float lim = sqrtf(6.0f / (float)(fan_in + fan_out));
+                for (size_t i = 0; i < n; i++)
+                        w[i] = lim * (2.0f * sc_rng_uniform(rng) - 1.0f);
+        }
+}
+
+static int is_gemm_layer(const sc_layer_t *l)
+{
+        return l->spec.kind == SC_LAYER_DENSE || l->spec.kind == SC_LAYER_CONV2D;
+}
+
+static int is_elementwise(sc_layer_kind_t k)
+{
+        return k == SC_LAYER_RELU || k == SC_LAYER_TANH || k == SC_LAYER_SIGMOID ||
+               k == SC_LAYER_DROPOUT;
+}
+
+/* Layouts, in-place execution and relu fusion. An elementwise layer may
+ * overwrite its input only when that input is the output of a dense or
+ * conv2d layer, whose backward pass reads its own input, never its output. */
+static void plan_layers(sc_model_t *m)
+{
+        int fm = 0; /* the caller's input is batch-major */
+
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i], *prev = i ? &m->layers[i - 1] : NULL;
+                sc_layer_kind_t k = l->spec.kind;
+                l->in_fm = fm;
+                if (is_gemm_layer(l)) {
+                        l->out_fm = 1;
+                } else if (k == SC_LAYER_FLATTEN) {
+                        int moves = fm && l->in.h * l->in.w > 1;
+                        l->out_fm = moves ? 0 : fm;
+                        l->inplace_fwd = l->inplace_bwd = !moves;
+                } else {
+                        l->out_fm = fm;
+                }
+                if (is_elementwise(k)) {
+                        l->inplace_bwd = 1;
+                        l->inplace_fwd = prev && is_gemm_layer(prev);
+                        if (k == SC_LAYER_RELU && l->inplace_fwd) {
+                                prev->fuse_relu = 1;
+                                l->skip_forward = 1;
+                        }
+                }
+                fm = l->out_fm;
+        }
+}
+
+sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *errstr,
+                      size_t errstr_size)
+{
+        sc_model_t *m;
+        sc_err_t err;
+
+        if (!modelp || !spec)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "model: no spec");
+        *modelp = NULL;
+        if (spec->n_layers < 1 || spec->n_layers > SC_MODEL_MAX_LAYERS)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "layers: %d layers, expected 1 to %d", spec->n_layers,
+                               SC_MODEL_MAX_LAYERS);
+        if (spec->input.c < 1 || spec->input.h < 1 || spec->input.w < 1)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "input: shape %dx%dx%d must be positive", spec->input.c,
+                               spec->input.h, spec->input.w);
+        if (spec->loss != SC_LOSS_SOFTMAX_XENT && spec->loss != SC_LOSS_MSE)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size, "loss: unknown kind %d",
+                               (int)spec->loss);
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "model: out of memory");
+        m->spec = *spec;
+        m->n = spec->n_layers;
+
+        sc_shape_t shape = spec->input;
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                char why[160];
+                l->spec = spec->layers[i];
+                l->index = i;
+                if ((int)l->spec.kind < 0 || l->spec.kind >= SC_LAYER__END) {
+                        err = sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                                      "layers[%d]: unknown layer kind %d", i, (int)l->spec.kind);
+                        goto out_free;
+                }
+                l->ops = sc_layer_ops_table[l->spec.kind];
+                if (l->spec.stride == 0)
+                        l->spec.stride = l->spec.kind == SC_LAYER_MAXPOOL2D ? l->spec.kernel : 1;
+                l->in = shape;
+                why[0] = '\0';
+                err = l->ops->setup(l, why, sizeof(why));
+                if (err) {
+                        sc_errf(err, errstr, errstr_size, "layers[%d] (%s): %s", i, l->ops->name,
+                                why);
+                        goto out_free;
+                }
+                if (sc_shape_numel(l->out) > (size_t)1 << 28) {
+                        err = sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                                      "layers[%d] (%s): output %dx%dx%d is too large", i,
+                                      l->ops->name, l->out.c, l->out.h, l->out.w);
+                        goto out_free;
+                }
+                shape = l->out;
+        }
+        if (spec->loss == SC_LOSS_SOFTMAX_XENT && (shape.h != 1 || shape.w != 1 || shape.c < 2)) {
+                err = sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                              "loss: softmax_xent needs a flat output of at least 2 classes, "
+                              "layers[%d] (%s) gives %dx%dx%d (add flatten/dense)",
+                              m->n - 1, m->layers[m->n - 1].ops->name, shape.c, shape.h, shape.w);
+                goto out_free;
+        }
+        plan_layers(m);
+
+        /* Parameter layout: each parametric layer's weight, then its bias. */
+        m->first_param = m->n;
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                size_t sizes[2] = {l->nw, l->nb};
+                static const char *const what[2] = {"weight", "bias"};
+                if (l->nw && m->first_param == m->n)
+                        m->first_param = i;
+                for (int t = 0; t < 2; t++) {
+                        if (!sizes[t])
+                                continue;
+                        sc_tensor_view_t *v = &m->tensors[m->ntensors++];
+                        snprintf(v->name, sizeof(v->name), "layers.%d.%s", i, what[t]);
+                        v->layer = i;
+                        v->offset = m->nparams;
+                        v->numel = sizes[t];
+                        m->nparams += sizes[t];
+                }
+        }
+        m->params = calloc(m->nparams ? m->nparams : 1, sizeof(float));
+        m->grads = calloc(m->nparams ? m->nparams : 1, sizeof(float));
+        if (!m->params || !m->grads) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                              "model: cannot allocate %zu parameters", m->nparams);
+                goto out_free;
+        }
+        for (int t = 0; t < m->ntensors; t++) {
+                const sc_tensor_view_t *v = &m->tensors[t];
+                sc_layer_t *l = &m->layers[v->layer];
+                if (v->numel == l->nw && !l->w) {
+                        l->w = m->params + v->offset;
+                        l->dw = m->grads + v->offset;
+                } else {
+                        l->b = m->params + v->offset;
+                        l->db = m->grads + v->offset;
+                }
+        }
+        *modelp = m;
+        return SC_OK;
+
+out_free:
+        sc_model_destroy(m);
+        return err;
+}
+
+void sc_model_destroy(sc_model_t *model)
+{
+        if (!model)
+                return;
+        free(model->arena);
+        free(model->params);
+        free(model->grads);
+        free(model);
+}
+
+const sc_model_spec_t *sc_model_spec(const sc_model_t *model)
+{
+        return &model->spec;
+}
+
+sc_shape_t sc_model_output_shape(const sc_model_t *model)
+{
+        return model->layers[model->n - 1].out;
+}
+
+sc_shape_t sc_model_layer_shape(const sc_model_t *model, int i)
+{
+        if (i < 0 || i >= model->n)
+                return (sc_shape_t){0, 0, 0};
+        return model->layers[i].out;
+}
+
+size_t sc_model_nparams(const sc_model_t *model)
+{
+        return model->nparams;
+}
+
+float *sc_model_params(sc_model_t *model)
+{
+        return model->params;
+}
+
+float *sc_model_grads(sc_model_t *model)
+{
+        return model->grads;
+}
+
+int sc_model_ntensors(const sc_model_t *model)
+{
+        return model->ntensors;
+}
+
+const sc_tensor_view_t *sc_model_tensor(const sc_model_t *model, int i)
+{
+        if (i < 0 || i >= model->ntensors)
+                return NULL;
+        return &model->tensors[i];
+}
+
+double sc_model_forward_flops(const sc_model_t *model)
+{
+        double f = 0;
+        for (int i = 0; i < model->n; i++)
+                if (model->layers[i].ops->flops)
+                        f += model->layers[i].ops->flops(&model->layers[i]);
+        return f;
+}
+
+void sc_model_init(sc_model_t *model, sc_rng_t *rng)
+{
+        for (int i = 0; i < model->n; i++) {
+                sc_layer_t *l = &model->layers[i];
+                if (!l->nw)
+                        continue;
+                int he = l->spec.init == SC_INIT_HE;
+                if (l->spec.init == SC_INIT_AUTO)
+                        he = i + 1 < model->n && model->layers[i + 1].spec.kind == SC_LAYER_RELU;
+                l->ops->init(l, rng, he);
+                if (l->nb)
+                        memset(l->b, 0, sizeof(float) * l->nb);
+        }
+}
+
+static size_t round_up(size_t n)
+{
+        return (n + SC_NN_ALIGN - 1) / SC_NN_ALIGN * SC_NN_ALIGN;
+}
+
+/* Sizes (when base is NULL) or carves the arena for B samples; returns floats. */
+static size_t carve(sc_model_t *m, int B, float *base)
+{
+        size_t off = 0, gmax = 0;
+
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                size_t nout = (size_t)B * sc_shape_numel(l->out);
+                if (nout > gmax)
+                        gmax = nout;
+                if (base)
+                        m->act[i] = l->inplace_fwd ? NULL : base + off;
+                if (!l->inplace_fwd)
+                        off += round_up(nout);
+                size_t ws = l->ops->workspace ? l->ops->workspace(l, B) : 0;
+                if (base)
+                        l->ws = ws ? base + off : NULL;
+                off += round_up(ws);
+        }
+        for (int g = 0; g < 2; g++) {
+                if (base)
+                        m->gbuf[g] = base + off;
+                off += round_up(gmax);
+        }
+        return off;
+}
+
+static int reserve(sc_model_t *m, int B)
+{
+        if (B <= m->cap)
+                return 0;
+        size_t n = carve(m, B, NULL);
+        void *p = NULL;
+        if (posix_memalign(&p, 64, n * sizeof(float)))
+                return -1;
+        free(m->arena);
+        m->arena = p;
+        m->cap = B;
+        carve(m, B, m->arena);
+        return 0;
+}
+
+/* Runs the layers; returns the output, whose layout is the last layer's. */
+static const float *forward(sc_model_t *m, const float *x, int B, int train, sc_rng_t *rng)
+{
+        const float *cur = x;
+
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                float *y = l->inplace_fwd ? (float *)cur : m->act[i];
+                if (l->spec.kind == SC_LAYER_DROPOUT && !train)
+                        y = (float *)cur;
+                else if (!l->skip_forward)
+                        l->ops->forward(l, cur, y, B, train, rng);
+                m->out[i] = y;
+                cur = y;
+        }
+        return cur;
+}
+
+static float loss_of(sc_model_t *m, const float *y, const int32_t *labels, const float *targets,
+                     int B, float *d, int *correct)
+{
+        const sc_layer_t *last = &m->layers[m->n - 1];
+        const int n = (int)sc_shape_numel(last->out);
+
+        if (m->spec.loss == SC_LOSS_SOFTMAX_XENT)
+                return sc_nn_xent(y, last->out_fm, n, B, labels, d, correct);
+        if (correct)
+                *correct = 0;
+        return sc_nn_mse(y, last->out_fm, last->out, B, targets, d);
+}
+
+float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,
+                           const float *targets, int B, sc_rng_t *rng, int *correct)
+{
+        sc_model_t *m = model;
+
+        if (!m || !x || B < 1)
+                return NAN;
+        if (m->spec.loss == SC_LOSS_SOFTMAX_XENT ? !labels : !targets)
+                return NAN;
+        if (reserve(m, B))
+                return NAN;
+        const float *y = forward(m, x, B, 1, rng);
+        int g = 0;
+        float *dcur = m->gbuf[g];
+        float loss = loss_of(m, y, labels, targets, B, dcur, correct);
+        if (isnan(loss))
+                return loss;
+        for (int i = m->n - 1; i >= m->first_param; i--) {
+                sc_layer_t *l = &m->layers[i];
+                const float *xin = i ? m->out[i - 1] : x;
+                float *dx = NULL;
+                if (i > m->first_param) {
+                        if (!l->inplace_bwd)
+                                g ^= 1;
+                        dx = m->gbuf[g];
+                }
+                l->ops->backward(l, xin, m->out[i], dcur, dx, B);
+                dcur = dx;
+        }
+        return loss;
+}
+
+float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
+                          const float *targets, int B, int *correct, float *out)
+{
+        sc_model_t *m = model;
+
+        if (correct)
+                *correct = 0;
+        if (!m || !x || B < 1)
+                return NAN;
+        if (reserve(m, B))
+                return NAN;
+        const float *y = forward(m, x, B, 0, NULL);
+        const sc_layer_t *last = &m->layers[m->n - 1];
+        const int n = (int)sc_shape_numel(last->out);
+        if (out) {
+                if (last->out_fm) {
+                        const int C = last->out.c, hw = last->out.h * last->out.w;
+                        for (int b = 0; b < B; b++)
+                                for (int c = 0; c < C; c++)
+                                        memcpy(out + ((size_t)b * C + c) * hw,
+                                               y + ((size_t)c * B + b) * hw, sizeof(float) * hw);
+                } else {
+                        memcpy(out, y, sizeof(float) * (size_t)B * n);
+                }
+        }
+        if (m->spec.loss == SC_LOSS_SOFTMAX_XENT ? !labels : !targets)
+                return 0.0f;
+        return loss_of(m, y, labels, targets, B, NULL, correct);
+}

@@ -1,0 +1,121 @@
+/* nn_impl.h — internal structures of core/nn: the layer vtable, the model,
+ * the BLAS wrapper and the naive reference kernels used by tests.
+ *
+ * Activation layouts. The model input is batch-major (B, C, H, W), as the
+ * caller hands it in. Dense and conv2d write feature-major outputs
+ * (C, B, H, W): each output channel (or feature) is one contiguous run over
+ * the whole batch, so a layer is one sgemm over the batch with no transposes.
+ * Activations, dropout and maxpool keep their input's layout; flatten turns a
+ * feature-major (C, B, H, W) into batch-major (B, C*H*W). Every layer knows
+ * the layout of its input (in_fm) and output (out_fm). */
+#ifndef SC_NN_IMPL_H
+#define SC_NN_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sc_err.h"
+#include "sc_nn.h"
+#include "sc_rng.h"
+
+struct sc_layer;
+
+/* Hot elementwise loops get AVX2 / AVX-512 clones picked at load time; the
+ * build itself targets baseline x86-64. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(SC_NN_NO_CLONES)
+#define SC_NN_SIMD __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#else
+#define SC_NN_SIMD
+#endif
+
+/* One layer kind. Optional slots may be NULL. */
+typedef struct sc_layer_ops {
+        const char *name;
+        /* Checks l->spec against l->in, sets l->out and l->nw / l->nb (weight
+         * and bias floats). Messages name no layer: the caller prefixes
+         * "layers[i] (kind): ". */
+        sc_err_t (*setup)(struct sc_layer *l, char *errstr, size_t errstr_size);
+        /* Optional: fills l->w from rng (biases are zeroed by the model). */
+        void (*init)(struct sc_layer *l, sc_rng_t *rng, int he);
+        /* Optional: scratch floats the layer needs for a batch of B. */
+        size_t (*workspace)(const struct sc_layer *l, int B);
+        /* x is l->in over B samples in layout in_fm; y is l->out in out_fm
+         * (y == x for layers that run in place). */
+        void (*forward)(struct sc_layer *l, const float *x, float *y, int B, int train,
+                        sc_rng_t *rng);
+        /* Adds nothing: overwrites l->dw / l->db with this batch's gradient
+         * and writes dx (NULL when no input gradient is needed). dx may equal
+         * dy for in-place layers. */
+        void (*backward)(struct sc_layer *l, const float *x, const float *y, const float *dy,
+                         float *dx, int B);
+        /* Optional: multiply-adds of one sample's forward pass. */
+        double (*flops)(const struct sc_layer *l);
+} sc_layer_ops_t;
+
+typedef struct sc_layer {
+        const sc_layer_ops_t *ops;
+        sc_layer_spec_t spec; /* defaults resolved (stride) */
+        int index;
+        sc_shape_t in, out;
+        int in_fm, out_fm; /* layouts: 1 = feature-major (C, B, H, W) */
+        size_t nw, nb;     /* weight and bias floats */
+        float *w, *b;      /* views into the model's params */
+        float *dw, *db;    /* views into the model's grads */
+        int fuse_relu;     /* dense/conv2d: apply relu in the forward epilogue */
+        int skip_forward;  /* relu fused into the previous layer */
+        int inplace_fwd;   /* output aliases the input buffer */
+        int inplace_bwd;   /* dx may alias dy */
+        float *ws;         /* workspace, (workspace(B)) floats, owned by the model */
+} sc_layer_t;
+
+extern const sc_layer_ops_t sc_nn_dense_ops;
+extern const sc_layer_ops_t sc_nn_conv2d_ops;
+extern const sc_layer_ops_t sc_nn_maxpool2d_ops;
+extern const sc_layer_ops_t sc_nn_relu_ops;
+extern const sc_layer_ops_t sc_nn_tanh_ops;
+extern const sc_layer_ops_t sc_nn_sigmoid_ops;
+extern const sc_layer_ops_t sc_nn_dropout_ops;
+extern const sc_layer_ops_t sc_nn_flatten_ops;
+
+/* Loss on logits (n, B) when fm, else (B, n). Writes dlogits (same layout,
+ * already divided by B) when d is not NULL. Returns the mean loss, or NAN if
+ * a label is outside [0, n). */
+float sc_nn_xent(const float *logits, int fm, int n, int B, const int32_t *labels, float *d,
+                 int *correct);
+/* MSE on out of shape per sample, feature-major (C, B, H, W) when fm. */
+float sc_nn_mse(const float *out, int fm, sc_shape_t shape, int B, const float *targets, float *d);
+
+/* r[i] = r[i] + b, then max(0, .) when relu; over n floats. */
+void sc_nn_bias_act(float *r, size_t n, float b, int relu);
+/* Sum of n floats (accumulated in 16 lanes). */
+float sc_nn_sum(const float *r, size_t n);
+
+/* Fills w (n) with He normal (sd sqrt(2 / fan_in)) when he, else Xavier
+ * uniform (limit sqrt(6 / (fan_in + fan_out))). */
+void sc_nn_init_weights(float *w, size_t n, int fan_in, int fan_out, int he, sc_rng_t *rng);
+
+/* BLAS, row-major: C (M, N) = alpha * op(A) op(B) + beta * C, where op(A) is
+ * (M, K) and op(B) is (K, N); ta / tb transpose the stored A / B. */
+void sc_nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc);
+/* The same contract in plain loops (reference for tests). */
+void sc_nn_gemm_ref(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const float *B, int ldb, float beta, float *C, int ldc);
+
+/* Direct convolution on batch-major tensors, for tests. x is (B, C, H, W),
+ * w (F, C, k, k), b (F), y (B, F, OH, OW). Backward overwrites dw, db and
+ * (if not NULL) dx from dy. */
+void sc_nn_conv2d_ref_forward(const float *x, int B, int C, int H, int W, const float *w,
+                              const float *b, int F, int k, int stride, int pad, float *y);
+void sc_nn_conv2d_ref_backward(const float *x, int B, int C, int H, int W, const float *w, int F,
+                               int k, int stride, int pad, const float *dy, float *dw, float *db,
+                               float *dx);
+
+/* Im2col of samples [b0, b0 + nb) of x into col (C*k*k, nb*OH*OW); sample
+ * b's channel c plane starts at x + c*cs + b*bs. col2im adds col back. */
+void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, int H, int W, int k,
+                  int stride, int pad, int OH, int OW, float *col);
+void sc_nn_col2im(const float *col, size_t cs, size_t bs, int b0, int nb, int C, int H, int W,
+                  int k, int stride, int pad, int OH, int OW, float *x);
+
+#endif

@@ -1,0 +1,496 @@
+/* test_nn_layers.c — every layer and both losses: backward passes against
+ * central finite differences, conv2d against the direct reference, sgemm
+ * against the naive gemm, and loss values against hand-computed ones. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_nn.h"
+#include "../../core/nn/nn_impl.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static sc_layer_spec_t L(sc_layer_kind_t kind)
+{
+        return (sc_layer_spec_t){.kind = kind};
+}
+
+static sc_layer_spec_t dense(int units)
+{
+        return (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = units};
+}
+
+static sc_layer_spec_t conv(int filters, int k, int stride, int pad)
+{
+        return (sc_layer_spec_t){.kind = SC_LAYER_CONV2D,
+                                 .filters = filters,
+                                 .kernel = k,
+                                 .stride = stride,
+                                 .padding = pad};
+}
+
+static sc_layer_spec_t pool(int k, int stride)
+{
+        return (sc_layer_spec_t){.kind = SC_LAYER_MAXPOOL2D, .kernel = k, .stride = stride};
+}
+
+static void fill_normal(float *v, size_t n, sc_rng_t *rng, float sd)
+{
+        for (size_t i = 0; i < n; i++)
+                v[i] = sd * sc_rng_normal(rng);
+}
+
+/* One model with its batch: inputs, labels or targets, and the rng state
+ * dropout starts from, so every loss evaluation sees the same masks. */
+typedef struct fd_case {
+        sc_model_t *m;
+        int B;
+        float *x, *t;
+        int32_t *y;
+        sc_rng_t drop;
+} fd_case_t;
+
+static float fd_loss(fd_case_t *c)
+{
+        sc_rng_t r = c->drop;
+        return sc_model_train_batch(c->m, c->x, c->y, c->t, c->B, &r, NULL);
+}
+
+/* Builds spec over input, inits from seed, and checks every parameter (or
+ * up to 48 per tensor, spread out) against central differences. */
+static void check_grads(sc_shape_t input, const sc_layer_spec_t *layers, int n, sc_loss_kind_t loss,
+                        int B, uint64_t seed, float eps, float rtol)
+{
+        sc_model_spec_t spec = {.input = input, .n_layers = n, .loss = loss};
+        fd_case_t c = {.B = B};
+        char err[256] = "";
+        sc_rng_t rng;
+
+        memcpy(spec.layers, layers, sizeof(*layers) * (size_t)n);
+        assert_int_equal(sc_model_new(&c.m, &spec, err, sizeof(err)), SC_OK);
+        sc_rng_seed(&rng, seed);
+        sc_model_init(c.m, &rng);
+        /* Non-zero biases so kinks do not line up with zero inputs. */
+        for (int t = 0; t < sc_model_ntensors(c.m); t++) {
+                const sc_tensor_view_t *v = sc_model_tensor(c.m, t);
+                if (strstr(v->name, "bias"))
+                        fill_normal(sc_model_params(c.m) + v->offset, v->numel, &rng, 0.1f);
+        }
+        size_t nin = sc_shape_numel(input), nout = sc_shape_numel(sc_model_output_shape(c.m));
+        c.x = malloc(sizeof(float) * nin * B);
+        c.t = malloc(sizeof(float) * nout * B);
+        c.y = malloc(sizeof(int32_t) * B);
+        assert_non_null(c.x);
+        assert_non_null(c.t);
+        assert_non_null(c.y);
+        fill_normal(c.x, nin * B, &rng, 1.0f);
+        fill_normal(c.t, nout * B, &rng, 1.0f);
+        for (int i = 0; i < B; i++)
+                c.y[i] = (int32_t)sc_rng_below(&rng, (uint32_t)nout);
+        if (loss == SC_LOSS_SOFTMAX_XENT) {
+                free(c.t);
+                c.t = NULL;
+        } else {
+                free(c.y);
+                c.y = NULL;
+        }
+        sc_rng_seed(&c.drop, seed + 1);
+
+        size_t np = sc_model_nparams(c.m);
+        float *g = malloc(sizeof(float) * np);
+        assert_non_null(g);
+        float l0 = fd_loss(&c);
+        assert_false(isnan(l0));
+        memcpy(g, sc_model_grads(c.m), sizeof(float) * np);
+        float *p = sc_model_params(c.m);
+        double gmax = 0;
+        for (size_t i = 0; i < np; i++)
+                gmax = fmax(gmax, fabs(g[i]));
+        assert_true(gmax > 0);
+        int bad = 0, checked = 0;
+        for (int t = 0; t < sc_model_ntensors(c.m); t++) {
+                const sc_tensor_view_t *v = sc_model_tensor(c.m, t);
+                size_t step = v->numel > 48 ? v->numel / 48 : 1;
+                for (size_t j = 0; j < v->numel; j += step) {
+                        size_t i = v->offset + j;
+                        float keep = p[i];
+                        p[i] = keep + eps;
+                        double lp = fd_loss(&c);
+                        p[i] = keep - eps;
+                        double lm = fd_loss(&c);
+                        p[i] = keep;
+                        double num = (lp - lm) / (2.0 * eps);
+                        double tol = rtol * fmax(fabs(num), fabs(g[i])) + 2e-3 * gmax;
+                        checked++;
+                        if (fabs(num - g[i]) > tol) {
+                                if (bad < 5)
+                                        fprintf(stderr, "  %s[%zu]: analytic %g numeric %g\n",
+                                                v->name, j, (double)g[i], num);
+                                bad++;
+                        }
+                }
+        }
+        assert_true(checked > 0);
+        if (bad)
+                fprintf(stderr, "  seed %llu: %d of %d differ\n", (unsigned long long)seed, bad,
+                        checked);
+        assert_int_equal(bad, 0);
+        free(g);
+        free(c.x);
+        free(c.t);
+        free(c.y);
+        sc_model_destroy(c.m);
+}
+
+/* ---- finite differences per layer ------------------------------------ */
+
+static void dense_grads(void **state)
+{
+        sc_layer_spec_t a[] = {dense(5)};
+        check_grads((sc_shape_t){7, 1, 1}, a, 1, SC_LOSS_MSE, 3, 1, 1e-2f, 1e-2f);
+        /* Second dense reads a feature-major input; its dx reaches the first. */
+        sc_layer_spec_t b[] = {dense(6), dense(4), dense(3)};
+        check_grads((sc_shape_t){5, 1, 1}, b, 3, SC_LOSS_MSE, 4, 2, 1e-2f, 1e-2f);
+}
+
+static void conv2d_grads(void **state)
+{
+        for (int stride = 1; stride <= 2; stride++) {
+                for (int pad = 0; pad <= 1; pad++) {
+                        sc_layer_spec_t a[] = {conv(3, 3, stride, pad), conv(2, 3, stride, pad),
+                                               L(SC_LAYER_FLATTEN), dense(3)};
+                        check_grads((sc_shape_t){2, 9, 8}, a, 4, SC_LOSS_MSE, 3,
+                                    10 + stride * 2 + pad, 1e-2f, 1e-2f);
+                }
+        }
+        /* Conv output straight into the loss (feature-major MSE). */
+        sc_layer_spec_t b[] = {conv(2, 2, 1, 0), conv(3, 2, 1, 1)};
+        check_grads((sc_shape_t){1, 5, 5}, b, 2, SC_LOSS_MSE, 2, 20, 1e-2f, 1e-2f);
+}
+
+static void maxpool_grads(void **state)
+{
+        sc_layer_spec_t a[] = {conv(2, 3, 1, 1), pool(2, 0), L(SC_LAYER_FLATTEN), dense(3)};
+        check_grads((sc_shape_t){1, 6, 6}, a, 4, SC_LOSS_MSE, 3, 30, 1e-3f, 2e-2f);
+        /* Overlapping windows, odd sizes. */
+        sc_layer_spec_t b[] = {conv(2, 2, 1, 0), pool(3, 2), L(SC_LAYER_FLATTEN), dense(2)};
+        check_grads((sc_shape_t){2, 8, 7}, b, 4, SC_LOSS_MSE, 2, 31, 1e-3f, 2e-2f);
+}
+
+static void relu_grads(void **state)
+{
+        /* Fused into dense, then standalone after a pool. */
+        sc_layer_spec_t a[] = {dense(8), L(SC_LAYER_RELU), dense(3)};
+        check_grads((sc_shape_t){6, 1, 1}, a, 3, SC_LOSS_MSE, 4, 40, 1e-3f, 2e-2f);
+        sc_layer_spec_t b[] = {conv(3, 3, 1, 1), L(SC_LAYER_RELU),    pool(2, 0),
+                               L(SC_LAYER_RELU), L(SC_LAYER_FLATTEN), dense(2)};
+        check_grads((sc_shape_t){1, 6, 6}, b, 6, SC_LOSS_MSE, 2, 41, 1e-3f, 2e-2f);
+}
+
+static void tanh_sigmoid_grads(void **state)
+{
+        sc_layer_kind_t kinds[2] = {SC_LAYER_TANH, SC_LAYER_SIGMOID};
+        for (int i = 0; i < 2; i++) {
+                sc_layer_spec_t a[] = {dense(7), L(kinds[i]), dense(3), L(kinds[i])};
+                check_grads((sc_shape_t){5, 1, 1}, a, 4, SC_LOSS_MSE, 3, 50 + i, 1e-2f, 1e-2f);
+                /* Not in place: after a pool. */
+                sc_layer_spec_t b[] = {conv(2, 3, 1, 1), pool(2, 0), L(kinds[i]),
+                                       L(SC_LAYER_FLATTEN), dense(2)};
+                check_grads((sc_shape_t){1, 4, 4}, b, 5, SC_LOSS_MSE, 2, 52 + i, 1e-3f, 2e-2f);
+        }
+}
+
+static void dropout_grads(void **state)
+{
+        sc_layer_spec_t a[] = {dense(10), (sc_layer_spec_t){.kind = SC_LAYER_DROPOUT, .rate = 0.3f},
+                               dense(3)};
+        check_grads((sc_shape_t){6, 1, 1}, a, 3, SC_LOSS_MSE, 4, 60, 1e-2f, 1e-2f);
+        sc_layer_spec_t b[] = {conv(2, 3, 1, 1), pool(2, 0),
+                               (sc_layer_spec_t){.kind = SC_LAYER_DROPOUT, .rate = 0.5f},
+                               L(SC_LAYER_FLATTEN), dense(2)};
+        check_grads((sc_shape_t){1, 4, 4}, b, 5, SC_LOSS_MSE, 2, 61, 1e-3f, 2e-2f);
+}
+
+static void flatten_and_xent_grads(void **state)
+{
+        /* Flatten of a batch-major input (alias), then xent. */
+        sc_layer_spec_t a[] = {L(SC_LAYER_FLATTEN), dense(6), L(SC_LAYER_TANH), dense(4)};
+        check_grads((sc_shape_t){2, 3, 2}, a, 4, SC_LOSS_SOFTMAX_XENT, 5, 70, 1e-2f, 1e-2f);
+        /* Flatten of a feature-major flat vector (alias). */
+        sc_layer_spec_t b[] = {dense(5), L(SC_LAYER_FLATTEN), dense(3)};
+        check_grads((sc_shape_t){4, 1, 1}, b, 3, SC_LOSS_SOFTMAX_XENT, 3, 71, 1e-2f, 1e-2f);
+}
+
+/* ---- dropout statistics ---------------------------------------------- */
+
+static void dropout_masks_and_scales(void **state)
+{
+        sc_model_spec_t spec = {.input = {1000, 1, 1}, .n_layers = 1, .loss = SC_LOSS_MSE};
+        sc_model_t *m = NULL;
+        sc_rng_t rng;
+        char err[128];
+        float x[1000], t[1000], out[1000];
+
+        spec.layers[0] = (sc_layer_spec_t){.kind = SC_LAYER_DROPOUT, .rate = 0.25f};
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        for (int i = 0; i < 1000; i++) {
+                x[i] = 1.0f;
+                t[i] = 0.0f;
+        }
+        /* Eval is the identity. */
+        sc_model_eval_batch(m, x, NULL, t, 1, NULL, out);
+        for (int i = 0; i < 1000; i++)
+                assert_true(out[i] == 1.0f);
+        /* Training: loss = 0.5 * kept * (1/0.75)^2, so kept fraction ~ 0.75. */
+        sc_rng_seed(&rng, 5);
+        float loss = sc_model_train_batch(m, x, NULL, t, 1, &rng, NULL);
+        double kept = loss / (0.5 / (0.75 * 0.75));
+        assert_true(kept > 700 && kept < 800);
+        sc_model_destroy(m);
+}
+
+/* ---- conv2d against the direct reference ----------------------------- */
+
+typedef struct conv_bufs {
+        sc_layer_t l;
+        float *w, *b, *dw, *db, *ws;
+} conv_bufs_t;
+
+static void conv_layer(conv_bufs_t *cb, int C, int H, int W, int F, int k, int s, int p, int B,
+                       int in_fm, sc_rng_t *rng)
+{
+        char err[128];
+        memset(cb, 0, sizeof(*cb));
+        cb->l.ops = &sc_nn_conv2d_ops;
+        cb->l.spec = conv(F, k, s, p);
+        cb->l.in = (sc_shape_t){C, H, W};
+        cb->l.in_fm = in_fm;
+        cb->l.out_fm = 1;
+        assert_int_equal(cb->l.ops->setup(&cb->l, err, sizeof(err)), SC_OK);
+        cb->w = malloc(sizeof(float) * cb->l.nw);
+        cb->b = malloc(sizeof(float) * cb->l.nb);
+        cb->dw = malloc(sizeof(float) * cb->l.nw);
+        cb->db = malloc(sizeof(float) * cb->l.nb);
+        cb->ws = malloc(sizeof(float) * (cb->l.ops->workspace(&cb->l, B) + 1));
+        fill_normal(cb->w, cb->l.nw, rng, 0.5f);
+        fill_normal(cb->b, cb->l.nb, rng, 0.5f);
+        cb->l.w = cb->w;
+        cb->l.b = cb->b;
+        cb->l.dw = cb->dw;
+        cb->l.db = cb->db;
+        cb->l.ws = cb->ws;
+}
+
+static void conv_free(conv_bufs_t *cb)
+{
+        free(cb->w);
+        free(cb->b);
+        free(cb->dw);
+        free(cb->db);
+        free(cb->ws);
+}
+
+/* (B, C, HW) <-> (C, B, HW). */
+static void swap_bc(const float *src, float *dst, int B, int C, int hw)
+{
+        for (int b = 0; b < B; b++)
+                for (int c = 0; c < C; c++)
+                        memcpy(dst + ((size_t)c * B + b) * hw, src + ((size_t)b * C + c) * hw,
+                               sizeof(float) * hw);
+}
+
+static void assert_close(const float *a, const float *b, size_t n, float tol)
+{
+        for (size_t i = 0; i < n; i++) {
+                float d = fabsf(a[i] - b[i]);
+                if (d > tol * (1.0f + fabsf(b[i]))) {
+                        fprintf(stderr, "  [%zu]: %g vs reference %g\n", i, (double)a[i],
+                                (double)b[i]);
+                        fail();
+                }
+        }
+}
+
+static void conv2d_matches_reference(void **state)
+{
+        const int C = 3, H = 9, W = 7, F = 4, k = 3, B = 5;
+        sc_rng_t rng;
+        sc_rng_seed(&rng, 80);
+        for (int s = 1; s <= 2; s++) {
+                for (int p = 0; p <= 1; p++) {
+                        for (int fm = 0; fm <= 1; fm++) {
+                                conv_bufs_t cb;
+                                conv_layer(&cb, C, H, W, F, k, s, p, B, fm, &rng);
+                                const int OH = cb.l.out.h, OW = cb.l.out.w;
+                                assert_int_equal(OH, (H + 2 * p - k) / s + 1);
+                                assert_int_equal(OW, (W + 2 * p - k) / s + 1);
+                                size_t nin = (size_t)B * C * H * W, nout = (size_t)B * F * OH * OW;
+                                float *x = malloc(sizeof(float) * nin);
+                                float *xl = malloc(sizeof(float) * nin);
+                                float *y = malloc(sizeof(float) * nout);
+                                float *yl = malloc(sizeof(float) * nout);
+                                float *yr = malloc(sizeof(float) * nout);
+                                float *dy = malloc(sizeof(float) * nout);
+                                float *dyl = malloc(sizeof(float) * nout);
+                                float *dx = malloc(sizeof(float) * nin);
+                                float *dxl = malloc(sizeof(float) * nin);
+                                float *dxr = malloc(sizeof(float) * nin);
+                                float *dwr = malloc(sizeof(float) * cb.l.nw);
+                                float *dbr = malloc(sizeof(float) * F);
+                                fill_normal(x, nin, &rng, 1.0f);
+                                fill_normal(dy, nout, &rng, 1.0f);
+                                if (fm)
+                                        swap_bc(x, xl, B, C, H * W);
+                                else
+                                        memcpy(xl, x, sizeof(float) * nin);
+                                cb.l.ops->forward(&cb.l, xl, yl, B, 1, NULL);
+                                swap_bc(yl, y, F, B, OH * OW); /* (F, B) -> (B, F) */
+                                sc_nn_conv2d_ref_forward(x, B, C, H, W, cb.w, cb.b, F, k, s, p, yr);
+                                assert_close(y, yr, nout, 1e-4f);
+
+                                swap_bc(dy, dyl, B, F, OH * OW);
+                                cb.l.ops->backward(&cb.l, xl, yl, dyl, dxl, B);
+                                if (fm)
+                                        swap_bc(dxl, dx, C, B, H * W);
+                                else
+                                        memcpy(dx, dxl, sizeof(float) * nin);
+                                sc_nn_conv2d_ref_backward(x, B, C, H, W, cb.w, F, k, s, p, dy, dwr,
+                                                          dbr, dxr);
+                                assert_close(cb.dw, dwr, cb.l.nw, 1e-4f);
+                                assert_close(cb.db, dbr, (size_t)F, 1e-4f);
+                                assert_close(dx, dxr, nin, 1e-4f);
+                                free(x);
+                                free(xl);
+                                free(y);
+                                free(yl);
+                                free(yr);
+                                free(dy);
+                                free(dyl);
+                                free(dx);
+                                free(dxl);
+                                free(dxr);
+                                free(dwr);
+                                free(dbr);
+                                conv_free(&cb);
+                        }
+                }
+        }
+}
+
+/* Large enough that the layer splits the batch into several im2col chunks. */
+static void conv2d_chunks_match_reference(void **state)
+{
+        const int C = 8, H = 20, W = 20, F = 6, k = 3, B = 40;
+        sc_rng_t rng;
+        conv_bufs_t cb;
+
+        sc_rng_seed(&rng, 81);
+        conv_layer(&cb, C, H, W, F, k, 1, 1, B, 0, &rng);
+        size_t nin = (size_t)B * C * H * W, nout = (size_t)B * F * H * W;
+        float *x = malloc(sizeof(float) * nin), *yl = malloc(sizeof(float) * nout);
+        float *y = malloc(sizeof(float) * nout), *yr = malloc(sizeof(float) * nout);
+        float *dwr = malloc(sizeof(float) * cb.l.nw), *dbr = malloc(sizeof(float) * F);
+        fill_normal(x, nin, &rng, 1.0f);
+        cb.l.ops->forward(&cb.l, x, yl, B, 1, NULL);
+        swap_bc(yl, y, F, B, H * W);
+        sc_nn_conv2d_ref_forward(x, B, C, H, W, cb.w, cb.b, F, k, 1, 1, yr);
+        assert_close(y, yr, nout, 1e-4f);
+        /* dy = reference output: dw and db against the reference. */
+        swap_bc(yr, yl, B, F, H * W);
+        cb.l.ops->backward(&cb.l, x, yl, yl, NULL, B);
+        sc_nn_conv2d_ref_backward(x, B, C, H, W, cb.w, F, k, 1, 1, yr, dwr, dbr, NULL);
+        assert_close(cb.dw, dwr, cb.l.nw, 1e-3f);
+        assert_close(cb.db, dbr, (size_t)F, 1e-3f);
+        free(x);
+        free(yl);
+        free(y);
+        free(yr);
+        free(dwr);
+        free(dbr);
+        conv_free(&cb);
+}
+
+/* ---- gemm ------------------------------------------------------------- */
+
+static void gemm_matches_naive(void **state)
+{
+        const int M = 7, N = 5, K = 6;
+        float A[64], Bm[64], C1[64], C2[64];
+        sc_rng_t rng;
+
+        sc_rng_seed(&rng, 90);
+        for (int ta = 0; ta <= 1; ta++) {
+                for (int tb = 0; tb <= 1; tb++) {
+                        fill_normal(A, 64, &rng, 1.0f);
+                        fill_normal(Bm, 64, &rng, 1.0f);
+                        fill_normal(C1, 64, &rng, 1.0f);
+                        memcpy(C2, C1, sizeof(C1));
+                        int lda = ta ? M : K, ldb = tb ? K : N, ldc = N + 1;
+                        sc_nn_gemm(ta, tb, M, N, K, 0.5f, A, lda, Bm, ldb, 0.25f, C1, ldc);
+                        sc_nn_gemm_ref(ta, tb, M, N, K, 0.5f, A, lda, Bm, ldb, 0.25f, C2, ldc);
+                        assert_close(C1, C2, 64, 1e-5f);
+                }
+        }
+        /* Hand-computed: [1 2; 3 4] * [5; 6] = [17; 39]. */
+        float a[4] = {1, 2, 3, 4}, b[2] = {5, 6}, c[2];
+        sc_nn_gemm(0, 0, 2, 1, 2, 1.0f, a, 2, b, 1, 0.0f, c, 1);
+        assert_true(c[0] == 17.0f && c[1] == 39.0f);
+}
+
+/* ---- loss values ------------------------------------------------------ */
+
+static void xent_values(void **state)
+{
+        /* logits (B=2, n=3) batch-major. */
+        float z[6] = {0.0f, 0.0f, 0.0f, 1000.0f, 0.0f, -1000.0f}, d[6];
+        int32_t y[2] = {1, 0};
+        int correct = -1;
+        float l = sc_nn_xent(z, 0, 3, 2, y, d, &correct);
+        /* Sample 0: log 3; sample 1: ~0 (no overflow). */
+        assert_true(fabsf(l - (float)(log(3.0) / 2)) < 1e-5f);
+        assert_int_equal(correct, 1); /* sample 0's argmax is class 0, not 1 */
+        assert_true(fabsf(d[0] - 1.0f / 6) < 1e-6f && fabsf(d[1] - (1.0f / 3 - 1) / 2) < 1e-6f);
+        assert_true(fabsf(d[3]) < 1e-6f && isfinite(d[5]));
+        /* The same logits feature-major give the same loss. */
+        float zt[6] = {0.0f, 1000.0f, 0.0f, 0.0f, 0.0f, -1000.0f};
+        assert_true(fabsf(sc_nn_xent(zt, 1, 3, 2, y, NULL, NULL) - l) < 1e-6f);
+        /* A label outside [0, n) is an error. */
+        int32_t bad[2] = {1, 3};
+        assert_true(isnan(sc_nn_xent(z, 0, 3, 2, bad, NULL, NULL)));
+}
+
+static void mse_values(void **state)
+{
+        float o[4] = {1, 2, 3, 5}, t[4] = {1, 0, 3, 1}, d[4];
+        /* 0.5 * (0 + 4) and 0.5 * (0 + 16), mean over B=2: 5. */
+        float l = sc_nn_mse(o, 0, (sc_shape_t){2, 1, 1}, 2, t, d);
+        assert_true(fabsf(l - 5.0f) < 1e-6f);
+        assert_true(d[1] == 1.0f && d[3] == 2.0f && d[0] == 0.0f);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(dense_grads),
+            cmocka_unit_test(conv2d_grads),
+            cmocka_unit_test(maxpool_grads),
+            cmocka_unit_test(relu_grads),
+            cmocka_unit_test(tanh_sigmoid_grads),
+            cmocka_unit_test(dropout_grads),
+            cmocka_unit_test(flatten_and_xent_grads),
+            cmocka_unit_test(dropout_masks_and_scales),
+            cmocka_unit_test(conv2d_matches_reference),
+            cmocka_unit_test(conv2d_chunks_match_reference),
+            cmocka_unit_test(gemm_matches_naive),
+            cmocka_unit_test(xent_values),
+            cmocka_unit_test(mse_values),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,475 @@
+/* test_sync.c — sync policies: names and parameter checks, the worker state
+ * machines (bsp waiting, ssp blocking, asp never waiting, adsp commit timing),
+ * AdaComp staleness against a full-history brute force, the ADSP loss-curve
+ * fit on synthetic curves and the commit-rate search. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_rng.h"
+#include "sc_sync.h"
+
+static void names_and_spec_checks(void **state)
+{
+        sc_sync_kind_t k;
+        sc_sync_spec_t sp;
+        char err[256];
+
+        for (int i = 0; i < SC_SYNC__END; i++) {
+                assert_int_equal(
+                    sc_sync_kind_parse(sc_sync_kind_name((sc_sync_kind_t)i), &k, err, sizeof(err)),
+                    SC_OK);
+                assert_int_equal(k, i);
+        }
+        assert_int_equal(sc_sync_kind_parse("bsb", &k, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "'bsb'"));
+        assert_true(sc_sync_sends_gradients(SC_SYNC_ADACOMP));
+        assert_false(sc_sync_sends_gradients(SC_SYNC_ADSP));
+        assert_true(sc_sync_is_round_based(SC_SYNC_LOCALSGD));
+        assert_false(sc_sync_is_round_based(SC_SYNC_SSP));
+
+        memset(&sp, 0, sizeof(sp));
+        sp.kind = SC_SYNC_SCADLES;
+        sp.n_workers = 16;
+        assert_int_equal(sc_sync_spec_check(&sp, err, sizeof(err)), SC_OK);
+        assert_true(sp.base_batch == 1024.0); /* 64 * N */
+        assert_int_equal(sp.b_min, 8);
+        assert_int_equal(sp.b_max, 1024);
+        sp.staleness = -1;
+        assert_int_equal(sc_sync_spec_check(&sp, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "sync.staleness"));
+        sc_sync_spec_defaults(&sp, SC_SYNC_SCADLES, 4);
+        sp.b_min = 100;
+        sp.b_max = 10;
+        assert_int_equal(sc_sync_spec_check(&sp, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "b_min"));
+        sc_sync_spec_defaults(&sp, SC_SYNC_ADSP, 4);
+        sp.adsp_mu = 1.5;
+        assert_int_equal(sc_sync_spec_check(&sp, err, sizeof(err)), SC_ERR_CONFIG);
+        sp.adsp_mu = 0;
+        sp.n_workers = 0;
+        assert_int_equal(sc_sync_spec_check(&sp, err, sizeof(err)), SC_ERR_CONFIG);
+        sc_sync_worker_t *w;
+        sc_sync_spec_defaults(&sp, SC_SYNC_BSP, 2);
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 2, err, sizeof(err)), SC_ERR_INVAL);
+        assert_null(w);
+}
+
+/* One worker cycle: compute, send; returns the action after sending. */
+static void cycle(sc_sync_worker_t *w, double now, sc_sync_act_t *after)
+{
+        sc_sync_act_t act;
+        sc_sync_worker_next(w, now, &act);
+        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+        sc_sync_worker_computed(w, now, act.batch);
+        sc_sync_worker_next(w, now, &act);
+        assert_int_equal(act.kind, SC_ACT_SEND);
+        assert_int_equal(act.update_kind, SC_UPDATE_GRAD);
+        sc_sync_worker_sent(w, now);
+        sc_sync_worker_next(w, now, after);
+}
+
+static void ssp_blocking_rules(void **state)
+{
+        sc_sync_spec_t sp;
+        sc_sync_worker_t *w;
+        sc_sync_act_t act;
+        sc_sync_model_info_t info = {0};
+
+        sc_sync_spec_defaults(&sp, SC_SYNC_SSP, 3);
+        sp.staleness = 2;
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 0, NULL, 0), SC_OK);
+        /* Slowest clock 0: clocks 1 and 2 may proceed (c - s <= 0). */
+        cycle(w, 0, &act);
+        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+        cycle(w, 1, &act);
+        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+        /* At clock 3 it needs the slowest at >= 1. */
+        cycle(w, 2, &act);
+        assert_int_equal(act.kind, SC_ACT_WAIT);
+        assert_int_equal(act.wait, SC_WAIT_CLOCK);
+        assert_int_equal(act.clock, 1);
+        sc_sync_worker_next(w, 2.5, &act);
+        assert_int_equal(act.kind, SC_ACT_WAIT);
+        info.version = 5;
+        info.min_clock = 1;
+        sc_sync_worker_model(w, 3.0, &info);
+        sc_sync_worker_next(w, 3.0, &act);
+        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+        assert_true(fabs(sc_sync_worker_wait_seconds(w) - 1.0) < 1e-12);
+        assert_int_equal(act.t_read, 5);
+        /* Clock 4 needs >= 2; clock 1 from the server is not enough. */
+        sc_sync_worker_computed(w, 3, 64);
+        sc_sync_worker_next(w, 3, &act);
+        sc_sync_worker_sent(w, 3);
+        sc_sync_worker_next(w, 3, &act);
+        assert_int_equal(act.kind, SC_ACT_WAIT);
+        assert_int_equal(act.clock, 2);
+        sc_sync_worker_destroy(w);
+
+        /* s = 0 is lock-step: every clock waits for the slowest to match. */
+        sp.staleness = 0;
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 1, NULL, 0), SC_OK);
+        cycle(w, 0, &act);
+        assert_int_equal(act.kind, SC_ACT_WAIT);
+        assert_int_equal(act.clock, 1);
+        sc_sync_worker_destroy(w);
+}
+
+static void asp_and_adacomp_never_wait(void **state)
+{
+        sc_sync_kind_t kinds[2] = {SC_SYNC_ASP, SC_SYNC_ADACOMP};
+        for (int k = 0; k < 2; k++) {
+                sc_sync_spec_t sp;
+                sc_sync_worker_t *w;
+                sc_sync_act_t act;
+                sc_sync_spec_defaults(&sp, kinds[k], 4);
+                sp.batch = 10;
+                assert_int_equal(sc_sync_worker_new(&w, &sp, 3, NULL, 0), SC_OK);
+                for (int i = 0; i < 50; i++) {
+                        cycle(w, i, &act);
+                        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+                        assert_int_equal(act.batch, 10);
+                        assert_int_equal(act.local_step, 0);
+                }
+                assert_int_equal(sc_sync_worker_clock(w), 50);
+                assert_true(sc_sync_worker_wait_seconds(w) == 0);
+                sc_sync_worker_destroy(w);
+        }
+}
+
+static void bsp_waits_for_next_version(void **state)
+{
+        sc_sync_spec_t sp;
+        sc_sync_worker_t *w;
+        sc_sync_act_t act;
+        sc_sync_model_info_t info = {.version = 0};
+        sc_sync_spec_defaults(&sp, SC_SYNC_BSP, 2);
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 0, NULL, 0), SC_OK);
+        cycle(w, 1.0, &act);
+        assert_int_equal(act.kind, SC_ACT_WAIT);
+        assert_int_equal(act.version, 1);
+        sc_sync_worker_model(w, 2.0, &info); /* an old model does not release it */
+        sc_sync_worker_next(w, 2.0, &act);
+        assert_int_equal(act.kind, SC_ACT_WAIT);
+        info.version = 1;
+        sc_sync_worker_model(w, 4.0, &info);
+        sc_sync_worker_next(w, 4.0, &act);
+        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+        assert_int_equal(act.batch, 64);
+        assert_true(fabs(sc_sync_worker_wait_seconds(w) - 3.0) < 1e-12);
+        sc_sync_worker_destroy(w);
+
+        /* scadles sizes batches by the stream rate. */
+        sc_sync_spec_defaults(&sp, SC_SYNC_SCADLES, 2);
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 1, NULL, 0), SC_OK);
+        sc_sync_worker_set_rate(w, 256.4);
+        sc_sync_worker_next(w, 0, &act);
+        assert_int_equal(act.batch, 256);
+        sc_sync_worker_set_rate(w, 2.0);
+        sc_sync_worker_next(w, 0, &act);
+        assert_int_equal(act.batch, 8);
+        sc_sync_worker_destroy(w);
+}
+
+static void adsp_commit_interval_and_timing(void **state)
+{
+        sc_sync_spec_t sp;
+        sc_sync_worker_t *w;
+        sc_sync_act_t act;
+        double t = 0;
+        int steps = 0;
+
+        /* B_i = max(B_min, Gamma / DeltaC - O_i) */
+        assert_true(fabs(sc_sync_adsp_interval(60, 2, 5, 10) - 25) < 1e-12);
+        assert_true(fabs(sc_sync_adsp_interval(60, 5, 5, 10) - 10) < 1e-12);
+        assert_true(fabs(sc_sync_adsp_interval(60, 1, 0, 10) - 60) < 1e-12);
+
+        sc_sync_spec_defaults(&sp, SC_SYNC_ADSP, 2);
+        sp.commit_rate = 2; /* every 30 s */
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 0, NULL, 0), SC_OK);
+        for (;;) {
+                sc_sync_worker_next(w, t, &act);
+                if (act.kind != SC_ACT_COMPUTE)
+                        break;
+                assert_int_equal(act.local_step, 1);
+                assert_true(fabs(act.commit_at - 30) < 1e-12);
+                t += 1.5; /* seconds per local step */
+                sc_sync_worker_computed(w, t, act.batch);
+                steps++;
+        }
+        assert_int_equal(act.kind, SC_ACT_SEND);
+        assert_int_equal(act.update_kind, SC_UPDATE_DELTA);
+        assert_int_equal(steps, 20); /* 20 * 1.5 = 30 s */
+        assert_int_equal(sc_sync_worker_local_steps(w), 20);
+        sc_sync_worker_sent(w, t);
+        sc_sync_worker_next(w, t, &act);
+        assert_int_equal(act.kind, SC_ACT_WAIT);
+        assert_int_equal(act.wait, SC_WAIT_APPLIED);
+        assert_int_equal(act.seq, 1);
+        sc_sync_model_info_t info = {.version = 7, .applied_seq = 1};
+        sc_sync_worker_model(w, t + 4, &info);
+        sc_sync_worker_next(w, t + 4, &act);
+        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+        assert_true(fabs(sc_sync_worker_overhead(w) - 4) < 1e-12);
+        /* next commit: 34 + max(10, 30 - 4) = 60 */
+        assert_true(fabs(act.commit_at - 60) < 1e-12);
+        assert_int_equal(sc_sync_worker_local_steps(w), 0);
+        /* A faster commit rate from the tuner shortens the interval after the
+         * next commit: 60 / 6 - O = 6 -> clamped to B_min = 10. */
+        sc_sync_worker_set_commit_rate(w, 6);
+        t += 4;
+        while (act.kind == SC_ACT_COMPUTE) {
+                t += 1.5;
+                sc_sync_worker_computed(w, t, act.batch);
+                sc_sync_worker_next(w, t, &act);
+        }
+        sc_sync_worker_sent(w, t);
+        info.applied_seq = 2;
+        sc_sync_worker_model(w, t + 1, &info);
+        sc_sync_worker_next(w, t + 1, &act);
+        assert_true(fabs(act.commit_at - (t + 1 + 10)) < 1e-12);
+        sc_sync_worker_destroy(w);
+}
+
+/* ---- AdaComp staleness vs full history ------------------------------------ */
+
+enum { AN = 40, AW = 12, AUPD = 600 };
+
+typedef struct hist {
+        uint8_t touched[AUPD][AN]; /* update number (1-based) -> coordinates */
+} hist_t;
+
+static void adacomp_matches_brute_force(void **state)
+{
+        static hist_t h;
+        sc_adacomp_t *ada;
+        sc_rng_t rng;
+        float p_fast[AN], p_ref[AN];
+        uint32_t idx[AN], sigma[AN], perm[AN];
+        float val[AN];
+        int beyond = 0, exact_nonzero = 0;
+
+        sc_rng_seed(&rng, 5);
+        memset(&h, 0, sizeof(h));
+        assert_int_equal(sc_adacomp_new(&ada, AN, AW), SC_OK);
+        for (int i = 0; i < AN; i++)
+                p_fast[i] = p_ref[i] = 0;
+        for (uint64_t t = 0; t < AUPD - 1; t++) {
+                assert_int_equal(sc_adacomp_count(ada), t);
+                uint64_t d = sc_rng_below(&rng, AW + 8); /* sometimes beyond W */
+                if (d > t)
+                        d = t;
+                uint64_t t_read = t - d;
+                int dense = sc_rng_below(&rng, 20) == 0;
+                size_t count = dense ? AN : 1 + sc_rng_below(&rng, 8);
+                for (uint32_t i = 0; i < AN; i++)
+                        perm[i] = i;
+                sc_rng_shuffle_u32(&rng, perm, AN);
+                for (size_t k = 0; k < count; k++) {
+                        idx[k] = dense ? (uint32_t)k : perm[k];
+                        val[k] = sc_rng_normal(&rng);
+                }
+                assert_int_equal(
+                    sc_adacomp_staleness(ada, t_read, dense ? NULL : idx, count, sigma), SC_OK);
+                /* Brute force over the full history, window-clipped. */
+                uint64_t dd = d < AW ? d : AW;
+                for (size_t k = 0; k < count; k++) {
+                        uint32_t s = 0;
+                        for (uint64_t u = t - dd + 1; u <= t && dd > 0; u++)
+                                s += h.touched[u][idx[k]];
+                        assert_int_equal(sigma[k], s);
+                        if (d == 0)
+                                assert_int_equal(sigma[k], 0);
+                        exact_nonzero += s > 0;
+                        p_ref[idx[k]] -= 0.1f * val[k] / (float)(s > 1 ? s : 1);
+                }
+                beyond += d > AW;
+                assert_int_equal(
+                    sc_adacomp_apply(ada, p_fast, 0.1f, t_read, dense ? NULL : idx, val, count),
+                    SC_OK);
+                for (size_t k = 0; k < count; k++)
+                        h.touched[t + 1][idx[k]] = 1;
+        }
+        assert_true(beyond > 20);
+        assert_true(exact_nonzero > 100);
+        assert_memory_equal(p_fast, p_ref, sizeof(p_fast));
+        /* Bad input: future t_read, repeated or out-of-range indices. */
+        idx[0] = 3;
+        idx[1] = 3;
+        assert_int_equal(sc_adacomp_staleness(ada, AUPD + 5, idx, 1, sigma), SC_ERR_INVAL);
+        assert_int_equal(sc_adacomp_staleness(ada, 0, idx, 2, sigma), SC_ERR_INVAL);
+        idx[1] = AN;
+        assert_int_equal(sc_adacomp_record(ada, idx, 2), SC_ERR_INVAL);
+        assert_int_equal(sc_adacomp_count(ada), AUPD - 1);
+        sc_adacomp_destroy(ada);
+}
+
+static void adacomp_full_step_when_fresh(void **state)
+{
+        /* d = 0: sigma = 0 and the step is the full lr * g, even when the same
+         * coordinate was touched by every earlier update. */
+        sc_adacomp_t *ada;
+        float p[4] = {0};
+        uint32_t idx[1] = {2};
+        float g[1] = {1.0f};
+        assert_int_equal(sc_adacomp_new(&ada, 4, 8), SC_OK);
+        for (uint64_t t = 0; t < 5; t++)
+                assert_int_equal(sc_adacomp_apply(ada, p, 0.5f, t, idx, g, 1), SC_OK);
+        assert_true(p[2] == -2.5f);
+        /* Read at t = 2, three later updates touched coordinate 2: step / 3. */
+        assert_int_equal(sc_adacomp_apply(ada, p, 0.6f, 2, idx, g, 1), SC_OK);
+        assert_true(fabsf(p[2] - (-2.5f - 0.2f)) < 1e-6f);
+        sc_adacomp_destroy(ada);
+}
+
+static void adacomp_save_load_continues_identically(void **state)
+{
+        sc_adacomp_t *a, *b;
+        sc_rng_t rng;
+        uint32_t idx[6], sa[6], sb[6];
+        sc_rng_seed(&rng, 9);
+        assert_int_equal(sc_adacomp_new(&a, 30, 7), SC_OK);
+        assert_int_equal(sc_adacomp_new(&b, 30, 7), SC_OK);
+        for (int t = 0; t < 25; t++) {
+                uint32_t perm[30];
+                for (uint32_t i = 0; i < 30; i++)
+                        perm[i] = i;
+                sc_rng_shuffle_u32(&rng, perm, 30);
+                if (t % 9 == 4)
+                        assert_int_equal(sc_adacomp_record(a, NULL, 0), SC_OK);
+                else
+                        assert_int_equal(sc_adacomp_record(a, perm, 6), SC_OK);
+        }
+        size_t len = sc_adacomp_save_size(a);
+        uint8_t *buf = malloc(len);
+        sc_adacomp_save(a, buf);
+        assert_int_equal(sc_adacomp_load(b, buf, len), SC_OK);
+        assert_int_equal(sc_adacomp_count(b), 25);
+        for (uint64_t tr = 15; tr <= 25; tr++) {
+                for (int k = 0; k < 6; k++)
+                        idx[k] = (uint32_t)(k * 5 + tr % 5);
+                assert_int_equal(sc_adacomp_staleness(a, tr, idx, 6, sa), SC_OK);
+                assert_int_equal(sc_adacomp_staleness(b, tr, idx, 6, sb), SC_OK);
+                assert_memory_equal(sa, sb, sizeof(sa));
+        }
+        assert_int_equal(sc_adacomp_load(b, buf, len - 1), SC_ERR_CORRUPT);
+        buf[12 + 1] = 0xff; /* first slot's count */
+        assert_int_equal(sc_adacomp_load(b, buf, len), SC_ERR_CORRUPT);
+        free(buf);
+        sc_adacomp_destroy(a);
+        sc_adacomp_destroy(b);
+}
+
+/* ---- ADSP loss fit and tuner ----------------------------------------------- */
+
+static void lossfit_recovers_known_curve(void **state)
+{
+        double t[60], l[60];
+        sc_lossfit_t fit;
+        sc_rng_t rng;
+        for (int k = 0; k < 60; k++) {
+                t[k] = 2.0 * k;
+                l[k] = 1.0 / (0.04 * t[k] + 0.5) + 0.3;
+        }
+        assert_int_equal(sc_lossfit_fit(t, l, 60, &fit), SC_OK);
+        assert_true(fabs(fit.a2 - 0.04) < 1e-4);
+        assert_true(fabs(fit.b - 0.5) < 1e-3);
+        assert_true(fabs(fit.c0 - 0.3) < 1e-4);
+        /* reaches 0.4 when 1/(0.04 t + 0.5) = 0.1: t = 237.5 */
+        assert_true(fabs(sc_lossfit_time_to(&fit, 0.4) - 237.5) < 1.0);
+        assert_true(isinf(sc_lossfit_time_to(&fit, 0.25)));
+        assert_true(fabs(sc_lossfit_eval(&fit, 10) - (1.0 / 0.9 + 0.3)) < 1e-4);
+
+        /* With 1% noise the curve is still close. */
+        sc_rng_seed(&rng, 4);
+        for (int k = 0; k < 60; k++)
+                l[k] = (1.0 / (0.02 * t[k] + 0.8) + 0.1) * (1.0 + 0.01 * sc_rng_normal(&rng));
+        assert_int_equal(sc_lossfit_fit(t, l, 60, &fit), SC_OK);
+        for (int k = 0; k < 60; k += 10)
+                assert_true(fabs(sc_lossfit_eval(&fit, t[k]) - (1.0 / (0.02 * t[k] + 0.8) + 0.1)) <
+                            0.02);
+        assert_int_equal(sc_lossfit_fit(t, l, 2, &fit), SC_ERR_INVAL);
+        l[3] = NAN;
+        assert_int_equal(sc_lossfit_fit(t, l, 60, &fit), SC_ERR_INVAL);
+}
+
+/* Synthetic training: with commit rate c the loss follows a curve whose speed
+ * a2(c) peaks at c = 3; time continues across periods. */
+static double a2_of(double c)
+{
+        return 0.01 * (5.0 - (c - 3) * (c - 3));
+}
+
+static void feed_period(sc_adsp_tuner_t *tu, double c, double t0, double gamma, double *phase,
+                        double bump)
+{
+        for (int k = 0; k < 20; k++) {
+                double t = t0 + gamma * k / 20.0;
+                double x = *phase + a2_of(c) * (gamma * k / 20.0);
+                sc_adsp_tuner_observe(tu, t, 1.0 / (x + 0.5) + 0.2 + bump);
+        }
+        *phase += a2_of(c) * gamma;
+}
+
+static void adsp_tuner_searches_and_researches(void **state)
+{
+        sc_adsp_tuner_spec_t spec = {
+            .gamma = 60, .c_init = 1, .c_step = 1, .c_max = 10, .target_loss = 0.25, .rise = 0.3};
+        sc_adsp_tuner_t *tu;
+        double t = 0, phase = 0, c;
+        char err[128];
+
+        assert_int_equal(sc_adsp_tuner_new(&tu, &spec, 0, err, sizeof(err)), SC_OK);
+        c = sc_adsp_tuner_tick(tu, 10); /* before Gamma: unchanged */
+        assert_true(c == 1);
+        double seen[8];
+        int n = 0;
+        while (sc_adsp_tuner_searching(tu) && n < 8) {
+                feed_period(tu, c, t, 60, &phase, 0);
+                t += 60;
+                seen[n++] = c;
+                c = sc_adsp_tuner_tick(tu, t);
+        }
+        /* 1 -> 2 -> 3 improve, 4 is worse: settle on 3. */
+        assert_int_equal(n, 4);
+        assert_true(seen[0] == 1 && seen[1] == 2 && seen[2] == 3 && seen[3] == 4);
+        assert_true(c == 3);
+        assert_false(sc_adsp_tuner_searching(tu));
+        /* Steady progress keeps it; a 40% loss rise restarts the search. */
+        feed_period(tu, c, t, 60, &phase, 0);
+        t += 60;
+        assert_true(sc_adsp_tuner_tick(tu, t) == 3);
+        assert_false(sc_adsp_tuner_searching(tu));
+        feed_period(tu, c, t, 60, &phase, 0.2);
+        t += 60;
+        assert_true(sc_adsp_tuner_tick(tu, t) == 1);
+        assert_true(sc_adsp_tuner_searching(tu));
+        sc_adsp_tuner_destroy(tu);
+
+        spec.c_max = 0.5;
+        assert_int_equal(sc_adsp_tuner_new(&tu, &spec, 0, err, sizeof(err)), SC_ERR_CONFIG);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(names_and_spec_checks),
+            cmocka_unit_test(ssp_blocking_rules),
+            cmocka_unit_test(asp_and_adacomp_never_wait),
+            cmocka_unit_test(bsp_waits_for_next_version),
+            cmocka_unit_test(adsp_commit_interval_and_timing),
+            cmocka_unit_test(adacomp_matches_brute_force),
+            cmocka_unit_test(adacomp_full_step_when_fresh),
+            cmocka_unit_test(adacomp_save_load_continues_identically),
+            cmocka_unit_test(lossfit_recovers_known_curve),
+            cmocka_unit_test(adsp_tuner_searches_and_researches),
+        };
+        return cmocka_run_group_tests_name("sync", tests, NULL, NULL);
+}

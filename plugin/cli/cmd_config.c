@@ -42,7 +42,6 @@ int sc_cmd_config(int argc, char **argv)
         enum { NONE, LIST, MARKDOWN, CHECK } mode = NONE;
         const char *file = NULL;
         char errstr[1024];
-        int nsets = 0;
         sc_conf_t conf;
 
         for (int i = 1; i < argc; i++) {
@@ -60,7 +59,6 @@ int sc_cmd_config(int argc, char **argv)
                         file = argv[++i];
                 } else if (!strcmp(a, "--set") && i + 1 < argc) {
                         i++;
-                        nsets++;
                 } else {
                         fprintf(stderr, "scadles config: unexpected argument '%s'\n\n", a);
                         sc_config_usage(stderr);
@@ -89,12 +87,12 @@ int sc_cmd_config(int argc, char **argv)
         if (err) {
                 fprintf(stderr, "scadles config: %s\n", errstr);
                 sc_conf_free(&conf);
-                return err == SC_ERR_CONFIG ? 2 : 1;
+                /* An unreadable or invalid file is the user's to fix: 2. */
+                return err == SC_ERR_NOMEM ? 1 : 2;
         }
         int rc = sc_config_print(sc_conf_dump(&conf));
         if (!rc)
                 putchar('\n');
         sc_conf_free(&conf);
-        (void)nsets;
         return rc;
 }

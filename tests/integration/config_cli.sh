@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# config_cli.sh — `scadles config`: help, list, markdown, check (exit codes,
+# overrides, error messages naming file and JSON path).
+set -u
+S=${SCADLES:-build/scadles}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$S" config --help | grep -q -- '--check' || fail "--help"
+"$S" config >/dev/null 2>&1; [ $? -eq 2 ] || fail "no mode should exit 2"
+"$S" config --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option should exit 2"
+
+"$S" config --list > "$T/list" || fail "--list"
+for k in model.input 'model.layers[].kernel' optim.lr optim.schedule.milestones_epochs \
+	train.seed data.dir data.synthetic.noise kafka; do
+	grep -qF "$k" "$T/list" || fail "--list lacks $k"
+done
+"$S" config --markdown | diff -q docs/CONFIG.md - >/dev/null || fail "docs/CONFIG.md out of date"
+
+# A valid file: exit 0, resolved JSON on stdout, overrides applied in order.
+"$S" config --check -c tests/data/config/valid/cnn.json --set optim.lr=0.5 \
+	--set 'model.layers[0].filters=8' --set kafka.client.id=t > "$T/out" || fail "--check valid"
+grep -q '"lr": 0.5' "$T/out" || fail "override optim.lr not in output"
+grep -q '"filters": 8' "$T/out" || fail "layer override not in output"
+grep -q '"client.id": "t"' "$T/out" || fail "kafka override not in output"
+# The output is a configuration that checks again to itself.
+"$S" config --check -c "$T/out" > "$T/out2" || fail "dump does not check"
+cmp -s "$T/out" "$T/out2" || fail "dump is not stable"
+
+# Config errors: exit 2, message names file and JSON path.
+"$S" config --check -c tests/data/config/invalid/unknown_nested_key/input.json 2> "$T/err"
+[ $? -eq 2 ] || fail "invalid file should exit 2"
+grep -qF 'unknown_nested_key/input.json: $.optim.lrr: unknown property (did you mean "lr"?)' \
+	"$T/err" || fail "message: $(cat "$T/err")"
+"$S" config --check --set train.batch=0 2> "$T/err"
+[ $? -eq 2 ] || fail "bad override should exit 2"
+grep -qF 'override: $.train.batch: expected integer in [1, 65536], got 0' "$T/err" ||
+	fail "override message: $(cat "$T/err")"
+"$S" config --check -c "$T/missing.json" 2> "$T/err"
+[ $? -eq 2 ] || fail "missing file should exit 2"
+grep -q 'missing.json: cannot open' "$T/err" || fail "missing file message"
+echo "config_cli: ok"

@@ -30,7 +30,6 @@
 #define R_IN(lo, hi) .min = (lo), .max = (hi)
 
 _Static_assert(SC_LAYER__END == 8, "layer names below follow sc_layer_kind_t");
-_Static_assert(SC_MODEL_MAX_LAYERS <= 64, "layer_given is per layer");
 
 static const char *const sc_conf_layer_names[] = {"dense",   "conv2d",  "maxpool2d", "relu", "tanh",
                                                   "sigmoid", "dropout", "flatten",   NULL};
@@ -121,6 +120,9 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      .def_doc = "= model.init",
      .desc = "Weight initialization of this layer."},
 };
+
+_Static_assert(sizeof(sc_conf_layer_props) / sizeof(sc_conf_layer_props[0]) <= 32,
+               "layer_given has one bit per layer key");
 
 static const sc_conf_list_t sc_conf_layer_list = {
     .props = sc_conf_layer_props,

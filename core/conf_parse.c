@@ -212,8 +212,13 @@ static sc_err_t sc_conf_expected(sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, co
         if (json_is_integer(v))
                 return FAIL(ctx, jpath, "expected %s, got %" JSON_INTEGER_FORMAT, want,
                             json_integer_value(v));
-        if (json_is_real(v))
-                return FAIL(ctx, jpath, "expected %s, got %.17g", want, json_real_value(v));
+        if (json_is_real(v)) {
+                char num[40];
+                snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+                if (!strpbrk(num, ".eEn"))
+                        strcat(num, ".0"); /* 3.0 is not the integer 3 */
+                return FAIL(ctx, jpath, "expected %s, got %s", want, num);
+        }
         return FAIL(ctx, jpath, "expected %s, got %s", want, sc_conf_json_type(v));
 }
 
@@ -666,7 +671,7 @@ static sc_err_t sc_conf_set_elem(sc_conf_ctx_t *ctx, const char *path, const cha
 
 static sc_err_t sc_conf_assign(sc_conf_ctx_t *ctx, const char *path, json_t *v)
 {
-        char jpath[SC_JPATH_MAX];
+        char jpath[SC_JPATH_MAX + 8];
         const char *br = strchr(path, '[');
 
         for (size_t i = 0; i < sc_conf_nprops; i++) {
@@ -676,6 +681,9 @@ static sc_err_t sc_conf_assign(sc_conf_ctx_t *ctx, const char *path, json_t *v)
                     path[plen] != '.')
                         continue;
                 /* "kafka.<key>": the key may itself contain dots. */
+                snprintf(jpath, sizeof(jpath), "$.%s", path);
+                if (!path[plen + 1])
+                        return FAIL(ctx, jpath, "empty key");
                 json_t **slot = (json_t **)((char *)ctx->conf + p->offset);
                 json_t *obj = *slot ? json_deep_copy(*slot) : json_object();
                 if (!obj || json_object_set(obj, path + plen + 1, v)) {

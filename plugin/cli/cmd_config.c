@@ -16,8 +16,9 @@ static void sc_config_usage(FILE *out)
                 "\n"
                 "  --list            every property with type, range, default and meaning\n"
                 "  --markdown        the same as the docs/CONFIG.md page\n"
-                "  --check           validate FILE (or the defaults) with the overrides applied\n"
-                "                    and print the resolved configuration as JSON\n"
+                "  --check           validate FILE (or the defaults) with the overrides applied,\n"
+                "                    build the model to check its shapes, and print the\n"
+                "                    resolved configuration as JSON\n"
                 "  -c, --config FILE configuration file (JSON)\n"
                 "  --set P=V         override property P (V is JSON, or else a string);\n"
                 "                    e.g. --set optim.lr=0.05 --set model.layers[0].units=128\n"
@@ -89,6 +90,24 @@ int sc_cmd_config(int argc, char **argv)
                 sc_conf_free(&conf);
                 /* An unreadable or invalid file is the user's to fix: 2. */
                 return err == SC_ERR_NOMEM ? 1 : 2;
+        }
+        /* Shapes are the model's to check: build it (parameters stay zero). */
+        if (conf.model.n_layers > 0) {
+                sc_model_t *model = NULL;
+                err = sc_model_new(&model, &conf.model, errstr, sizeof(errstr));
+                if (err) {
+                        sc_conf_model_error(&conf, errstr, sizeof(errstr));
+                        fprintf(stderr, "scadles config: %s\n", errstr);
+                        sc_conf_free(&conf);
+                        return err == SC_ERR_NOMEM ? 1 : 2;
+                }
+                sc_shape_t out = sc_model_output_shape(model);
+                fprintf(stderr,
+                        "scadles config: %s: ok; model of %d layers, %zu parameters, "
+                        "output %dx%dx%d\n",
+                        conf.origin, conf.model.n_layers, sc_model_nparams(model), out.c, out.h,
+                        out.w);
+                sc_model_destroy(model);
         }
         int rc = sc_config_print(sc_conf_dump(&conf));
         if (!rc)

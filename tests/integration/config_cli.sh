@@ -40,4 +40,10 @@ grep -qF 'override: $.train.batch: expected integer in [1, 65536], got 0' "$T/er
 "$S" config --check -c "$T/missing.json" 2> "$T/err"
 [ $? -eq 2 ] || fail "missing file should exit 2"
 grep -q 'missing.json: cannot open' "$T/err" || fail "missing file message"
+# Shape errors come from the model builder, with the JSON path of the layer.
+printf '{"model": {"input": [1, 8, 8], "layers": [{"type": "conv2d", "filters": 4, "kernel": 9},
+  {"type": "flatten"}, {"type": "dense", "units": 10}]}}' > "$T/shape.json"
+"$S" config --check -c "$T/shape.json" 2> "$T/err"
+[ $? -eq 2 ] || fail "shape error should exit 2"
+grep -qF 'shape.json: $.model.layers[0] (conv2d):' "$T/err" || fail "shape message: $(cat "$T/err")"
 echo "config_cli: ok"

@@ -111,7 +111,7 @@ bench: $(BENCH_BIN) $(CLI)
 	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
 
 demo: $(CLI)
-	$(CLI) demo
+	$(CLI) train -c examples/fmnist-mlp.json
 
 style:
 	clang-format -i $$(git ls-files '*.c' '*.h')

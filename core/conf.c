@@ -440,7 +440,7 @@ static void sc_conf_inherit(sc_conf_t *conf)
 sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
         const char *o = conf->origin;
-        const sc_conf_optim_t *op = &conf->optim;
+        sc_conf_optim_t *op = &conf->optim;
         const sc_sched_spec_t *s = &op->sched;
 
         if (op->nesterov && op->momentum <= 0)
@@ -470,6 +470,7 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
                 return sc_conf_fail(errstr, errstr_size, o, "$.optim.schedule.warmup_epochs",
                                     "must be less than total_epochs (%g >= %g)", op->warmup_epochs,
                                     op->total_epochs);
+        conf->optim.sched.lr = op->lr;
         sc_conf_inherit(conf);
         return SC_OK;
 }

@@ -173,6 +173,7 @@ static void mlp_values(void **state)
         /* No "init" of its own: model.init. */
         assert_int_equal(c.model.layers[3].init, SC_INIT_XAVIER);
         assert_true(c.optim.lr == 0.05);
+        assert_true(c.optim.sched.lr == 0.05);
         assert_int_equal(c.optim.nesterov, 1);
         assert_true(c.optim.weight_decay == 0.0005);
         assert_true(c.optim.base_batch == 256);

@@ -546,6 +546,14 @@ static sc_decode_fault_t sc_decode_csv(const sc_decode_spec_t *spec, const sc_re
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: value holds more than one line");
                 return SC_DECODE_BAD_CSV;
         }
+        for (const char *q = p; (q = memchr(q, d, (size_t)(end - q))) != NULL; q++)
+                col++;
+        if (++col != need) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: expected %zu columns, got %zu",
+                        need, col);
+                return SC_DECODE_BAD_CSV;
+        }
+        col = 0;
         const char *field = p;
         for (;;) {
                 const char *fe = memchr(field, d, (size_t)(end - field));
@@ -584,11 +592,6 @@ static sc_decode_fault_t sc_decode_csv(const sc_decode_spec_t *spec, const sc_re
                 if (fe == end)
                         break;
                 field = fe + 1;
-        }
-        if (col != need) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: expected %zu columns, got %zu",
-                        need, col);
-                return SC_DECODE_BAD_CSV;
         }
         if (!want_label) {
                 f = sc_decode_label_meta(spec, rec, label, errstr, errstr_size);

@@ -16,6 +16,7 @@ typedef struct sc_cmd {
 
 int sc_cmd_config(int argc, char **argv);
 int sc_cmd_train(int argc, char **argv);
+int sc_cmd_eval(int argc, char **argv);
 int sc_cmd_broker(int argc, char **argv);
 int sc_cmd_feed(int argc, char **argv);
 

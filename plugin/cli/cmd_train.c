@@ -1,8 +1,594 @@
-/* cmd_train.c — placeholder replaced by the train module's command. */
+/* cmd_train.c — `scadles train` (offline training on Fashion-MNIST or
+ * synthetic data, with checkpoints) and `scadles eval` (test accuracy of a
+ * checkpoint). */
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cmd.h"
+#include "sc_ckpt.h"
+#include "sc_conf.h"
+#include "sc_data.h"
+#include "sc_idx.h"
+#include "sc_nn.h"
+#include "sc_optim.h"
+#include "sc_rng.h"
+
+#define SC_TRAIN_MAX_SETS 64
+#define SC_EVAL_BATCH 500
+
+/* rng streams split from the run seed: per epoch (shuffle) and per step
+ * (dropout), so a run resumed mid-epoch continues exactly as it would have */
+#define SC_STREAM_INIT 1
+#define SC_STREAM_SYNTH_TRAIN 2
+#define SC_STREAM_SYNTH_TEST 3
+#define SC_STREAM_SHUFFLE(epoch) (((uint64_t)1 << 62) + (epoch))
+#define SC_STREAM_DROPOUT(step) (((uint64_t)2 << 62) + (step))
+
+typedef struct sc_run {
+        const char *cmd; /* "train" / "eval", for messages */
+        sc_conf_t conf;
+        int have_conf;
+        sc_dataset_t train, test;
+        sc_model_t *model;
+} sc_run_t;
+
+static void sc_run_free(sc_run_t *run)
+{
+        sc_model_destroy(run->model);
+        sc_dataset_free(&run->train);
+        sc_dataset_free(&run->test);
+        if (run->have_conf)
+                sc_conf_free(&run->conf);
+}
+
+/* Loads the configuration and applies overrides; returns an exit code. */
+static int sc_run_conf(sc_run_t *run, const char *path, char **sets, int n_sets)
+{
+        char err[1024];
+        if (sc_conf_load(&run->conf, path, err, sizeof(err))) {
+                fprintf(stderr, "scadles %s: %s\n", run->cmd, err);
+                return 2;
+        }
+        run->have_conf = 1;
+        for (int i = 0; i < n_sets; i++) {
+                if (sc_conf_set(&run->conf, sets[i], err, sizeof(err))) {
+                        fprintf(stderr, "scadles %s: %s\n", run->cmd, err);
+                        return 2;
+                }
+        }
+        return 0;
+}
+
+/* Makes the data set fit the model input: same element count, any shape. */
+static int sc_run_fit_shape(sc_run_t *run, sc_dataset_t *ds, const char *which)
+{
+        const sc_model_spec_t *spec = &run->conf.model;
+        if (!ds->x)
+                return 0;
+        if (sc_shape_numel(ds->shape) != sc_shape_numel(spec->input)) {
+                fprintf(stderr,
+                        "scadles %s: %s: $.model.input: (%d, %d, %d) does not fit the %s "
+                        "samples of shape (%d, %d, %d)\n",
+                        run->cmd, run->conf.origin, spec->input.c, spec->input.h, spec->input.w,
+                        which, ds->shape.c, ds->shape.h, ds->shape.w);
+                return 2;
+        }
+        ds->shape = spec->input;
+        return 0;
+}
+
+/* Loads (or generates) the data named by the configuration; want_train = 0
+ * skips the training half. Returns an exit code. */
+static int sc_run_data(sc_run_t *run, int want_train)
+{
+        char err[1024];
+        sc_conf_data_t *d = &run->conf.data;
+        int rc;
+
+        if (!strcmp(d->source, "synthetic")) {
+                sc_rng_t root, r;
+                sc_synth_spec_t spec = {.shape = run->conf.model.input,
+                                        .n_classes = d->synth_classes,
+                                        .noise = (float)d->synth_noise,
+                                        .proto_seed = run->conf.train.seed};
+                sc_rng_seed(&root, run->conf.train.seed);
+                sc_rng_split(&root, &r, SC_STREAM_SYNTH_TRAIN);
+                spec.n = (size_t)d->synth_train;
+                if (want_train && sc_synth_make(&run->train, &spec, &r, err, sizeof(err)))
+                        goto out_synth_err;
+                sc_rng_seed(&root, run->conf.train.seed);
+                sc_rng_split(&root, &r, SC_STREAM_SYNTH_TEST);
+                spec.n = (size_t)d->synth_test;
+                if (sc_synth_make(&run->test, &spec, &r, err, sizeof(err)))
+                        goto out_synth_err;
+                return 0;
+        out_synth_err:
+                fprintf(stderr, "scadles %s: %s: $.data: %s\n", run->cmd, run->conf.origin, err);
+                return 2;
+        }
+        if (strcmp(d->source, "fashion-mnist")) {
+                fprintf(stderr, "scadles %s: %s: $.data.source: unknown source \"%s\"\n", run->cmd,
+                        run->conf.origin, d->source);
+                return 2;
+        }
+        if (sc_fmnist_load(d->dir, want_train ? &run->train : NULL, &run->test, err, sizeof(err))) {
+                fprintf(stderr, "scadles %s: Fashion-MNIST: %s\n", run->cmd, err);
+                if (!d->dir[0] || !strcmp(d->dir, SC_FMNIST_DIR))
+                        fprintf(stderr, "(install Debian's dataset-fashion-mnist package or set "
+                                        "data.dir)\n");
+                return 1;
+        }
+        if ((want_train &&
+             sc_dataset_normalize(&run->train, (float)d->mean, (float)d->std, err, sizeof(err))) ||
+            sc_dataset_normalize(&run->test, (float)d->mean, (float)d->std, err, sizeof(err))) {
+                fprintf(stderr, "scadles %s: %s: $.data.std: %s\n", run->cmd, run->conf.origin,
+                        err);
+                return 2;
+        }
+        if ((rc = sc_run_fit_shape(run, &run->train, "training")) ||
+            (rc = sc_run_fit_shape(run, &run->test, "test")))
+                return rc;
+        return 0;
+}
+
+/* Builds the model and checks it against the data; returns an exit code. */
+static int sc_run_model(sc_run_t *run)
+{
+        char err[1024];
+        if (sc_model_new(&run->model, &run->conf.model, err, sizeof(err))) {
+                sc_conf_model_error(&run->conf, err, sizeof(err));
+                fprintf(stderr, "scadles %s: %s\n", run->cmd, err);
+                return 2;
+        }
+        if (run->conf.model.loss != SC_LOSS_SOFTMAX_XENT) {
+                fprintf(stderr,
+                        "scadles %s: %s: $.model.loss: classification data needs the softmax "
+                        "cross-entropy loss\n",
+                        run->cmd, run->conf.origin);
+                return 2;
+        }
+        size_t out = sc_shape_numel(sc_model_output_shape(run->model));
+        if (out != (size_t)run->test.n_classes) {
+                fprintf(stderr,
+                        "scadles %s: %s: $.model.layers: the model has %zu outputs but the "
+                        "data "
+                        "set has %d classes\n",
+                        run->cmd, run->conf.origin, out, run->test.n_classes);
+                return 2;
+        }
+        if (run->conf.train.threads > 0)
+                sc_nn_set_threads(run->conf.train.threads);
+        return 0;
+}
+
+/* Test-set accuracy (and mean loss) in batches; returns -1 on failure. */
+static int sc_run_evaluate(sc_run_t *run, size_t *correct, double *loss)
+{
+        const sc_dataset_t *ds = &run->test;
+        size_t numel = sc_shape_numel(ds->shape);
+        double sum = 0;
+        *correct = 0;
+        for (size_t i = 0; i < ds->n; i += SC_EVAL_BATCH) {
+                int b = (int)(ds->n - i < SC_EVAL_BATCH ? ds->n - i : SC_EVAL_BATCH);
+                int c = 0;
+                float l = sc_model_eval_batch(run->model, ds->x + i * numel, ds->y + i, NULL, b, &c,
+                                              NULL);
+                if (isnan(l))
+                        return -1;
+                sum += (double)l * b;
+                *correct += (size_t)c;
+        }
+        *loss = sum / (double)ds->n;
+        return 0;
+}
+
+static int sc_run_print_accuracy(sc_run_t *run)
+{
+        size_t correct;
+        double loss;
+        if (sc_run_evaluate(run, &correct, &loss)) {
+                fprintf(stderr, "scadles %s: evaluation failed (out of memory)\n", run->cmd);
+                return 1;
+        }
+        printf("test accuracy: %.4f (%zu/%zu)\n", (double)correct / (double)run->test.n, correct,
+               run->test.n);
+        fflush(stdout);
+        return 0;
+}
+
+static void sc_train_usage(FILE *out)
+{
+        fprintf(out, "usage: scadles train -c CONFIG [--set KEY=VALUE ...] [--epochs N] "
+                     "[--resume CKPT]\n"
+                     "\n"
+                     "Trains the configured model offline on data.source (fashion-mnist from\n"
+                     "data.dir, or synthetic) with SGD and the configured schedule, "
+                     "shuffling\n"
+                     "every epoch from train.seed. Progress (epoch, step, loss, train "
+                     "accuracy,\n"
+                     "samples/s, lr) goes to stderr every train.progress_interval seconds; "
+                     "each\n"
+                     "epoch's test accuracy and the final line \"test accuracy: A "
+                     "(hits/total)\"\n"
+                     "go to stdout. The checkpoint (train.checkpoint, if set) is saved after\n"
+                     "every epoch and when the run ends; Ctrl-C (SIGINT/SIGTERM) saves it "
+                     "and\n"
+                     "stops.\n"
+                     "\n"
+                     "options:\n"
+                     "  -c, --config FILE    JSON configuration (see `scadles config`)\n"
+                     "  -s, --set KEY=VALUE  override one property, e.g. --set optim.lr=0.05\n"
+                     "                       (repeatable, applied in order)\n"
+                     "  -e, --epochs N       train until N epochs in total (train.epochs)\n"
+                     "  -r, --resume CKPT    continue from a checkpoint: parameters, "
+                     "optimizer\n"
+                     "                       velocity, epoch and step (same model required)\n"
+                     "  -h, --help           this text\n"
+                     "\n"
+                     "exit status: 0 done, 1 runtime error (data, checkpoint, divergence),\n"
+                     "2 usage or configuration error, 130 interrupted (checkpoint saved).\n");
+}
+
+static void sc_eval_usage(FILE *out)
+{
+        fprintf(out, "usage: scadles eval -c CONFIG --checkpoint CKPT [--set KEY=VALUE ...]\n"
+                     "\n"
+                     "Loads the checkpoint into the configured model and prints its test-set\n"
+                     "accuracy as \"test accuracy: A (hits/total)\" on stdout.\n"
+                     "\n"
+                     "options:\n"
+                     "  -c, --config FILE      JSON configuration of the model and data\n"
+                     "  -k, --checkpoint CKPT  checkpoint written by `scadles train`\n"
+                     "  -s, --set KEY=VALUE    override one property (repeatable)\n"
+                     "  -h, --help             this text\n"
+                     "\n"
+                     "exit status: 0 done, 1 runtime error, 2 usage or configuration "
+                     "error.\n");
+}
+
+typedef struct sc_train_opts {
+        const char *config, *resume, *checkpoint;
+        char *sets[SC_TRAIN_MAX_SETS];
+        int n_sets;
+        int epochs; /* 0 = from the configuration */
+} sc_train_opts_t;
+
+/* Parses train/eval options; returns -1 to go on, else an exit code. */
+static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
+{
+        static const struct option longopts[] = {
+            {"config", required_argument, NULL, 'c'},
+            {"set", required_argument, NULL, 's'},
+            {"epochs", required_argument, NULL, 'e'},
+            {"resume", required_argument, NULL, 'r'},
+            {"checkpoint", required_argument, NULL, 'k'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        const char *name = eval ? "eval" : "train";
+        void (*usage)(FILE *) = eval ? sc_eval_usage : sc_train_usage;
+        int c;
+        char *end;
+
+        memset(o, 0, sizeof(*o));
+        optind = 1;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, eval ? ":c:s:k:h" : ":c:s:e:r:h", longopts, NULL)) !=
+               -1) {
+                switch (c) {
+                case 'c':
+                        o->config = optarg;
+                        break;
+                case 's':
+                        if (o->n_sets == SC_TRAIN_MAX_SETS) {
+                                fprintf(stderr, "scadles %s: more than %d --set options\n", name,
+                                        SC_TRAIN_MAX_SETS);
+                                return 2;
+                        }
+                        o->sets[o->n_sets++] = optarg;
+                        break;
+                case 'e':
+                        if (eval)
+                                goto bad_option;
+                        o->epochs = (int)strtol(optarg, &end, 10);
+                        if (*end || end == optarg || o->epochs < 1 || o->epochs > 1000000) {
+                                fprintf(stderr,
+                                        "scadles %s: --epochs: expected an integer >= 1, got "
+                                        "'%s'\n",
+                                        name, optarg);
+                                return 2;
+                        }
+                        break;
+                case 'r':
+                        if (eval)
+                                goto bad_option;
+                        o->resume = optarg;
+                        break;
+                case 'k':
+                        if (!eval)
+                                goto bad_option;
+                        o->checkpoint = optarg;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case ':':
+                        fprintf(stderr, "scadles %s: option %s needs a value\n\n", name,
+                                argv[optind - 1]);
+                        usage(stderr);
+                        return 2;
+                default:
+                bad_option:
+                        fprintf(stderr, "scadles %s: unknown option '%s'\n\n", name,
+                                argv[optind - 1]);
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "scadles %s: unexpected argument '%s'\n\n", name, argv[optind]);
+                usage(stderr);
+                return 2;
+        }
+        if (!o->config || (eval && !o->checkpoint)) {
+                fprintf(stderr, "scadles %s: %s is required\n\n", name,
+                        !o->config ? "-c CONFIG" : "--checkpoint CKPT");
+                usage(stderr);
+                return 2;
+        }
+        return -1;
+}
+
+static int sc_train_save(sc_run_t *run, const sc_sgd_t *sgd, const sc_ckpt_meta_t *meta)
+{
+        char err[1024];
+        const char *path = run->conf.train.checkpoint;
+        if (!path[0])
+                return 0;
+        if (sc_ckpt_save(path, run->model, sgd, meta, err, sizeof(err))) {
+                fprintf(stderr, "scadles train: %s\n", err);
+                return 1;
+        }
+        return 0;
+}
+
+/* The training loop proper; returns an exit code. */
+static int sc_train_loop(sc_run_t *run, sc_sgd_t *sgd, const sc_sched_spec_t *sched,
+                         sc_ckpt_meta_t *meta, long steps_per_epoch)
+{
+        const sc_conf_t *conf = &run->conf;
+        const sc_dataset_t *ds = &run->train;
+        const size_t numel = sc_shape_numel(ds->shape);
+        const int batch = conf->train.batch;
+        const double interval = conf->train.progress_interval;
+        float *x = malloc((size_t)batch * numel * sizeof(float));
+        int32_t *y = malloc((size_t)batch * sizeof(int32_t));
+        uint32_t *perm = malloc(ds->n * sizeof(uint32_t));
+        int rc = 0;
+
+        if (!x || !y || !perm) {
+                fprintf(stderr, "scadles train: out of memory\n");
+                rc = 1;
+                goto out;
+        }
+        while (meta->epoch < (uint64_t)conf->train.epochs) {
+                sc_rng_t root, shuf, drop;
+                sc_rng_seed(&root, conf->train.seed);
+                sc_rng_split(&root, &shuf, SC_STREAM_SHUFFLE(meta->epoch));
+                for (size_t i = 0; i < ds->n; i++)
+                        perm[i] = (uint32_t)i;
+                sc_rng_shuffle_u32(&shuf, perm, (uint32_t)ds->n);
+
+                double t_epoch = sc_cli_now(), t_last = t_epoch;
+                double loss_sum = 0, ep_loss = 0;
+                size_t seen = 0, hits = 0, ep_seen = 0, ep_hits = 0;
+                for (long s = (long)meta->epoch_step; s < steps_per_epoch; s++) {
+                        size_t start = (size_t)s * (size_t)batch;
+                        int b =
+                            (int)(ds->n - start < (size_t)batch ? ds->n - start : (size_t)batch);
+                        int correct = 0;
+                        sc_dataset_gather(ds, perm + start, (size_t)b, x, y);
+                        sc_rng_seed(&root, conf->train.seed);
+                        sc_rng_split(&root, &drop, SC_STREAM_DROPOUT(meta->step));
+                        float loss =
+                            sc_model_train_batch(run->model, x, y, NULL, b, &drop, &correct);
+                        if (!isfinite(loss)) {
+                                fprintf(stderr,
+                                        "scadles train: loss is %s at epoch %llu step %llu "
+                                        "(diverged: lower optim.lr, or out of memory)\n",
+                                        isnan(loss) ? "NaN" : "infinite",
+                                        (unsigned long long)meta->epoch + 1,
+                                        (unsigned long long)meta->step);
+                                rc = 1;
+                                goto out;
+                        }
+                        double lr = sc_sched_lr(sched, (long)meta->step);
+                        if (conf->optim.base_batch > 0)
+                                lr = sc_lr_scale_linear(lr, b, conf->optim.base_batch);
+                        sc_sgd_step(sgd, sc_model_params(run->model), sc_model_grads(run->model),
+                                    (float)lr);
+                        meta->step++;
+                        meta->epoch_step++;
+                        loss_sum += (double)loss * b;
+                        ep_loss += (double)loss * b;
+                        seen += (size_t)b;
+                        ep_seen += (size_t)b;
+                        hits += (size_t)correct;
+                        ep_hits += (size_t)correct;
+                        double now = sc_cli_now();
+                        if (interval > 0 && now - t_last >= interval) {
+                                fprintf(stderr,
+                                        "epoch %llu/%d  step %llu (%ld/%ld)  loss %.4f  train "
+                                        "acc %.4f  %.0f samples/s  lr %.5g\n",
+                                        (unsigned long long)meta->epoch + 1, conf->train.epochs,
+                                        (unsigned long long)meta->step, s + 1, steps_per_epoch,
+                                        loss_sum / (double)seen, (double)hits / (double)seen,
+                                        (double)seen / (now - t_last), lr);
+                                t_last = now;
+                                loss_sum = 0;
+                                seen = hits = 0;
+                        }
+                        if (sc_cli_stop) {
+                                rc = 130;
+                                if (sc_train_save(run, sgd, meta))
+                                        rc = 1;
+                                else
+                                        fprintf(stderr,
+                                                "scadles train: interrupted at epoch %llu step "
+                                                "%llu%s%s\n",
+                                                (unsigned long long)meta->epoch + 1,
+                                                (unsigned long long)meta->step,
+                                                conf->train.checkpoint[0] ? "; checkpoint saved to "
+                                                                          : "",
+                                                conf->train.checkpoint);
+                                goto out;
+                        }
+                }
+                meta->epoch++;
+                meta->epoch_step = 0;
+                double t_train = sc_cli_now() - t_epoch;
+                size_t correct;
+                double test_loss;
+                if (sc_run_evaluate(run, &correct, &test_loss)) {
+                        fprintf(stderr, "scadles train: evaluation failed (out of memory)\n");
+                        rc = 1;
+                        goto out;
+                }
+                printf("epoch %llu/%d: train loss %.4f acc %.4f, test loss %.4f accuracy %.4f "
+                       "(%zu/%zu), %.1f s\n",
+                       (unsigned long long)meta->epoch, conf->train.epochs,
+                       ep_seen ? ep_loss / (double)ep_seen : 0.0,
+                       ep_seen ? (double)ep_hits / (double)ep_seen : 0.0, test_loss,
+                       (double)correct / (double)run->test.n, correct, run->test.n, t_train);
+                fflush(stdout);
+                if (sc_train_save(run, sgd, meta)) {
+                        rc = 1;
+                        goto out;
+                }
+        }
+out:
+        free(x);
+        free(y);
+        free(perm);
+        return rc;
+}
+
 int sc_cmd_train(int argc, char **argv)
 {
-        fprintf(stderr, "scadles train: not built yet\n");
-        return 1;
+        char err[1024];
+        sc_train_opts_t o;
+        sc_run_t run;
+        sc_sgd_t sgd;
+        sc_sched_spec_t sched;
+        sc_ckpt_meta_t meta;
+        int rc;
+
+        memset(&run, 0, sizeof(run));
+        memset(&sgd, 0, sizeof(sgd));
+        run.cmd = "train";
+        if ((rc = sc_train_args(argc, argv, &o, 0)) >= 0)
+                return rc;
+        sc_cli_signals();
+        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets)))
+                goto out;
+        sc_conf_t *conf = &run.conf;
+        if (o.epochs)
+                conf->train.epochs = o.epochs;
+        if ((rc = sc_run_data(&run, 1)) || (rc = sc_run_model(&run)))
+                goto out;
+
+        long steps_per_epoch =
+            (long)((run.train.n + (size_t)conf->train.batch - 1) / (size_t)conf->train.batch);
+        if (sc_conf_sched_steps(conf, steps_per_epoch, &sched, err, sizeof(err))) {
+                fprintf(stderr, "scadles train: %s\n", err);
+                rc = 2;
+                goto out;
+        }
+        sc_sgd_spec_t sspec = {.momentum = conf->optim.momentum,
+                               .nesterov = conf->optim.nesterov,
+                               .weight_decay = conf->optim.weight_decay};
+        if (sc_sgd_init(&sgd, &sspec, sc_model_nparams(run.model))) {
+                fprintf(stderr, "scadles train: %s: $.optim: invalid optimizer settings\n",
+                        conf->origin);
+                rc = 2;
+                goto out;
+        }
+        sc_rng_t root, init;
+        sc_rng_seed(&root, conf->train.seed);
+        sc_rng_split(&root, &init, SC_STREAM_INIT);
+        sc_model_init(run.model, &init);
+
+        memset(&meta, 0, sizeof(meta));
+        if (o.resume) {
+                sc_err_t e = sc_ckpt_load(o.resume, run.model, &sgd, &meta, err, sizeof(err));
+                if (e) {
+                        fprintf(stderr, "scadles train: --resume %s\n", err);
+                        rc = e == SC_ERR_SHAPE ? 2 : 1;
+                        goto out;
+                }
+                if (meta.epoch_step &&
+                    (meta.seed != conf->train.seed || meta.batch != (uint32_t)conf->train.batch ||
+                     meta.epoch_step >= (uint64_t)steps_per_epoch)) {
+                        fprintf(stderr,
+                                "scadles train: %s was saved %llu steps into epoch %llu with "
+                                "another seed or batch; that epoch restarts\n",
+                                o.resume, (unsigned long long)meta.epoch_step,
+                                (unsigned long long)meta.epoch + 1);
+                        meta.epoch_step = 0;
+                }
+                fprintf(stderr, "scadles train: resuming from %s at epoch %llu, step %llu\n",
+                        o.resume, (unsigned long long)meta.epoch + 1,
+                        (unsigned long long)meta.step);
+        }
+        meta.seed = conf->train.seed;
+        meta.batch = (uint32_t)conf->train.batch;
+        fprintf(stderr,
+                "scadles train: %zu parameters, %zu training and %zu test samples, "
+                "%d epochs of "
+                "%ld steps (batch %d)\n",
+                sc_model_nparams(run.model), run.train.n, run.test.n, conf->train.epochs,
+                steps_per_epoch, conf->train.batch);
+
+        if ((rc = sc_train_loop(&run, &sgd, &sched, &meta, steps_per_epoch)))
+                goto out;
+        if ((rc = sc_run_print_accuracy(&run)))
+                goto out;
+        if (meta.epoch == (uint64_t)conf->train.epochs && conf->train.checkpoint[0])
+                fprintf(stderr, "scadles train: checkpoint saved to %s\n", conf->train.checkpoint);
+out:
+        sc_sgd_free(&sgd);
+        sc_run_free(&run);
+        return rc;
+}
+
+int sc_cmd_eval(int argc, char **argv)
+{
+        char err[1024];
+        sc_train_opts_t o;
+        sc_run_t run;
+        sc_ckpt_meta_t meta;
+        int rc;
+
+        memset(&run, 0, sizeof(run));
+        run.cmd = "eval";
+        if ((rc = sc_train_args(argc, argv, &o, 1)) >= 0)
+                return rc;
+        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets)) || (rc = sc_run_data(&run, 0)) ||
+            (rc = sc_run_model(&run)))
+                goto out;
+        sc_err_t e = sc_ckpt_load(o.checkpoint, run.model, NULL, &meta, err, sizeof(err));
+        if (e) {
+                fprintf(stderr, "scadles eval: %s\n", err);
+                rc = e == SC_ERR_SHAPE ? 2 : 1;
+                goto out;
+        }
+        fprintf(stderr, "scadles eval: %s: epoch %llu, step %llu\n", o.checkpoint,
+                (unsigned long long)meta.epoch, (unsigned long long)meta.step);
+        rc = sc_run_print_accuracy(&run);
+out:
+        sc_run_free(&run);
+        return rc;
 }

@@ -7,6 +7,7 @@
 
 static const sc_cmd_t sc_cmds[] = {
         {"train", sc_cmd_train, "train a model offline on a data set (Fashion-MNIST, synthetic)"},
+        {"eval", sc_cmd_eval, "test-set accuracy of a checkpoint"},
         {"broker", sc_cmd_broker, "run the embedded Kafka cluster (librdkafka mock) on 127.0.0.1"},
         {"feed", sc_cmd_feed, "publish Fashion-MNIST or synthetic samples to topics at set rates"},
         {"config", sc_cmd_config, "list configuration properties, or check a config file"},

@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+#include <stdio.h>
+#include <unistd.h>
+
 #include "sc_ckpt.h"
 #include "sc_crc32c.h"
 
@@ -290,6 +294,79 @@ static void encode_errors(void **state)
         assert_int_equal(len, 0);
 }
 
+/* Files: save a real model and optimizer atomically, load them back. */
+static void file_save_load(void **state)
+{
+        char err[512], dir[] = "/tmp/sc_test_ckpt.XXXXXX", path[600], bad[600];
+        sc_model_spec_t s = mlp_spec();
+        sc_model_t *a, *b;
+        sc_sgd_t sa, sb;
+        sc_sgd_spec_t ss = {.momentum = 0.9};
+        sc_rng_t r;
+        sc_ckpt_meta_t m;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/model.ckpt", dir);
+        assert_int_equal(sc_model_new(&a, &s, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_new(&b, &s, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_nparams(a), NP);
+        memset(&sa, 0, sizeof(sa));
+        memset(&sb, 0, sizeof(sb));
+        assert_int_equal(sc_sgd_init(&sa, &ss, NP), SC_OK);
+        assert_int_equal(sc_sgd_init(&sb, &ss, NP), SC_OK);
+        sc_rng_seed(&r, 3);
+        sc_model_init(a, &r);
+        for (int i = 0; i < NP; i++)
+                sa.velocity[i] = (float)i * 0.5f;
+        assert_int_equal(sc_ckpt_save(path, a, &sa, &meta, err, sizeof(err)), SC_OK);
+        /* saving again replaces the file in place */
+        assert_int_equal(sc_ckpt_save(path, a, &sa, &meta, err, sizeof(err)), SC_OK);
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        int files = 0;
+        while ((de = readdir(d)))
+                files += de->d_name[0] != '.';
+        closedir(d);
+        assert_int_equal(files, 1); /* no temporary file left behind */
+
+        assert_int_equal(sc_ckpt_load(path, b, &sb, &m, err, sizeof(err)), SC_OK);
+        assert_memory_equal(sc_model_params(b), sc_model_params(a), NP * sizeof(float));
+        assert_memory_equal(sb.velocity, sa.velocity, NP * sizeof(float));
+        assert_int_equal(m.step, meta.step);
+        assert_int_equal(sc_ckpt_load(path, b, NULL, NULL, err, sizeof(err)), SC_OK);
+
+        /* another architecture: a clear error, the model untouched */
+        sc_model_spec_t s2 = mlp_spec();
+        s2.layers[1].units = 9;
+        sc_model_t *c;
+        assert_int_equal(sc_model_new(&c, &s2, err, sizeof(err)), SC_OK);
+        float before = sc_model_params(c)[5];
+        assert_int_equal(sc_ckpt_load(path, c, NULL, NULL, err, sizeof(err)), SC_ERR_SHAPE);
+        assert_non_null(strstr(err, path));
+        assert_non_null(strstr(err, "units 8, configured model has 9"));
+        assert_true(sc_model_params(c)[5] == before);
+        sc_model_destroy(c);
+
+        /* a missing file, a folder that does not exist, a truncated file */
+        snprintf(bad, sizeof(bad), "%s/none.ckpt", dir);
+        assert_int_equal(sc_ckpt_load(bad, b, NULL, NULL, err, sizeof(err)), SC_ERR_IO);
+        assert_non_null(strstr(err, "none.ckpt: cannot open"));
+        snprintf(bad, sizeof(bad), "%s/no/such/dir/x.ckpt", dir);
+        assert_int_equal(sc_ckpt_save(bad, a, NULL, &meta, err, sizeof(err)), SC_ERR_IO);
+        assert_non_null(strstr(err, "x.ckpt"));
+        assert_int_equal(truncate(path, 100), 0);
+        assert_int_equal(sc_ckpt_load(path, b, &sb, NULL, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "truncated"));
+        assert_int_equal(sc_ckpt_load(dir, b, NULL, NULL, err, sizeof(err)), SC_ERR_IO);
+
+        unlink(path);
+        rmdir(dir);
+        sc_sgd_free(&sa);
+        sc_sgd_free(&sb);
+        sc_model_destroy(a);
+        sc_model_destroy(b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -299,6 +376,7 @@ int main(void)
             cmocka_unit_test(wrong_version_rejected),
             cmocka_unit_test(wrong_model_rejected),
             cmocka_unit_test(encode_errors),
+            cmocka_unit_test(file_save_load),
         };
         return cmocka_run_group_tests_name("ckpt", tests, NULL, NULL);
 }

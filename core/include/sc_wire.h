@@ -1,0 +1,205 @@
+/* sc_wire.h — the versioned little-endian messages that travel on a job's
+ * topics: updates (J.grad), model shards (J.model), injected samples
+ * (J.inject) and control (J.ctl), each framed with a CRC32C.
+ *
+ * Frame: "SCDW" magic, u8 version (1), u8 type, u16 flags (0: no optional
+ * parts are defined yet), u32 body length, u32 CRC32C of the first 12 header
+ * bytes and the body; then the body. A message is exactly 16 + length bytes.
+ *
+ * Encoders append one message to a caller-owned sc_buf_t. The decoder
+ * validates the whole message (magic, version, type, flags, length, CRC and
+ * every count against the bytes present) before it returns, and never reads
+ * past len. Decoded arrays are not copied: they point into the caller's bytes
+ * (raw little-endian, possibly unaligned), so a view lives as long as those
+ * bytes; sc_wire_get_*() convert them. Errors are SC_ERR_CORRUPT (framing,
+ * CRC, sizes), SC_ERR_VERSION, SC_ERR_UNSUPPORTED (flags) or SC_ERR_DECODE
+ * (a field out of range), with errstr naming the message type and field. */
+#ifndef SC_WIRE_H
+#define SC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sc_buf.h"
+#include "sc_err.h"
+
+#define SC_WIRE_MAGIC "SCDW"
+#define SC_WIRE_VERSION 1
+#define SC_WIRE_HDR_SIZE 16
+
+typedef enum sc_wire_type {
+        SC_WIRE_UPDATE = 1,  /* gradient / model delta / model from one worker to one shard */
+        SC_WIRE_MODEL = 2,   /* one model shard with its server state */
+        SC_WIRE_SAMPLES = 3, /* injected samples (IID mixing) */
+        SC_WIRE_CONTROL = 4, /* join, heartbeat, leave, commit-rate */
+        SC_WIRE__TYPE_END
+} sc_wire_type_t;
+
+/* Update: body u32 worker, u32 shard, u64 seq, u64 t_read, u32 samples,
+ * u8 kind, u8 codec, u16 0, u32 payload length, payload (a codec payload,
+ * sc_codec.h, whose first byte must equal codec). */
+typedef enum sc_wire_update_kind {
+        SC_WIRE_GRAD = 0, /* same values as sc_update_kind_t */
+        SC_WIRE_DELTA = 1,
+        SC_WIRE_FULL_MODEL = 2,
+} sc_wire_update_kind_t;
+
+typedef struct sc_wire_update {
+        uint32_t worker;  /* job-unique worker id */
+        uint32_t shard;   /* target shard */
+        uint64_t seq;     /* per (worker, shard), from 1 */
+        uint64_t t_read;  /* model version the update was computed against */
+        uint32_t samples; /* batch size behind it */
+        sc_wire_update_kind_t kind;
+        uint8_t codec;          /* sc_codec_id_t */
+        const uint8_t *payload; /* (payload_len) bytes; decode: points into the message */
+        size_t payload_len;
+} sc_wire_update_t;
+
+/* Model shard: body u32 shard, u32 0, u64 version, u64 begin, u32 count,
+ * u32 opt_count, i64 grad_offset, u32 napplied, u32 ninputs, u32 state_len,
+ * u32 0, then count f32 parameters, opt_count f32 optimizer state, napplied x
+ * (u32 worker, u64 seq), ninputs x (u32 stream, i32 partition, i64 offset),
+ * state_len bytes of opaque server state. */
+typedef struct sc_wire_applied {
+        uint32_t worker;
+        uint64_t seq; /* every seq <= this one of the worker is included */
+} sc_wire_applied_t;
+
+typedef struct sc_wire_input_offset {
+        uint32_t stream; /* the job's input stream index */
+        int32_t partition;
+        int64_t offset; /* next offset to read */
+} sc_wire_input_offset_t;
+
+typedef struct sc_wire_model {
+        uint32_t shard;
+        uint64_t version;    /* updates applied (server version) */
+        uint64_t begin;      /* first parameter of the shard in the flat buffer */
+        uint32_t count;      /* parameters in the shard */
+        int64_t grad_offset; /* J.grad offset of the next update not included; -1 none */
+        const float *params; /* (count) */
+        uint32_t opt_count;  /* optimizer state floats (e.g. momentum, count of them) */
+        const float *opt;    /* (opt_count) */
+        uint32_t napplied;
+        const sc_wire_applied_t *applied; /* (napplied) */
+        uint32_t ninputs;
+        const sc_wire_input_offset_t *inputs; /* (ninputs), optional */
+        uint32_t state_len;
+        const uint8_t *state; /* opaque (e.g. sc_server_snapshot bytes), optional */
+} sc_wire_model_t;
+
+/* Decoded model shard: the same fields, arrays as raw little-endian bytes. */
+typedef struct sc_wire_model_view {
+        uint32_t shard;
+        uint64_t version, begin;
+        uint32_t count, opt_count, napplied, ninputs, state_len;
+        int64_t grad_offset;
+        const uint8_t *params;  /* count x f32 */
+        const uint8_t *opt;     /* opt_count x f32 */
+        const uint8_t *applied; /* napplied x 12 bytes: sc_wire_get_applied() */
+        const uint8_t *inputs;  /* ninputs x 16 bytes: sc_wire_get_input() */
+        const uint8_t *state;
+} sc_wire_model_view_t;
+
+/* Injected samples: body u32 worker, u32 count, u32 c, u32 h, u32 w,
+ * u32 flags (bit 0: labels present), u64 seq, [count x i32 labels],
+ * count x c*h*w f32 data (row-major (count, c, h, w)). */
+#define SC_WIRE_SAMPLES_LABELS 0x1
+
+typedef struct sc_wire_samples {
+        uint32_t worker;
+        uint64_t seq;
+        uint32_t count;
+        uint32_t c, h, w;      /* each >= 1 */
+        const int32_t *labels; /* (count) or NULL */
+        const float *data;     /* (count, c, h, w) */
+} sc_wire_samples_t;
+
+typedef struct sc_wire_samples_view {
+        uint32_t worker;
+        uint64_t seq;
+        uint32_t count, c, h, w;
+        const uint8_t *labels; /* count x i32, or NULL */
+        const uint8_t *data;   /* count * c*h*w x f32 */
+} sc_wire_samples_view_t;
+
+/* Control: body u8 kind, u8 0, u16 0, u32 worker, i64 timestamp, u32 nfields,
+ * u32 0, nfields x (u32 key, f64 value). Unknown keys decode as they are. */
+typedef enum sc_wire_ctl_kind {
+        SC_WIRE_CTL_JOIN = 1,
+        SC_WIRE_CTL_HEARTBEAT = 2,
+        SC_WIRE_CTL_LEAVE = 3,
+        SC_WIRE_CTL_COMMIT_RATE = 4,
+        SC_WIRE__CTL_END
+} sc_wire_ctl_kind_t;
+
+typedef enum sc_wire_field_key {
+        SC_WIRE_F_RATE = 1,        /* stream rate, samples/s */
+        SC_WIRE_F_BATCH = 2,       /* batch size */
+        SC_WIRE_F_COMMIT_RATE = 3, /* ADSP DeltaC, commits per Gamma */
+        SC_WIRE_F_LOSS = 4,        /* training loss */
+        SC_WIRE_F_CLOCK = 5,       /* updates sent */
+        SC_WIRE_F_VERSION = 6,     /* model version held */
+        SC_WIRE_F_VOTE = 7,        /* adaptive codec vote (0 / 1) */
+        SC_WIRE_F_OVERHEAD = 8,    /* commit overhead, s */
+        SC_WIRE_F_LAG = 9,         /* input backlog, records */
+        SC_WIRE_F_DROPPED = 10,    /* samples dropped by truncation */
+} sc_wire_field_key_t;
+
+#define SC_WIRE_CTL_MAX_FIELDS 32
+
+typedef struct sc_wire_field {
+        uint32_t key; /* sc_wire_field_key_t or a newer key */
+        double value;
+} sc_wire_field_t;
+
+typedef struct sc_wire_control {
+        sc_wire_ctl_kind_t kind;
+        uint32_t worker;
+        int64_t timestamp; /* microseconds, on the sender's clock */
+        uint32_t nfields;  /* <= SC_WIRE_CTL_MAX_FIELDS */
+        sc_wire_field_t fields[SC_WIRE_CTL_MAX_FIELDS];
+} sc_wire_control_t;
+
+typedef struct sc_wire_msg {
+        sc_wire_type_t type;
+        union {
+                sc_wire_update_t update;
+                sc_wire_model_view_t model;
+                sc_wire_samples_view_t samples;
+                sc_wire_control_t control;
+        } u;
+} sc_wire_msg_t;
+
+/* Encoders: append one message to buf. SC_ERR_INVAL (errstr names the field)
+ * for values the format cannot carry, SC_ERR_NOMEM; buf is unchanged on
+ * error. */
+sc_err_t sc_wire_encode_update(sc_buf_t *buf, const sc_wire_update_t *m, char *errstr,
+                               size_t errstr_size);
+sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *errstr,
+                              size_t errstr_size);
+sc_err_t sc_wire_encode_samples(sc_buf_t *buf, const sc_wire_samples_t *m, char *errstr,
+                                size_t errstr_size);
+sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char *errstr,
+                                size_t errstr_size);
+
+/* Checks the frame only (magic, version, flags, length, CRC) and returns the
+ * type. */
+sc_err_t sc_wire_check(const void *data, size_t len, sc_wire_type_t *typep, char *errstr,
+                       size_t errstr_size);
+/* Validates and decodes a whole message; msg points into data. */
+sc_err_t sc_wire_decode(const void *data, size_t len, sc_wire_msg_t *msg, char *errstr,
+                        size_t errstr_size);
+
+/* Conversions from decoded raw arrays. */
+void sc_wire_get_f32s(float *dst, const uint8_t *src, size_t n);
+void sc_wire_get_i32s(int32_t *dst, const uint8_t *src, size_t n);
+void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out);
+void sc_wire_get_input(const sc_wire_model_view_t *m, uint32_t i, sc_wire_input_offset_t *out);
+
+const char *sc_wire_type_name(sc_wire_type_t type);
+/* Value of key in a control message, or def when absent. */
+double sc_wire_control_field(const sc_wire_control_t *m, uint32_t key, double def);
+
+#endif

@@ -1,0 +1,575 @@
+/* wire.c — encoding and strict decoding of the job's wire messages (update,
+ * model shard, injected samples, control) with CRC32C framing. */
+#include "sc_wire.h"
+
+#include <string.h>
+
+#include "sc_codec.h"
+#include "sc_crc32c.h"
+
+#define SC_UPDATE_FIXED 36
+#define SC_MODEL_FIXED 56
+#define SC_SAMPLES_FIXED 32
+#define SC_CONTROL_FIXED 24
+#define SC_APPLIED_SIZE 12
+#define SC_INPUT_SIZE 16
+#define SC_FIELD_SIZE 12
+
+static const char *const sc_wire_type_names[SC_WIRE__TYPE_END] = {
+    [SC_WIRE_UPDATE] = "update",
+    [SC_WIRE_MODEL] = "model",
+    [SC_WIRE_SAMPLES] = "samples",
+    [SC_WIRE_CONTROL] = "control",
+};
+
+const char *sc_wire_type_name(sc_wire_type_t type)
+{
+        if ((int)type <= 0 || type >= SC_WIRE__TYPE_END)
+                return "?";
+        return sc_wire_type_names[type];
+}
+
+/* ---- little-endian writer over reserved space --------------------------- */
+
+typedef struct sc_wr {
+        uint8_t *p;
+} sc_wr_t;
+
+static void sc_wr_u8(sc_wr_t *w, uint8_t v)
+{
+        *w->p++ = v;
+}
+
+static void sc_wr_u16(sc_wr_t *w, uint16_t v)
+{
+        for (int i = 0; i < 2; i++)
+                *w->p++ = (uint8_t)(v >> (8 * i));
+}
+
+static void sc_wr_u32(sc_wr_t *w, uint32_t v)
+{
+        for (int i = 0; i < 4; i++)
+                *w->p++ = (uint8_t)(v >> (8 * i));
+}
+
+static void sc_wr_u64(sc_wr_t *w, uint64_t v)
+{
+        for (int i = 0; i < 8; i++)
+                *w->p++ = (uint8_t)(v >> (8 * i));
+}
+
+static void sc_wr_f64(sc_wr_t *w, double d)
+{
+        uint64_t v;
+        memcpy(&v, &d, 8);
+        sc_wr_u64(w, v);
+}
+
+static void sc_wr_bytes(sc_wr_t *w, const void *src, size_t n)
+{
+        if (n)
+                memcpy(w->p, src, n);
+        w->p += n;
+}
+
+static void sc_wr_f32s(sc_wr_t *w, const float *src, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        sc_wr_bytes(w, src, 4 * n);
+#else
+        for (size_t i = 0; i < n; i++) {
+                uint32_t v;
+                memcpy(&v, &src[i], 4);
+                sc_wr_u32(w, v);
+        }
+#endif
+}
+
+/* Reserves room for a message of body_len bytes, writes the header and
+ * returns a writer at the body. */
+static sc_err_t sc_wire_begin(sc_buf_t *buf, sc_wire_type_t type, uint64_t body_len, sc_wr_t *w,
+                              char *errstr, size_t errstr_size)
+{
+        w->p = NULL;
+        if (body_len > UINT32_MAX)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire %s: body of %llu bytes is over the 4 GiB limit",
+                               sc_wire_type_name(type), (unsigned long long)body_len);
+        if (sc_buf_reserve(buf, SC_WIRE_HDR_SIZE + (size_t)body_len))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "wire %s: out of memory for %llu bytes", sc_wire_type_name(type),
+                               (unsigned long long)body_len);
+        w->p = buf->data + buf->len;
+        sc_wr_bytes(w, SC_WIRE_MAGIC, 4);
+        sc_wr_u8(w, SC_WIRE_VERSION);
+        sc_wr_u8(w, (uint8_t)type);
+        sc_wr_u16(w, 0);
+        sc_wr_u32(w, (uint32_t)body_len);
+        sc_wr_u32(w, 0); /* CRC, filled by sc_wire_end */
+        return SC_OK;
+}
+
+static void sc_wire_end(sc_buf_t *buf, const sc_wr_t *w)
+{
+        uint8_t *m = buf->data + buf->len;
+        size_t total = (size_t)(w->p - m);
+        uint32_t crc = sc_crc32c(0, m, 12);
+
+        crc = sc_crc32c(crc, m + SC_WIRE_HDR_SIZE, total - SC_WIRE_HDR_SIZE);
+        for (int i = 0; i < 4; i++)
+                m[12 + i] = (uint8_t)(crc >> (8 * i));
+        buf->len += total;
+}
+
+/* ---- encoders ------------------------------------------------------------ */
+
+sc_err_t sc_wire_encode_update(sc_buf_t *buf, const sc_wire_update_t *m, char *errstr,
+                               size_t errstr_size)
+{
+        sc_wr_t w;
+        sc_err_t err;
+
+        if ((unsigned)m->kind > SC_WIRE_FULL_MODEL)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "wire update: bad kind %d",
+                               (int)m->kind);
+        if (m->payload_len < 1 || !m->payload || m->payload[0] != m->codec ||
+            m->payload_len > UINT32_MAX)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire update: payload (%zu bytes) is empty, too large or not of "
+                               "codec %u",
+                               m->payload_len, m->codec);
+        err = sc_wire_begin(buf, SC_WIRE_UPDATE, SC_UPDATE_FIXED + (uint64_t)m->payload_len, &w,
+                            errstr, errstr_size);
+        if (err)
+                return err;
+        sc_wr_u32(&w, m->worker);
+        sc_wr_u32(&w, m->shard);
+        sc_wr_u64(&w, m->seq);
+        sc_wr_u64(&w, m->t_read);
+        sc_wr_u32(&w, m->samples);
+        sc_wr_u8(&w, (uint8_t)m->kind);
+        sc_wr_u8(&w, m->codec);
+        sc_wr_u16(&w, 0);
+        sc_wr_u32(&w, (uint32_t)m->payload_len);
+        sc_wr_bytes(&w, m->payload, m->payload_len);
+        sc_wire_end(buf, &w);
+        return SC_OK;
+}
+
+sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *errstr,
+                              size_t errstr_size)
+{
+        uint64_t body = SC_MODEL_FIXED + 4 * (uint64_t)m->count + 4 * (uint64_t)m->opt_count +
+                        SC_APPLIED_SIZE * (uint64_t)m->napplied +
+                        SC_INPUT_SIZE * (uint64_t)m->ninputs + m->state_len;
+        sc_wr_t w;
+        sc_err_t err;
+
+        if ((m->count && !m->params) || (m->opt_count && !m->opt) || (m->napplied && !m->applied) ||
+            (m->ninputs && !m->inputs) || (m->state_len && !m->state))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire model: an array with a non-zero count is NULL");
+        if (m->begin > UINT64_MAX - m->count)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire model: range begin %llu + count %u overflows",
+                               (unsigned long long)m->begin, m->count);
+        err = sc_wire_begin(buf, SC_WIRE_MODEL, body, &w, errstr, errstr_size);
+        if (err)
+                return err;
+        sc_wr_u32(&w, m->shard);
+        sc_wr_u32(&w, 0);
+        sc_wr_u64(&w, m->version);
+        sc_wr_u64(&w, m->begin);
+        sc_wr_u32(&w, m->count);
+        sc_wr_u32(&w, m->opt_count);
+        sc_wr_u64(&w, (uint64_t)m->grad_offset);
+        sc_wr_u32(&w, m->napplied);
+        sc_wr_u32(&w, m->ninputs);
+        sc_wr_u32(&w, m->state_len);
+        sc_wr_u32(&w, 0);
+        sc_wr_f32s(&w, m->params, m->count);
+        sc_wr_f32s(&w, m->opt, m->opt_count);
+        for (uint32_t i = 0; i < m->napplied; i++) {
+                sc_wr_u32(&w, m->applied[i].worker);
+                sc_wr_u64(&w, m->applied[i].seq);
+        }
+        for (uint32_t i = 0; i < m->ninputs; i++) {
+                sc_wr_u32(&w, m->inputs[i].stream);
+                sc_wr_u32(&w, (uint32_t)m->inputs[i].partition);
+                sc_wr_u64(&w, (uint64_t)m->inputs[i].offset);
+        }
+        sc_wr_bytes(&w, m->state, m->state_len);
+        sc_wire_end(buf, &w);
+        return SC_OK;
+}
+
+/* numel = c*h*w and total data floats count*numel, or 0 past 2^62. */
+static uint64_t sc_wire_sample_floats(uint32_t count, uint32_t c, uint32_t h, uint32_t w)
+{
+        uint64_t numel = (uint64_t)c * h;
+
+        if (numel > (1ull << 62) / (w ? w : 1))
+                return 0;
+        numel *= w;
+        if (count && numel > (1ull << 62) / count)
+                return 0;
+        return numel * count;
+}
+
+sc_err_t sc_wire_encode_samples(sc_buf_t *buf, const sc_wire_samples_t *m, char *errstr,
+                                size_t errstr_size)
+{
+        uint64_t floats = sc_wire_sample_floats(m->count, m->c, m->h, m->w);
+        sc_wr_t w;
+        sc_err_t err;
+
+        if (!m->c || !m->h || !m->w || (m->count && (!floats || !m->data)))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire samples: shape (%u, %u, %u) x %u is empty or too large", m->c,
+                               m->h, m->w, m->count);
+        if (floats > (UINT32_MAX - SC_SAMPLES_FIXED) / 4)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire samples: %llu floats do not fit one message",
+                               (unsigned long long)floats);
+        err =
+            sc_wire_begin(buf, SC_WIRE_SAMPLES,
+                          SC_SAMPLES_FIXED + (m->labels ? 4 * (uint64_t)m->count : 0) + 4 * floats,
+                          &w, errstr, errstr_size);
+        if (err)
+                return err;
+        sc_wr_u32(&w, m->worker);
+        sc_wr_u32(&w, m->count);
+        sc_wr_u32(&w, m->c);
+        sc_wr_u32(&w, m->h);
+        sc_wr_u32(&w, m->w);
+        sc_wr_u32(&w, m->labels ? SC_WIRE_SAMPLES_LABELS : 0);
+        sc_wr_u64(&w, m->seq);
+        for (uint32_t i = 0; m->labels && i < m->count; i++)
+                sc_wr_u32(&w, (uint32_t)m->labels[i]);
+        sc_wr_f32s(&w, m->data, (size_t)floats);
+        sc_wire_end(buf, &w);
+        return SC_OK;
+}
+
+sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char *errstr,
+                                size_t errstr_size)
+{
+        sc_wr_t w;
+        sc_err_t err;
+
+        if ((int)m->kind < SC_WIRE_CTL_JOIN || m->kind >= SC_WIRE__CTL_END)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "wire control: bad kind %d",
+                               (int)m->kind);
+        if (m->nfields > SC_WIRE_CTL_MAX_FIELDS)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire control: %u fields (at most %d)", m->nfields,
+                               SC_WIRE_CTL_MAX_FIELDS);
+        err = sc_wire_begin(buf, SC_WIRE_CONTROL,
+                            SC_CONTROL_FIXED + SC_FIELD_SIZE * (uint64_t)m->nfields, &w, errstr,
+                            errstr_size);
+        if (err)
+                return err;
+        sc_wr_u8(&w, (uint8_t)m->kind);
+        sc_wr_u8(&w, 0);
+        sc_wr_u16(&w, 0);
+        sc_wr_u32(&w, m->worker);
+        sc_wr_u64(&w, (uint64_t)m->timestamp);
+        sc_wr_u32(&w, m->nfields);
+        sc_wr_u32(&w, 0);
+        for (uint32_t i = 0; i < m->nfields; i++) {
+                sc_wr_u32(&w, m->fields[i].key);
+                sc_wr_f64(&w, m->fields[i].value);
+        }
+        sc_wire_end(buf, &w);
+        return SC_OK;
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+static uint16_t sc_rd16(const uint8_t *p)
+{
+        return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t sc_rd32(const uint8_t *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t sc_rd64(const uint8_t *p)
+{
+        return (uint64_t)sc_rd32(p) | (uint64_t)sc_rd32(p + 4) << 32;
+}
+
+sc_err_t sc_wire_check(const void *data, size_t len, sc_wire_type_t *typep, char *errstr,
+                       size_t errstr_size)
+{
+        const uint8_t *p = data;
+        uint32_t body, crc, want;
+
+        if (!p || len < SC_WIRE_HDR_SIZE)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire: %zu bytes, shorter than the %d-byte header", len,
+                               SC_WIRE_HDR_SIZE);
+        if (memcmp(p, SC_WIRE_MAGIC, 4))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire: bad magic %02x%02x%02x%02x (not a scadles message)", p[0],
+                               p[1], p[2], p[3]);
+        if (p[4] != SC_WIRE_VERSION)
+                return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
+                               "wire: format version %u, this build reads version %d", p[4],
+                               SC_WIRE_VERSION);
+        body = sc_rd32(p + 8);
+        if ((uint64_t)body != (uint64_t)len - SC_WIRE_HDR_SIZE)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire: header says %u body bytes, message has %zu", body,
+                               len - SC_WIRE_HDR_SIZE);
+        crc = sc_rd32(p + 12);
+        want = sc_crc32c(sc_crc32c(0, p, 12), p + SC_WIRE_HDR_SIZE, body);
+        if (crc != want)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire: CRC32C mismatch (stored %08x, computed %08x)", crc, want);
+        if (p[5] == 0 || p[5] >= SC_WIRE__TYPE_END)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "wire: unknown type %u", p[5]);
+        if (sc_rd16(p + 6) != 0)
+                return sc_errf(SC_ERR_UNSUPPORTED, errstr, errstr_size,
+                               "wire %s: flags 0x%04x are not supported", sc_wire_type_names[p[5]],
+                               sc_rd16(p + 6));
+        if (typep)
+                *typep = (sc_wire_type_t)p[5];
+        return SC_OK;
+}
+
+static sc_err_t sc_wire_decode_update(const uint8_t *b, uint32_t len, sc_wire_update_t *m,
+                                      char *errstr, size_t errstr_size)
+{
+        uint32_t plen;
+
+        if (len < SC_UPDATE_FIXED)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire update: body of %u bytes, shorter than its %d fixed bytes",
+                               len, SC_UPDATE_FIXED);
+        m->worker = sc_rd32(b);
+        m->shard = sc_rd32(b + 4);
+        m->seq = sc_rd64(b + 8);
+        m->t_read = sc_rd64(b + 16);
+        m->samples = sc_rd32(b + 24);
+        m->kind = (sc_wire_update_kind_t)b[28];
+        m->codec = b[29];
+        plen = sc_rd32(b + 32);
+        if (b[28] > SC_WIRE_FULL_MODEL)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "wire update: unknown kind %u",
+                               b[28]);
+        if (b[29] >= SC_CODEC__END || sc_rd16(b + 30) != 0)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "wire update: unknown codec %u",
+                               b[29]);
+        if (plen != len - SC_UPDATE_FIXED)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire update: payload length %u, %u bytes follow", plen,
+                               len - SC_UPDATE_FIXED);
+        if (plen < SC_CODEC_HDR_SIZE || b[SC_UPDATE_FIXED] != m->codec)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire update: payload of %u bytes is not a codec %u payload", plen,
+                               m->codec);
+        m->payload = b + SC_UPDATE_FIXED;
+        m->payload_len = plen;
+        return SC_OK;
+}
+
+static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_model_view_t *m,
+                                     char *errstr, size_t errstr_size)
+{
+        uint64_t need, off;
+
+        if (len < SC_MODEL_FIXED)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire model: body of %u bytes, shorter than its %d fixed bytes", len,
+                               SC_MODEL_FIXED);
+        m->shard = sc_rd32(b);
+        m->version = sc_rd64(b + 8);
+        m->begin = sc_rd64(b + 16);
+        m->count = sc_rd32(b + 24);
+        m->opt_count = sc_rd32(b + 28);
+        m->grad_offset = (int64_t)sc_rd64(b + 32);
+        m->napplied = sc_rd32(b + 40);
+        m->ninputs = sc_rd32(b + 44);
+        m->state_len = sc_rd32(b + 48);
+        if (sc_rd32(b + 4) != 0 || sc_rd32(b + 52) != 0)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire model: reserved fields are not zero");
+        if (m->begin > UINT64_MAX - m->count)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire model: range begin %llu + count %u overflows",
+                               (unsigned long long)m->begin, m->count);
+        need = SC_MODEL_FIXED + 4 * (uint64_t)m->count + 4 * (uint64_t)m->opt_count +
+               SC_APPLIED_SIZE * (uint64_t)m->napplied + SC_INPUT_SIZE * (uint64_t)m->ninputs +
+               m->state_len;
+        if (need != len)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire model: %u params, %u optimizer floats, %u applied, %u "
+                               "inputs and %u state bytes need %llu body bytes, found %u",
+                               m->count, m->opt_count, m->napplied, m->ninputs, m->state_len,
+                               (unsigned long long)need, len);
+        off = SC_MODEL_FIXED;
+        m->params = b + off;
+        off += 4 * (uint64_t)m->count;
+        m->opt = b + off;
+        off += 4 * (uint64_t)m->opt_count;
+        m->applied = b + off;
+        off += SC_APPLIED_SIZE * (uint64_t)m->napplied;
+        m->inputs = b + off;
+        off += SC_INPUT_SIZE * (uint64_t)m->ninputs;
+        m->state = m->state_len ? b + off : NULL;
+        return SC_OK;
+}
+
+static sc_err_t sc_wire_decode_samples(const uint8_t *b, uint32_t len, sc_wire_samples_view_t *m,
+                                       char *errstr, size_t errstr_size)
+{
+        uint32_t flags;
+        uint64_t floats, need;
+
+        if (len < SC_SAMPLES_FIXED)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire samples: body of %u bytes, shorter than its %d fixed "
+                               "bytes",
+                               len, SC_SAMPLES_FIXED);
+        m->worker = sc_rd32(b);
+        m->count = sc_rd32(b + 4);
+        m->c = sc_rd32(b + 8);
+        m->h = sc_rd32(b + 12);
+        m->w = sc_rd32(b + 16);
+        flags = sc_rd32(b + 20);
+        m->seq = sc_rd64(b + 24);
+        if (flags & ~(uint32_t)SC_WIRE_SAMPLES_LABELS)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire samples: unknown flags 0x%x", flags);
+        if (!m->c || !m->h || !m->w)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire samples: empty sample shape (%u, %u, %u)", m->c, m->h, m->w);
+        floats = sc_wire_sample_floats(m->count, m->c, m->h, m->w);
+        need = SC_SAMPLES_FIXED + ((flags & SC_WIRE_SAMPLES_LABELS) ? 4 * (uint64_t)m->count : 0);
+        if ((m->count && !floats) || floats > (uint64_t)len / 4 || need + 4 * floats != len)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire samples: %u samples of (%u, %u, %u)%s do not fill %u body "
+                               "bytes",
+                               m->count, m->c, m->h, m->w,
+                               (flags & SC_WIRE_SAMPLES_LABELS) ? " with labels" : "", len);
+        m->labels = (flags & SC_WIRE_SAMPLES_LABELS) ? b + SC_SAMPLES_FIXED : NULL;
+        m->data = b + need;
+        return SC_OK;
+}
+
+static sc_err_t sc_wire_decode_control(const uint8_t *b, uint32_t len, sc_wire_control_t *m,
+                                       char *errstr, size_t errstr_size)
+{
+        if (len < SC_CONTROL_FIXED)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire control: body of %u bytes, shorter than its %d fixed "
+                               "bytes",
+                               len, SC_CONTROL_FIXED);
+        m->kind = (sc_wire_ctl_kind_t)b[0];
+        m->worker = sc_rd32(b + 4);
+        m->timestamp = (int64_t)sc_rd64(b + 8);
+        m->nfields = sc_rd32(b + 16);
+        if (b[0] < SC_WIRE_CTL_JOIN || b[0] >= SC_WIRE__CTL_END || b[1] || sc_rd16(b + 2) ||
+            sc_rd32(b + 20))
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire control: unknown kind %u or non-zero reserved bytes", b[0]);
+        if (m->nfields > SC_WIRE_CTL_MAX_FIELDS)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire control: %u fields (at most %d)", m->nfields,
+                               SC_WIRE_CTL_MAX_FIELDS);
+        if ((uint64_t)SC_CONTROL_FIXED + SC_FIELD_SIZE * (uint64_t)m->nfields != len)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire control: %u fields need %u body bytes, found %u", m->nfields,
+                               SC_CONTROL_FIXED + SC_FIELD_SIZE * m->nfields, len);
+        for (uint32_t i = 0; i < m->nfields; i++) {
+                const uint8_t *f = b + SC_CONTROL_FIXED + SC_FIELD_SIZE * (size_t)i;
+                uint64_t v = sc_rd64(f + 4);
+                m->fields[i].key = sc_rd32(f);
+                memcpy(&m->fields[i].value, &v, 8);
+        }
+        return SC_OK;
+}
+
+sc_err_t sc_wire_decode(const void *data, size_t len, sc_wire_msg_t *msg, char *errstr,
+                        size_t errstr_size)
+{
+        const uint8_t *body = (const uint8_t *)data + SC_WIRE_HDR_SIZE;
+        sc_wire_type_t type;
+        sc_err_t err;
+
+        memset(msg, 0, sizeof(*msg));
+        err = sc_wire_check(data, len, &type, errstr, errstr_size);
+        if (err)
+                return err;
+        len -= SC_WIRE_HDR_SIZE;
+        switch (type) {
+        case SC_WIRE_UPDATE:
+                err =
+                    sc_wire_decode_update(body, (uint32_t)len, &msg->u.update, errstr, errstr_size);
+                break;
+        case SC_WIRE_MODEL:
+                err = sc_wire_decode_model(body, (uint32_t)len, &msg->u.model, errstr, errstr_size);
+                break;
+        case SC_WIRE_SAMPLES:
+                err = sc_wire_decode_samples(body, (uint32_t)len, &msg->u.samples, errstr,
+                                             errstr_size);
+                break;
+        case SC_WIRE_CONTROL:
+                err = sc_wire_decode_control(body, (uint32_t)len, &msg->u.control, errstr,
+                                             errstr_size);
+                break;
+        default:
+                err = SC_ERR_DECODE;
+        }
+        if (err) {
+                memset(msg, 0, sizeof(*msg));
+                return err;
+        }
+        msg->type = type;
+        return SC_OK;
+}
+
+void sc_wire_get_f32s(float *dst, const uint8_t *src, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (n)
+                memcpy(dst, src, 4 * n);
+#else
+        for (size_t i = 0; i < n; i++) {
+                uint32_t v = sc_rd32(src + 4 * i);
+                memcpy(&dst[i], &v, 4);
+        }
+#endif
+}
+
+void sc_wire_get_i32s(int32_t *dst, const uint8_t *src, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                dst[i] = (int32_t)sc_rd32(src + 4 * i);
+}
+
+void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out)
+{
+        const uint8_t *p = m->applied + SC_APPLIED_SIZE * (size_t)i;
+        out->worker = sc_rd32(p);
+        out->seq = sc_rd64(p + 4);
+}
+
+void sc_wire_get_input(const sc_wire_model_view_t *m, uint32_t i, sc_wire_input_offset_t *out)
+{
+        const uint8_t *p = m->inputs + SC_INPUT_SIZE * (size_t)i;
+        out->stream = sc_rd32(p);
+        out->partition = (int32_t)sc_rd32(p + 4);
+        out->offset = (int64_t)sc_rd64(p + 8);
+}
+
+double sc_wire_control_field(const sc_wire_control_t *m, uint32_t key, double def)
+{
+        for (uint32_t i = 0; i < m->nfields && i < SC_WIRE_CTL_MAX_FIELDS; i++)
+                if (m->fields[i].key == key)
+                        return m->fields[i].value;
+        return def;
+}

@@ -1,0 +1,377 @@
+/* test_stream.c — rate estimator, ring order and wrap, persistence
+ * backpressure with hysteresis, truncation with committable drops, rejects,
+ * revocation, and exact accounting after random operation sequences. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_rng.h"
+#include "sc_stream.h"
+
+#define NUMEL 3
+
+static sc_stream_t *mk(sc_stream_policy_t policy, size_t cap)
+{
+        sc_stream_spec_t sp;
+        sc_stream_t *s;
+        char err[128];
+        sc_stream_spec_defaults(&sp);
+        sp.policy = policy;
+        sp.cap = cap;
+        sp.keep_min = cap < 8 ? cap : 8;
+        if (sc_stream_new(&s, &sp, NUMEL, err, sizeof(err)) != SC_OK)
+                fail_msg("%s", err);
+        return s;
+}
+
+static void push_n(sc_stream_t *s, int32_t part, int64_t *off, int n, double t0, double dt)
+{
+        for (int i = 0; i < n; i++) {
+                float x[NUMEL] = {(float)*off, (float)part, 1};
+                assert_int_equal(
+                    sc_stream_push(s, x, (int32_t)(*off % 10), part, *off, t0 + i * dt, NULL, 0),
+                    SC_OK);
+                (*off)++;
+        }
+}
+
+static void check(const sc_stream_t *s)
+{
+        char err[256];
+        if (sc_stream_check(s, err, sizeof(err)) != SC_OK)
+                fail_msg("%s", err);
+}
+
+static void rate_tracks_steady_and_changing_streams(void **state)
+{
+        sc_rate_t r;
+        sc_rate_init(&r, 1.0);
+        assert_true(sc_rate_get(&r, 0) == 0);
+        /* 100/s for 5 s. */
+        for (int i = 0; i < 500; i++)
+                sc_rate_observe(&r, i * 0.01, 1);
+        assert_float_equal(sc_rate_get(&r, 5.0), 100, 5);
+        /* Early reading is unbiased: 10 arrivals in the first 0.1 s. */
+        sc_rate_t e;
+        sc_rate_init(&e, 1.0);
+        for (int i = 0; i < 10; i++)
+                sc_rate_observe(&e, 0.01 * (i + 1), 1);
+        sc_rate_observe(&e, 0, 0);
+        assert_float_equal(sc_rate_get(&e, 0.1), 100, 15);
+        /* Drops to 10/s: after 5 time constants the estimate follows
+         * (read between arrivals; the old rate leaves 100 * e^-5). */
+        for (int i = 1; i <= 50; i++)
+                sc_rate_observe(&r, 5.0 + i * 0.1, 1);
+        assert_float_equal(sc_rate_get(&r, 10.05), 10, 1);
+        /* Silence decays it. */
+        assert_true(sc_rate_get(&r, 20.0) < 0.01);
+        /* Time going backwards counts as now. */
+        sc_rate_observe(&r, 1.0, 1);
+        assert_true(isfinite(sc_rate_get(&r, 0.5)));
+}
+
+static void fifo_order_across_wrap(void **state)
+{
+        sc_stream_t *s = mk(SC_STREAM_PERSIST, 5);
+        float x[5 * NUMEL];
+        int32_t labels[5];
+        sc_stream_ref_t refs[5];
+        int64_t off = 0;
+
+        for (int round = 0; round < 7; round++) {
+                push_n(s, 2, &off, 3, round, 0.01);
+                assert_int_equal(sc_stream_take(s, 3, x, labels, refs, round + 0.5), 3);
+                for (int i = 0; i < 3; i++) {
+                        assert_int_equal(refs[i].offset, off - 3 + i);
+                        assert_float_equal(x[i * NUMEL], (float)(off - 3 + i), 0);
+                        assert_int_equal(labels[i], (off - 3 + i) % 10);
+                        assert_int_equal(refs[i].partition, 2);
+                        assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+                }
+                check(s);
+        }
+        const sc_stream_stats_t *st = sc_stream_stats(s);
+        assert_int_equal(st->trained, 21);
+        assert_float_equal(st->latency_max, 0.5, 1e-9);
+        sc_offsets_commit_t c[2];
+        assert_int_equal(sc_stream_commits(s, c, 2), 1);
+        assert_int_equal(c[0].offset, 21);
+        sc_stream_destroy(s);
+}
+
+static void persist_pauses_with_hysteresis_and_never_drops(void **state)
+{
+        sc_stream_t *s = mk(SC_STREAM_PERSIST, 100); /* high 80, low 50 */
+        float x[100 * NUMEL];
+        int32_t labels[100];
+        sc_stream_ref_t refs[100];
+        int64_t off = 0;
+
+        push_n(s, 0, &off, 79, 0, 0.001);
+        assert_int_equal(sc_stream_flow(s), SC_STREAM_FLOW_NONE);
+        push_n(s, 0, &off, 1, 1, 0);
+        assert_int_equal(sc_stream_paused(s), 1);
+        assert_int_equal(sc_stream_flow(s), SC_STREAM_FLOW_PAUSE);
+        assert_int_equal(sc_stream_flow(s), SC_STREAM_FLOW_NONE);
+        /* In-flight records still arrive after the pause, up to cap. */
+        push_n(s, 0, &off, 20, 1, 0.001);
+        assert_null(sc_stream_slot(s));
+        float y[NUMEL] = {0};
+        assert_int_equal(sc_stream_push(s, y, 1, 0, off, 2, NULL, 0), SC_ERR_AGAIN);
+        assert_int_equal(sc_stream_push_slot(s, 1, 0, off, 2, NULL, 0), SC_ERR_AGAIN);
+        check(s);
+        /* Drain to exactly 50: still paused (resume below 50). */
+        assert_int_equal(sc_stream_take(s, 50, x, labels, refs, 3), 50);
+        assert_int_equal(sc_stream_flow(s), SC_STREAM_FLOW_NONE);
+        assert_int_equal(sc_stream_take(s, 1, x, labels, refs + 50, 3), 1);
+        assert_int_equal(sc_stream_flow(s), SC_STREAM_FLOW_RESUME);
+        assert_int_equal(sc_stream_paused(s), 0);
+        const sc_stream_stats_t *st = sc_stream_stats(s);
+        assert_int_equal(st->dropped, 0);
+        assert_int_equal(st->pauses, 1);
+        assert_int_equal(st->consumed, 100);
+        assert_int_equal(st->peak_buffered, 100);
+        check(s);
+        sc_stream_destroy(s);
+}
+
+static void truncate_keeps_newest_window_and_commits_drops(void **state)
+{
+        sc_stream_t *s = mk(SC_STREAM_TRUNCATE, 1000);
+        int64_t off = 0;
+        /* 200/s for 3 s into a 1 s window. */
+        push_n(s, 1, &off, 600, 0.005, 0.005);
+        const sc_stream_stats_t *st = sc_stream_stats(s);
+        size_t n = sc_stream_count(s);
+        assert_true(n >= 180 && n <= 230);
+        assert_int_equal(st->dropped + n, 600);
+        /* The newest are kept. */
+        float x[1000 * NUMEL];
+        int32_t labels[1000];
+        sc_stream_ref_t refs[1000];
+        assert_int_equal(sc_stream_take(s, 1, x, labels, refs, 3.0), 1);
+        assert_int_equal(refs[0].offset, (int64_t)(600 - n));
+        /* Dropped offsets are committable: the position is the oldest kept. */
+        sc_offsets_commit_t c[1];
+        assert_int_equal(sc_stream_commits(s, c, 1), 1);
+        assert_int_equal(c[0].offset, (int64_t)(600 - n));
+        /* Once the stream goes quiet, truncation keeps only keep_min. */
+        sc_stream_truncate(s, 20.0);
+        assert_int_equal(sc_stream_count(s), 8);
+        assert_int_equal(sc_stream_paused(s), 0);
+        check(s);
+        sc_stream_destroy(s);
+
+        /* At cap, a truncate stream drops the oldest to make room. */
+        s = mk(SC_STREAM_TRUNCATE, 4);
+        off = 0;
+        push_n(s, 0, &off, 10, 0, 0); /* all at one instant: rate 0, limit keep_min */
+        assert_int_equal(sc_stream_count(s), 4);
+        assert_int_equal(sc_stream_take(s, 4, x, labels, refs, 0), 4);
+        assert_int_equal(refs[0].offset, 6);
+        assert_int_equal(refs[3].offset, 9);
+        check(s);
+        sc_stream_destroy(s);
+}
+
+static void rejects_count_and_commit(void **state)
+{
+        sc_stream_t *s = mk(SC_STREAM_PERSIST, 16);
+        int first = -1;
+        int64_t off = 0;
+        char err[128];
+
+        assert_int_equal(sc_stream_reject(s, 0, off++, SC_DECODE_BAD_JSON, 0, &first, NULL, 0),
+                         SC_OK);
+        assert_int_equal(first, 1);
+        assert_int_equal(sc_stream_reject(s, 0, off++, SC_DECODE_BAD_JSON, 0, &first, NULL, 0),
+                         SC_OK);
+        assert_int_equal(first, 0);
+        assert_int_equal(sc_stream_reject(s, 0, off++, SC_DECODE_LABEL_RANGE, 0, &first, NULL, 0),
+                         SC_OK);
+        assert_int_equal(first, 1);
+        /* A repeated offset is refused and not counted. */
+        assert_int_equal(sc_stream_reject(s, 0, 1, SC_DECODE_BAD_JSON, 0, &first, err, sizeof(err)),
+                         SC_ERR_STATE);
+        assert_int_equal(sc_stream_reject(s, 0, 9, SC_DECODE_OK, 0, &first, NULL, 0), SC_ERR_INVAL);
+        float y[NUMEL] = {0};
+        assert_int_equal(sc_stream_push(s, y, 0, 0, 2, 0, err, sizeof(err)), SC_ERR_STATE);
+        assert_int_equal(sc_stream_push(s, y, 0, 0, 7, NAN, err, sizeof(err)), SC_ERR_INVAL);
+        const sc_stream_stats_t *st = sc_stream_stats(s);
+        assert_int_equal(st->consumed, 3);
+        assert_int_equal(st->rejected, 3);
+        assert_int_equal(st->faults.count[SC_DECODE_BAD_JSON], 2);
+        sc_offsets_commit_t c[1];
+        assert_int_equal(sc_stream_commits(s, c, 1), 1);
+        assert_int_equal(c[0].offset, 3);
+        check(s);
+        sc_stream_destroy(s);
+}
+
+static void revoke_discards_partition_and_orphans_inflight(void **state)
+{
+        sc_stream_t *s = mk(SC_STREAM_PERSIST, 32);
+        int64_t o0 = 0, o1 = 100;
+        float x[32 * NUMEL];
+        int32_t labels[32];
+        sc_stream_ref_t refs[32];
+
+        push_n(s, 0, &o0, 4, 0, 0.01);
+        push_n(s, 1, &o1, 4, 0.1, 0.01);
+        push_n(s, 0, &o0, 2, 0.2, 0.01);
+        assert_int_equal(sc_stream_take(s, 3, x, labels, refs, 1), 3); /* p0: 0,1,2 */
+        assert_int_equal(sc_stream_revoke(s, 0), 3);                   /* p0: 3,4,5 */
+        assert_int_equal(sc_stream_count(s), 4);
+        check(s);
+        /* The rest stays in order. */
+        assert_int_equal(sc_stream_take(s, 4, x + 3 * NUMEL, labels + 3, refs + 3, 1), 4);
+        assert_int_equal(refs[3].offset, 100);
+        assert_int_equal(refs[6].offset, 103);
+        assert_float_equal(x[6 * NUMEL], 103.0f, 0);
+        /* Re-assigned and re-read from offset 0: the stale acks commit nothing. */
+        int64_t again = 0;
+        push_n(s, 0, &again, 2, 2, 0.01);
+        for (int i = 0; i < 7; i++)
+                assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+        const sc_stream_stats_t *st = sc_stream_stats(s);
+        assert_int_equal(st->revoked, 3);
+        assert_int_equal(st->orphaned, 0);
+        assert_int_equal(sc_offsets_outstanding(sc_stream_offsets(s), 0), 2);
+        int64_t p0;
+        assert_int_equal(sc_offsets_position(sc_stream_offsets(s), 0, &p0), SC_OK);
+        assert_int_equal(p0, 0);
+        check(s);
+        /* Acknowledging something that is not inflight fails. */
+        sc_stream_ref_t bogus = refs[3];
+        assert_int_equal(sc_stream_done(s, &bogus, NULL, 0), SC_ERR_STATE);
+        sc_stream_destroy(s);
+}
+
+static void spec_errors_name_fields(void **state)
+{
+        sc_stream_spec_t sp;
+        sc_stream_t *s;
+        char err[128];
+        sc_stream_spec_defaults(&sp);
+        sp.low_watermark = 0.9;
+        assert_int_equal(sc_stream_new(&s, &sp, 4, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_null(s);
+        assert_non_null(strstr(err, "stream.low_watermark"));
+        sc_stream_spec_defaults(&sp);
+        sp.cap = 0;
+        assert_int_equal(sc_stream_spec_check(&sp, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "stream.cap"));
+        sc_stream_spec_defaults(&sp);
+        sp.keep_min = sp.cap + 1;
+        assert_int_equal(sc_stream_spec_check(&sp, err, sizeof(err)), SC_ERR_CONFIG);
+        sc_stream_spec_defaults(&sp);
+        sp.window = 0;
+        assert_int_equal(sc_stream_spec_check(&sp, err, sizeof(err)), SC_ERR_CONFIG);
+        sc_stream_spec_defaults(&sp);
+        assert_int_equal(sc_stream_new(&s, &sp, 0, err, sizeof(err)), SC_ERR_INVAL);
+        sc_stream_destroy(NULL);
+}
+
+/* Random pushes, rejects, takes, acks, revokes and truncations; after every
+ * step the identity holds exactly and matches counts kept here. */
+static void random_operations_keep_exact_accounting(void **state)
+{
+        for (int policy = 0; policy < 2; policy++) {
+                sc_stream_t *s = mk((sc_stream_policy_t)policy, 64);
+                sc_rng_t rng;
+                int64_t next[3] = {0, 0, 0};
+                sc_stream_ref_t *held = malloc(100000 * sizeof(*held));
+                float x[16 * NUMEL];
+                int32_t labels[16];
+                size_t n_held = 0;
+                uint64_t pushed = 0, rejected = 0, trained = 0, refused = 0;
+                double t = 0;
+
+                sc_rng_seed(&rng, 5 + (uint64_t)policy);
+                for (int it = 0; it < 20000; it++) {
+                        uint32_t op = sc_rng_below(&rng, 100);
+                        int32_t p = (int32_t)sc_rng_below(&rng, 3);
+                        t += sc_rng_uniform(&rng) * 0.01;
+                        if (op < 50) {
+                                float v[NUMEL] = {1, 2, 3};
+                                next[p] += 1 + sc_rng_below(&rng, 2);
+                                sc_err_t e = sc_stream_push(s, v, 1, p, next[p], t, NULL, 0);
+                                if (e == SC_OK)
+                                        pushed++;
+                                else if (e == SC_ERR_AGAIN)
+                                        refused++, next[p]--;
+                                else
+                                        fail_msg("push: %d", e);
+                        } else if (op < 58) {
+                                next[p]++;
+                                assert_int_equal(sc_stream_reject(s, p, next[p],
+                                                                  SC_DECODE_NOT_FINITE, t, NULL,
+                                                                  NULL, 0),
+                                                 SC_OK);
+                                rejected++;
+                        } else if (op < 80) {
+                                /* Alternate filling and draining phases. */
+                                size_t want = sc_rng_below(&rng, (it / 2000) % 2 ? 17 : 3);
+                                size_t got = sc_stream_take(s, want, x, labels, held + n_held, t);
+                                assert_true(got <= want);
+                                n_held += got;
+                        } else if (op < 97) {
+                                /* Acknowledge a random held sample (out of order). */
+                                if (n_held > 0) {
+                                        size_t k = sc_rng_below(&rng, (uint32_t)n_held);
+                                        assert_int_equal(sc_stream_done(s, &held[k], NULL, 0),
+                                                         SC_OK);
+                                        held[k] = held[--n_held];
+                                        trained++;
+                                }
+                        } else if (op < 99) {
+                                sc_stream_truncate(s, t + sc_rng_uniform(&rng));
+                        } else {
+                                sc_stream_revoke(s, p);
+                                next[p] = 0; /* the partition is read again from 0 */
+                        }
+                        check(s);
+                        const sc_stream_stats_t *st = sc_stream_stats(s);
+                        assert_int_equal(st->consumed, pushed + rejected);
+                        assert_int_equal(st->rejected, rejected);
+                        assert_int_equal(st->inflight, n_held);
+                        assert_int_equal(st->trained, trained);
+                        assert_int_equal(st->consumed, st->trained + st->dropped + st->buffered +
+                                                           st->rejected + st->inflight +
+                                                           st->revoked);
+                        assert_true(st->buffered <= 64);
+                        if (policy == SC_STREAM_PERSIST)
+                                assert_int_equal(st->dropped, 0);
+                }
+                const sc_stream_stats_t *st = sc_stream_stats(s);
+                assert_true(st->trained > 1000);
+                assert_true(st->revoked > 0);
+                if (policy == SC_STREAM_TRUNCATE)
+                        assert_true(st->dropped > 0);
+                else
+                        assert_true(refused > 0 && st->pauses > 0);
+                free(held);
+                sc_stream_destroy(s);
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(rate_tracks_steady_and_changing_streams),
+            cmocka_unit_test(fifo_order_across_wrap),
+            cmocka_unit_test(persist_pauses_with_hysteresis_and_never_drops),
+            cmocka_unit_test(truncate_keeps_newest_window_and_commits_drops),
+            cmocka_unit_test(rejects_count_and_commit),
+            cmocka_unit_test(revoke_discards_partition_and_orphans_inflight),
+            cmocka_unit_test(spec_errors_name_fields),
+            cmocka_unit_test(random_operations_keep_exact_accounting),
+        };
+        return cmocka_run_group_tests_name("stream", tests, NULL, NULL);
+}

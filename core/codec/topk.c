@@ -92,6 +92,37 @@ static inline size_t sc_sample_pos(size_t j, size_t s, size_t numel)
         return lo + (size_t)((h >> 33) % (span ? span : 1));
 }
 
+/* Appends positions b .. end-1 with key >= thr to ci/ck from c on; returns
+ * the new count. Chunks of 16 with no survivor (the common case at small
+ * ratios) cost one vectorizable pass. */
+static inline size_t sc_topk_filter_block(const float *x, const float *add, size_t b, size_t end,
+                                          uint32_t thr, uint32_t *ci, uint32_t *ck, size_t c)
+{
+        size_t i = b;
+
+        for (; i + 16 <= end; i += 16) {
+                uint32_t keys[16], any = 0;
+                for (int j = 0; j < 16; j++) {
+                        keys[j] = sc_key(x, add, i + (size_t)j);
+                        any |= keys[j] >= thr;
+                }
+                if (!any)
+                        continue;
+                for (int j = 0; j < 16; j++) {
+                        ci[c] = (uint32_t)(i + (size_t)j);
+                        ck[c] = keys[j];
+                        c += keys[j] >= thr;
+                }
+        }
+        for (; i < end; i++) {
+                uint32_t key = sc_key(x, add, i);
+                ci[c] = (uint32_t)i;
+                ck[c] = key;
+                c += key >= thr;
+        }
+        return c;
+}
+
 /* Collects positions with key >= thr into the scratch; returns the count or
  * (size_t)-1 when memory runs out. */
 static size_t sc_topk_filter(sc_topk_scratch_t *s, const float *x, const float *add, size_t numel,
@@ -103,22 +134,10 @@ static size_t sc_topk_filter(sc_topk_scratch_t *s, const float *x, const float *
                 size_t end = b + SC_TOPK_BLOCK < numel ? b + SC_TOPK_BLOCK : numel;
                 if (sc_topk_reserve(s, c + (end - b)))
                         return (size_t)-1;
-                uint32_t *ci = s->cidx, *ck = s->ckey;
-                if (add) {
-                        for (size_t i = b; i < end; i++) {
-                                uint32_t key = sc_key(x, add, i);
-                                ci[c] = (uint32_t)i;
-                                ck[c] = key;
-                                c += key >= thr;
-                        }
-                } else {
-                        for (size_t i = b; i < end; i++) {
-                                uint32_t key = sc_f32_bits(x[i]) & 0x7fffffffu;
-                                ci[c] = (uint32_t)i;
-                                ck[c] = key;
-                                c += key >= thr;
-                        }
-                }
+                if (add)
+                        c = sc_topk_filter_block(x, add, b, end, thr, s->cidx, s->ckey, c);
+                else
+                        c = sc_topk_filter_block(x, NULL, b, end, thr, s->cidx, s->ckey, c);
         }
         return c;
 }

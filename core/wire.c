@@ -7,7 +7,7 @@
 #include "sc_codec.h"
 #include "sc_crc32c.h"
 
-#define SC_UPDATE_FIXED 36
+#define SC_UPDATE_FIXED (SC_WIRE_UPDATE_OVERHEAD - SC_WIRE_HDR_SIZE)
 #define SC_MODEL_FIXED 56
 #define SC_SAMPLES_FIXED 32
 #define SC_CONTROL_FIXED 24

@@ -44,6 +44,9 @@ typedef enum sc_wire_update_kind {
         SC_WIRE_FULL_MODEL = 2,
 } sc_wire_update_kind_t;
 
+/* Bytes an update message adds to its codec payload. */
+#define SC_WIRE_UPDATE_OVERHEAD (SC_WIRE_HDR_SIZE + 36)
+
 typedef struct sc_wire_update {
         uint32_t worker;  /* job-unique worker id */
         uint32_t shard;   /* target shard */

@@ -24,6 +24,7 @@ struct sc_batcher_s {
         sc_rng_t rng;
         int started;         /* first window began */
         double window_start; /* time of the last take (or first query) */
+        int draining;        /* hold nothing back in the shuffle buffer */
         int waiting;         /* a query since the last take started the wait clock */
         double wait_since;
         uint64_t next_id;
@@ -189,6 +190,9 @@ static size_t sc_batcher_size(sc_batcher_t *bt, double t, double *wake)
         size_t avail = sc_batcher_buffered(bt) + pooled;
         const sc_batch_spec_t *sp = &bt->spec;
 
+        /* The shuffle buffer holds `shuffle` samples back (unless draining). */
+        size_t hold = bt->draining ? 0 : (size_t)sp->shuffle;
+        avail = avail > hold ? avail - hold : 0;
         *wake = INFINITY;
         if (sp->mode == SC_BATCH_FIXED)
                 return avail >= (size_t)sp->b ? (size_t)sp->b : 0;
@@ -199,13 +203,12 @@ static size_t sc_batcher_size(sc_batcher_t *bt, double t, double *wake)
         }
         if (avail < (size_t)sp->b_min)
                 return 0;
-        /* Keep up to `shuffle` samples back for mixing, never below b_min. */
-        size_t want = avail > (size_t)sp->shuffle ? avail - (size_t)sp->shuffle : 0;
-        if (want < (size_t)sp->b_min)
-                want = (size_t)sp->b_min;
-        if (want > (size_t)sp->b_max)
-                want = (size_t)sp->b_max;
-        return want;
+        return avail < (size_t)sp->b_max ? avail : (size_t)sp->b_max;
+}
+
+void sc_batcher_drain(sc_batcher_t *batcher, int on)
+{
+        batcher->draining = on != 0;
 }
 
 int sc_batcher_ready(sc_batcher_t *batcher, double t, double *wake_at)

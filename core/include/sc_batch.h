@@ -1,8 +1,8 @@
 /* sc_batch.h — batch assembly over one worker's streams: fixed b (the BSP
  * baseline) or rate-proportional b = clamp(S * window, b_min, b_max)
  * (ScaDLES), drawn across the streams in proportion to their rates through a
- * seeded shuffle buffer (sc_mix.h), with waiting-time accounting and
- * acknowledgement of the batches whose updates were delivered.
+ * seeded shuffle buffer (sc_mix.h) that holds `shuffle` samples back, with waiting-time accounting
+ * and acknowledgement of the batches whose updates were delivered.
  *
  * Driver loop (times are seconds on the driver's clock):
  *
@@ -41,9 +41,10 @@ typedef struct sc_batch_spec {
         int b_min;            /* rate: smallest batch, 1..b_max; default 8 */
         int b_max;            /* rate: largest batch, b_min..65536; default 1024 */
         double window;        /* rate: seconds between batches at least; (0, 1e6], default 1 */
-        int shuffle;          /* shuffle buffer: samples kept back to mix with later
+        int shuffle;          /* shuffle buffer: samples held back to mix with later
                                  arrivals, 0..1048576 (0 = shuffle within each batch
-                                 only); default 256 */
+                                 only); default 256. A batch needs this many samples
+                                 beyond its own, so the first batch waits for them. */
 } sc_batch_spec_t;
 
 /* One batch. x is (cap, numel) floats of which the first n rows are valid,
@@ -104,6 +105,10 @@ int sc_batcher_ready(sc_batcher_t *batcher, double t, double *wake_at);
  * the wrong size, SC_ERR_NOMEM. The samples stay inflight until ack. */
 sc_err_t sc_batcher_take(sc_batcher_t *batcher, double t, sc_batch_t *batch, char *errstr,
                          size_t errstr_size);
+
+/* Draining (on != 0: end of input or shutdown): the shuffle buffer holds
+ * nothing back, so every buffered sample can still be trained on. */
+void sc_batcher_drain(sc_batcher_t *batcher, int on);
 
 /* The update trained on batch id was acknowledged: its samples count as
  * trained and their offsets finish. SC_ERR_STATE for an unknown id. */

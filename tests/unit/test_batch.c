@@ -201,6 +201,40 @@ static void out_of_order_acks_commit_lowest_unfinished(void **state)
         sc_stream_destroy(s);
 }
 
+static void shuffle_holds_back_until_drained(void **state)
+{
+        sc_stream_t *s = mk_stream(SC_STREAM_PERSIST, 64);
+        sc_batch_spec_t bs;
+        sc_batch_t *b;
+        char err[128];
+
+        sc_batch_spec_defaults(&bs);
+        bs.mode = SC_BATCH_FIXED;
+        bs.b = 4;
+        bs.shuffle = 10;
+        sc_batcher_t *bt = mk_batcher(&bs, &s, 1);
+        assert_int_equal(sc_batch_new(&b, 4, NUMEL), SC_OK);
+        for (int i = 0; i < 13; i++)
+                push(s, 0, i, 0, 0.0);
+        assert_int_equal(sc_batcher_ready(bt, 0.1, NULL), 0); /* 13 < 4 + 10 */
+        push(s, 0, 13, 0, 0.1);
+        assert_int_equal(sc_batcher_take(bt, 0.1, b, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_batcher_pooled(bt), 10);
+        assert_int_equal(sc_stream_count(s), 0);
+        assert_int_equal(sc_batcher_ready(bt, 0.2, NULL), 0);
+        sc_batcher_drain(bt, 1);
+        for (int k = 0; k < 2; k++) {
+                assert_int_equal(sc_batcher_take(bt, 0.2, b, err, sizeof(err)), SC_OK);
+                assert_int_equal(b->n, 4);
+        }
+        assert_int_equal(sc_batcher_pooled(bt), 2);
+        assert_int_equal(sc_batcher_ready(bt, 0.3, NULL), 0); /* 2 < b */
+        check(bt);
+        sc_batch_destroy(b);
+        sc_batcher_destroy(bt);
+        sc_stream_destroy(s);
+}
+
 static void config_errors(void **state)
 {
         sc_batch_spec_t bs;
@@ -323,6 +357,7 @@ int main(void)
             cmocka_unit_test(fixed_b_waits_for_b_samples),
             cmocka_unit_test(rate_mode_emits_window_worth_clamped),
             cmocka_unit_test(out_of_order_acks_commit_lowest_unfinished),
+            cmocka_unit_test(shuffle_holds_back_until_drained),
             cmocka_unit_test(config_errors),
             cmocka_unit_test(random_operations_keep_exact_accounting),
         };

@@ -1,0 +1,276 @@
+/* test_mix.c — proportional allocation, the shuffle buffer, and the label
+ * mix of batches drawn from two streams with disjoint labels and from one
+ * stream that sends labels in bursts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_batch.h"
+#include "sc_mix.h"
+
+#define NUMEL 1
+
+static void allocate_proportional_capped_and_fallback(void **state)
+{
+        size_t out[3];
+        double w[3] = {3, 1, 0};
+        size_t avail[3] = {1000, 1000, 1000};
+
+        assert_int_equal(sc_mix_allocate(w, avail, 3, 100, out), 100);
+        assert_int_equal(out[0], 75);
+        assert_int_equal(out[1], 25);
+        assert_int_equal(out[2], 0);
+        /* A capped source's share goes to the others in proportion. */
+        double w2[3] = {1, 1, 2};
+        size_t a2[3] = {5, 1000, 1000};
+        assert_int_equal(sc_mix_allocate(w2, a2, 3, 100, out), 100);
+        assert_int_equal(out[0], 5);
+        assert_true(out[1] == 32 || out[1] == 31);
+        assert_int_equal(out[1] + out[2], 95);
+        assert_true(out[2] >= 63);
+        /* No rates yet: split by what is available. */
+        double w0[3] = {0, 0, 0};
+        size_t a3[3] = {10, 30, 0};
+        assert_int_equal(sc_mix_allocate(w0, a3, 3, 20, out), 20);
+        assert_int_equal(out[0], 5);
+        assert_int_equal(out[1], 15);
+        assert_int_equal(out[2], 0);
+        /* More asked than there is. */
+        assert_int_equal(sc_mix_allocate(w, a3, 3, 500, out), 40);
+        assert_int_equal(out[0], 10);
+        assert_int_equal(out[1], 30);
+        /* Only a zero-weight source has samples. */
+        double w4[2] = {5, 0};
+        size_t a4[2] = {0, 7};
+        assert_int_equal(sc_mix_allocate(w4, a4, 2, 4, out), 4);
+        assert_int_equal(out[1], 4);
+        /* Rounding: three equal sources, 10 samples. */
+        double w5[3] = {1, 1, 1};
+        assert_int_equal(sc_mix_allocate(w5, avail, 3, 10, out), 10);
+        assert_int_equal(out[0], 4);
+        assert_int_equal(out[1], 3);
+        assert_int_equal(out[2], 3);
+        assert_int_equal(sc_mix_allocate(w5, avail, 0, 10, out), 0);
+}
+
+static void pool_draw_is_a_permutation(void **state)
+{
+        sc_stream_spec_t sp;
+        sc_stream_t *s;
+        sc_mix_pool_t *pool;
+        sc_rng_t rng;
+        float x[64];
+        int32_t labels[64];
+        sc_stream_ref_t refs[64];
+        int streams[64], seen[64] = {0}, moved = 0;
+
+        sc_stream_spec_defaults(&sp);
+        sp.cap = 64;
+        assert_int_equal(sc_stream_new(&s, &sp, NUMEL, NULL, 0), SC_OK);
+        for (int i = 0; i < 64; i++) {
+                float v = (float)i;
+                assert_int_equal(sc_stream_push(s, &v, i, 0, i, 0, NULL, 0), SC_OK);
+        }
+        assert_int_equal(sc_mix_pool_new(&pool, 48, NUMEL), SC_OK);
+        assert_int_equal(sc_mix_pool_fill(pool, s, 3, 64, 0), 48); /* bounded by room */
+        assert_int_equal(sc_mix_pool_count(pool), 48);
+        assert_int_equal(sc_stream_count(s), 16);
+        sc_rng_seed(&rng, 8);
+        sc_mix_pool_draw(pool, &rng, 48, x, labels, refs, streams);
+        assert_int_equal(sc_mix_pool_count(pool), 0);
+        for (int i = 0; i < 48; i++) {
+                assert_int_equal((int)x[i], labels[i]);
+                assert_int_equal(refs[i].offset, labels[i]);
+                assert_int_equal(streams[i], 3);
+                seen[labels[i]]++;
+                moved += labels[i] != i;
+        }
+        for (int i = 0; i < 48; i++)
+                assert_int_equal(seen[i], 1);
+        assert_true(moved > 40);
+        for (int i = 0; i < 48; i++)
+                assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+        char err[200];
+        assert_int_equal(sc_stream_check(s, err, sizeof(err)), SC_OK);
+        sc_mix_pool_destroy(pool);
+        sc_mix_pool_destroy(NULL);
+        sc_stream_destroy(s);
+}
+
+static sc_stream_t *mk_stream(size_t cap)
+{
+        sc_stream_spec_t sp;
+        sc_stream_t *s;
+        sc_stream_spec_defaults(&sp);
+        sp.cap = cap;
+        sp.high_watermark = 1.0;
+        assert_int_equal(sc_stream_new(&s, &sp, NUMEL, NULL, 0), SC_OK);
+        return s;
+}
+
+/* Longest run of consecutive samples from one stream in a batch. */
+static int longest_run(const sc_batch_t *b)
+{
+        int best = 1, run = 1;
+        for (int i = 1; i < b->n; i++) {
+                run = b->streams[i] == b->streams[i - 1] ? run + 1 : 1;
+                if (run > best)
+                        best = run;
+        }
+        return best;
+}
+
+/* Stream A carries labels 0..4 at 200/s, stream B labels 5..9 at 100/s;
+ * a fixed-b trainer slower than the streams always finds both backlogged. */
+static void two_streams_disjoint_labels_mix_by_rate(void **state)
+{
+        sc_stream_t *s[2] = {mk_stream(8192), mk_stream(8192)};
+        sc_batch_spec_t bs;
+        sc_batcher_t *bt;
+        sc_batch_t *b;
+        char err[160];
+        int64_t off[2] = {0, 0};
+        double frac_sum = 0, t = 0;
+        int batches = 0, worst_run = 0, min_a = 1 << 30, max_a = 0;
+        long label_hist[10] = {0};
+
+        sc_batch_spec_defaults(&bs);
+        bs.mode = SC_BATCH_FIXED;
+        bs.b = 60;
+        bs.shuffle = 120;
+        assert_int_equal(sc_batcher_new(&bt, &bs, s, 2, 2024, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_batch_new(&b, 60, NUMEL), SC_OK);
+        for (int step = 0; step < 100; step++) {
+                /* 0.5 s of arrivals per training step of 60 (150 arrive). */
+                for (int i = 0; i < 100; i++, off[0]++) {
+                        float v = 0;
+                        assert_int_equal(sc_stream_push(s[0], &v, (int32_t)(off[0] % 5), 0, off[0],
+                                                        t + i * 0.005, NULL, 0),
+                                         SC_OK);
+                }
+                for (int i = 0; i < 50; i++, off[1]++) {
+                        float v = 0;
+                        assert_int_equal(sc_stream_push(s[1], &v, 5 + (int32_t)(off[1] % 5), 0,
+                                                        off[1], t + i * 0.01, NULL, 0),
+                                         SC_OK);
+                }
+                t += 0.5;
+                if (!sc_batcher_ready(bt, t, NULL)) {
+                        assert_int_equal(step, 0); /* the shuffle buffer fills first */
+                        continue;
+                }
+                assert_int_equal(sc_batcher_take(bt, t, b, err, sizeof(err)), SC_OK);
+                int from_a = 0;
+                for (int i = 0; i < b->n; i++) {
+                        assert_int_equal(b->labels[i] < 5, b->streams[i] == 0);
+                        from_a += b->streams[i] == 0;
+                        label_hist[b->labels[i]]++;
+                }
+                if (step >= 5) { /* after the rate estimates settle */
+                        frac_sum += (double)from_a / b->n;
+                        batches++;
+                        if (from_a < min_a)
+                                min_a = from_a;
+                        if (from_a > max_a)
+                                max_a = from_a;
+                        if (longest_run(b) > worst_run)
+                                worst_run = longest_run(b);
+                }
+                assert_int_equal(sc_batcher_ack(bt, b->id, err, sizeof(err)), SC_OK);
+                assert_int_equal(sc_batcher_check(bt, err, sizeof(err)), SC_OK);
+        }
+        double frac = frac_sum / batches;
+        print_message("two streams: share of stream A per batch %.3f (min %d, max %d of 60), "
+                      "longest same-stream run %d\n",
+                      frac, min_a, max_a, worst_run);
+        print_message("label histogram:");
+        for (int l = 0; l < 10; l++)
+                print_message(" %ld", label_hist[l]);
+        print_message("\n");
+        assert_true(fabs(frac - 2.0 / 3.0) < 0.05);
+        assert_true(min_a >= 25 && max_a <= 55); /* never one topic only */
+        assert_true(worst_run < 30);             /* unmixed, a batch is one run of 40 */
+        for (int l = 0; l < 10; l++)
+                assert_true(label_hist[l] > 300);
+        sc_batch_destroy(b);
+        sc_batcher_destroy(bt);
+        sc_stream_destroy(s[0]);
+        sc_stream_destroy(s[1]);
+}
+
+/* One stream sends its labels in bursts of 100; returns the mean number of
+ * distinct labels per batch of 32. */
+static double distinct_labels_per_batch(int shuffle)
+{
+        sc_stream_t *s = mk_stream(4096);
+        sc_batch_spec_t bs;
+        sc_batcher_t *bt;
+        sc_batch_t *b;
+        char err[160];
+        double sum = 0;
+        int batches = 0;
+        int64_t off = 0;
+
+        sc_batch_spec_defaults(&bs);
+        bs.mode = SC_BATCH_FIXED;
+        bs.b = 32;
+        bs.shuffle = shuffle;
+        assert_int_equal(sc_batcher_new(&bt, &bs, &s, 1, 7, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_batch_new(&b, 32, NUMEL), SC_OK);
+        for (int step = 0; step < 400; step++) {
+                for (int i = 0; i < 32; i++, off++) {
+                        float v = 0;
+                        assert_int_equal(sc_stream_push(s, &v, (int32_t)(off / 100 % 10), 0, off,
+                                                        off * 0.001, NULL, 0),
+                                         SC_OK);
+                }
+                if (sc_batcher_ready(bt, off * 0.001, NULL)) {
+                        assert_int_equal(sc_batcher_take(bt, off * 0.001, b, err, sizeof(err)),
+                                         SC_OK);
+                        int seen[10] = {0}, distinct = 0;
+                        for (int i = 0; i < b->n; i++)
+                                distinct += !seen[b->labels[i]]++;
+                        sum += distinct;
+                        batches++;
+                        assert_int_equal(sc_batcher_ack(bt, b->id, err, sizeof(err)), SC_OK);
+                }
+        }
+        sc_batch_destroy(b);
+        sc_batcher_destroy(bt);
+        sc_stream_destroy(s);
+        return sum / batches;
+}
+
+static void shuffle_buffer_breaks_label_bursts(void **state)
+{
+        double plain = distinct_labels_per_batch(0);
+        double mixed = distinct_labels_per_batch(1024);
+        print_message("label bursts of 100: %.2f distinct labels per batch of 32 without a "
+                      "shuffle buffer, %.2f with 1024\n",
+                      plain, mixed);
+        assert_true(plain < 1.5);
+        assert_true(mixed > 4.0);
+}
+
+static void same_seed_same_batches(void **state)
+{
+        assert_true(distinct_labels_per_batch(256) == distinct_labels_per_batch(256));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(allocate_proportional_capped_and_fallback),
+            cmocka_unit_test(pool_draw_is_a_permutation),
+            cmocka_unit_test(two_streams_disjoint_labels_mix_by_rate),
+            cmocka_unit_test(shuffle_buffer_breaks_label_bursts),
+            cmocka_unit_test(same_seed_same_batches),
+        };
+        return cmocka_run_group_tests_name("mix", tests, NULL, NULL);
+}

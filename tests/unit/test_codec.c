@@ -106,6 +106,89 @@ static void topk_all_equal_and_zero(void **state)
         free(sel);
 }
 
+/* Data the sampled threshold could misjudge: sorted, a narrow spike between
+ * sample strata, periodic with the sampling stride. */
+static void topk_structured_inputs(void **state)
+{
+        const size_t n = 200000, k = 2000;
+        float *x = malloc(n * sizeof(*x));
+        uint32_t *got = malloc(k * sizeof(*got)), *want = malloc(k * sizeof(*want));
+        for (int shape = 0; shape < 4; shape++) {
+                for (size_t i = 0; i < n; i++) {
+                        switch (shape) {
+                        case 0:
+                                x[i] = (float)i;
+                                break;
+                        case 1:
+                                x[i] = -(float)(n - i);
+                                break;
+                        case 2:
+                                x[i] = (i >= 150000 && i < 153000) ? 100.0f + (float)(i % 7) : 1.0f;
+                                break;
+                        default:
+                                x[i] = (i % (n / 2048)) == 0 ? 50.0f : (float)(i % 13);
+                                break;
+                        }
+                }
+                assert_int_equal(sc_codec_topk_select(x, n, k, got), SC_OK);
+                ref_topk(x, n, k, want);
+                assert_memory_equal(got, want, k * sizeof(*got));
+        }
+        free(x);
+        free(got);
+        free(want);
+}
+
+/* White-box: large values exactly where topk.c samples (its stratified
+ * positions, 2048 of them) make the sampled threshold too high, so the
+ * selection must fall back to a full pass and still be exact. */
+static void topk_sample_fallback(void **state)
+{
+        const size_t n = 100000, k = 3000, s = 2048;
+        float *x = malloc(n * sizeof(*x));
+        uint32_t *got = malloc(k * sizeof(*got)), *want = malloc(k * sizeof(*want));
+        fill_normal(x, n, 12, 0);
+        for (size_t j = 0; j < s; j++) {
+                uint64_t h = (uint64_t)(j + 1) * 0x9e3779b97f4a7c15ull;
+                size_t lo = j * n / s, span = (j + 1) * n / s - lo;
+                x[lo + (size_t)((h >> 33) % span)] = 10.0f + (float)(j % 5);
+        }
+        assert_int_equal(sc_codec_topk_select(x, n, k, got), SC_OK);
+        ref_topk(x, n, k, want);
+        assert_memory_equal(got, want, k * sizeof(*got));
+        free(x);
+        free(got);
+        free(want);
+}
+
+static void randk_is_seeded(void **state)
+{
+        const size_t n = 10000;
+        float *g = malloc(n * sizeof(*g));
+        sc_buf_t a, b;
+        sc_rng_t r1, r2;
+        sc_codec_t *c;
+        sc_buf_init(&a);
+        sc_buf_init(&b);
+        fill_normal(g, n, 1, 0);
+        assert_int_equal(sc_codec_new(&c, SC_CODEC_RANDK, NULL, n, NULL, 0, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        sc_rng_seed(&r1, 3);
+        sc_rng_seed(&r2, 3);
+        assert_int_equal(sc_codec_encode(c, g, &r1, &a, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(sc_codec_encode(c, g, &r2, &b, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(a.len, b.len);
+        assert_memory_equal(a.data, b.data, a.len);
+        b.len = 0;
+        assert_int_equal(sc_codec_encode(c, g, &r1, &b, errbuf, sizeof(errbuf)), SC_OK);
+        assert_true(a.len != b.len || memcmp(a.data, b.data, a.len) != 0);
+        assert_int_equal(sc_codec_encode(c, g, NULL, &b, errbuf, sizeof(errbuf)), SC_ERR_INVAL);
+        sc_codec_destroy(c);
+        sc_buf_free(&a);
+        sc_buf_free(&b);
+        free(g);
+}
+
 static void k_rounding(void **state)
 {
         assert_int_equal(sc_codec_k(0.01, SC_CODEC_K_FLOOR, 1000), 10);
@@ -238,6 +321,26 @@ static void round_trips(void **state)
                 }
         }
         assert_int_equal(nnz, 200);
+
+        /* k > numel / 2 draws the complement */
+        p.ratio = 0.75;
+        p.scale = 0;
+        encode_decode(SC_CODEC_RANDK, &p, g, n, v, 3, d, &buf);
+        nnz = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (d[i] != 0.0f) {
+                        assert_true(d[i] == g[i]);
+                        nnz++;
+                }
+        }
+        assert_int_equal(nnz, 1500 + 7 + 67 + 600 + 75);
+
+        /* a scaled dense add */
+        encode_decode(SC_CODEC_NONE, NULL, g, n, v, 3, d, &buf);
+        assert_int_equal(
+            sc_codec_decode_add(buf.data, buf.len, d, n, -0.5f, errbuf, sizeof(errbuf)), SC_OK);
+        for (size_t i = 0; i < n; i++)
+                assert_true(d[i] == g[i] - 0.5f * g[i]);
 
         encode_decode(SC_CODEC_ADACOMP, NULL, g, n, v, 3, d, &buf);
         nnz = 0;
@@ -404,6 +507,19 @@ static void adaptive_switches(void **state)
         assert_int_equal(info.format, SC_CODEC_FMT_SPARSE);
         sc_codec_destroy(c);
 
+        /* exponential mean: m = 0.5 m + 0.5 x after the first step */
+        p.vote = 0;
+        p.ema = 0.5;
+        assert_int_equal(
+            sc_codec_new(&c, SC_CODEC_ADAPTIVE, &p, n, NULL, 0, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(sc_codec_encode(c, flat, NULL, &buf, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(sc_codec_encode(c, peaked, NULL, &buf, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(sc_codec_encode(c, peaked, NULL, &buf, errbuf, sizeof(errbuf)), SC_OK);
+        sc_codec_stats(c, &st);
+        assert_float_equal(st.mean_metric, 0.25 * (1.0 - sqrt(0.1)), 1e-6);
+        assert_int_equal(st.compressed, 1); /* 0.68, 0.34 dense; 0.17 top-k */
+        sc_codec_destroy(c);
+
         sc_codec_t *t;
         assert_int_equal(sc_codec_new(&t, SC_CODEC_TOPK, NULL, n, NULL, 0, errbuf, sizeof(errbuf)),
                          SC_OK);
@@ -457,6 +573,22 @@ static void index_coding_edges(void **state)
                 if (m != SC_CODEC_INDEX_BITMAP)
                         index_round_trip(huge, 3, UINT32_MAX, m);
         }
+        /* a dense random half picks the bitmap */
+        sc_rng_t r;
+        uint32_t *half = malloc(1000 * sizeof(*half));
+        size_t nh = 0;
+        sc_rng_seed(&r, 6);
+        for (uint32_t i = 0; i < 1000; i++)
+                if (sc_rng_below(&r, 2))
+                        half[nh++] = i;
+        sc_buf_t hb;
+        sc_buf_init(&hb);
+        assert_int_equal(sc_codec_index_encode(half, nh, 1000, -1, &hb), SC_OK);
+        assert_int_equal(hb.data[0], SC_CODEC_INDEX_BITMAP);
+        assert_int_equal(hb.len, SC_CODEC_INDEX_HDR + 125);
+        sc_buf_free(&hb);
+        index_round_trip(half, nh, 1000, -1);
+        free(half);
         /* k = n packs to zero bits: header only */
         assert_int_equal(sc_codec_index_size(all, 1000, 1000), SC_CODEC_INDEX_HDR);
         /* an index at n is rejected */
@@ -595,6 +727,9 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(topk_matches_sort_reference),
             cmocka_unit_test(topk_all_equal_and_zero),
+            cmocka_unit_test(topk_structured_inputs),
+            cmocka_unit_test(topk_sample_fallback),
+            cmocka_unit_test(randk_is_seeded),
             cmocka_unit_test(k_rounding),
             cmocka_unit_test(names_and_bad_arguments),
             cmocka_unit_test(round_trips),

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "conf_impl.h"
+#include "sc_decode.h"
 
 #define C(f) offsetof(sc_conf_t, f)
 #define L(f) offsetof(sc_layer_spec_t, f)
@@ -37,6 +38,15 @@ static const char *const sc_conf_init_names[] = {"auto", "he", "xavier", NULL};
 static const char *const sc_conf_loss_names[] = {"softmax_xent", "mse", NULL};
 static const char *const sc_conf_sched_names[] = {"constant", "multistep", "cosine", NULL};
 static const char *const sc_conf_source_names[] = {"fashion-mnist", "synthetic", NULL};
+/* Streaming enums: indices follow sc_decode_format_t, sc_conf_label_t,
+ * sc_decode_label_encoding_t, sc_decode_dtype_t, sc_stream_policy_t and
+ * sc_batch_mode_t. */
+static const char *const sc_conf_format_names[] = {"json", "csv", "raw", NULL};
+static const char *const sc_conf_label_names[] = {"auto", "field", "key", "header", "offset", NULL};
+static const char *const sc_conf_label_enc_names[] = {"ascii", "byte", NULL};
+static const char *const sc_conf_dtype_names[] = {"u8", "f32", NULL};
+static const char *const sc_conf_policy_names[] = {"persist", "truncate", NULL};
+static const char *const sc_conf_batch_names[] = {"rate", "fixed", NULL};
 
 #define PARAMETRIC (K(SC_LAYER_DENSE) | K(SC_LAYER_CONV2D))
 
@@ -131,6 +141,144 @@ static const sc_conf_list_t sc_conf_layer_list = {
     .tag = "type",
     .given_offset = C(layer_given),
     .elem_name = "layer",
+};
+
+#define T(f) offsetof(sc_conf_topic_t, f)
+
+/* Keys of one element of source.topics (base: sc_conf_topic_t); every
+ * decoder key not given takes the streams.* value (sc_conf_inherit_scalars). */
+static const sc_conf_prop_t sc_conf_topic_props[] = {
+    {.path = "topic",
+     .type = SC_CONF_STRING,
+     .offset = T(topic),
+     .flags = SC_CONF_F_REQUIRED,
+     .size = SC_CONF_TOPIC_MAX,
+     .def_doc = "required",
+     .desc = "Topic name (one stream per topic)."},
+    {.path = "format",
+     .type = SC_CONF_ENUM,
+     .offset = T(decode.format),
+     .names = sc_conf_format_names,
+     .inherit = "streams.format",
+     .def_doc = "= streams.format",
+     .desc = "This topic's streams.format."},
+    {.path = "label",
+     .type = SC_CONF_ENUM,
+     .offset = T(decode.label),
+     .names = sc_conf_label_names,
+     .inherit = "streams.label",
+     .def_doc = "= streams.label",
+     .desc = "This topic's streams.label."},
+    {.path = "label_encoding",
+     .type = SC_CONF_ENUM,
+     .offset = T(decode.label_encoding),
+     .names = sc_conf_label_enc_names,
+     .inherit = "streams.label_encoding",
+     .def_doc = "= streams.label_encoding",
+     .desc = "This topic's streams.label_encoding."},
+    {.path = "label_header",
+     .type = SC_CONF_STRING,
+     .offset = T(decode.label_header),
+     .size = 64,
+     .inherit = "streams.label_header",
+     .def_doc = "= streams.label_header",
+     .desc = "This topic's streams.label_header."},
+    {.path = "features_path",
+     .type = SC_CONF_STRING,
+     .offset = T(decode.features_path),
+     .size = 128,
+     .inherit = "streams.features_path",
+     .def_doc = "= streams.features_path",
+     .desc = "This topic's streams.features_path."},
+    {.path = "label_path",
+     .type = SC_CONF_STRING,
+     .offset = T(decode.label_path),
+     .size = 128,
+     .inherit = "streams.label_path",
+     .def_doc = "= streams.label_path",
+     .desc = "This topic's streams.label_path."},
+    {.path = "delimiter",
+     .type = SC_CONF_STRING,
+     .offset = T(decode.delimiter),
+     .size = 2,
+     .inherit = "streams.delimiter",
+     .def_doc = "= streams.delimiter",
+     .desc = "This topic's streams.delimiter."},
+    {.path = "label_column",
+     .type = SC_CONF_INT,
+     .offset = T(decode.label_column),
+     R_IN(0, 1 << 20),
+     .inherit = "streams.label_column",
+     .def_doc = "= streams.label_column",
+     .desc = "This topic's streams.label_column."},
+    {.path = "first_feature_column",
+     .type = SC_CONF_INT,
+     .offset = T(decode.first_feature_column),
+     R_IN(0, 1 << 20),
+     .inherit = "streams.first_feature_column",
+     .def_doc = "= streams.first_feature_column",
+     .desc = "This topic's streams.first_feature_column."},
+    {.path = "columns",
+     .type = SC_CONF_INT,
+     .offset = T(decode.columns),
+     R_IN(0, 1 << 24),
+     .inherit = "streams.columns",
+     .def_doc = "= streams.columns",
+     .desc = "This topic's streams.columns."},
+    {.path = "dtype",
+     .type = SC_CONF_ENUM,
+     .offset = T(decode.dtype),
+     .names = sc_conf_dtype_names,
+     .inherit = "streams.dtype",
+     .def_doc = "= streams.dtype",
+     .desc = "This topic's streams.dtype."},
+    {.path = "data_offset",
+     .type = SC_CONF_LONG,
+     .offset = T(decode.data_offset),
+     R_IN(0, 1 << 30),
+     .inherit = "streams.data_offset",
+     .def_doc = "= streams.data_offset",
+     .desc = "This topic's streams.data_offset."},
+    {.path = "label_offset",
+     .type = SC_CONF_LONG,
+     .offset = T(decode.label_offset),
+     R_IN(0, 1 << 30),
+     .inherit = "streams.label_offset",
+     .def_doc = "= streams.label_offset",
+     .desc = "This topic's streams.label_offset."},
+    {.path = "scale",
+     .type = SC_CONF_DOUBLE,
+     .offset = T(decode.scale),
+     R_ANY,
+     .inherit = "streams.scale",
+     .def_doc = "= streams.scale",
+     .desc = "This topic's streams.scale."},
+    {.path = "mean",
+     .type = SC_CONF_DOUBLE,
+     .offset = T(decode.mean),
+     R_ANY,
+     .inherit = "streams.mean",
+     .def_doc = "= streams.mean",
+     .desc = "This topic's streams.mean."},
+    {.path = "std",
+     .type = SC_CONF_DOUBLE,
+     .offset = T(decode.std),
+     R_GT(0),
+     .inherit = "streams.std",
+     .def_doc = "= streams.std",
+     .desc = "This topic's streams.std."},
+};
+
+_Static_assert(sizeof(sc_conf_topic_props) / sizeof(sc_conf_topic_props[0]) <= 32,
+               "topic_given has one bit per topic key");
+
+static const sc_conf_list_t sc_conf_topic_list = {
+    .props = sc_conf_topic_props,
+    .nprops = sizeof(sc_conf_topic_props) / sizeof(sc_conf_topic_props[0]),
+    .elem_size = sizeof(sc_conf_topic_t),
+    .tag = NULL,
+    .given_offset = C(topic_given),
+    .elem_name = "topic",
 };
 
 const sc_conf_prop_t sc_conf_props[] = {
@@ -359,6 +507,283 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def_doc = "{}",
      .desc = "librdkafka properties (\"bootstrap.servers\", \"security.protocol\", ...) "
              "passed through unchanged; values are strings, numbers or booleans."},
+
+    /* source */
+    {.path = "source.group_id",
+     .type = SC_CONF_STRING,
+     .offset = C(source.group_id),
+     .def = "\"scadles\"",
+     .size = SC_CONF_TOPIC_MAX,
+     .desc = "Kafka consumer group of the workers (kafka.group.id, if given, wins)."},
+    {.path = "source.topics",
+     .type = SC_CONF_OBJ_LIST,
+     .offset = C(source.topics),
+     .size = SC_CONF_MAX_TOPICS,
+     .count_offset = C(source.n_topics),
+     .list = &sc_conf_topic_list,
+     .def_doc = "[]",
+     .desc = "Topics to consume, each an object {\"topic\": name} with optional decoder keys that "
+             "override streams.* for that topic (see the table below)."},
+    {.path = "source.pattern",
+     .type = SC_CONF_STRING,
+     .offset = C(source.pattern),
+     .def = "\"\"",
+     .size = SC_CONF_TOPIC_MAX,
+     .desc = "Also consume every topic whose name matches this POSIX extended regex, e.g. "
+             "\"^fmnist\\\\..*\" (Kafka's \"^\" subscription; new topics join at the next metadata "
+             "refresh); they use streams.* unless listed in source.topics; \"\" = none."},
+    {.path = "source.dead_letter_topic",
+     .type = SC_CONF_STRING,
+     .offset = C(source.dead_letter),
+     .def = "\"\"",
+     .size = SC_CONF_TOPIC_MAX,
+     .desc = "Malformed records are produced here (original key and value; headers scadles.error, "
+             "scadles.topic, scadles.partition, scadles.offset); \"\" = only counted and logged."},
+
+    /* streams */
+    {.path = "streams.format",
+     .type = SC_CONF_ENUM,
+     .offset = C(streams.decode.format),
+     .def = "\"json\"",
+     .names = sc_conf_format_names,
+     .desc = "Record format: json (an object), csv (one delimited line) or raw (a little-endian "
+             "tensor of exactly the model's input numel elements)."},
+    {.path = "streams.label",
+     .type = SC_CONF_ENUM,
+     .offset = C(streams.decode.label),
+     .def = "\"auto\"",
+     .names = sc_conf_label_names,
+     .desc =
+         "Where the label is: auto (json/csv: the field; raw: the key), field (label_path or "
+         "label_column), key, header (label_header) or offset (raw: the byte at label_offset)."},
+    {.path = "streams.label_encoding",
+     .type = SC_CONF_ENUM,
+     .offset = C(streams.decode.label_encoding),
+     .def = "\"ascii\"",
+     .names = sc_conf_label_enc_names,
+     .desc =
+         "How a key or header carries the label: a decimal ASCII integer, or exactly one byte."},
+    {.path = "streams.label_header",
+     .type = SC_CONF_STRING,
+     .offset = C(streams.decode.label_header),
+     .def = "\"label\"",
+     .size = 64,
+     .desc = "Name of the header holding the label (label = header)."},
+    {.path = "streams.features_path",
+     .type = SC_CONF_STRING,
+     .offset = C(streams.decode.features_path),
+     .def = "\"$.features\"",
+     .size = 128,
+     .desc = "json: path (\"$\" then .name and [index] steps) of the array of features; nested "
+             "arrays are flattened."},
+    {.path = "streams.label_path",
+     .type = SC_CONF_STRING,
+     .offset = C(streams.decode.label_path),
+     .def = "\"$.label\"",
+     .size = 128,
+     .desc = "json: path of the integer label."},
+    {.path = "streams.delimiter",
+     .type = SC_CONF_STRING,
+     .offset = C(streams.decode.delimiter),
+     .def = "\",\"",
+     .size = 2,
+     .desc = "csv: the one-character column delimiter."},
+    {.path = "streams.label_column",
+     .type = SC_CONF_INT,
+     .offset = C(streams.decode.label_column),
+     .def = "0",
+     R_IN(0, 1 << 20),
+     .desc = "csv: zero-based column of the label."},
+    {.path = "streams.first_feature_column",
+     .type = SC_CONF_INT,
+     .offset = C(streams.decode.first_feature_column),
+     .def = "1",
+     R_IN(0, 1 << 20),
+     .desc = "csv: zero-based column of the first feature; features are the next numel columns."},
+    {.path = "streams.columns",
+     .type = SC_CONF_INT,
+     .offset = C(streams.decode.columns),
+     .def = "0",
+     R_IN(0, 1 << 24),
+     .desc = "csv: exact columns per line; 0 = just enough for the label and the features."},
+    {.path = "streams.dtype",
+     .type = SC_CONF_ENUM,
+     .offset = C(streams.decode.dtype),
+     .def = "\"u8\"",
+     .names = sc_conf_dtype_names,
+     .desc = "raw: element type, uint8 or little-endian float32."},
+    {.path = "streams.data_offset",
+     .type = SC_CONF_LONG,
+     .offset = C(streams.decode.data_offset),
+     .def = "0",
+     R_IN(0, 1 << 30),
+     .desc = "raw: byte of the value where the tensor starts."},
+    {.path = "streams.label_offset",
+     .type = SC_CONF_LONG,
+     .offset = C(streams.decode.label_offset),
+     .def = "0",
+     R_IN(0, 1 << 30),
+     .desc = "raw with label = offset: byte of the value holding the uint8 label (outside the "
+             "tensor)."},
+    {.path = "streams.scale",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(streams.decode.scale),
+     .def = "1",
+     R_ANY,
+     .desc = "Normalization x' = (x * scale - mean) / std of every feature: the factor applied "
+             "first (1/255 for pixel bytes)."},
+    {.path = "streams.mean",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(streams.decode.mean),
+     .def = "0",
+     R_ANY,
+     .desc = "Normalization: subtracted after scaling."},
+    {.path = "streams.std",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(streams.decode.std),
+     .def = "1",
+     R_GT(0),
+     .desc = "Normalization: the divisor applied last."},
+    {.path = "streams.policy",
+     .type = SC_CONF_ENUM,
+     .offset = C(streams.policy),
+     .def = "\"persist\"",
+     .names = sc_conf_policy_names,
+     .desc = "Buffer policy: persist (never drop; pause the topic's partitions at the high "
+             "watermark so the backlog stays in Kafka) or truncate (keep one window of arrivals, "
+             "drop and count the rest)."},
+    {.path = "streams.cap",
+     .type = SC_CONF_LONG,
+     .offset = C(streams.cap),
+     .def = "8192",
+     R_IN(1, 1 << 24),
+     .desc = "Samples each stream holds in memory at most."},
+    {.path = "streams.high_watermark",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(streams.high_watermark),
+     .def = "0.8",
+     R_IN(0, 1),
+     .flags = SC_CONF_F_MIN_EXCL,
+     .desc = "persist: fraction of cap at which the stream's partitions are paused."},
+    {.path = "streams.low_watermark",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(streams.low_watermark),
+     .def = "0.5",
+     R_IN(0, 1),
+     .flags = SC_CONF_F_MAX_EXCL,
+     .desc = "persist: fraction of cap below which paused partitions resume (less than "
+             "high_watermark)."},
+    {.path = "streams.window",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(streams.window),
+     .def = "1",
+     R_IN(0, 1e6),
+     .flags = SC_CONF_F_MIN_EXCL,
+     .desc = "truncate: seconds of arrivals kept (at most ceil(rate * window) samples)."},
+    {.path = "streams.keep_min",
+     .type = SC_CONF_LONG,
+     .offset = C(streams.keep_min),
+     .def = "8",
+     R_IN(0, 1 << 24),
+     .desc = "truncate: samples kept at least (at most cap), so a batch can form."},
+    {.path = "streams.rate_tau",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(streams.rate_tau),
+     .def = "1",
+     R_IN(0, 1e6),
+     .flags = SC_CONF_F_MIN_EXCL,
+     .desc = "Time constant in seconds of the arrival-rate estimate (EWMA)."},
+
+    /* worker */
+    {.path = "worker.batch",
+     .type = SC_CONF_ENUM,
+     .offset = C(worker.batch),
+     .def = "\"rate\"",
+     .names = sc_conf_batch_names,
+     .desc = "Batch assembly: rate (ScaDLES: every window, what arrived, clamped to [b_min, "
+             "b_max]) or fixed (b samples as soon as b are buffered)."},
+    {.path = "worker.b",
+     .type = SC_CONF_INT,
+     .offset = C(worker.b),
+     .def = "64",
+     R_IN(1, 65536),
+     .desc = "fixed: samples per batch."},
+    {.path = "worker.b_min",
+     .type = SC_CONF_INT,
+     .offset = C(worker.b_min),
+     .def = "8",
+     R_IN(1, 65536),
+     .desc = "rate: smallest batch (at most b_max)."},
+    {.path = "worker.b_max",
+     .type = SC_CONF_INT,
+     .offset = C(worker.b_max),
+     .def = "1024",
+     R_IN(1, 65536),
+     .desc = "rate: largest batch."},
+    {.path = "worker.window",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(worker.window),
+     .def = "1",
+     R_IN(0, 1e6),
+     .flags = SC_CONF_F_MIN_EXCL,
+     .desc = "rate: seconds between batches at least."},
+    {.path = "worker.shuffle",
+     .type = SC_CONF_INT,
+     .offset = C(worker.shuffle),
+     .def = "256",
+     R_IN(0, 1 << 20),
+     .desc = "Shuffle buffer: samples kept back to mix with later arrivals across streams (0 = "
+             "shuffle within each batch only)."},
+    {.path = "worker.progress_interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(worker.progress_interval),
+     .def = "5",
+     R_GE(0),
+     .desc = "Seconds between progress lines on stderr; 0 = none."},
+    {.path = "worker.eval",
+     .type = SC_CONF_BOOL,
+     .offset = C(worker.eval),
+     .def = "true",
+     .desc = "Evaluate on the held-out test half of data.source (Fashion-MNIST's t10k files)."},
+    {.path = "worker.eval_interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(worker.eval_interval),
+     .def = "10",
+     R_GE(0),
+     .desc = "Seconds between test evaluations; 0 = only at the end."},
+    {.path = "worker.eval_samples",
+     .type = SC_CONF_INT,
+     .offset = C(worker.eval_samples),
+     .def = "0",
+     R_IN(0, 100000000),
+     .desc = "Test samples used by periodic evaluations (the first n); 0 = all. The final one uses "
+             "all."},
+    {.path = "worker.max_samples",
+     .type = SC_CONF_LONG,
+     .offset = C(worker.max_samples),
+     .def = "0",
+     R_GE(0),
+     .desc = "Stop after training on this many samples; 0 = no limit (--max-samples)."},
+    {.path = "worker.duration",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(worker.duration),
+     .def = "0",
+     R_GE(0),
+     .desc = "Stop after this many seconds; 0 = no limit (--duration)."},
+    {.path = "worker.idle_exit",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(worker.idle_exit),
+     .def = "0",
+     R_GE(0),
+     .desc = "Stop once no record arrived and nothing is left to train for this many seconds; 0 = "
+             "never (--idle-exit)."},
+    {.path = "worker.commit_interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(worker.commit_interval),
+     .def = "1",
+     R_GE(0),
+     .desc = "Seconds between offset commits of what was trained, dropped or rejected; 0 = after "
+             "every batch."},
 };
 const size_t sc_conf_nprops = sizeof(sc_conf_props) / sizeof(sc_conf_props[0]);
 
@@ -372,6 +797,16 @@ const sc_conf_section_t sc_conf_sections[] = {
     {"train", "Offline training (`scadles train`)."},
     {"data", "The data set for offline training."},
     {"kafka", "librdkafka client properties, passed through unchanged."},
+    {"source", "The Kafka source of `scadles worker`: which topics it consumes (a list, a "
+               "regex, or both) as a member of a consumer group, and where malformed records "
+               "go. One stream per topic. Offsets are committed only for records trained on, "
+               "dropped by truncation or rejected as malformed (docs/STREAMS.md)."},
+    {"streams", "Per-stream record decoding (the default for every topic; source.topics "
+                "elements override it per topic) and the in-memory buffer policy."},
+    {"worker", "Online training by `scadles worker`: batch assembly, progress and test "
+               "evaluation, when to stop and how often to commit. The model, optimizer "
+               "(with linear LR scaling by optim.base_batch), train.seed and train.threads "
+               "come from their own sections."},
 };
 const size_t sc_conf_nsections = sizeof(sc_conf_sections) / sizeof(sc_conf_sections[0]);
 
@@ -437,6 +872,145 @@ static void sc_conf_inherit(sc_conf_t *conf)
         }
 }
 
+/* Gives list elements the value of their "inherit" property unless given,
+ * for the non-enum scalar types (sc_conf_inherit does enums). */
+static void sc_conf_inherit_scalars(sc_conf_t *conf)
+{
+        for (size_t i = 0; i < sc_conf_nprops; i++) {
+                const sc_conf_prop_t *p = &sc_conf_props[i];
+                if (p->type != SC_CONF_OBJ_LIST)
+                        continue;
+                const sc_conf_list_t *l = p->list;
+                int count = *(int *)((char *)conf + p->count_offset);
+                const uint32_t *given = (const uint32_t *)((char *)conf + l->given_offset);
+                for (int e = 0; e < count; e++) {
+                        char *elem = (char *)conf + p->offset + (size_t)e * l->elem_size;
+                        for (size_t j = 0; j < l->nprops; j++) {
+                                const sc_conf_prop_t *q = &l->props[j];
+                                if (!q->inherit || q->kinds || (given[e] >> j & 1u))
+                                        continue;
+                                const sc_conf_prop_t *src =
+                                    sc_conf_find(sc_conf_props, sc_conf_nprops, q->inherit);
+                                if (!src || src->type != q->type)
+                                        continue;
+                                size_t n = 0;
+                                switch (q->type) {
+                                case SC_CONF_INT:
+                                case SC_CONF_BOOL:
+                                        n = sizeof(int);
+                                        break;
+                                case SC_CONF_LONG:
+                                        n = sizeof(long);
+                                        break;
+                                case SC_CONF_DOUBLE:
+                                        n = sizeof(double);
+                                        break;
+                                case SC_CONF_FLOAT:
+                                        n = sizeof(float);
+                                        break;
+                                case SC_CONF_STRING:
+                                        n = q->size < src->size ? q->size : src->size;
+                                        break;
+                                default:
+                                        break;
+                                }
+                                if (n)
+                                        memcpy(elem + q->offset, (char *)conf + src->offset, n);
+                                if (q->type == SC_CONF_STRING && n)
+                                        elem[q->offset + n - 1] = '\0';
+                        }
+                }
+        }
+}
+
+/* Checks one decoder as configured; where is its JSON path. */
+static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode_t *d,
+                                     const char *where, char *errstr, size_t errstr_size)
+{
+        char path[SC_CONF_PATH_MAX];
+        if (strlen(d->delimiter) != 1) {
+                snprintf(path, sizeof(path), "%s.delimiter", where);
+                return sc_conf_fail(errstr, errstr_size, conf->origin, path,
+                                    "expected exactly one character, got \"%s\"", d->delimiter);
+        }
+        if (d->format == SC_DECODE_RAW && d->label == SC_CONF_LABEL_FIELD) {
+                snprintf(path, sizeof(path), "%s.label", where);
+                return sc_conf_fail(errstr, errstr_size, conf->origin, path,
+                                    "raw records have no label field (use key, header or "
+                                    "offset)");
+        }
+        if (d->format != SC_DECODE_RAW && d->label == SC_CONF_LABEL_OFFSET) {
+                snprintf(path, sizeof(path), "%s.label", where);
+                return sc_conf_fail(errstr, errstr_size, conf->origin, path,
+                                    "offset labels are for raw records only");
+        }
+        if (d->format == SC_DECODE_JSON &&
+            (d->features_path[0] != '$' || d->label_path[0] != '$')) {
+                snprintf(path, sizeof(path), "%s.%s", where,
+                         d->features_path[0] != '$' ? "features_path" : "label_path");
+                return sc_conf_fail(errstr, errstr_size, conf->origin, path,
+                                    "a JSON path starts with \"$\"");
+        }
+        return SC_OK;
+}
+
+/* Cross-property rules of the source, streams and worker sections. */
+static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, size_t errstr_size)
+{
+        const char *o = conf->origin;
+        const sc_conf_streams_t *st = &conf->streams;
+        const sc_conf_worker_t *w = &conf->worker;
+        char path[SC_CONF_PATH_MAX];
+        sc_err_t err;
+
+        if (st->low_watermark >= st->high_watermark)
+                return sc_conf_fail(errstr, errstr_size, o, "$.streams.low_watermark",
+                                    "must be less than high_watermark (%g >= %g)",
+                                    st->low_watermark, st->high_watermark);
+        if (st->keep_min > st->cap)
+                return sc_conf_fail(errstr, errstr_size, o, "$.streams.keep_min",
+                                    "must be at most cap (%ld > %ld)", st->keep_min, st->cap);
+        if (w->b_min > w->b_max)
+                return sc_conf_fail(errstr, errstr_size, o, "$.worker.b_min",
+                                    "must be at most b_max (%d > %d)", w->b_min, w->b_max);
+        if (conf->source.pattern[0] && conf->source.pattern[0] != '^')
+                return sc_conf_fail(errstr, errstr_size, o, "$.source.pattern",
+                                    "a topic pattern starts with \"^\" (got \"%s\")",
+                                    conf->source.pattern);
+        if ((err = sc_conf_check_decode(conf, &st->decode, "$.streams", errstr, errstr_size)))
+                return err;
+        for (int i = 0; i < conf->source.n_topics; i++) {
+                const sc_conf_topic_t *t = &conf->source.topics[i];
+                snprintf(path, sizeof(path), "$.source.topics[%d]", i);
+                if ((err = sc_conf_check_decode(conf, &t->decode, path, errstr, errstr_size)))
+                        return err;
+                for (const char *c = t->topic; *c; c++) {
+                        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                              (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-')) {
+                                snprintf(path, sizeof(path), "$.source.topics[%d].topic", i);
+                                return sc_conf_fail(errstr, errstr_size, o, path,
+                                                    "\"%s\" is not a topic name (1..249 of "
+                                                    "[a-zA-Z0-9._-])",
+                                                    t->topic);
+                        }
+                }
+                if (!t->topic[0] || strlen(t->topic) > 249) {
+                        snprintf(path, sizeof(path), "$.source.topics[%d].topic", i);
+                        return sc_conf_fail(errstr, errstr_size, o, path,
+                                            "a topic name has 1..249 characters");
+                }
+                for (int j = 0; j < i; j++) {
+                        if (strcmp(conf->source.topics[j].topic, t->topic))
+                                continue;
+                        snprintf(path, sizeof(path), "$.source.topics[%d].topic", i);
+                        return sc_conf_fail(errstr, errstr_size, o, path,
+                                            "\"%s\" is listed twice (also topics[%d])", t->topic,
+                                            j);
+                }
+        }
+        return SC_OK;
+}
+
 sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
         const char *o = conf->origin;
@@ -472,7 +1046,8 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
                                     op->total_epochs);
         conf->optim.sched.lr = op->lr;
         sc_conf_inherit(conf);
-        return SC_OK;
+        sc_conf_inherit_scalars(conf);
+        return sc_conf_validate_streaming(conf, errstr, errstr_size);
 }
 
 sc_err_t sc_conf_sched_steps(const sc_conf_t *conf, long steps_per_epoch, sc_sched_spec_t *out,
@@ -563,7 +1138,7 @@ int sc_conf_kafka_foreach(const sc_conf_t *conf, sc_conf_kv_fn fn, void *opaque)
 
 const char *sc_conf_prop_name(size_t i)
 {
-        static char names[64][96];
+        static char names[256][96];
         size_t k = 0;
 
         for (size_t r = 0; r < sc_conf_nprops; r++) {
@@ -575,7 +1150,7 @@ const char *sc_conf_prop_name(size_t i)
                 for (size_t j = 0; j < p->list->nprops; j++, k++) {
                         if (k != i)
                                 continue;
-                        if (k >= 64)
+                        if (k >= 256)
                                 return NULL;
                         snprintf(names[k], sizeof(names[k]), "%s[].%s", p->path,
                                  p->list->props[j].path);

@@ -55,12 +55,90 @@ typedef struct sc_conf_data {
         double synth_noise;
 } sc_conf_data_t;
 
+/* ---- streaming: source (Kafka topics), streams (decoders and buffers),
+ * worker (batches, evaluation, stopping) ---- */
+
+#define SC_CONF_MAX_TOPICS 64
+#define SC_CONF_TOPIC_MAX 256
+
+/* Label origin as configured; AUTO = the format's own field (json, csv) or
+ * the key (raw). */
+typedef enum sc_conf_label {
+        SC_CONF_LABEL_AUTO,
+        SC_CONF_LABEL_FIELD,
+        SC_CONF_LABEL_KEY,
+        SC_CONF_LABEL_HEADER,
+        SC_CONF_LABEL_OFFSET,
+} sc_conf_label_t;
+
+/* A record decoder as configured (converted to sc_decode_spec_t by the
+ * source; enums follow sc_decode_format_t, sc_decode_label_encoding_t and
+ * sc_decode_dtype_t). */
+typedef struct sc_conf_decode {
+        int format;         /* sc_decode_format_t */
+        int label;          /* sc_conf_label_t */
+        int label_encoding; /* sc_decode_label_encoding_t */
+        char label_header[64];
+        char features_path[128];
+        char label_path[128];
+        char delimiter[2]; /* exactly one character */
+        int label_column, first_feature_column, columns;
+        int dtype; /* sc_decode_dtype_t */
+        long data_offset, label_offset;
+        double scale, mean, std;
+} sc_conf_decode_t;
+
+/* One element of source.topics: a topic and its decoder (keys not given
+ * take the streams.* value). */
+typedef struct sc_conf_topic {
+        char topic[SC_CONF_TOPIC_MAX];
+        sc_conf_decode_t decode;
+} sc_conf_topic_t;
+
+typedef struct sc_conf_source {
+        char group_id[SC_CONF_TOPIC_MAX];
+        char pattern[SC_CONF_TOPIC_MAX];     /* POSIX extended regex of topics; "" = none */
+        char dead_letter[SC_CONF_TOPIC_MAX]; /* dead-letter topic; "" = none */
+        int n_topics;
+        sc_conf_topic_t topics[SC_CONF_MAX_TOPICS];
+} sc_conf_source_t;
+
+typedef struct sc_conf_streams {
+        sc_conf_decode_t decode; /* default decoder */
+        int policy;              /* sc_stream_policy_t */
+        long cap;                /* samples per stream */
+        double high_watermark, low_watermark;
+        double window; /* truncation: seconds of arrivals kept */
+        long keep_min;
+        double rate_tau; /* s */
+} sc_conf_streams_t;
+
+typedef struct sc_conf_worker {
+        int batch; /* sc_batch_mode_t */
+        int b, b_min, b_max;
+        double window; /* s between rate-proportional batches */
+        int shuffle;
+        double progress_interval; /* s */
+        double eval_interval;     /* s; 0 = only at the end */
+        int eval;                 /* evaluate on the test half of data.source */
+        int eval_samples;         /* 0 = the whole test set */
+        long max_samples;         /* stop after training on this many; 0 = no limit */
+        double duration;          /* s; 0 = no limit */
+        double idle_exit;         /* s without records; 0 = never */
+        double commit_interval;   /* s between offset commits */
+} sc_conf_worker_t;
+
 typedef struct sc_conf {
         sc_model_spec_t model;
         sc_conf_optim_t optim;
         sc_conf_train_t train;
         sc_conf_data_t data;
         void *kafka; /* json_t * object, owned (a reference); NULL if absent */
+        sc_conf_source_t source;
+        sc_conf_streams_t streams;
+        sc_conf_worker_t worker;
+        /* Internal: bit j of topic_given[i] = source.topics[i]'s j-th key was given. */
+        uint32_t topic_given[SC_CONF_MAX_TOPICS];
 
         /* model.init: initialization of layers that do not name their own. */
         sc_init_kind_t init;

@@ -1,0 +1,89 @@
+/* sc_sim.h — the simulator: N edge devices with heterogeneous compute speed,
+ * stream rate, bandwidth and latency train a real model through the sync
+ * policies and the shard server, on a virtual clock and an in-memory bus.
+ * Deterministic: the same configuration and seed give byte-identical metrics.
+ *
+ * Units: seconds of virtual time, samples/s, bytes/s, bytes. */
+#ifndef SC_SIM_H
+#define SC_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sc_codec.h"
+#include "sc_conf.h"
+#include "sc_data.h"
+#include "sc_err.h"
+#include "sc_sync.h"
+
+#define SC_SIM_MAX_DEVICES 1024
+#define SC_SIM_MAX_LIST 64
+
+typedef enum sc_sim_rates {
+        SC_SIM_RATES_CONSTANT, /* every device: rate */
+        SC_SIM_RATES_LIST,     /* device i: rate_list[i % n] */
+        SC_SIM_RATES_S1,       /* uniform, mean 38, sd 24 (ScaDLES S1) */
+        SC_SIM_RATES_S2,       /* uniform, mean 300, sd 112 */
+        SC_SIM_RATES_S10,      /* normal, mean 64, sd 24 */
+        SC_SIM_RATES_S20,      /* normal, mean 256, sd 28 */
+} sc_sim_rates_t;
+
+typedef struct sc_sim_spec {
+        int devices;
+        uint64_t seed;        /* 0 = train.seed of the main configuration */
+        sc_sync_spec_t sync;  /* sync.policy and its parameters */
+        int tune;             /* adsp: search the commit rate online */
+        double target_loss;   /* adsp tuner target (training loss) */
+        double local_lr;      /* adsp / localsgd local steps; 0 = optim.lr */
+        sc_codec_id_t codec;  /* gradient / delta codec */
+        double codec_ratio;   /* 0 = the codec's default */
+        double codec_delta;   /* adaptive: 0 = default (0.3) */
+        sc_sim_rates_t rates; /* stream rates */
+        double rate;          /* constant rate, samples/s */
+        double rate_list[SC_SIM_MAX_LIST];
+        int n_rates;
+        double min_rate;         /* drawn rates are clamped to >= this (1) */
+        int truncation;          /* buffer policy: 1 = keep one window, drop the rest */
+        double buffer_window;    /* truncation window, seconds (1) */
+        int labels_per_device;   /* 0 = IID; k = non-IID with k labels per device */
+        double inject_alpha;     /* data injection: fraction of devices sharing per step */
+        double inject_beta;      /* fraction of a batch shared / mixed in */
+        double per_sample;       /* compute seconds per sample of the fastest device */
+        double heterogeneity;    /* slowest device is this many times slower (>= 1) */
+        double step_overhead;    /* seconds per step besides the samples */
+        double up_bps, down_bps; /* per-device uplink / downlink bytes/s */
+        double latency;          /* one-way seconds */
+        double max_time;         /* stop at this virtual time */
+        long max_steps;          /* stop at this server version; 0 = no limit */
+        double target_acc;       /* stop when test accuracy reaches it; 0 = never */
+        double eval_every;       /* seconds between metric lines */
+        int eval_samples;        /* test samples per evaluation; 0 = all */
+} sc_sim_spec_t;
+
+void sc_sim_spec_defaults(sc_sim_spec_t *spec);
+/* Parses the "sim" object (a json_t *, borrowed) into spec (defaults first);
+ * errors name "<origin>: $.sim.<key>"; unknown keys are errors. */
+sc_err_t sc_sim_spec_parse(sc_sim_spec_t *spec, void *json_sim, const char *origin, char *errstr,
+                           size_t errstr_size);
+/* Reads a configuration file: the "sim" section into spec, the rest (model,
+ * optim, data, train) into conf through sc_conf_parse. */
+sc_err_t sc_sim_load(const char *path, sc_conf_t *conf, sc_sim_spec_t *spec, char *errstr,
+                     size_t errstr_size);
+
+typedef struct sc_sim_s sc_sim_t;
+
+/* Builds the simulation. conf (model, optim) and the data sets are borrowed
+ * and must outlive the simulation. */
+sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t *conf,
+                    const sc_dataset_t *train, const sc_dataset_t *test, char *errstr,
+                    size_t errstr_size);
+void sc_sim_destroy(sc_sim_t *sim);
+
+/* Runs to a stop condition, writing one JSON object per line to out: metric
+ * lines {"t", "step", "updates", "loss", "test_loss", "test_acc", "bytes_up",
+ * "bytes_down", "buffered", "dropped", "wait_s", "staleness", ...} every
+ * eval_every seconds, then one {"event":"end", ...} summary line. */
+sc_err_t sc_sim_run(sc_sim_t *sim, FILE *out, char *errstr, size_t errstr_size);
+
+#endif

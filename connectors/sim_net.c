@@ -1,0 +1,210 @@
+/* sim_net.c — the simulator's virtual clock (an event heap), its in-memory
+ * links, the device streams with their buffer policies and the data
+ * injection pool. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_impl.h"
+
+/* ---- event queue ---- */
+
+static int sc_sim_ev_before(const sc_sim_event_t *a, const sc_sim_event_t *b)
+{
+        return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+sc_err_t sc_sim_queue_push(sc_sim_queue_t *q, double t, int type, int dev, void *ptr)
+{
+        size_t i;
+
+        if (q->n == q->cap) {
+                size_t cap = q->cap ? 2 * q->cap : 64;
+                sc_sim_event_t *ev = realloc(q->ev, cap * sizeof(*ev));
+                if (!ev)
+                        return SC_ERR_NOMEM;
+                q->ev = ev;
+                q->cap = cap;
+        }
+        i = q->n++;
+        q->ev[i] =
+            (sc_sim_event_t){.t = t, .seq = q->next_seq++, .type = type, .dev = dev, .ptr = ptr};
+        while (i > 0 && sc_sim_ev_before(&q->ev[i], &q->ev[(i - 1) / 2])) {
+                sc_sim_event_t tmp = q->ev[i];
+                q->ev[i] = q->ev[(i - 1) / 2];
+                q->ev[(i - 1) / 2] = tmp;
+                i = (i - 1) / 2;
+        }
+        return SC_OK;
+}
+
+int sc_sim_queue_pop(sc_sim_queue_t *q, sc_sim_event_t *ev)
+{
+        size_t i = 0;
+
+        if (q->n == 0)
+                return 0;
+        *ev = q->ev[0];
+        q->ev[0] = q->ev[--q->n];
+        for (;;) {
+                size_t l = 2 * i + 1, r = l + 1, m = i;
+                if (l < q->n && sc_sim_ev_before(&q->ev[l], &q->ev[m]))
+                        m = l;
+                if (r < q->n && sc_sim_ev_before(&q->ev[r], &q->ev[m]))
+                        m = r;
+                if (m == i)
+                        break;
+                sc_sim_event_t tmp = q->ev[i];
+                q->ev[i] = q->ev[m];
+                q->ev[m] = tmp;
+                i = m;
+        }
+        return 1;
+}
+
+void sc_sim_queue_free(sc_sim_queue_t *q, void (*free_ptr)(int type, void *ptr))
+{
+        for (size_t i = 0; i < q->n; i++)
+                if (free_ptr && q->ev[i].ptr)
+                        free_ptr(q->ev[i].type, q->ev[i].ptr);
+        free(q->ev);
+        memset(q, 0, sizeof(*q));
+}
+
+/* ---- links ---- */
+
+double sc_sim_link_send(sc_sim_link_t *link, double now, size_t bytes)
+{
+        double start = link->free_at > now ? link->free_at : now;
+        link->free_at = start + (double)bytes / link->bps;
+        link->bytes += bytes;
+        return link->free_at + link->latency;
+}
+
+/* ---- injection pool ---- */
+
+sc_err_t sc_sim_inject_init(sc_sim_inject_t *pool, size_t cap)
+{
+        memset(pool, 0, sizeof(*pool));
+        pool->idx = calloc(cap ? cap : 1, sizeof(*pool->idx));
+        pool->from = calloc(cap ? cap : 1, sizeof(*pool->from));
+        pool->cap = cap ? cap : 1;
+        if (!pool->idx || !pool->from) {
+                sc_sim_inject_free(pool);
+                return SC_ERR_NOMEM;
+        }
+        return SC_OK;
+}
+
+void sc_sim_inject_free(sc_sim_inject_t *pool)
+{
+        free(pool->idx);
+        free(pool->from);
+        memset(pool, 0, sizeof(*pool));
+}
+
+void sc_sim_inject_put(sc_sim_inject_t *pool, uint32_t idx, int from)
+{
+        size_t at = (pool->head + pool->n) % pool->cap;
+        if (pool->n == pool->cap) { /* overwrite the oldest */
+                at = pool->head;
+                pool->head = (pool->head + 1) % pool->cap;
+        } else {
+                pool->n++;
+        }
+        pool->idx[at] = idx;
+        pool->from[at] = from;
+}
+
+int sc_sim_inject_draw(sc_sim_inject_t *pool, sc_rng_t *rng, int not_from, uint32_t *idx)
+{
+        for (int tries = 0; tries < 8 && pool->n; tries++) {
+                size_t k = (pool->head + sc_rng_below(rng, (uint32_t)pool->n)) % pool->cap;
+                if (pool->from[k] != not_from) {
+                        *idx = pool->idx[k];
+                        return 1;
+                }
+        }
+        return 0;
+}
+
+/* ---- streams ---- */
+
+/* Arrivals of a constant-rate stream by time t: floor(rate * t). */
+static uint64_t sc_sim_arrivals(double rate, double t)
+{
+        return (uint64_t)floor(rate * t + 1e-9);
+}
+
+void sc_sim_stream_advance(sc_sim_stream_t *s, double t)
+{
+        uint64_t a;
+
+        if (t <= s->last_t)
+                return;
+        a = sc_sim_arrivals(s->rate, t) - sc_sim_arrivals(s->rate, s->last_t);
+        s->last_t = t;
+        s->arrived += a;
+        s->buffered += a;
+        if (s->truncation) {
+                uint64_t keep = (uint64_t)ceil(s->rate * s->window);
+                if (keep < 1)
+                        keep = 1;
+                if (s->buffered > keep) {
+                        s->dropped += s->buffered - keep;
+                        s->buffered = keep;
+                }
+        }
+        if (s->buffered > s->peak)
+                s->peak = s->buffered;
+}
+
+double sc_sim_stream_ready_at(const sc_sim_stream_t *s, double now, uint64_t want)
+{
+        uint64_t need, target;
+        double t;
+
+        if (s->buffered >= want)
+                return now;
+        need = want - s->buffered;
+        target = sc_sim_arrivals(s->rate, s->last_t) + need;
+        t = (double)target / s->rate;
+        /* Make sure floor(rate * t) really reaches target. */
+        while (sc_sim_arrivals(s->rate, t) < target)
+                t = nextafter(t, INFINITY) + 1e-12;
+        return t > now ? t : now;
+}
+
+void sc_sim_stream_take(sc_sim_stream_t *s, sc_rng_t *rng, size_t n, uint32_t *idx)
+{
+        for (size_t k = 0; k < n; k++)
+                idx[k] = s->pool[sc_rng_below(rng, (uint32_t)s->pool_n)];
+        s->buffered -= n;
+}
+
+double sc_sim_draw_rate(const sc_sim_spec_t *spec, int i, sc_rng_t *rng)
+{
+        double r;
+        switch (spec->rates) {
+        case SC_SIM_RATES_LIST:
+                r = spec->rate_list[i % spec->n_rates];
+                break;
+        case SC_SIM_RATES_S1: /* uniform with mean m, sd s: m +- s sqrt(3) */
+                r = 38 + 24 * sqrt(3.0) * (2 * sc_rng_uniform(rng) - 1);
+                break;
+        case SC_SIM_RATES_S2:
+                r = 300 + 112 * sqrt(3.0) * (2 * sc_rng_uniform(rng) - 1);
+                break;
+        case SC_SIM_RATES_S10:
+                r = 64 + 24 * sc_rng_normal(rng);
+                break;
+        case SC_SIM_RATES_S20:
+                r = 256 + 28 * sc_rng_normal(rng);
+                break;
+        case SC_SIM_RATES_CONSTANT:
+        default:
+                r = spec->rate;
+                break;
+        }
+        return r < spec->min_rate ? spec->min_rate : r;
+}

@@ -174,6 +174,19 @@ void sc_batcher_destroy(sc_batcher_t *batcher)
         free(batcher);
 }
 
+sc_err_t sc_batcher_add_stream(sc_batcher_t *batcher, sc_stream_t *stream, char *errstr,
+                               size_t errstr_size)
+{
+        if (!stream || batcher->n_streams >= SC_BATCH_MAX_STREAMS ||
+            sc_stream_numel(stream) != batcher->numel)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "batch: cannot add a stream (%d of at most %d, or another "
+                               "sample size)",
+                               batcher->n_streams, SC_BATCH_MAX_STREAMS);
+        batcher->streams[batcher->n_streams++] = stream;
+        return SC_OK;
+}
+
 /* Samples in the streams (not the pool). */
 static size_t sc_batcher_buffered(const sc_batcher_t *bt)
 {

@@ -94,6 +94,13 @@ sc_err_t sc_batcher_new(sc_batcher_t **batcherp, const sc_batch_spec_t *spec,
  * in their streams' accounting. */
 void sc_batcher_destroy(sc_batcher_t *batcher);
 
+/* Adds one more stream (same numel, borrowed for the batcher's lifetime), for
+ * a driver whose streams appear over time (e.g. topics assigned later); its
+ * index is the previous stream count. SC_ERR_INVAL if full or of another
+ * sample size. */
+sc_err_t sc_batcher_add_stream(sc_batcher_t *batcher, sc_stream_t *stream, char *errstr,
+                               size_t errstr_size);
+
 /* Whether a batch can be taken at time t (also applies truncation and starts
  * the first window). If not, *wake_at (if not NULL) is when to ask again: the
  * window end, or INFINITY when it waits for samples (ask after the next push).

@@ -44,7 +44,7 @@ static sc_err_t sc_codec_adaptive_encode(sc_codec_t *c, const float *grads, sc_r
                 if (err)
                         return sc_errf(err, errstr, errstr_size, "codec adaptive: out of memory");
                 if (r)
-                        sc_codec_ef_commit_sparse(c, grads);
+                        sc_codec_ef_commit_sparse(c, grads, 1);
                 c->stats.compressed++;
         } else {
                 size_t need = SC_CODEC_HDR_SIZE + 4 * c->n;

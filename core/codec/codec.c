@@ -275,14 +275,19 @@ void sc_codec_put_f32s(uint8_t *dst, const float *src, size_t n)
 #endif
 }
 
-void sc_codec_ef_commit_sparse(sc_codec_t *c, const float *grads)
+void sc_codec_ef_commit_sparse(sc_codec_t *c, const float *grads, int sent_exact)
 {
         float *r = c->residual;
 
         for (size_t i = 0; i < c->n; i++)
                 r[i] += grads[i];
-        for (size_t j = 0; j < c->ksum; j++)
-                r[c->sel[j]] -= c->selval[j];
+        if (sent_exact) {
+                for (size_t j = 0; j < c->ksum; j++)
+                        r[c->sel[j]] = 0.0f;
+        } else {
+                for (size_t j = 0; j < c->ksum; j++)
+                        r[c->sel[j]] -= c->selval[j];
+        }
 }
 
 sc_err_t sc_codec_payload_info(const void *payload, size_t len, sc_codec_info_t *info, char *errstr,

@@ -152,8 +152,9 @@ sc_err_t sc_topk_segment(sc_topk_scratch_t *scratch, const float *x, const float
 void sc_topk_scratch_free(sc_topk_scratch_t *scratch);
 
 /* Error feedback after a sparse send: residual = residual + g everywhere,
- * then residual[sel[j]] -= selval[j] (so decoded + residual == g + old
- * residual, exactly for top-k). */
-void sc_codec_ef_commit_sparse(sc_codec_t *codec, const float *grads);
+ * then residual[sel[j]] -= selval[j], so decoded + residual == g + old
+ * residual. sent_exact: the values sent were residual + g themselves (top-k,
+ * unscaled randk), so their residual becomes exactly 0 (even for NaN). */
+void sc_codec_ef_commit_sparse(sc_codec_t *codec, const float *grads, int sent_exact);
 
 #endif

@@ -66,7 +66,7 @@ static sc_err_t sc_codec_randk_encode(sc_codec_t *c, const float *grads, sc_rng_
         if (sc_codec_sparse_encode(c, flags, out))
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "codec randk: out of memory");
         if (c->residual)
-                sc_codec_ef_commit_sparse(c, grads);
+                sc_codec_ef_commit_sparse(c, grads, !c->params.scale);
         c->stats.compressed++;
         return SC_OK;
 }

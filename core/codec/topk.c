@@ -231,7 +231,7 @@ static sc_err_t sc_codec_topk_encode(sc_codec_t *c, const float *grads, sc_rng_t
         if (err)
                 return sc_errf(err, errstr, errstr_size, "codec %s: out of memory", c->ops->name);
         if (c->residual)
-                sc_codec_ef_commit_sparse(c, grads);
+                sc_codec_ef_commit_sparse(c, grads, 1);
         c->stats.compressed++;
         return SC_OK;
 }

@@ -91,6 +91,12 @@ typedef struct sc_codec_stats {
         double residual_norm; /* L2 norm of the residual after the last encode (EF) */
 } sc_codec_stats_t;
 
+/* Compressed-step share CNC = compressed / steps (0 before any step). */
+static inline double sc_codec_cnc(const sc_codec_stats_t *stats)
+{
+        return stats->steps ? (double)stats->compressed / (double)stats->steps : 0.0;
+}
+
 /* Defaults for codec id (see the field comments). */
 void sc_codec_params_default(sc_codec_params_t *params, sc_codec_id_t id);
 

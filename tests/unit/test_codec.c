@@ -440,6 +440,30 @@ static void topk_ef_sends_residual_later(void **state)
         sc_buf_free(&buf);
 }
 
+/* NaN sorts above every number: it is sent (the receiver sees it) and leaves
+ * no NaN behind in the residual. */
+static void topk_nan_is_sent_not_kept(void **state)
+{
+        float g[4] = {1, NAN, 2, -3}, d[4] = {0};
+        sc_codec_params_t p;
+        sc_codec_t *c;
+        sc_buf_t buf;
+        sc_buf_init(&buf);
+        sc_codec_params_default(&p, SC_CODEC_TOPK);
+        p.ratio = 0.25;
+        p.error_feedback = 1;
+        assert_int_equal(sc_codec_new(&c, SC_CODEC_TOPK, &p, 4, NULL, 0, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        assert_int_equal(sc_codec_encode(c, g, NULL, &buf, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(sc_codec_decode_add(buf.data, buf.len, d, 4, 1.0f, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        assert_true(isnan(d[1]) && d[0] == 0.0f && d[3] == 0.0f);
+        const float *r = sc_codec_residual(c);
+        assert_true(r[0] == 1.0f && r[1] == 0.0f && r[2] == 2.0f && r[3] == -3.0f);
+        sc_codec_destroy(c);
+        sc_buf_free(&buf);
+}
+
 static void adaptive_switches(void **state)
 {
         const size_t n = 1000;
@@ -485,6 +509,7 @@ static void adaptive_switches(void **state)
         sc_codec_stats(c, &st);
         assert_int_equal(st.steps, 6);
         assert_int_equal(st.compressed, 3);
+        assert_float_equal(sc_codec_cnc(&st), 0.5, 1e-12);
 
         /* majority vote: the sync layer's decision overrides for one step */
         int votes[5] = {1, 0, 1, 1, 0};
@@ -735,6 +760,7 @@ int main(void)
             cmocka_unit_test(round_trips),
             cmocka_unit_test(error_feedback_conserves),
             cmocka_unit_test(topk_ef_sends_residual_later),
+            cmocka_unit_test(topk_nan_is_sent_not_kept),
             cmocka_unit_test(adaptive_switches),
             cmocka_unit_test(index_coding_edges),
             cmocka_unit_test(damaged_payloads_rejected),

@@ -8,8 +8,7 @@
 
 /* The update loop is memory-bound; AVX2 / AVX-512 clones are picked at load time. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define SC_OPTIM_SIMD                                                                              \
-        __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define SC_OPTIM_SIMD __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SC_OPTIM_SIMD
 #endif

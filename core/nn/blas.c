@@ -1,12 +1,142 @@
-/* blas.c — the only file that calls BLAS: sgemm, the thread count, and a
+/* blas.c — the gemm layer of core/nn: cblas_sgemm for the general case, an
+ * AVX-512 broadcast kernel for the skinny products of small batches (where
+ * sgemm's packing and C zeroing dominate), the BLAS thread count, and a
  * naive gemm with the same contract for tests. */
 #include <cblas.h>
+#include <stdint.h>
 
 #include "nn_impl.h"
+
+static int sc_nn_threads = 0; /* 0 = never set: OpenBLAS's own default */
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(SC_NN_NO_CLONES)
+#define SC_NN_HAVE_SKINNY 1
+#include <immintrin.h>
+
+#define SKINNY __attribute__((target("avx512f"), always_inline)) static inline
+
+/* C[MB rows, NV*16 cols] (=|+= beta C) from A(m, k) = A[m*sm + k*sk] and
+ * row-major B; the last vector of a row is masked by last. */
+SKINNY void skinny_block(const int MB, const int NV, int K, const float *A, size_t sm, size_t sk,
+                         const float *B, int ldb, float beta, float *C, int ldc, __mmask16 last)
+{
+        __m512 acc[16][4];
+
+#pragma GCC unroll 16
+        for (int r = 0; r < MB; r++)
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++)
+                        acc[r][v] = _mm512_setzero_ps();
+        for (int k = 0; k < K; k++) {
+                __m512 b[4];
+                const float *bk = B + (size_t)k * ldb;
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++)
+                        b[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(last, bk + 16 * v)
+                                           : _mm512_loadu_ps(bk + 16 * v);
+                const float *ak = A + (size_t)k * sk;
+#pragma GCC unroll 16
+                for (int r = 0; r < MB; r++) {
+                        __m512 a = _mm512_set1_ps(ak[(size_t)r * sm]);
+#pragma GCC unroll 4
+                        for (int v = 0; v < NV; v++)
+                                acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+                }
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < MB; r++) {
+                float *c = C + (size_t)r * ldc;
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) {
+                        __mmask16 mk = v == NV - 1 ? last : (__mmask16)0xffff;
+                        __m512 x = acc[r][v];
+                        if (beta != 0.0f)
+                                x = _mm512_fmadd_ps(_mm512_set1_ps(beta),
+                                                    _mm512_maskz_loadu_ps(mk, c + 16 * v), x);
+                        _mm512_mask_storeu_ps(c + 16 * v, mk, x);
+                }
+        }
+}
+
+/* All rows of one column panel of NV vectors: blocks of 16 / NV rows, then 4, then 1. */
+SKINNY void skinny_panel(const int NV, int M, int K, const float *A, size_t sm, size_t sk,
+                         const float *B, int ldb, float beta, float *C, int ldc, __mmask16 last)
+{
+        const int MB = 16 / NV;
+        int m = 0;
+
+        for (; m + MB <= M; m += MB)
+                skinny_block(MB, NV, K, A + m * sm, sm, sk, B, ldb, beta, C + (size_t)m * ldc, ldc,
+                             last);
+        for (; m + 4 <= M; m += 4)
+                skinny_block(4, NV, K, A + m * sm, sm, sk, B, ldb, beta, C + (size_t)m * ldc, ldc,
+                             last);
+        for (; m < M; m++)
+                skinny_block(1, NV, K, A + m * sm, sm, sk, B, ldb, beta, C + (size_t)m * ldc, ldc,
+                             last);
+}
+
+__attribute__((target("avx512f"))) static void skinny_gemm(int M, int N, int K, const float *A,
+                                                           size_t sm, size_t sk, const float *B,
+                                                           int ldb, float beta, float *C, int ldc)
+{
+        const int nv_max = N >= 64 ? 4 : (N + 15) / 16;
+
+        for (int n = 0; n < N;) {
+                int left = N - n, nv = (left + 15) / 16;
+                if (nv > nv_max)
+                        nv = nv_max;
+                int cols = left < 16 * nv ? left : 16 * nv;
+                int tail = cols - 16 * (nv - 1);
+                __mmask16 last = (__mmask16)(tail >= 16 ? 0xffff : (1u << tail) - 1);
+                switch (nv) {
+                case 1:
+                        skinny_panel(1, M, K, A, sm, sk, B + n, ldb, beta, C + n, ldc, last);
+                        break;
+                case 2:
+                        skinny_panel(2, M, K, A, sm, sk, B + n, ldb, beta, C + n, ldc, last);
+                        break;
+                case 3:
+                        skinny_panel(3, M, K, A, sm, sk, B + n, ldb, beta, C + n, ldc, last);
+                        break;
+                default:
+                        skinny_panel(4, M, K, A, sm, sk, B + n, ldb, beta, C + n, ldc, last);
+                        break;
+                }
+                n += cols;
+        }
+}
+#endif
+
+int sc_nn_gemm_skinny(int M, int N, int K)
+{
+#ifdef SC_NN_HAVE_SKINNY
+        static int avx512 = -1;
+        if (avx512 < 0)
+                avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+        if (!avx512)
+                return 0;
+        double work = (double)M * N * K;
+        /* One thread: small products and those with a short side. With more
+         * threads, only products too small for sgemm to split well. */
+        if (sc_nn_threads > 1)
+                return work < (1 << 19);
+        return work < (1 << 19) || N <= SC_NN_SKINNY_SIDE || K <= SC_NN_SKINNY_SIDE;
+#else
+        return 0;
+#endif
+}
 
 void sc_nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc)
 {
+#ifdef SC_NN_HAVE_SKINNY
+        if (!tb && alpha == 1.0f && sc_nn_gemm_skinny(M, N, K)) {
+                skinny_gemm(M, N, K, A, ta ? 1 : (size_t)lda, ta ? (size_t)lda : 1, B, ldb, beta, C,
+                            ldc);
+                return;
+        }
+#endif
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -30,5 +160,6 @@ void sc_nn_gemm_ref(int ta, int tb, int M, int N, int K, float alpha, const floa
 
 void sc_nn_set_threads(int threads)
 {
-        openblas_set_num_threads(threads < 1 ? 1 : threads);
+        sc_nn_threads = threads < 1 ? 1 : threads;
+        openblas_set_num_threads(sc_nn_threads);
 }

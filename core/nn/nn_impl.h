@@ -23,7 +23,7 @@ struct sc_layer;
 /* Hot elementwise loops get AVX2 / AVX-512 clones picked at load time; the
  * build itself targets baseline x86-64. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(SC_NN_NO_CLONES)
-#define SC_NN_SIMD __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define SC_NN_SIMD __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SC_NN_SIMD
 #endif
@@ -98,6 +98,11 @@ void sc_nn_init_weights(float *w, size_t n, int fan_in, int fan_out, int he, sc_
  * (M, K) and op(B) is (K, N); ta / tb transpose the stored A / B. */
 void sc_nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
+/* Whether sc_nn_gemm runs an untransposed-B product of this size on its own
+ * AVX-512 kernel instead of sgemm (small batches: a side <= SKINNY_SIDE).
+ * Callers may then prefer to transpose an operand so that tb = 0. */
+#define SC_NN_SKINNY_SIDE 64
+int sc_nn_gemm_skinny(int M, int N, int K);
 /* The same contract in plain loops (reference for tests). */
 void sc_nn_gemm_ref(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc);

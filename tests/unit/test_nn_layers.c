@@ -444,6 +444,42 @@ static void gemm_matches_naive(void **state)
         assert_true(c[0] == 17.0f && c[1] == 39.0f);
 }
 
+/* Shapes around the skinny kernel's block edges (16-row blocks, 16-float
+ * vectors, 64-float panels), both A layouts, beta 0 and 1. */
+static void gemm_skinny_edges(void **state)
+{
+        const int Ms[] = {1, 3, 4, 5, 10, 17, 33}, Ns[] = {1, 15, 16, 17, 40, 64, 70, 130};
+        const int K = 9;
+        sc_rng_t rng;
+        float *A = malloc(sizeof(float) * 33 * K), *Bm = malloc(sizeof(float) * K * 130);
+        float *C1 = malloc(sizeof(float) * 33 * 130), *C2 = malloc(sizeof(float) * 33 * 130);
+
+        sc_rng_seed(&rng, 91);
+        fill_normal(A, 33 * K, &rng, 1.0f);
+        fill_normal(Bm, K * 130, &rng, 1.0f);
+        for (size_t mi = 0; mi < sizeof(Ms) / sizeof(Ms[0]); mi++) {
+                for (size_t ni = 0; ni < sizeof(Ns) / sizeof(Ns[0]); ni++) {
+                        for (int ta = 0; ta <= 1; ta++) {
+                                for (int beta = 0; beta <= 1; beta++) {
+                                        int M = Ms[mi], N = Ns[ni];
+                                        fill_normal(C1, 33 * 130, &rng, 1.0f);
+                                        memcpy(C2, C1, sizeof(float) * 33 * 130);
+                                        sc_nn_gemm(ta, 0, M, N, K, 1.0f, A, ta ? M : K, Bm, N,
+                                                   (float)beta, C1, 130);
+                                        sc_nn_gemm_ref(ta, 0, M, N, K, 1.0f, A, ta ? M : K, Bm, N,
+                                                       (float)beta, C2, 130);
+                                        /* Also checks nothing past N in a row was written. */
+                                        assert_close(C1, C2, 33 * 130, 1e-5f);
+                                }
+                        }
+                }
+        }
+        free(A);
+        free(Bm);
+        free(C1);
+        free(C2);
+}
+
 /* ---- loss values ------------------------------------------------------ */
 
 static void xent_values(void **state)
@@ -489,6 +525,7 @@ int main(void)
             cmocka_unit_test(conv2d_matches_reference),
             cmocka_unit_test(conv2d_chunks_match_reference),
             cmocka_unit_test(gemm_matches_naive),
+            cmocka_unit_test(gemm_skinny_edges),
             cmocka_unit_test(xent_values),
             cmocka_unit_test(mse_values),
         };

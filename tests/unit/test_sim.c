@@ -1,0 +1,227 @@
+/* test_sim.c — the simulator: event order, link timing, stream buffer
+ * policies (persistence grows linearly, truncation stays bounded), config
+ * errors naming the JSON path, and whole runs: every policy trains, the same
+ * seed gives byte-identical metrics, a different seed does not. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_sim.h"
+#include "sim_impl.h"
+
+static void free_any(int type, void *ptr)
+{
+        (void)type;
+        free(ptr);
+}
+
+static void queue_orders_by_time_then_insertion(void **state)
+{
+        sc_sim_queue_t q = {0};
+        sc_sim_event_t ev;
+        double ts[] = {3.0, 1.0, 2.0, 1.0, 0.5, 2.0, 1.0};
+        int last_dev = -1;
+        double last_t = -1;
+        for (int i = 0; i < 7; i++)
+                assert_int_equal(sc_sim_queue_push(&q, ts[i], 0, i, NULL), SC_OK);
+        for (int i = 0; i < 7; i++) {
+                assert_true(sc_sim_queue_pop(&q, &ev));
+                assert_true(ev.t >= last_t);
+                if (ev.t == last_t)
+                        assert_true(ev.dev > last_dev); /* FIFO among equal times */
+                last_t = ev.t;
+                last_dev = ev.dev;
+        }
+        assert_false(sc_sim_queue_pop(&q, &ev));
+        sc_sim_queue_push(&q, 1.0, 0, 0, malloc(8)); /* freed by the queue */
+        sc_sim_queue_free(&q, free_any);
+}
+
+static void link_serializes_and_adds_latency(void **state)
+{
+        sc_sim_link_t l = {.bps = 1000, .latency = 0.1};
+        assert_true(fabs(sc_sim_link_send(&l, 0, 500) - 0.6) < 1e-12);
+        /* Sent at 0.2 while the link is busy until 0.5: done at 1.5, +0.1. */
+        assert_true(fabs(sc_sim_link_send(&l, 0.2, 1000) - 1.6) < 1e-12);
+        /* Idle link later. */
+        assert_true(fabs(sc_sim_link_send(&l, 10, 100) - 10.2) < 1e-12);
+        assert_int_equal(l.bytes, 1600);
+}
+
+static void stream_buffer_policies(void **state)
+{
+        uint32_t pool[3] = {7, 8, 9}, idx[64];
+        sc_rng_t rng;
+        sc_sim_stream_t p = {.rate = 100, .pool = pool, .pool_n = 3};
+        sc_sim_stream_t tr = {
+            .rate = 100, .truncation = 1, .window = 1.0, .pool = pool, .pool_n = 3};
+        sc_rng_seed(&rng, 1);
+        /* 100 samples/s in, 40 trained per 1 s iteration. Persistence: the
+         * backlog grows linearly, Q(T) = (t S - b) T = 60 T. Truncation keeps
+         * one window (100) and drops the rest. */
+        for (int it = 1; it <= 50; it++) {
+                sc_sim_stream_advance(&p, 1.0 * it);
+                sc_sim_stream_advance(&tr, 1.0 * it);
+                assert_true(tr.buffered <= 100);
+                sc_sim_stream_take(&p, &rng, 40, idx);
+                sc_sim_stream_take(&tr, &rng, 40, idx);
+                assert_int_equal(p.buffered, (uint64_t)(60 * it));
+                assert_int_equal(tr.buffered, 60);
+        }
+        assert_int_equal(p.dropped, 0);
+        assert_int_equal(p.arrived, 5000);
+        assert_int_equal(tr.arrived, 5000);
+        assert_int_equal(tr.dropped, 60 * 49);
+        assert_int_equal(tr.arrived - tr.dropped - 40 * 50, tr.buffered);
+        assert_int_equal(tr.peak, 100);
+        assert_int_equal(p.peak, 3000 + 40);
+        for (int k = 0; k < 40; k++)
+                assert_true(idx[k] >= 7 && idx[k] <= 9);
+        /* Waiting for data: 30 more samples at 100/s from t = 50 -> 50.3. */
+        sc_sim_stream_t w = {.rate = 100, .pool = pool, .pool_n = 3};
+        sc_sim_stream_advance(&w, 50);
+        w.buffered = 0;
+        double at = sc_sim_stream_ready_at(&w, 50, 30);
+        assert_true(fabs(at - 50.3) < 1e-6);
+        sc_sim_stream_advance(&w, at);
+        assert_int_equal(w.buffered, 30);
+        assert_true(sc_sim_stream_ready_at(&w, 51, 30) == 51);
+}
+
+static const char *base_conf =
+    "{\"model\": {\"input\": [16], \"layers\": [{\"type\": \"dense\", \"units\": 16},"
+    " {\"type\": \"relu\"}, {\"type\": \"dense\", \"units\": 4}], \"loss\": \"softmax_xent\"},"
+    " \"optim\": {\"lr\": 0.05, \"momentum\": 0.5}, \"train\": {\"seed\": 5},"
+    " \"data\": {\"source\": \"synthetic\", \"synthetic\": {\"train\": 800, \"test\": 200,"
+    " \"classes\": 4, \"noise\": 0.8}}}";
+
+/* Runs a simulation with the "sim" object sim_json; returns the metrics text
+ * (caller frees) and the final test accuracy. */
+static char *run_sim(const char *sim_json, double *acc)
+{
+        sc_conf_t conf;
+        sc_sim_spec_t spec;
+        sc_dataset_t train = {0}, test = {0};
+        sc_synth_spec_t ss = {.shape = {16, 1, 1}, .n_classes = 4, .noise = 0.8f, .proto_seed = 5};
+        sc_rng_t rng;
+        sc_sim_t *sim;
+        json_t *j;
+        char err[512], *text = NULL;
+        size_t len = 0;
+        FILE *out;
+
+        assert_int_equal(sc_conf_parse(&conf, base_conf, "test", err, sizeof(err)), SC_OK);
+        assert_non_null(j = json_loads(sim_json, 0, NULL));
+        assert_int_equal(sc_sim_spec_parse(&spec, j, "test", err, sizeof(err)), SC_OK);
+        json_decref(j);
+        sc_rng_seed(&rng, 1);
+        ss.n = 800;
+        assert_int_equal(sc_synth_make(&train, &ss, &rng, err, sizeof(err)), SC_OK);
+        ss.n = 200;
+        assert_int_equal(sc_synth_make(&test, &ss, &rng, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_sim_new(&sim, &spec, &conf, &train, &test, err, sizeof(err)), SC_OK);
+        assert_non_null(out = open_memstream(&text, &len));
+        assert_int_equal(sc_sim_run(sim, out, err, sizeof(err)), SC_OK);
+        fclose(out);
+        const char *end = strstr(text, "{\"event\":\"end\"");
+        assert_non_null(end);
+        const char *a = strstr(end, "\"test_acc\":");
+        assert_non_null(a);
+        *acc = atof(a + 11);
+        sc_sim_destroy(sim);
+        sc_dataset_free(&train);
+        sc_dataset_free(&test);
+        sc_conf_free(&conf);
+        return text;
+}
+
+static void every_policy_trains_deterministically(void **state)
+{
+        static const char *const sims[] = {
+            "{\"devices\": 3, \"policy\": \"bsp\", \"batch\": 16, \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"scadles\", \"rates\": [20, 40, 80], \"b_min\": 8,"
+            " \"buffer\": \"truncation\", \"codec\": \"adaptive\", \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"asp\", \"batch\": 16, \"heterogeneity\": 3,"
+            " \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"ssp\", \"staleness\": 2, \"batch\": 16,"
+            " \"heterogeneity\": 3, \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"adacomp\", \"codec\": \"adacomp\","
+            " \"codec_ratio\": 0.05, \"batch\": 10, \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"adsp\", \"batch\": 16, \"gamma\": 2,"
+            " \"commit_min\": 0.2, \"tune\": true, \"heterogeneity\": 2, \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"localsgd\", \"local_steps\": 4, \"batch\": 16,"
+            " \"labels_per_device\": 2, \"inject_alpha\": 0.5, \"inject_beta\": 0.5,"
+            " \"max_time\": 8}",
+        };
+        for (size_t k = 0; k < sizeof(sims) / sizeof(sims[0]); k++) {
+                double acc1, acc2;
+                char *a = run_sim(sims[k], &acc1), *b = run_sim(sims[k], &acc2);
+                assert_string_equal(a, b);
+                if (acc1 < 0.6)
+                        fprintf(stderr, "policy %zu: accuracy %.3f\n%s", k, acc1, a);
+                assert_true(acc1 >= 0.6); /* 4 classes: chance is 0.25 */
+                assert_null(strstr(a, "\"stalled\":true"));
+                free(a);
+                free(b);
+        }
+        /* Another seed, other bytes. */
+        double acc;
+        char *a = run_sim("{\"devices\": 2, \"max_time\": 3}", &acc);
+        char *b = run_sim("{\"devices\": 2, \"max_time\": 3, \"seed\": 99}", &acc);
+        assert_true(strcmp(a, b) != 0);
+        free(a);
+        free(b);
+}
+
+static void config_errors_name_the_path(void **state)
+{
+        static const struct {
+                const char *json, *want;
+        } cases[] = {
+            {"{\"devices\": 0}", "$.sim.devices"},
+            {"{\"policy\": \"bsb\"}", "$.sim.policy"},
+            {"{\"polcy\": \"bsp\"}", "$.sim.polcy: unknown key"},
+            {"{\"rates\": \"S3\"}", "$.sim.rates"},
+            {"{\"rates\": [10, -1]}", "$.sim.rates[1]"},
+            {"{\"buffer\": \"keep\"}", "$.sim.buffer"},
+            {"{\"batch\": 1.5}", "$.sim.batch: expected an integer"},
+            {"{\"tune\": 1}", "$.sim.tune"},
+            {"{\"codec\": \"zip\"}", "$.sim.codec"},
+            {"{\"inject_alpha\": 2}", "$.sim.inject_alpha"},
+            {"{\"b_min\": 50, \"b_max\": 10}", "$.sim"},
+            {"[]", "$.sim: expected an object"},
+        };
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+                sc_sim_spec_t spec;
+                char err[512];
+                json_t *j = json_loads(cases[k].json, JSON_DECODE_ANY, NULL);
+                assert_non_null(j);
+                assert_int_equal(sc_sim_spec_parse(&spec, j, "cfg.json", err, sizeof(err)),
+                                 SC_ERR_CONFIG);
+                if (!strstr(err, cases[k].want))
+                        fprintf(stderr, "case %zu: %s\n", k, err);
+                assert_non_null(strstr(err, cases[k].want));
+                assert_non_null(strstr(err, "cfg.json"));
+                json_decref(j);
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(queue_orders_by_time_then_insertion),
+            cmocka_unit_test(link_serializes_and_adds_latency),
+            cmocka_unit_test(stream_buffer_policies),
+            cmocka_unit_test(config_errors_name_the_path),
+            cmocka_unit_test(every_policy_trains_deterministically),
+        };
+        return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
+}

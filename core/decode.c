@@ -1,6 +1,7 @@
 /* decode.c — json, csv and raw-tensor record decoders with per-kind fault
  * classification, spec checking and the fault counters. */
 #include "sc_decode.h"
+#include "decode_impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,11 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #define SC_DECODE_NUMEL_MAX ((size_t)1 << 28)
 #define SC_DECODE_OFFSET_MAX ((size_t)1 << 30)
-#define SC_DECODE_JSON_DEPTH 8
 
 static const char *const sc_decode_fault_names[SC_DECODE_FAULT__END] = {
     [SC_DECODE_OK] = "ok",
@@ -94,63 +92,51 @@ void sc_decode_spec_defaults(sc_decode_spec_t *spec, sc_decode_format_t format)
 
 /* ---- JSON paths: "$" then ".name" / "[index]" steps ---- */
 
-/* Walks path over root. Returns the value or NULL; *bad_path is set when
- * the path itself is malformed. */
-static json_t *sc_decode_json_walk(json_t *root, const char *path, int *bad_path)
+int sc_decode_path_compile(const char *path, size_t max, sc_decode_path_t *out)
 {
-        const char *p = path;
-        json_t *cur = root;
-        char name[SC_DECODE_PATH_MAX];
+        const char *p = path, *end = memchr(path, '\0', max);
 
-        *bad_path = 0;
-        if (*p != '$') {
-                *bad_path = 1;
-                return NULL;
-        }
+        out->n = 0;
+        if (!end || *p != '$')
+                return -1;
         p++;
-        while (*p) {
+        while (p < end) {
+                if (out->n == SC_DECODE_PATH_STEPS)
+                        return -1;
                 if (*p == '.') {
-                        size_t n = 0;
-                        p++;
-                        while (*p && *p != '.' && *p != '[' && n + 1 < sizeof(name))
-                                name[n++] = *p++;
-                        name[n] = '\0';
-                        if (n == 0 || (*p && *p != '.' && *p != '[')) {
-                                *bad_path = 1;
-                                return NULL;
-                        }
-                        cur = cur && json_is_object(cur) ? json_object_get(cur, name) : NULL;
+                        const char *name = ++p;
+                        while (p < end && *p != '.' && *p != '[')
+                                p++;
+                        if (p == name)
+                                return -1;
+                        out->step[out->n].is_index = 0;
+                        out->step[out->n].name = name;
+                        out->step[out->n].len = (size_t)(p - name);
                 } else if (*p == '[') {
                         size_t idx = 0;
                         int digits = 0;
                         p++;
-                        while (*p >= '0' && *p <= '9' && digits < 9) {
+                        while (p < end && *p >= '0' && *p <= '9' && digits < 9) {
                                 idx = idx * 10 + (size_t)(*p++ - '0');
                                 digits++;
                         }
-                        if (digits == 0 || *p != ']') {
-                                *bad_path = 1;
-                                return NULL;
-                        }
+                        if (digits == 0 || p == end || *p != ']')
+                                return -1;
                         p++;
-                        cur = cur && json_is_array(cur) ? json_array_get(cur, idx) : NULL;
+                        out->step[out->n].is_index = 1;
+                        out->step[out->n].index = idx;
                 } else {
-                        *bad_path = 1;
-                        return NULL;
+                        return -1;
                 }
+                out->n++;
         }
-        return cur;
+        return 0;
 }
 
 static int sc_decode_path_ok(const char *path)
 {
-        int bad;
-        json_t *obj = json_object();
-        if (!obj)
-                return 1; /* cannot tell without memory; decoding will say */
-        (void)sc_decode_json_walk(obj, path, &bad);
-        json_decref(obj);
-        return !bad && memchr(path, '\0', SC_DECODE_PATH_MAX) != NULL;
+        sc_decode_path_t compiled;
+        return sc_decode_path_compile(path, SC_DECODE_PATH_MAX, &compiled) == 0;
 }
 
 sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t errstr_size)
@@ -322,8 +308,8 @@ static sc_decode_fault_t sc_decode_label_bytes(const sc_decode_spec_t *spec, con
 }
 
 /* Label from key, header or value offset (not FIELD). */
-static sc_decode_fault_t sc_decode_label_meta(const sc_decode_spec_t *spec, const sc_record_t *rec,
-                                              int32_t *label, char *errstr, size_t errstr_size)
+sc_decode_fault_t sc_decode_label_meta(const sc_decode_spec_t *spec, const sc_record_t *rec,
+                                       int32_t *label, char *errstr, size_t errstr_size)
 {
         switch (spec->label_source) {
         case SC_DECODE_LABEL_KEY:
@@ -369,9 +355,8 @@ static sc_decode_fault_t sc_decode_label_meta(const sc_decode_spec_t *spec, cons
 }
 
 /* Checks the label number v from a text field. */
-static sc_decode_fault_t sc_decode_label_number(const sc_decode_spec_t *spec, double v,
-                                                const char *where, int32_t *label, char *errstr,
-                                                size_t errstr_size)
+sc_decode_fault_t sc_decode_label_number(const sc_decode_spec_t *spec, double v, const char *where,
+                                         int32_t *label, char *errstr, size_t errstr_size)
 {
         if (!isfinite(v)) {
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: label is not finite", where);
@@ -392,8 +377,8 @@ static sc_decode_fault_t sc_decode_label_number(const sc_decode_spec_t *spec, do
 }
 
 /* Normalizes x[0..n) in place; fails on a non-finite result. */
-static sc_decode_fault_t sc_decode_normalize(const sc_decode_spec_t *spec, float *x, size_t n,
-                                             char *errstr, size_t errstr_size)
+sc_decode_fault_t sc_decode_normalize(const sc_decode_spec_t *spec, float *x, size_t n,
+                                      char *errstr, size_t errstr_size)
 {
         const float a = spec->scale / spec->std, b = -spec->mean / spec->std;
         int bad = 0;
@@ -473,7 +458,7 @@ static const double sc_decode_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6
 /* Parses the whole of [p, end) as a number, leading/trailing blanks allowed.
  * Returns 0 and *out on success, -1 if not a number. Non-finite spellings
  * ("nan", "inf", overflow) parse and are caught by the caller. */
-static int sc_decode_number(const char *p, const char *end, double *out)
+int sc_decode_number(const char *p, const char *end, double *out)
 {
         while (p < end && (*p == ' ' || *p == '\t'))
                 p++;
@@ -602,118 +587,6 @@ static sc_decode_fault_t sc_decode_csv(const sc_decode_spec_t *spec, const sc_re
                 return SC_DECODE_BAD_CSV;
         }
         return sc_decode_normalize(spec, x, spec->numel, errstr, errstr_size);
-}
-
-/* ---- json ---- */
-
-/* Appends the numbers of v (flattening nested arrays) to x[*n..cap). Returns
- * a fault; on WRONG_LENGTH *n keeps counting past cap. */
-static sc_decode_fault_t sc_decode_json_flatten(json_t *v, float *x, size_t cap, size_t *n,
-                                                int depth, char *errstr, size_t errstr_size)
-{
-        if (json_is_array(v)) {
-                if (depth >= SC_DECODE_JSON_DEPTH) {
-                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                                "features: arrays nested deeper than %d", SC_DECODE_JSON_DEPTH);
-                        return SC_DECODE_WRONG_LENGTH;
-                }
-                size_t len = json_array_size(v);
-                for (size_t i = 0; i < len; i++) {
-                        sc_decode_fault_t f = sc_decode_json_flatten(
-                            json_array_get(v, i), x, cap, n, depth + 1, errstr, errstr_size);
-                        if (f != SC_DECODE_OK)
-                                return f;
-                }
-                return SC_DECODE_OK;
-        }
-        if (!json_is_number(v)) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "features: element %zu is not a number",
-                        *n);
-                return SC_DECODE_NOT_NUMERIC;
-        }
-        if (*n < cap) {
-                float fv = (float)json_number_value(v);
-                if (!isfinite(fv)) {
-                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                                "features: element %zu is not finite as float", *n);
-                        return SC_DECODE_NOT_FINITE;
-                }
-                x[*n] = fv;
-        }
-        (*n)++;
-        return SC_DECODE_OK;
-}
-
-static sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t *rec,
-                                        float *x, int32_t *label, char *errstr, size_t errstr_size)
-{
-        json_error_t jerr;
-        json_t *root, *fv, *lv;
-        sc_decode_fault_t f = SC_DECODE_OK;
-        int bad_path;
-        size_t n = 0;
-
-        root = json_loadb(rec->value, rec->value_size, JSON_DECODE_INT_AS_REAL, &jerr);
-        if (!root) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "json: %s at byte %d", jerr.text,
-                        jerr.position);
-                return SC_DECODE_BAD_JSON;
-        }
-        fv = sc_decode_json_walk(root, spec->features_path, &bad_path);
-        if (bad_path) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "decode.features_path: malformed");
-                f = SC_DECODE_BAD_SPEC;
-                goto out;
-        }
-        if (!fv) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing", spec->features_path);
-                f = SC_DECODE_MISSING_FIELD;
-                goto out;
-        }
-        if (!json_is_array(fv) && !(json_is_number(fv) && spec->numel == 1)) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected an array of numbers",
-                        spec->features_path);
-                f = json_is_number(fv) ? SC_DECODE_WRONG_LENGTH : SC_DECODE_NOT_NUMERIC;
-                goto out;
-        }
-        f = sc_decode_json_flatten(fv, x, spec->numel, &n, 0, errstr, errstr_size);
-        if (f != SC_DECODE_OK)
-                goto out;
-        if (n != spec->numel) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected %zu numbers, got %zu",
-                        spec->features_path, spec->numel, n);
-                f = SC_DECODE_WRONG_LENGTH;
-                goto out;
-        }
-        if (spec->label_source == SC_DECODE_LABEL_FIELD) {
-                lv = sc_decode_json_walk(root, spec->label_path, &bad_path);
-                if (bad_path) {
-                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "decode.label_path: malformed");
-                        f = SC_DECODE_BAD_SPEC;
-                        goto out;
-                }
-                if (!lv) {
-                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing",
-                                spec->label_path);
-                        f = SC_DECODE_MISSING_FIELD;
-                        goto out;
-                }
-                if (!json_is_number(lv)) {
-                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected a number",
-                                spec->label_path);
-                        f = SC_DECODE_NOT_NUMERIC;
-                        goto out;
-                }
-                f = sc_decode_label_number(spec, json_number_value(lv), spec->label_path, label,
-                                           errstr, errstr_size);
-        } else {
-                f = sc_decode_label_meta(spec, rec, label, errstr, errstr_size);
-        }
-        if (f == SC_DECODE_OK)
-                f = sc_decode_normalize(spec, x, spec->numel, errstr, errstr_size);
-out:
-        json_decref(root);
-        return f;
 }
 
 sc_decode_fault_t sc_decode_record(const sc_decode_spec_t *spec, const sc_record_t *rec, float *x,

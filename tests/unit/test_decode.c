@@ -143,6 +143,120 @@ static void json_paths_nested_arrays_and_labels(void **state)
         assert_int_equal(sc_decode_spec_check(&s, err, sizeof(err)), SC_ERR_CONFIG);
 }
 
+static void json_syntax_details(void **state)
+{
+        sc_decode_spec_t s = spec_of(SC_DECODE_JSON, 2);
+        float x[2];
+        int32_t label;
+        char err[160];
+        struct {
+                const char *text;
+                sc_decode_fault_t want;
+        } cases[] = {
+            {" {\"label\": 4, \"features\": [ 1 , -2.5e0 ] }\r\n", SC_DECODE_OK},
+            {"{\"fe\\u0061tures\": [1, 2], \"label\": 4}", SC_DECODE_OK},
+            {"{\"features\": [9], \"features\": [1, 2], \"label\": 4}", SC_DECODE_OK},
+            {"{\"x\": \"\\ud83d\\ude00 caf\xc3\xa9\", \"features\": [1, 2], \"label\": 4}",
+             SC_DECODE_OK},
+            {"{\"features\": [1, 2], \"label\": 4, \"n\": [true, false, null, {}]}", SC_DECODE_OK},
+            {"{\"features\": [1, 2], \"label\": 4} x", SC_DECODE_BAD_JSON},
+            {"{\"features\": [1, 2,], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"{\"features\": [01, 2], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"{\"features\": [1., 2], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"{\"features\": [+1, 2], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"{\"x\": \"\\ud83d\", \"features\": [1, 2], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"{\"x\": \"\\u0000\", \"features\": [1, 2], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"{\"x\": \"\xc3\x28\", \"features\": [1, 2], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"{\"x\": \"a\tb\", \"features\": [1, 2], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"{\"x\": tru, \"features\": [1, 2], \"label\": 4}", SC_DECODE_BAD_JSON},
+            {"\"features\"", SC_DECODE_BAD_JSON},
+            {"{\"features\": [1, \"2\"], \"label\": 4 ", SC_DECODE_BAD_JSON},
+            {"{\"features\": [1, [2]], \"label\": null}", SC_DECODE_NOT_NUMERIC},
+            {"{\"features\": [1, 2], \"label\": 1e999}", SC_DECODE_NOT_FINITE},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                sc_record_t r = rec_of(cases[i].text, NULL);
+                err[0] = '\0';
+                sc_decode_fault_t got = sc_decode_record(&s, &r, x, &label, err, sizeof(err));
+                if (got != cases[i].want)
+                        fail_msg("case %zu: expected %s, got %s (%s)", i,
+                                 sc_decode_fault_name(cases[i].want), sc_decode_fault_name(got),
+                                 err);
+                if (got == SC_DECODE_OK) {
+                        assert_int_equal(label, 4);
+                        assert_float_equal(x[0], 1, 0);
+                        assert_float_equal(x[1], i == 0 ? -2.5f : 2, 0);
+                }
+        }
+        /* A path through an array at the root. */
+        strcpy(s.features_path, "$[1]");
+        strcpy(s.label_path, "$[0]");
+        sc_record_t r = rec_of("[7, [3, 4]]", NULL);
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_int_equal(label, 7);
+        assert_float_equal(x[1], 4, 0);
+}
+
+/* The json decoder agrees with jansson on which texts are valid JSON. */
+static void json_validity_matches_jansson(void **state)
+{
+        static const char *const seeds[] = {
+            "{\"features\": [1, 2.5, -3e2, 4], \"label\": 3, \"s\": \"a\\n\\u00e9\"}",
+            "{\"a\": {\"b\": [true, false, null]}, \"features\": [[1, 2], [3, 4]], "
+            "\"label\": 1}",
+            "[{\"k\": \"v\"}, 0.5, -0, 1E+2, \"\\ud83d\\ude00\"]",
+        };
+        const char noise[] = "{}[],:\"\\-+.eE0123456789 truefalsnul\x80\xc3\xa9\xff\x01u";
+        sc_decode_spec_t s = spec_of(SC_DECODE_JSON, 4);
+        sc_rng_t rng;
+        char buf[256];
+        float x[4];
+        int32_t label;
+        int valid = 0, invalid = 0;
+
+        sc_rng_seed(&rng, 4321);
+        for (int it = 0; it < 40000; it++) {
+                const char *src = seeds[sc_rng_below(&rng, 3)];
+                size_t n = strlen(src);
+                memcpy(buf, src, n);
+                int edits = 1 + (int)sc_rng_below(&rng, 3);
+                for (int m = 0; m < edits; m++) {
+                        size_t at = sc_rng_below(&rng, (uint32_t)n);
+                        char c = noise[sc_rng_below(&rng, sizeof(noise) - 1)];
+                        switch (sc_rng_below(&rng, 3)) {
+                        case 0: /* replace */
+                                buf[at] = c;
+                                break;
+                        case 1: /* delete */
+                                memmove(buf + at, buf + at + 1, n - at - 1);
+                                n--;
+                                break;
+                        default: /* insert */
+                                if (n + 1 < sizeof(buf)) {
+                                        memmove(buf + at + 1, buf + at, n - at);
+                                        buf[at] = c;
+                                        n++;
+                                }
+                        }
+                }
+                json_error_t jerr;
+                json_t *ref = json_loadb(buf, n, JSON_DECODE_INT_AS_REAL, &jerr);
+                sc_record_t r = {.value = buf, .value_size = n};
+                sc_decode_fault_t got = sc_decode_record(&s, &r, x, &label, NULL, 0);
+                if (n == 0)
+                        continue;
+                if (!ref && strstr(jerr.text, "overflow"))
+                        continue; /* jansson refuses 1e999; here it reads as infinity */
+                if ((got == SC_DECODE_BAD_JSON) != (ref == NULL))
+                        fail_msg("\"%.*s\": decoder says %s, jansson %s", (int)n, buf,
+                                 sc_decode_fault_name(got), ref ? "valid" : jerr.text);
+                valid += ref != NULL;
+                invalid += ref == NULL;
+                json_decref(ref);
+        }
+        assert_true(valid > 1000 && invalid > 1000);
+}
+
 static void csv_columns_delimiters_and_line_ends(void **state)
 {
         sc_decode_spec_t s = spec_of(SC_DECODE_CSV, 3);
@@ -482,6 +596,8 @@ int main(void)
             cmocka_unit_test(raw_labels_from_byte_key_header_and_offset),
             cmocka_unit_test(raw_float32_little_endian),
             cmocka_unit_test(json_paths_nested_arrays_and_labels),
+            cmocka_unit_test(json_syntax_details),
+            cmocka_unit_test(json_validity_matches_jansson),
             cmocka_unit_test(csv_columns_delimiters_and_line_ends),
             cmocka_unit_test(spec_checks_name_fields),
             cmocka_unit_test(stats_report_first_of_each_kind),

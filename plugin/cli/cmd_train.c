@@ -432,6 +432,10 @@ static int sc_train_loop(sc_run_t *run, sc_sgd_t *sgd, const sc_sched_spec_t *sc
                                 seen = hits = 0;
                         }
                         if (sc_cli_stop) {
+                                if (meta->epoch_step == (uint64_t)steps_per_epoch) {
+                                        meta->epoch++; /* stopped right at an epoch's end */
+                                        meta->epoch_step = 0;
+                                }
                                 rc = 130;
                                 if (sc_train_save(run, sgd, meta))
                                         rc = 1;
@@ -552,11 +556,12 @@ int sc_cmd_train(int argc, char **argv)
                 sc_model_nparams(run.model), run.train.n, run.test.n, conf->train.epochs,
                 steps_per_epoch, conf->train.batch);
 
+        uint64_t first_step = meta.step;
         if ((rc = sc_train_loop(&run, &sgd, &sched, &meta, steps_per_epoch)))
                 goto out;
         if ((rc = sc_run_print_accuracy(&run)))
                 goto out;
-        if (meta.epoch == (uint64_t)conf->train.epochs && conf->train.checkpoint[0])
+        if (meta.step != first_step && conf->train.checkpoint[0])
                 fprintf(stderr, "scadles train: checkpoint saved to %s\n", conf->train.checkpoint);
 out:
         sc_sgd_free(&sgd);

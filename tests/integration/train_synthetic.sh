@@ -41,6 +41,12 @@ awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "accuracy $acc not above cha
 [ "$(head -c 4 "$tmp/synth.ckpt")" = "SCCK" ] || fail "checkpoint lacks its magic"
 ls "$tmp" | grep -q '\.tmp\.' && fail "temporary checkpoint file left behind"
 
+# progress lines on stderr when asked for
+"$SCADLES" train -c "$tmp/synth.json" --epochs 1 --set train.progress_interval=0.000001 \
+        --set 'train.checkpoint=""' 2>"$tmp/err" >/dev/null || fail "progress run failed"
+grep -qE '^epoch 1/1  step [0-9]+ \([0-9]+/63\)  loss [0-9.]+  train acc [0-9.]+  [0-9]+ samples/s  lr ' \
+        "$tmp/err" || fail "no progress line in: $(cat "$tmp/err")"
+
 # 2. same seed, same run
 "$SCADLES" train -c "$tmp/synth.json" --set "train.checkpoint=\"$tmp/again.ckpt\"" \
         >"$tmp/out2" 2>/dev/null || fail "second run failed"
@@ -84,6 +90,9 @@ head -c 100 "$tmp/synth.ckpt" >"$tmp/cut.ckpt"
 "$SCADLES" eval -c "$tmp/synth.json" --checkpoint "$tmp/cut.ckpt" >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] || fail "truncated checkpoint did not exit 1"
 grep -q 'cut.ckpt: checkpoint truncated' "$tmp/err" || fail "truncation: $(cat "$tmp/err")"
+"$SCADLES" train -c "$tmp/synth.json" --set optim.lr=1e6 >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] || fail "divergence did not exit 1"
+grep -q 'diverged' "$tmp/err" || fail "divergence: $(cat "$tmp/err")"
 "$SCADLES" train --bogus >/dev/null 2>&1
 [ $? -eq 2 ] || fail "unknown option did not exit 2"
 "$SCADLES" train --help | grep -q -- '--resume' || fail "help lacks --resume"

@@ -176,6 +176,7 @@ void sc_codec_destroy(sc_codec_t *c)
                 return;
         sc_topk_scratch_free(&c->topk);
         free(c->bitmap);
+        free(c->segmax);
         free(c->selval);
         free(c->sel);
         free(c->residual);

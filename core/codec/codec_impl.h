@@ -47,6 +47,7 @@ struct sc_codec_s {
         float *selval;    /* (ksum) values sent for them */
         sc_topk_scratch_t topk;
         uint64_t *bitmap; /* randk: (max_numel / 64 + 1) words */
+        float *segmax;    /* q8: (nsegs) max |value| of the current encode */
         double mean;      /* adaptive running mean */
         int decision;     /* adaptive vote mode: -1 none, 0 dense, 1 top-k */
         sc_codec_stats_t stats;

@@ -4,6 +4,46 @@
 #include "codec_impl.h"
 
 #include <math.h>
+#include <stdlib.h>
+
+static sc_err_t sc_codec_q8_init(sc_codec_t *c, char *errstr, size_t errstr_size)
+{
+        c->segmax = malloc((size_t)c->nsegs * sizeof(*c->segmax));
+        if (!c->segmax)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "codec q8: out of memory");
+        return SC_OK;
+}
+
+/* Largest |x (+ add)| key over n values (branch-free, vectorizes). */
+static uint32_t sc_q8_maxkey(const float *x, const float *add, size_t n)
+{
+        uint32_t m = 0;
+
+        if (add) {
+                for (size_t i = 0; i < n; i++) {
+                        uint32_t key = sc_f32_bits(x[i] + add[i]) & 0x7fffffffu;
+                        m = key > m ? key : m;
+                }
+        } else {
+                for (size_t i = 0; i < n; i++) {
+                        uint32_t key = sc_f32_bits(x[i]) & 0x7fffffffu;
+                        m = key > m ? key : m;
+                }
+        }
+        return m;
+}
+
+static inline int32_t sc_q8_clamp(int32_t q)
+{
+        q = q > 127 ? 127 : q;
+        return q < -127 ? -127 : q;
+}
+
+/* Round to nearest even for |t| < 2^22: the addition drops the fraction. */
+static inline float sc_q8_rint(float t)
+{
+        return (t + 12582912.0f) - 12582912.0f;
+}
 
 static sc_err_t sc_codec_q8_encode(sc_codec_t *c, const float *grads, sc_rng_t *rng, sc_buf_t *out,
                                    char *errstr, size_t errstr_size)
@@ -18,15 +58,12 @@ static sc_err_t sc_codec_q8_encode(sc_codec_t *c, const float *grads, sc_rng_t *
         /* Scales first, so non-finite input fails before anything changes. */
         for (int s = 0; s < c->nsegs; s++) {
                 const sc_codec_seg_t *g = &c->segs[s];
-                uint32_t maxkey = 0;
-                for (size_t i = g->off; i < g->off + g->numel; i++) {
-                        uint32_t key = sc_f32_bits(r ? grads[i] + r[i] : grads[i]) & 0x7fffffffu;
-                        maxkey = key > maxkey ? key : maxkey;
-                }
+                uint32_t maxkey = sc_q8_maxkey(grads + g->off, r ? r + g->off : NULL, g->numel);
                 if (maxkey >= 0x7f800000u)
                         return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                        "codec q8: non-finite value in tensor at offset %zu",
                                        g->off);
+                c->segmax[s] = sc_f32_from_bits(maxkey);
         }
         if (sc_buf_reserve(out, need))
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
@@ -37,20 +74,33 @@ static sc_err_t sc_codec_q8_encode(sc_codec_t *c, const float *grads, sc_rng_t *
         q = p + SC_CODEC_HDR_SIZE + 4 + 8 * (size_t)c->nsegs;
         for (int s = 0; s < c->nsegs; s++) {
                 const sc_codec_seg_t *g = &c->segs[s];
-                float maxabs = 0.0f, scale, inv;
-                for (size_t i = g->off; i < g->off + g->numel; i++)
-                        maxabs = fmaxf(maxabs, fabsf(r ? grads[i] + r[i] : grads[i]));
-                scale = maxabs / 127.0f;
-                inv = scale > 0.0f ? 1.0f / scale : 0.0f;
-                sc_le_put32(p + SC_CODEC_HDR_SIZE + 4 + 8 * (size_t)s, (uint32_t)g->numel);
+                const float *x = grads + g->off;
+                float *rs = r ? r + g->off : NULL;
+                int8_t *qs = (int8_t *)(q + g->off);
+                float scale = c->segmax[s] / 127.0f, inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+                size_t m = g->numel;
+
+                sc_le_put32(p + SC_CODEC_HDR_SIZE + 4 + 8 * (size_t)s, (uint32_t)m);
                 sc_le_putf32(p + SC_CODEC_HDR_SIZE + 8 + 8 * (size_t)s, scale);
-                for (size_t i = g->off; i < g->off + g->numel; i++) {
-                        float v = r ? grads[i] + r[i] : grads[i], t = v * inv;
-                        t = c->params.stochastic ? floorf(t + sc_rng_uniform(rng)) : rintf(t);
-                        t = t > 127.0f ? 127.0f : t < -127.0f ? -127.0f : t;
-                        q[i] = (uint8_t)(int8_t)t;
-                        if (r)
-                                r[i] = v - t * scale;
+                if (c->params.stochastic) {
+                        for (size_t i = 0; i < m; i++) {
+                                float v = rs ? x[i] + rs[i] : x[i];
+                                int32_t qi =
+                                    sc_q8_clamp((int32_t)floorf(v * inv + sc_rng_uniform(rng)));
+                                qs[i] = (int8_t)qi;
+                                if (rs)
+                                        rs[i] = v - (float)qi * scale;
+                        }
+                } else if (rs) {
+                        for (size_t i = 0; i < m; i++) {
+                                float v = x[i] + rs[i];
+                                int32_t qi = sc_q8_clamp((int32_t)sc_q8_rint(v * inv));
+                                qs[i] = (int8_t)qi;
+                                rs[i] = v - (float)qi * scale;
+                        }
+                } else {
+                        for (size_t i = 0; i < m; i++)
+                                qs[i] = (int8_t)sc_q8_clamp((int32_t)sc_q8_rint(x[i] * inv));
                 }
         }
         out->len += need;
@@ -132,5 +182,6 @@ const sc_codec_ops_t sc_codec_q8_ops = {
     .name = "q8",
     .id = SC_CODEC_Q8,
     .formats = 1u << SC_CODEC_FMT_Q8,
+    .init = sc_codec_q8_init,
     .encode = sc_codec_q8_encode,
 };

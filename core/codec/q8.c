@@ -1,8 +1,10 @@
 /* q8.c — 8-bit quantization: per tensor scale = max|g| / 127 and
  * q = round(g / scale) in [-127, 127] (nearest, or stochastic with the
- * encode rng, which is unbiased); optional error feedback. */
+ * encode rng, which is unbiased); optional error feedback. A tensor whose
+ * max |g| is below ~1.5e-36 is sent as zeros (its residual keeps it). */
 #include "codec_impl.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -77,7 +79,10 @@ static sc_err_t sc_codec_q8_encode(sc_codec_t *c, const float *grads, sc_rng_t *
                 const float *x = grads + g->off;
                 float *rs = r ? r + g->off : NULL;
                 int8_t *qs = (int8_t *)(q + g->off);
-                float scale = c->segmax[s] / 127.0f, inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+                /* A tensor below 127 * FLT_MIN (~1.5e-36) is sent as zeros, so the
+                 * scale stays normal and 1 / scale finite. */
+                float scale = c->segmax[s] >= 127.0f * FLT_MIN ? c->segmax[s] / 127.0f : 0.0f;
+                float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
                 size_t m = g->numel;
 
                 sc_le_put32(p + SC_CODEC_HDR_SIZE + 4 + 8 * (size_t)s, (uint32_t)m);

@@ -689,6 +689,33 @@ static void damaged_payloads_rejected(void **state)
         free(val);
 }
 
+static void q8_tiny_tensor_is_zero(void **state)
+{
+        float g[4] = {1e-38f, 0.0f, -2e-40f, 3e-45f}, d[4] = {0};
+        sc_codec_params_t p;
+        sc_codec_t *c;
+        sc_buf_t buf;
+        sc_rng_t rng;
+        sc_buf_init(&buf);
+        sc_rng_seed(&rng, 1);
+        for (int stochastic = 0; stochastic < 2; stochastic++) {
+                sc_codec_params_default(&p, SC_CODEC_Q8);
+                p.stochastic = stochastic;
+                p.error_feedback = 1;
+                assert_int_equal(
+                    sc_codec_new(&c, SC_CODEC_Q8, &p, 4, NULL, 0, errbuf, sizeof(errbuf)), SC_OK);
+                buf.len = 0;
+                assert_int_equal(sc_codec_encode(c, g, &rng, &buf, errbuf, sizeof(errbuf)), SC_OK);
+                assert_int_equal(
+                    sc_codec_decode_add(buf.data, buf.len, d, 4, 1.0f, errbuf, sizeof(errbuf)),
+                    SC_OK);
+                for (int i = 0; i < 4; i++)
+                        assert_true(d[i] == 0.0f && sc_codec_residual(c)[i] == g[i]);
+                sc_codec_destroy(c);
+        }
+        sc_buf_free(&buf);
+}
+
 static void q8_rejects_non_finite(void **state)
 {
         float g[4] = {1, INFINITY, 0, 2};
@@ -764,6 +791,7 @@ int main(void)
             cmocka_unit_test(adaptive_switches),
             cmocka_unit_test(index_coding_edges),
             cmocka_unit_test(damaged_payloads_rejected),
+            cmocka_unit_test(q8_tiny_tensor_is_zero),
             cmocka_unit_test(q8_rejects_non_finite),
             cmocka_unit_test(fp16_conversion),
         };

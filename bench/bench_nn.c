@@ -1,6 +1,6 @@
 /* bench_nn.c — training throughput of the MLP 784-256-128-10 and the small
  * CNN on 1x28x28 inputs: samples/s of a full step (forward, loss, backward,
- * SGD update), the GFLOP/s that is, and the GFLOP/s of plain cblas_sgemm
+ * SGD update; the best of 5 windows), the GFLOP/s that is, and the GFLOP/s of plain cblas_sgemm
  * calls of the same shapes as an upper bound.
  *
  * Usage: bench_nn [--seconds S] [--models mlp,cnn] [--batches 16,64,256]
@@ -119,19 +119,25 @@ static double sgemm_rate(const shape3_t *g, int n, double seconds)
                 A[i] = 0.001f * (float)(i % 13);
                 Bm[i] = 0.002f * (float)(i % 7);
         }
-        long reps = 0;
-        double t0 = now(), dt;
-        do {
-                for (int i = 0; i < n; i++)
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g[i].m, g[i].n,
-                                    g[i].k, 1.0f, A, g[i].k, Bm, g[i].n, 0.0f, C, g[i].n);
-                reps++;
-                dt = now() - t0;
-        } while (dt < seconds);
+        double best = 1e30;
+        for (int w = 0; w < 3; w++) {
+                long reps = 0;
+                double t0 = now(), dt;
+                do {
+                        for (int i = 0; i < n; i++)
+                                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g[i].m,
+                                            g[i].n, g[i].k, 1.0f, A, g[i].k, Bm, g[i].n, 0.0f,
+                                            C, g[i].n);
+                        reps++;
+                        dt = now() - t0;
+                } while (dt < seconds / 3);
+                if (dt / (double)reps < best)
+                        best = dt / (double)reps;
+        }
         free(A);
         free(Bm);
         free(C);
-        return gemm_flops(g, n) * (double)reps / dt / 1e9;
+        return gemm_flops(g, n) / best / 1e9;
 }
 
 static int run(const char *name, int B, int threads, double seconds)
@@ -171,21 +177,27 @@ static int run(const char *name, int B, int threads, double seconds)
                 sc_model_train_batch(m, x, y, NULL, B, &rng, NULL);
                 sc_sgd_step(&sgd, sc_model_params(m), sc_model_grads(m), 0.01f);
         }
-        long steps = 0;
-        double t0 = now(), dt;
-        do {
-                sc_model_train_batch(m, x, y, NULL, B, &rng, NULL);
-                sc_sgd_step(&sgd, sc_model_params(m), sc_model_grads(m), 0.01f);
-                steps++;
-                dt = now() - t0;
-        } while (dt < seconds || steps < 3);
+        /* Best of 5 windows: on a shared machine the least disturbed one. */
+        double best = 1e30;
+        for (int w = 0; w < 5; w++) {
+                long steps = 0;
+                double t0 = now(), dt;
+                do {
+                        sc_model_train_batch(m, x, y, NULL, B, &rng, NULL);
+                        sc_sgd_step(&sgd, sc_model_params(m), sc_model_grads(m), 0.01f);
+                        steps++;
+                        dt = now() - t0;
+                } while (dt < seconds / 5 || steps < 2);
+                if (dt / (double)steps < best)
+                        best = dt / (double)steps;
+        }
         int ng = step_gemms(name, B, g);
         double flops = gemm_flops(g, ng) / B; /* per sample */
-        double sps = (double)steps * B / dt;
+        double sps = B / best;
         double ref = sgemm_rate(g, ng, seconds / 3);
         printf("nn model=%s batch=%d threads=%d samples_per_s=%.1f step_ms=%.3f gflops=%.2f "
                "sgemm_gflops=%.2f\n",
-               name, B, threads, sps, 1e3 * dt / (double)steps, sps * flops / 1e9, ref);
+               name, B, threads, sps, 1e3 * best, sps * flops / 1e9, ref);
         fflush(stdout);
         free(x);
         free(y);

@@ -41,6 +41,8 @@ typedef enum sc_init_kind {
         SC_INIT_XAVIER, /* uniform, limit sqrt(6 / (fan_in + fan_out)) */
 } sc_init_kind_t;
 
+/* Dense takes a flat input (c, 1, 1): put a flatten layer after conv2d /
+ * maxpool2d. A relu right after dense or conv2d is fused into it. */
 typedef struct sc_layer_spec {
         sc_layer_kind_t kind;
         int units;   /* dense: output features */
@@ -108,8 +110,11 @@ void sc_model_init(sc_model_t *model, sc_rng_t *rng);
  * is NULL; for SC_LOSS_MSE, targets is (B, output numel) and labels NULL.
  * Overwrites the gradient buffer with the mean gradient over the batch.
  * Returns the mean loss; *correct (if not NULL) receives the number of
- * argmax hits (xent only). rng drives dropout. Activation memory grows to
- * the largest B seen. Returns NAN if memory for B cannot be had. */
+ * argmax hits (xent only). rng drives dropout (NULL: dropout passes
+ * everything through). Activation memory grows to the largest B seen and is
+ * reused; a step does no allocation otherwise. Returns NAN (gradients then
+ * unspecified) if x or the labels/targets the loss needs are NULL, B < 1, a
+ * label is outside [0, classes), or memory for B cannot be had. */
 float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,
                            const float *targets, int B, sc_rng_t *rng, int *correct);
 
@@ -119,7 +124,8 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
 float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
                           const float *targets, int B, int *correct, float *out);
 
-/* Number of BLAS threads used by every model in this process (>= 1). */
+/* Number of BLAS threads used by every model in this process (>= 1; values
+ * below 1 mean 1). Small products run on one thread regardless. */
 void sc_nn_set_threads(int threads);
 
 const char *sc_layer_kind_name(sc_layer_kind_t kind);

@@ -19,6 +19,10 @@ typedef struct sc_sgd {
         float *velocity; /* (n), zero at start; serialized with checkpoints */
 } sc_sgd_t;
 
+/* Update rule (PyTorch's, dampening 0): g' = g + wd * w; v = momentum * v +
+ * g'; w -= lr * (nesterov ? g' + momentum * v : v). SC_ERR_INVAL unless
+ * momentum is in [0, 1), weight_decay >= 0, and nesterov has momentum > 0;
+ * SC_ERR_NOMEM if velocity cannot be allocated. sgd is zeroed on failure. */
 sc_err_t sc_sgd_init(sc_sgd_t *sgd, const sc_sgd_spec_t *spec, size_t n);
 /* Accepts a zeroed or already-freed sgd. */
 void sc_sgd_free(sc_sgd_t *sgd);
@@ -27,8 +31,9 @@ void sc_sgd_step(sc_sgd_t *sgd, float *params, const float *grads, float lr);
 
 typedef enum sc_sched_kind {
         SC_SCHED_CONSTANT,
-        SC_SCHED_MULTISTEP, /* lr * gamma^(number of milestones passed) */
-        SC_SCHED_COSINE,    /* lr -> min_lr over total_steps (after warmup) */
+        SC_SCHED_MULTISTEP, /* lr * gamma^(number of milestones <= step) */
+        SC_SCHED_COSINE,    /* lr -> min_lr over total_steps counted from the end
+                               of warmup, then min_lr; total_steps <= 0: lr */
 } sc_sched_kind_t;
 
 #define SC_SCHED_MAX_MILESTONES 16
@@ -37,7 +42,7 @@ typedef enum sc_sched_kind {
 typedef struct sc_sched_spec {
         sc_sched_kind_t kind;
         double lr;          /* base (unscaled) learning rate */
-        long warmup_steps;  /* linear warmup from lr / warmup_steps to lr; 0 = none */
+        long warmup_steps;  /* lr * (step + 1) / warmup_steps below it; 0 = none */
         long total_steps;   /* cosine horizon */
         double min_lr;      /* cosine floor */
         double gamma;       /* multistep factor */
@@ -48,7 +53,8 @@ typedef struct sc_sched_spec {
 /* Learning rate at step (0-based). */
 double sc_sched_lr(const sc_sched_spec_t *sched, long step);
 
-/* Linear LR scaling (Goyal et al.; ScaDLES): lr * batch / base_batch. */
+/* Linear LR scaling (Goyal et al.; ScaDLES): lr * batch / base_batch;
+ * lr unchanged when base_batch <= 0. */
 double sc_lr_scale_linear(double lr, double batch, double base_batch);
 
 #endif

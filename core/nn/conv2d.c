@@ -67,8 +67,8 @@ static void conv_strides(const sc_layer_t *l, int B, size_t *cs, size_t *bs)
         *bs = l->in_fm ? hw : (size_t)l->in.c * hw;
 }
 
-void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, int H, int W, int k,
-                  int stride, int pad, int OH, int OW, float *col)
+SC_NN_SIMD void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, int H,
+                             int W, int k, int stride, int pad, int OH, int OW, float *col)
 {
         const size_t ohw = (size_t)OH * OW, rowlen = (size_t)nb * ohw;
 
@@ -110,8 +110,8 @@ void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, i
         }
 }
 
-void sc_nn_col2im(const float *col, size_t cs, size_t bs, int b0, int nb, int C, int H, int W,
-                  int k, int stride, int pad, int OH, int OW, float *x)
+SC_NN_SIMD void sc_nn_col2im(const float *col, size_t cs, size_t bs, int b0, int nb, int C, int H,
+                             int W, int k, int stride, int pad, int OH, int OW, float *x)
 {
         const size_t ohw = (size_t)OH * OW, rowlen = (size_t)nb * ohw;
 

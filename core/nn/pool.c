@@ -29,6 +29,27 @@ static size_t pool_workspace(const sc_layer_t *l, int B)
         return (size_t)B * sc_shape_numel(l->out);
 }
 
+/* The common 2x2 / stride 2 window, branch-free so it vectorizes; ties go
+ * to the first element in row-major order, as in the general loop. */
+SC_NN_SIMD static void pool2_plane(const float *xp, int W, int OH, int OW, float *yp, int32_t *ap)
+{
+        for (int oy = 0; oy < OH; oy++) {
+                const float *r0 = xp + (size_t)2 * oy * W, *r1 = r0 + W;
+                const int base = 2 * oy * W;
+                float *yr = yp + (size_t)oy * OW;
+                int32_t *ar = ap + (size_t)oy * OW;
+                for (int ox = 0; ox < OW; ox++) {
+                        float a = r0[2 * ox], b = r0[2 * ox + 1];
+                        float c = r1[2 * ox], d = r1[2 * ox + 1];
+                        int32_t i = base + 2 * ox;
+                        float m1 = b > a ? b : a, m2 = d > c ? d : c;
+                        int32_t i1 = b > a ? i + 1 : i, i2 = d > c ? i + W + 1 : i + W;
+                        yr[ox] = m2 > m1 ? m2 : m1;
+                        ar[ox] = m2 > m1 ? i2 : i1;
+                }
+        }
+}
+
 static void pool_forward(sc_layer_t *l, const float *x, float *y, int B, int train, sc_rng_t *rng)
 {
         const int H = l->in.h, W = l->in.w, OH = l->out.h, OW = l->out.w;
@@ -36,6 +57,11 @@ static void pool_forward(sc_layer_t *l, const float *x, float *y, int B, int tra
         const size_t planes = (size_t)B * l->in.c, ihw = (size_t)H * W, ohw = (size_t)OH * OW;
         int32_t *arg = (int32_t *)l->ws;
 
+        if (k == 2 && s == 2) {
+                for (size_t p = 0; p < planes; p++)
+                        pool2_plane(x + p * ihw, W, OH, OW, y + p * ohw, arg + p * ohw);
+                return;
+        }
         for (size_t p = 0; p < planes; p++) {
                 const float *xp = x + p * ihw;
                 float *yp = y + p * ohw;
@@ -44,22 +70,12 @@ static void pool_forward(sc_layer_t *l, const float *x, float *y, int B, int tra
                         for (int ox = 0; ox < OW; ox++) {
                                 int best = oy * s * W + ox * s;
                                 float m = xp[best];
-                                if (k == 2) {
-                                        int o = best;
-                                        if (xp[o + 1] > m)
-                                                m = xp[best = o + 1];
-                                        if (xp[o + W] > m)
-                                                m = xp[best = o + W];
-                                        if (xp[o + W + 1] > m)
-                                                m = xp[best = o + W + 1];
-                                } else {
-                                        for (int i = 0; i < k; i++) {
-                                                const int row = (oy * s + i) * W + ox * s;
-                                                for (int j = 0; j < k; j++) {
-                                                        if (xp[row + j] > m) {
-                                                                m = xp[row + j];
-                                                                best = row + j;
-                                                        }
+                                for (int i = 0; i < k; i++) {
+                                        const int row = (oy * s + i) * W + ox * s;
+                                        for (int j = 0; j < k; j++) {
+                                                if (xp[row + j] > m) {
+                                                        m = xp[row + j];
+                                                        best = row + j;
                                                 }
                                         }
                                 }

@@ -41,11 +41,11 @@ typedef enum sc_sched_kind {
 /* All times are in optimizer steps. */
 typedef struct sc_sched_spec {
         sc_sched_kind_t kind;
-        double lr;          /* base (unscaled) learning rate */
-        long warmup_steps;  /* lr * (step + 1) / warmup_steps below it; 0 = none */
-        long total_steps;   /* cosine horizon */
-        double min_lr;      /* cosine floor */
-        double gamma;       /* multistep factor */
+        double lr;         /* base (unscaled) learning rate */
+        long warmup_steps; /* lr * (step + 1) / warmup_steps below it; 0 = none */
+        long total_steps;  /* cosine horizon */
+        double min_lr;     /* cosine floor */
+        double gamma;      /* multistep factor */
         int n_milestones;
         long milestones[SC_SCHED_MAX_MILESTONES]; /* ascending */
 } sc_sched_spec_t;

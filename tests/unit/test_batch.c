@@ -235,6 +235,118 @@ static void shuffle_holds_back_until_drained(void **state)
         sc_stream_destroy(s);
 }
 
+/* The loop a Kafka driver runs: decode each record of 2 partitions (some
+ * malformed), push or reject it, pause/resume on backpressure, take batches,
+ * acknowledge them late and out of order, commit what becomes committable.
+ * At the end every offset is committed and each record is counted once. */
+static void driver_loop_commits_every_offset(void **state)
+{
+        sc_stream_spec_t ss;
+        sc_stream_t *s;
+        sc_decode_spec_t ds;
+        sc_batch_spec_t bs;
+        sc_batcher_t *bt;
+        sc_batch_t *b;
+        sc_rng_t rng;
+        char err[200];
+        int64_t next[2] = {0, 0}, committed[2] = {-1, -1};
+        uint64_t ids[64];
+        size_t n_ids = 0;
+        int paused = 0, pauses = 0, first_faults = 0;
+        long tick = 0;
+        double t = 0;
+        const int64_t total = 3000;
+
+        sc_stream_spec_defaults(&ss);
+        ss.cap = 256;
+        assert_int_equal(sc_stream_new(&s, &ss, NUMEL, err, sizeof(err)), SC_OK);
+        sc_decode_spec_defaults(&ds, SC_DECODE_RAW);
+        ds.numel = NUMEL;
+        ds.scale = 1.0f / 255.0f;
+        assert_int_equal(sc_decode_spec_check(&ds, err, sizeof(err)), SC_OK);
+        sc_batch_spec_defaults(&bs);
+        bs.window = 0.05;
+        bs.b_max = 64;
+        bs.shuffle = 32;
+        assert_int_equal(sc_batcher_new(&bt, &bs, &s, 1, 3, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_batch_new(&b, 64, NUMEL), SC_OK);
+        sc_rng_seed(&rng, 11);
+        while (next[0] < total || next[1] < total || sc_stream_stats(s)->inflight > 0) {
+                t += 0.001;
+                /* Consume one record from an unpaused partition that has more. */
+                int32_t p = (int32_t)sc_rng_below(&rng, 2);
+                if (!paused && next[p] < total) {
+                        unsigned char v[NUMEL] = {(unsigned char)next[p], 7};
+                        char key[2] = {(char)('0' + next[p] % 10), 0};
+                        sc_record_t rec = {.key = key,
+                                           .key_size = 1,
+                                           .value = v,
+                                           .value_size = sc_rng_below(&rng, 20) ? NUMEL : 1};
+                        int32_t label;
+                        float *slot = sc_stream_slot(s);
+                        assert_non_null(slot); /* paused before full */
+                        sc_decode_fault_t f = sc_decode_record(&ds, &rec, slot, &label, NULL, 0);
+                        if (f == SC_DECODE_OK) {
+                                assert_int_equal(
+                                    sc_stream_push_slot(s, label, p, next[p], t, NULL, 0), SC_OK);
+                        } else {
+                                int first;
+                                assert_int_equal(
+                                    sc_stream_reject(s, p, next[p], f, t, &first, NULL, 0), SC_OK);
+                                first_faults += first;
+                        }
+                        next[p]++;
+                }
+                switch (sc_stream_flow(s)) {
+                case SC_STREAM_FLOW_PAUSE:
+                        paused = 1;
+                        pauses++;
+                        break;
+                case SC_STREAM_FLOW_RESUME:
+                        paused = 0;
+                        break;
+                default:
+                        break;
+                }
+                if (next[0] == total && next[1] == total)
+                        sc_batcher_drain(bt, 1);
+                /* A trainer slower than the stream: at most 64 samples per 100 ms. */
+                if (++tick % 100 == 0 && sc_batcher_ready(bt, t, NULL)) {
+                        assert_int_equal(sc_batcher_take(bt, t, b, err, sizeof(err)), SC_OK);
+                        ids[n_ids++] = b->id;
+                }
+                /* Updates are acknowledged late, in random order. */
+                if (n_ids > 0 && (n_ids > 3 || sc_rng_below(&rng, 50) == 0)) {
+                        size_t k = sc_rng_below(&rng, (uint32_t)n_ids);
+                        assert_int_equal(sc_batcher_ack(bt, ids[k], err, sizeof(err)), SC_OK);
+                        ids[k] = ids[--n_ids];
+                        sc_offsets_commit_t c[2];
+                        size_t nc = sc_stream_commits(s, c, 2);
+                        for (size_t i = 0; i < nc; i++) {
+                                assert_true(c[i].offset > committed[c[i].partition]);
+                                committed[c[i].partition] = c[i].offset;
+                        }
+                }
+                check(bt);
+                assert_true(t < 1000);
+        }
+        sc_offsets_commit_t c[2];
+        size_t nc = sc_stream_commits(s, c, 2);
+        for (size_t i = 0; i < nc; i++)
+                committed[c[i].partition] = c[i].offset;
+        assert_int_equal(committed[0], total);
+        assert_int_equal(committed[1], total);
+        const sc_stream_stats_t *st = sc_stream_stats(s);
+        assert_int_equal(st->consumed, 2 * total);
+        assert_int_equal(st->trained + st->rejected, 2 * total);
+        assert_int_equal(first_faults, 1);
+        assert_true(st->rejected > 100);
+        assert_true(pauses > 0);
+        sc_batch_destroy(b);
+        sc_batcher_destroy(bt);
+        sc_stream_destroy(s);
+}
+
 static void config_errors(void **state)
 {
         sc_batch_spec_t bs;
@@ -358,6 +470,7 @@ int main(void)
             cmocka_unit_test(rate_mode_emits_window_worth_clamped),
             cmocka_unit_test(out_of_order_acks_commit_lowest_unfinished),
             cmocka_unit_test(shuffle_holds_back_until_drained),
+            cmocka_unit_test(driver_loop_commits_every_offset),
             cmocka_unit_test(config_errors),
             cmocka_unit_test(random_operations_keep_exact_accounting),
         };

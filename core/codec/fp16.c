@@ -90,8 +90,8 @@ static sc_err_t sc_codec_fp16_encode(sc_codec_t *c, const float *grads, sc_rng_t
                                 float v = g[i] + rb[i];
                                 h[i] = sc_codec_f32_to_f16(v);
                                 float d = sc_codec_f16_to_f32(h[i]);
-                                uint32_t fin = sc_mask((sc_f32_bits(d) & 0x7f800000u) !=
-                                                       0x7f800000u);
+                                uint32_t fin =
+                                    sc_mask((sc_f32_bits(d) & 0x7f800000u) != 0x7f800000u);
                                 rb[i] = sc_f32_from_bits(sc_f32_bits(v - d) & fin);
                         }
                 } else {

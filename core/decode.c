@@ -1,5 +1,6 @@
-/* decode.c — json, csv and raw-tensor record decoders with per-kind fault
- * classification, spec checking and the fault counters. */
+/* decode.c — record decoding entry point, the csv and raw-tensor decoders,
+ * labels from key/header/offset, normalization, spec checking and the fault
+ * counters (the json decoder is in decode_json.c). */
 #include "sc_decode.h"
 #include "decode_impl.h"
 

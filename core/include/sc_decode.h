@@ -2,8 +2,8 @@
  * record's (key, value, headers) bytes into a normalized float sample and an
  * int32 label, classifying every malformed record by kind.
  *
- * Decoding is a pure function of (spec, record): no allocation outlives the
- * call, no state, safe on any byte string. Normalization is
+ * Decoding is a pure function of (spec, record): no allocation, no state,
+ * safe on any byte string. Normalization is
  * x' = (x * scale - mean) / std, applied to every feature. */
 #ifndef SC_DECODE_H
 #define SC_DECODE_H

@@ -1,0 +1,976 @@
+/* kafka_source.c — the Kafka source: consumer-group member feeding one
+ * stream per topic, with backpressure, dead letters, loss counting and
+ * commits of finished offsets only. */
+#include "sc_kafka_source.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "sc_decode.h"
+#include "sc_kafka_util.h"
+
+#define SC_KS_MAX_HEADERS 32
+#define SC_KS_COMMIT_BATCH 64
+
+/* One partition of a stream's topic. */
+typedef struct sc_ks_part {
+        int32_t partition;
+        int assigned;
+        int paused;
+        sc_kafka_gap_t gap;
+} sc_ks_part_t;
+
+/* One topic: its stream, decoder, partitions and held messages. */
+typedef struct sc_ks_stream {
+        char *topic;
+        sc_stream_t *stream;
+        sc_decode_spec_t dspec;
+        sc_ks_part_t *parts;
+        size_t n_parts, cap_parts;
+        rd_kafka_message_t **held; /* FIFO of messages waiting for room */
+        size_t n_held, cap_held;
+} sc_ks_stream_t;
+
+struct sc_kafka_source_s {
+        const sc_conf_t *conf;
+        rd_kafka_t *rk;  /* consumer */
+        rd_kafka_t *dlq; /* dead-letter producer, or NULL */
+        sc_kafka_delivery_t dlq_dv;
+        size_t numel;
+        int n_classes;
+        uint64_t seed;
+        sc_ks_stream_t streams[SC_BATCH_MAX_STREAMS];
+        int n_streams;
+        sc_batcher_t *batcher;
+        sc_batch_spec_t bspec;
+        sc_stream_spec_t sspec;
+        double t_now;
+        sc_kafka_source_log_fn log;
+        void *log_opaque;
+        sc_kafka_source_stats_t stats;
+        int logged_full; /* "more than SC_BATCH_MAX_STREAMS topics" said once */
+        int logged_dlq;
+        uint64_t dlq_enqueued, dlq_refused;
+};
+
+/* Dead-letter counters from the delivery reports served so far. */
+static void sc_ks_dlq_stats(sc_kafka_source_t *src)
+{
+        src->stats.ks_dead_letter = (uint64_t)src->dlq_dv.dv_delivered;
+        src->stats.ks_dead_letter_failed = src->dlq_refused + (uint64_t)src->dlq_dv.dv_failed;
+}
+
+static void sc_ks_logf(sc_kafka_source_t *src, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void sc_ks_logf(sc_kafka_source_t *src, int level, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        if (!src->log)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        src->log(src->log_opaque, level, msg);
+}
+
+/* ---- streams and partitions ---- */
+
+/* The decoder of topic: its source.topics element, else streams.*. */
+static void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
+                              sc_decode_spec_t *ds)
+{
+        const sc_conf_decode_t *d = &conf->streams.decode;
+        for (int i = 0; i < conf->source.n_topics; i++)
+                if (!strcmp(conf->source.topics[i].topic, topic))
+                        d = &conf->source.topics[i].decode;
+        sc_decode_spec_defaults(ds, (sc_decode_format_t)d->format);
+        ds->numel = numel;
+        ds->n_classes = n_classes;
+        ds->scale = (float)d->scale;
+        ds->mean = (float)d->mean;
+        ds->std = (float)d->std;
+        switch (d->label) {
+        case SC_CONF_LABEL_FIELD:
+                ds->label_source = SC_DECODE_LABEL_FIELD;
+                break;
+        case SC_CONF_LABEL_KEY:
+                ds->label_source = SC_DECODE_LABEL_KEY;
+                break;
+        case SC_CONF_LABEL_HEADER:
+                ds->label_source = SC_DECODE_LABEL_HEADER;
+                break;
+        case SC_CONF_LABEL_OFFSET:
+                ds->label_source = SC_DECODE_LABEL_OFFSET;
+                break;
+        default:
+                break; /* auto: the format's default */
+        }
+        ds->label_encoding = (sc_decode_label_encoding_t)d->label_encoding;
+        snprintf(ds->label_header, sizeof(ds->label_header), "%s", d->label_header);
+        snprintf(ds->features_path, sizeof(ds->features_path), "%s", d->features_path);
+        snprintf(ds->label_path, sizeof(ds->label_path), "%s", d->label_path);
+        ds->delimiter = d->delimiter[0];
+        ds->label_column = d->label_column;
+        ds->first_feature_column = d->first_feature_column;
+        ds->columns = d->columns;
+        ds->dtype = (sc_decode_dtype_t)d->dtype;
+        ds->data_offset = (size_t)d->data_offset;
+        ds->label_offset = (size_t)d->label_offset;
+}
+
+static sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic)
+{
+        for (int i = 0; i < src->n_streams; i++)
+                if (!strcmp(src->streams[i].topic, topic))
+                        return &src->streams[i];
+        return NULL;
+}
+
+/* The stream of topic, created (and added to the batcher) on first use.
+ * NULL (logged) if it cannot be. */
+static sc_ks_stream_t *sc_ks_stream_get(sc_kafka_source_t *src, const char *topic)
+{
+        char why[512];
+        sc_ks_stream_t *ks = sc_ks_find(src, topic);
+        if (ks)
+                return ks;
+        if (src->n_streams == SC_BATCH_MAX_STREAMS) {
+                if (!src->logged_full++)
+                        sc_ks_logf(src, 3,
+                                   "topic %s: more than %d topics; its partitions are left "
+                                   "unconsumed",
+                                   topic, SC_BATCH_MAX_STREAMS);
+                return NULL;
+        }
+        ks = &src->streams[src->n_streams];
+        memset(ks, 0, sizeof(*ks));
+        sc_ks_decode_spec(src->conf, topic, src->numel, src->n_classes, &ks->dspec);
+        if (sc_decode_spec_check(&ks->dspec, why, sizeof(why))) {
+                sc_ks_logf(src, 3, "topic %s: %s", topic, why);
+                return NULL;
+        }
+        ks->topic = strdup(topic);
+        if (!ks->topic ||
+            sc_stream_new(&ks->stream, &src->sspec, src->numel, why, sizeof(why)) != SC_OK) {
+                sc_ks_logf(src, 3, "topic %s: %s", topic, ks->topic ? why : "out of memory");
+                free(ks->topic);
+                ks->topic = NULL;
+                return NULL;
+        }
+        sc_err_t err = src->batcher
+                           ? sc_batcher_add_stream(src->batcher, ks->stream, why, sizeof(why))
+                           : sc_batcher_new(&src->batcher, &src->bspec, &ks->stream, 1, src->seed,
+                                            why, sizeof(why));
+        if (err) {
+                sc_ks_logf(src, 3, "topic %s: %s", topic, why);
+                sc_stream_destroy(ks->stream);
+                free(ks->topic);
+                memset(ks, 0, sizeof(*ks));
+                return NULL;
+        }
+        src->n_streams++;
+        sc_ks_logf(src, 6, "topic %s: stream %d, %s records", topic, src->n_streams - 1,
+                   sc_decode_format_name(ks->dspec.format));
+        return ks;
+}
+
+static sc_ks_part_t *sc_ks_part(sc_ks_stream_t *ks, int32_t partition, int create)
+{
+        for (size_t i = 0; i < ks->n_parts; i++)
+                if (ks->parts[i].partition == partition)
+                        return &ks->parts[i];
+        if (!create)
+                return NULL;
+        if (ks->n_parts == ks->cap_parts) {
+                size_t nc = ks->cap_parts ? 2 * ks->cap_parts : 8;
+                sc_ks_part_t *np = realloc(ks->parts, nc * sizeof(*np));
+                if (!np)
+                        return NULL;
+                ks->parts = np;
+                ks->cap_parts = nc;
+        }
+        sc_ks_part_t *p = &ks->parts[ks->n_parts++];
+        memset(p, 0, sizeof(*p));
+        p->partition = partition;
+        sc_kafka_gap_init(&p->gap, -1);
+        return p;
+}
+
+/* Pauses (pause = 1) or resumes every assigned partition of ks. */
+static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks, int pause)
+{
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)ks->n_parts);
+        if (!l)
+                return;
+        for (size_t i = 0; i < ks->n_parts; i++) {
+                sc_ks_part_t *p = &ks->parts[i];
+                if (p->assigned && p->paused != pause)
+                        rd_kafka_topic_partition_list_add(l, ks->topic, p->partition);
+        }
+        if (l->cnt > 0) {
+                rd_kafka_resp_err_t e = pause ? rd_kafka_pause_partitions(src->rk, l)
+                                              : rd_kafka_resume_partitions(src->rk, l);
+                for (int i = 0; i < l->cnt; i++) {
+                        sc_ks_part_t *p = sc_ks_part(ks, l->elems[i].partition, 0);
+                        if (e || l->elems[i].err || !p)
+                                continue;
+                        p->paused = pause;
+                        src->stats.ks_paused_partitions += pause ? 1 : -1;
+                        if (pause)
+                                src->stats.ks_pauses++;
+                        else
+                                src->stats.ks_resumes++;
+                }
+                if (e)
+                        sc_ks_logf(src, 4, "topic %s: %s failed: %s", ks->topic,
+                                   pause ? "pause" : "resume", rd_kafka_err2str(e));
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Applies each stream's pending pause/resume; a stream with held messages
+ * stays paused. */
+static void sc_ks_flow(sc_kafka_source_t *src)
+{
+        for (int i = 0; i < src->n_streams; i++) {
+                sc_ks_stream_t *ks = &src->streams[i];
+                sc_stream_flow(ks->stream); /* consume the signal; the state decides */
+                int want = sc_stream_paused(ks->stream) || ks->n_held > 0;
+                for (size_t j = 0; j < ks->n_parts; j++) {
+                        if (ks->parts[j].assigned && ks->parts[j].paused != want) {
+                                sc_ks_flow_apply(src, ks, want);
+                                break;
+                        }
+                }
+        }
+}
+
+/* ---- commits ---- */
+
+static void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                            rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+        sc_kafka_source_t *src = opaque;
+        (void)rk;
+        if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+                return;
+        int bad = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+        for (int i = 0; !bad && offsets && i < offsets->cnt; i++)
+                bad = offsets->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (bad) {
+                if (!src->stats.ks_commit_errors++)
+                        sc_ks_logf(src, 4,
+                                   "offset commit failed: %s (retried with the next "
+                                   "commit)",
+                                   rd_kafka_err2str(err ? err : offsets->elems[0].err));
+        }
+}
+
+/* Adds what ks can commit to l: every changed position (all = 0), or every
+ * assigned partition's position (all = 1). */
+static void sc_ks_commit_list(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_t *l, int all)
+{
+        sc_offsets_commit_t c[SC_KS_COMMIT_BATCH];
+        size_t n;
+        do {
+                n = sc_stream_commits(ks->stream, c, SC_KS_COMMIT_BATCH);
+                for (size_t i = 0; !all && i < n; i++)
+                        rd_kafka_topic_partition_list_add(l, ks->topic, c[i].partition)->offset =
+                            c[i].offset;
+        } while (n == SC_KS_COMMIT_BATCH);
+        for (size_t i = 0; all && i < ks->n_parts; i++) {
+                int64_t next;
+                if (!ks->parts[i].assigned ||
+                    sc_offsets_position(sc_stream_offsets(ks->stream), ks->parts[i].partition,
+                                        &next) != SC_OK)
+                        continue;
+                rd_kafka_topic_partition_list_add(l, ks->topic, ks->parts[i].partition)->offset =
+                    next;
+        }
+}
+
+static sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr,
+                             size_t errstr_size)
+{
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+        if (!l)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "commit: out of memory");
+        for (int i = 0; i < src->n_streams; i++)
+                sc_ks_commit_list(&src->streams[i], l, all);
+        sc_err_t err = SC_OK;
+        if (l->cnt > 0) {
+                rd_kafka_resp_err_t e = rd_kafka_commit(src->rk, l, !sync);
+                src->stats.ks_commits++;
+                if (e) {
+                        src->stats.ks_commit_errors++;
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "offset commit: %s",
+                                      rd_kafka_err2str(e));
+                }
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        return err;
+}
+
+sc_err_t sc_kafka_source_commit(sc_kafka_source_t *src, int sync, char *errstr, size_t errstr_size)
+{
+        return sc_ks_commit(src, sync, 0, errstr, errstr_size);
+}
+
+/* ---- rebalance ---- */
+
+static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t *parts)
+{
+        /* Where each partition starts: its committed offset (so a jump past
+         * it is counted lost), else wherever auto.offset.reset puts it. */
+        rd_kafka_topic_partition_list_t *c = rd_kafka_topic_partition_list_copy(parts);
+        if (c && rd_kafka_committed(src->rk, c, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                rd_kafka_topic_partition_list_destroy(c);
+                c = NULL;
+        }
+        for (int i = 0; i < parts->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+                sc_ks_stream_t *ks = sc_ks_stream_get(src, tp->topic);
+                sc_ks_part_t *p = ks ? sc_ks_part(ks, tp->partition, 1) : NULL;
+                if (!p)
+                        continue;
+                p->assigned = 1;
+                p->paused = 0;
+                int64_t start = -1;
+                if (c && c->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && c->elems[i].offset >= 0)
+                        start = c->elems[i].offset;
+                sc_kafka_gap_init(&p->gap, start);
+                src->stats.ks_partitions++;
+        }
+        if (c)
+                rd_kafka_topic_partition_list_destroy(c);
+        src->stats.ks_assigns++;
+}
+
+static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t *parts)
+{
+        char why[512];
+        /* What was finished is committed before the partitions go. */
+        if (sc_ks_commit(src, 1, 0, why, sizeof(why)))
+                sc_ks_logf(src, 4, "rebalance: %s", why);
+        for (int i = 0; i < parts->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+                sc_ks_stream_t *ks = sc_ks_find(src, tp->topic);
+                sc_ks_part_t *p = ks ? sc_ks_part(ks, tp->partition, 0) : NULL;
+                if (!p || !p->assigned)
+                        continue;
+                /* Held messages of the partition go back unconsumed. */
+                size_t kept = 0;
+                for (size_t j = 0; j < ks->n_held; j++) {
+                        if (ks->held[j]->partition == tp->partition) {
+                                rd_kafka_message_destroy(ks->held[j]);
+                                src->stats.ks_held--;
+                                src->stats.ks_held_returned++;
+                        } else {
+                                ks->held[kept++] = ks->held[j];
+                        }
+                }
+                ks->n_held = kept;
+                uint64_t inflight = sc_stream_stats(ks->stream)->orphaned;
+                size_t returned = sc_stream_revoke(ks->stream, tp->partition);
+                src->stats.ks_orphaned += sc_stream_stats(ks->stream)->orphaned - inflight;
+                if (returned)
+                        sc_ks_logf(src, 6,
+                                   "rebalance: %s [%" PRId32 "] revoked, %zu buffered "
+                                   "sample(s) returned",
+                                   tp->topic, tp->partition, returned);
+                if (p->paused)
+                        src->stats.ks_paused_partitions--;
+                p->assigned = 0;
+                p->paused = 0;
+                src->stats.ks_partitions--;
+        }
+        src->stats.ks_revokes++;
+}
+
+static void sc_ks_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                               rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+        sc_kafka_source_t *src = opaque;
+        int coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+        rd_kafka_error_t *error = NULL;
+        rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+                sc_ks_assign(src, parts);
+                if (coop)
+                        error = rd_kafka_incremental_assign(rk, parts);
+                else
+                        e = rd_kafka_assign(rk, parts);
+        } else {
+                sc_ks_revoke(src, parts);
+                if (coop)
+                        error = rd_kafka_incremental_unassign(rk, parts);
+                else
+                        e = rd_kafka_assign(rk, NULL);
+        }
+        if (error) {
+                sc_ks_logf(src, 3, "rebalance: %s", rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+        } else if (e) {
+                sc_ks_logf(src, 3, "rebalance: %s", rd_kafka_err2str(e));
+        }
+        sc_ks_logf(src, 6, "rebalance: %s %d partition(s); %d assigned now",
+                   err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? "assigned" : "revoked", parts->cnt,
+                   src->stats.ks_partitions);
+}
+
+/* ---- records ---- */
+
+/* Produces a malformed record to the dead-letter topic: its key, value and
+ * headers, plus headers naming the fault and where it came from. */
+static void sc_ks_dead_letter(sc_kafka_source_t *src, const rd_kafka_message_t *m,
+                              sc_decode_fault_t fault)
+{
+        char part[16], off[24];
+        rd_kafka_headers_t *in = NULL, *h;
+        if (!src->dlq)
+                return;
+        if (rd_kafka_message_headers(m, &in) == RD_KAFKA_RESP_ERR_NO_ERROR && in)
+                h = rd_kafka_headers_copy(in);
+        else
+                h = rd_kafka_headers_new(4);
+        const char *topic = rd_kafka_topic_name(m->rkt);
+        snprintf(part, sizeof(part), "%" PRId32, m->partition);
+        snprintf(off, sizeof(off), "%" PRId64, m->offset);
+        rd_kafka_header_add(h, "scadles.error", -1, sc_decode_fault_name(fault), -1);
+        rd_kafka_header_add(h, "scadles.topic", -1, topic, -1);
+        rd_kafka_header_add(h, "scadles.partition", -1, part, -1);
+        rd_kafka_header_add(h, "scadles.offset", -1, off, -1);
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            src->dlq, RD_KAFKA_V_TOPIC(src->conf->source.dead_letter),
+            RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(m->payload, m->len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
+            RD_KAFKA_V_OPAQUE(&src->dlq_dv), RD_KAFKA_V_END);
+        if (e) {
+                rd_kafka_headers_destroy(h); /* not taken on failure */
+                src->dlq_refused++;
+                sc_ks_dlq_stats(src);
+                if (!src->logged_dlq++)
+                        sc_ks_logf(src, 3, "dead-letter topic %s: %s",
+                                   src->conf->source.dead_letter, rd_kafka_err2str(e));
+                return;
+        }
+        src->dlq_dv.dv_pending++;
+        src->dlq_enqueued++;
+}
+
+/* Hands one message to its stream. Returns 1 if taken (the caller destroys
+ * the message), 0 if the stream is full (the caller holds it). */
+static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kafka_message_t *m,
+                        double t)
+{
+        sc_decode_header_t hdrs[SC_KS_MAX_HEADERS];
+        rd_kafka_headers_t *rh = NULL;
+        char why[512];
+        int32_t label = 0;
+        size_t nh = 0;
+
+        float *x = sc_stream_slot(ks->stream);
+        if (!x)
+                return 0;
+        sc_ks_part_t *p = sc_ks_part(ks, m->partition, 1);
+        if (rd_kafka_message_headers(m, &rh) == RD_KAFKA_RESP_ERR_NO_ERROR && rh) {
+                const char *name;
+                const void *val;
+                size_t size;
+                for (size_t i = 0;
+                     nh < SC_KS_MAX_HEADERS && !rd_kafka_header_get_all(rh, i, &name, &val, &size);
+                     i++) {
+                        hdrs[nh].name = name;
+                        hdrs[nh].value = val;
+                        hdrs[nh++].size = val ? size : 0;
+                }
+        }
+        sc_record_t rec = {
+            m->key, m->key ? m->key_len : 0, m->payload, m->payload ? m->len : 0, hdrs, nh};
+        sc_decode_fault_t f = sc_decode_record(&ks->dspec, &rec, x, &label, why, sizeof(why));
+        int first = 0;
+        sc_err_t err;
+        char e2[256];
+        if (f == SC_DECODE_OK)
+                err = sc_stream_push_slot(ks->stream, label, m->partition, m->offset, t, e2,
+                                          sizeof(e2));
+        else
+                err = sc_stream_reject(ks->stream, m->partition, m->offset, f, t, &first, e2,
+                                       sizeof(e2));
+        if (err == SC_ERR_STATE) {
+                /* An offset at or below one already consumed (a re-delivery). */
+                if (!src->stats.ks_duplicates++)
+                        sc_ks_logf(src, 4, "%s [%" PRId32 "] offset %" PRId64 ": %s (skipped)",
+                                   ks->topic, m->partition, m->offset, e2);
+                return 1;
+        }
+        if (err) {
+                sc_ks_logf(src, 3, "%s [%" PRId32 "] offset %" PRId64 ": %s", ks->topic,
+                           m->partition, m->offset, e2);
+                return 1;
+        }
+        if (p) {
+                int64_t lost = sc_kafka_gap_observe(&p->gap, m->offset);
+                if (lost > 0) {
+                        src->stats.ks_lost += (uint64_t)lost;
+                        src->stats.ks_lost_events++;
+                        sc_ks_logf(src, 4,
+                                   "%s [%" PRId32 "]: %" PRId64 " record(s) lost before offset "
+                                   "%" PRId64 " (removed by retention before being read)",
+                                   ks->topic, m->partition, lost, m->offset);
+                }
+        }
+        if (f != SC_DECODE_OK) {
+                if (first)
+                        sc_ks_logf(src, 4,
+                                   "%s [%" PRId32 "] offset %" PRId64 ": malformed record (%s): "
+                                   "%s; further %s records are only counted",
+                                   ks->topic, m->partition, m->offset, sc_decode_fault_name(f), why,
+                                   sc_decode_fault_name(f));
+                sc_ks_dead_letter(src, m, f);
+        }
+        return 1;
+}
+
+static int sc_ks_hold(sc_ks_stream_t *ks, rd_kafka_message_t *m)
+{
+        if (ks->n_held == ks->cap_held) {
+                size_t nc = ks->cap_held ? 2 * ks->cap_held : 64;
+                rd_kafka_message_t **nh = realloc(ks->held, nc * sizeof(*nh));
+                if (!nh)
+                        return -1;
+                ks->held = nh;
+                ks->cap_held = nc;
+        }
+        ks->held[ks->n_held++] = m;
+        return 0;
+}
+
+/* Moves held messages into streams with room again, oldest first. */
+static void sc_ks_unhold(sc_kafka_source_t *src, double t)
+{
+        for (int i = 0; i < src->n_streams; i++) {
+                sc_ks_stream_t *ks = &src->streams[i];
+                size_t done = 0;
+                while (done < ks->n_held && sc_ks_record(src, ks, ks->held[done], t)) {
+                        rd_kafka_message_destroy(ks->held[done]);
+                        done++;
+                }
+                if (done) {
+                        memmove(ks->held, ks->held + done, (ks->n_held - done) * sizeof(*ks->held));
+                        ks->n_held -= done;
+                        src->stats.ks_held -= done;
+                }
+        }
+}
+
+sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, size_t max,
+                              size_t *n, char *errstr, size_t errstr_size)
+{
+        size_t got = 0;
+        if (t > src->t_now)
+                src->t_now = t;
+        if (n)
+                *n = 0;
+        sc_ks_unhold(src, t);
+        sc_ks_flow(src);
+        while (got < max) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(src->rk, got ? 0 : timeout_ms);
+                if (!m)
+                        break;
+                if (m->err) {
+                        rd_kafka_resp_err_t e = m->err;
+                        if (e != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                                if (src->stats.ks_consumer_errors++ < 10)
+                                        sc_ks_logf(src, 4, "consumer: %s%s%s",
+                                                   m->rkt ? rd_kafka_topic_name(m->rkt) : "",
+                                                   m->rkt ? ": " : "", rd_kafka_message_errstr(m));
+                        }
+                        rd_kafka_message_destroy(m);
+                        char fatal[512];
+                        if (e == RD_KAFKA_RESP_ERR__FATAL &&
+                            rd_kafka_fatal_error(src->rk, fatal, sizeof(fatal)))
+                                return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                               "consumer: fatal error: %s", fatal);
+                        continue;
+                }
+                got++;
+                src->stats.ks_received++;
+                sc_ks_stream_t *ks = sc_ks_stream_get(src, rd_kafka_topic_name(m->rkt));
+                if (!ks) {
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                if (ks->n_held == 0 && sc_ks_record(src, ks, m, t)) {
+                        rd_kafka_message_destroy(m);
+                } else if (sc_ks_hold(ks, m) == 0) {
+                        src->stats.ks_held++;
+                } else {
+                        rd_kafka_message_destroy(m);
+                        return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                                       "out of memory holding a record of %s", ks->topic);
+                }
+                sc_ks_flow(src);
+        }
+        if (src->dlq) {
+                rd_kafka_poll(src->dlq, 0);
+                sc_ks_dlq_stats(src);
+        }
+        sc_ks_flow(src);
+        if (n)
+                *n = got;
+        return SC_OK;
+}
+
+/* ---- setup ---- */
+
+static sc_err_t sc_ks_conf(const sc_conf_t *conf, rd_kafka_conf_t **out, char *errstr,
+                           size_t errstr_size)
+{
+        char val[64];
+        size_t vs;
+        const char *defaults[][2] = {
+            {"client.id", "scadles-worker"},
+            {"auto.offset.reset", "earliest"},
+            {"queued.max.messages.kbytes", "16384"},
+            {"topic.metadata.refresh.interval.ms", conf->source.pattern[0] ? "2000" : "300000"},
+            {"group.id", conf->source.group_id},
+        };
+        rd_kafka_conf_t *kc = rd_kafka_conf_new();
+        sc_err_t err = SC_OK;
+        for (size_t i = 0; !err && i < sizeof(defaults) / sizeof(defaults[0]); i++)
+                err = sc_kafka_conf_set(kc, defaults[i][0], defaults[i][1], defaults[i][0], errstr,
+                                        errstr_size);
+        if (!err)
+                err = sc_kafka_conf_apply_json(kc, (const json_t *)conf->kafka, "$.kafka", errstr,
+                                               errstr_size);
+        static const char *const off[] = {"enable.auto.commit", "enable.auto.offset.store"};
+        for (size_t i = 0; !err && i < 2; i++) {
+                vs = sizeof(val);
+                if (conf->kafka && json_object_get((json_t *)conf->kafka, off[i]) &&
+                    rd_kafka_conf_get(kc, off[i], val, &vs) == RD_KAFKA_CONF_OK &&
+                    !strcmp(val, "true"))
+                        err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                      "%s: $.kafka.%s: the worker commits offsets itself, only "
+                                      "for records trained on, dropped or rejected; it must be "
+                                      "false",
+                                      conf->origin, off[i]);
+                else if (!err)
+                        err = sc_kafka_conf_set(kc, off[i], "false", off[i], errstr, errstr_size);
+        }
+        if (err) {
+                rd_kafka_conf_destroy(kc);
+                return err;
+        }
+        *out = kc;
+        return SC_OK;
+}
+
+static sc_err_t sc_ks_dlq_new(sc_kafka_source_t *src, char *errstr, size_t errstr_size)
+{
+        char why[512];
+        rd_kafka_conf_t *pc = rd_kafka_conf_new();
+        sc_err_t err = sc_kafka_conf_set(pc, "client.id", "scadles-dead-letter", "client.id",
+                                         errstr, errstr_size);
+        /* The connection properties of the kafka object (consumer-only ones
+         * would only draw warnings from a producer). */
+        static const char *const pass[] = {"bootstrap.", "security.", "ssl.",       "sasl.",
+                                           "socket.",    "broker.",   "client.rack"};
+        const char *key;
+        json_t *v;
+        char where[320];
+        if (!err && src->conf->kafka) {
+                json_object_foreach((json_t *)src->conf->kafka, key, v)
+                {
+                        int ok = 0;
+                        for (size_t i = 0; i < sizeof(pass) / sizeof(pass[0]); i++)
+                                ok |= !strncmp(key, pass[i], strlen(pass[i]));
+                        if (!ok || !json_is_string(v))
+                                continue;
+                        snprintf(where, sizeof(where), "$.kafka.%s", key);
+                        if ((err = sc_kafka_conf_set(pc, key, json_string_value(v), where, errstr,
+                                                     errstr_size)))
+                                break;
+                }
+        }
+        if (err) {
+                rd_kafka_conf_destroy(pc);
+                return err;
+        }
+        sc_kafka_conf_log_bridge(pc);
+        sc_kafka_conf_delivery(pc);
+        sc_kafka_delivery_init(&src->dlq_dv);
+        src->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, pc, why, sizeof(why));
+        if (!src->dlq) {
+                rd_kafka_conf_destroy(pc);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "dead-letter producer: %s", why);
+        }
+        return SC_OK;
+}
+
+sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, size_t numel,
+                             int n_classes, uint64_t seed, sc_kafka_source_log_fn log,
+                             void *log_opaque, char *errstr, size_t errstr_size)
+{
+        char why[512];
+        rd_kafka_conf_t *kc = NULL;
+        sc_err_t err;
+
+        *srcp = NULL;
+        if (conf->source.n_topics == 0 && !conf->source.pattern[0])
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.source: no topics to consume (give source.topics or "
+                               "source.pattern)",
+                               conf->origin);
+        sc_kafka_source_t *src = calloc(1, sizeof(*src));
+        if (!src)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        src->conf = conf;
+        src->numel = numel;
+        src->n_classes = n_classes;
+        src->seed = seed;
+        src->log = log;
+        src->log_opaque = log_opaque;
+
+        const sc_conf_streams_t *st = &conf->streams;
+        sc_stream_spec_defaults(&src->sspec);
+        src->sspec.policy = (sc_stream_policy_t)st->policy;
+        src->sspec.cap = (size_t)st->cap;
+        src->sspec.high_watermark = st->high_watermark;
+        src->sspec.low_watermark = st->low_watermark;
+        src->sspec.window = st->window;
+        src->sspec.keep_min = (size_t)st->keep_min;
+        src->sspec.rate_tau = st->rate_tau;
+        const sc_conf_worker_t *w = &conf->worker;
+        sc_batch_spec_defaults(&src->bspec);
+        src->bspec.mode = (sc_batch_mode_t)w->batch;
+        src->bspec.b = w->b;
+        src->bspec.b_min = w->b_min;
+        src->bspec.b_max = w->b_max;
+        src->bspec.window = w->window;
+        src->bspec.shuffle = w->shuffle;
+        if ((err = sc_stream_spec_check(&src->sspec, why, sizeof(why))) ||
+            (err = sc_batch_spec_check(&src->bspec, why, sizeof(why)))) {
+                sc_errf(err, errstr, errstr_size, "%s: %s", conf->origin, why);
+                goto out_free;
+        }
+        /* Every listed topic's decoder is checked now, not at first use. */
+        for (int i = 0; i < conf->source.n_topics; i++) {
+                sc_decode_spec_t ds;
+                sc_ks_decode_spec(conf, conf->source.topics[i].topic, numel, n_classes, &ds);
+                if ((err = sc_decode_spec_check(&ds, why, sizeof(why)))) {
+                        sc_errf(err, errstr, errstr_size, "%s: $.source.topics[%d]: %s",
+                                conf->origin, i, why);
+                        goto out_free;
+                }
+        }
+        if ((err = sc_ks_conf(conf, &kc, errstr, errstr_size)))
+                goto out_free;
+        if (conf->source.dead_letter[0] && (err = sc_ks_dlq_new(src, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                goto out_free;
+        }
+        sc_kafka_conf_log_bridge(kc);
+        rd_kafka_conf_set_opaque(kc, src);
+        rd_kafka_conf_set_rebalance_cb(kc, sc_ks_on_rebalance);
+        rd_kafka_conf_set_offset_commit_cb(kc, sc_ks_on_commit);
+        src->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why));
+        if (!src->rk) {
+                rd_kafka_conf_destroy(kc);
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: $.kafka: consumer: %s",
+                              conf->origin, why);
+                goto out_free;
+        }
+        rd_kafka_poll_set_consumer(src->rk);
+
+        rd_kafka_topic_partition_list_t *sub =
+            rd_kafka_topic_partition_list_new(conf->source.n_topics + 1);
+        for (int i = 0; i < conf->source.n_topics; i++)
+                rd_kafka_topic_partition_list_add(sub, conf->source.topics[i].topic,
+                                                  RD_KAFKA_PARTITION_UA);
+        if (conf->source.pattern[0])
+                rd_kafka_topic_partition_list_add(sub, conf->source.pattern, RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t e = rd_kafka_subscribe(src->rk, sub);
+        rd_kafka_topic_partition_list_destroy(sub);
+        if (e) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: $.source: subscribe: %s",
+                              conf->origin, rd_kafka_err2str(e));
+                goto out_free;
+        }
+        *srcp = src;
+        return SC_OK;
+
+out_free:
+        sc_kafka_source_destroy(src);
+        return err;
+}
+
+void sc_kafka_source_destroy(sc_kafka_source_t *src)
+{
+        char why[512];
+        if (!src)
+                return;
+        if (src->rk) {
+                if (sc_ks_commit(src, 1, 1, why, sizeof(why)))
+                        sc_ks_logf(src, 4, "final %s", why);
+                rd_kafka_consumer_close(src->rk); /* revokes: commits, returns buffers */
+                rd_kafka_destroy(src->rk);
+        }
+        if (src->dlq) {
+                rd_kafka_flush(src->dlq, 10000);
+                rd_kafka_destroy(src->dlq);
+        }
+        sc_batcher_destroy(src->batcher);
+        for (int i = 0; i < src->n_streams; i++) {
+                sc_ks_stream_t *ks = &src->streams[i];
+                for (size_t j = 0; j < ks->n_held; j++)
+                        rd_kafka_message_destroy(ks->held[j]);
+                free(ks->held);
+                free(ks->parts);
+                free(ks->topic);
+                sc_stream_destroy(ks->stream);
+        }
+        free(src);
+}
+
+sc_err_t sc_kafka_source_finish(sc_kafka_source_t *src, int timeout_ms, char *errstr,
+                                size_t errstr_size)
+{
+        sc_err_t err = SC_OK;
+        if (src->dlq) {
+                rd_kafka_flush(src->dlq, timeout_ms);
+                sc_ks_dlq_stats(src);
+                if (src->dlq_dv.dv_pending > 0)
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                      "dead-letter topic %s: %" PRId64 " record(s) undelivered "
+                                      "after %d ms",
+                                      src->conf->source.dead_letter, src->dlq_dv.dv_pending,
+                                      timeout_ms);
+        }
+        sc_err_t e2 = sc_ks_commit(src, 1, 1, errstr, errstr_size);
+        return err ? err : e2;
+}
+
+/* ---- queries ---- */
+
+sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src)
+{
+        return src->batcher;
+}
+
+sc_err_t sc_kafka_source_ack(sc_kafka_source_t *src, uint64_t batch_id, char *errstr,
+                             size_t errstr_size)
+{
+        if (!src->batcher)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size, "no batch was taken");
+        return sc_batcher_ack(src->batcher, batch_id, errstr, errstr_size);
+}
+
+void sc_kafka_source_totals(const sc_kafka_source_t *src, sc_stream_stats_t *sum)
+{
+        memset(sum, 0, sizeof(*sum));
+        for (int i = 0; i < src->n_streams; i++) {
+                const sc_stream_stats_t *s = sc_stream_stats(src->streams[i].stream);
+                sum->consumed += s->consumed;
+                sum->rejected += s->rejected;
+                sum->dropped += s->dropped;
+                sum->revoked += s->revoked;
+                sum->buffered += s->buffered;
+                sum->inflight += s->inflight;
+                sum->trained += s->trained;
+                sum->orphaned += s->orphaned;
+                sum->peak_buffered += s->peak_buffered;
+                sum->pauses += s->pauses;
+                sum->latency_sum += s->latency_sum;
+                sum->taken += s->taken;
+                if (s->latency_max > sum->latency_max)
+                        sum->latency_max = s->latency_max;
+                for (int k = 0; k < SC_DECODE_FAULT__END; k++)
+                        sum->faults.count[k] += s->faults.count[k];
+                sum->faults.rejected += s->faults.rejected;
+        }
+}
+
+const sc_kafka_source_stats_t *sc_kafka_source_stats(const sc_kafka_source_t *src)
+{
+        return &src->stats;
+}
+
+sc_err_t sc_kafka_source_check(const sc_kafka_source_t *src, char *errstr, size_t errstr_size)
+{
+        if (!src->batcher)
+                return SC_OK;
+        return sc_batcher_check(src->batcher, errstr, errstr_size);
+}
+
+double sc_kafka_source_rate(sc_kafka_source_t *src, double t)
+{
+        double r = 0;
+        for (int i = 0; i < src->n_streams; i++)
+                r += sc_stream_rate(src->streams[i].stream, t);
+        return r;
+}
+
+int sc_kafka_source_nstreams(const sc_kafka_source_t *src)
+{
+        return src->n_streams;
+}
+
+int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms)
+{
+        rd_kafka_topic_partition_list_t *a = NULL;
+        int64_t lag = 0;
+        if (rd_kafka_assignment(src->rk, &a) || !a)
+                return -1;
+        rd_kafka_position(src->rk, a);
+        for (int i = 0; i < a->cnt; i++) {
+                int64_t lo = -1, hi = -1, pos = a->elems[i].offset;
+                if (rd_kafka_query_watermark_offsets(src->rk, a->elems[i].topic,
+                                                     a->elems[i].partition, &lo, &hi, timeout_ms)) {
+                        lag = -1;
+                        break;
+                }
+                if (pos < 0 || pos < lo)
+                        pos = lo; /* nothing read yet: from the log start */
+                if (hi > pos)
+                        lag += hi - pos;
+        }
+        rd_kafka_topic_partition_list_destroy(a);
+        return lag;
+}
+
+json_t *sc_kafka_source_partitions(sc_kafka_source_t *src, int timeout_ms)
+{
+        rd_kafka_topic_partition_list_t *a = NULL;
+        json_t *arr = json_array();
+        if (!arr || rd_kafka_assignment(src->rk, &a) || !a) {
+                json_decref(arr);
+                return NULL;
+        }
+        rd_kafka_resp_err_t ce = rd_kafka_committed(src->rk, a, timeout_ms);
+        for (int i = 0; i < a->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &a->elems[i];
+                int64_t lo = -1, hi = -1, pos = -1;
+                rd_kafka_query_watermark_offsets(src->rk, tp->topic, tp->partition, &lo, &hi,
+                                                 timeout_ms);
+                sc_ks_stream_t *ks = sc_ks_find(src, tp->topic);
+                if (!ks || sc_offsets_position(sc_stream_offsets(ks->stream), tp->partition,
+                                               &pos) != SC_OK)
+                        pos = -1;
+                json_array_append_new(
+                    arr, json_pack("{s:s, s:i, s:I, s:I, s:I}", "topic", tp->topic, "partition",
+                                   (int)tp->partition, "committed",
+                                   (json_int_t)(ce || tp->err ? -1 : tp->offset), "end",
+                                   (json_int_t)hi, "position", (json_int_t)pos));
+        }
+        rd_kafka_topic_partition_list_destroy(a);
+        return arr;
+}

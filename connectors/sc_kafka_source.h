@@ -1,0 +1,122 @@
+/* sc_kafka_source.h — the Kafka source of a worker: a consumer-group member
+ * that consumes the configured topics (a list and/or a "^regex"), one stream
+ * per topic, decodes records into the streams, applies persistence
+ * backpressure by pausing partitions, routes malformed records to a
+ * dead-letter topic, counts records lost to retention, and commits a
+ * partition's offset only up to records that were trained on, dropped by
+ * truncation or rejected.
+ *
+ * Single-threaded: every call, and the rebalance and commit callbacks that
+ * librdkafka runs inside sc_kafka_source_poll(), happen on the caller's
+ * thread. Times `t` are seconds on the caller's monotonic clock.
+ *
+ * Accounting (docs/STREAMS.md). Over the streams, at all times:
+ *   consumed == trained + dropped + rejected + returned + buffered + inflight
+ * consumed: records handed to a stream (decoded or rejected); returned:
+ * buffered samples of partitions revoked by a rebalance (discarded
+ * uncommitted: the partition's new owner reads them again); inflight: in the
+ * shuffle buffer or a batch not yet acknowledged. Records received from
+ * Kafka but not yet handed to a full stream are `held`. */
+#ifndef SC_KAFKA_SOURCE_H
+#define SC_KAFKA_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sc_batch.h"
+#include "sc_conf.h"
+#include "sc_err.h"
+#include "sc_stream.h"
+
+typedef struct sc_kafka_source_s sc_kafka_source_t;
+
+/* Messages for a person (level: syslog's, 3 error .. 7 debug); one line,
+ * no newline. Called on the caller's thread. */
+typedef void (*sc_kafka_source_log_fn)(void *opaque, int level, const char *msg);
+
+/* Counters of the source itself (the streams count the records). */
+typedef struct sc_kafka_source_stats {
+        uint64_t ks_received;      /* messages with a record received from Kafka */
+        uint64_t ks_held;          /* received, waiting for room in a full stream */
+        uint64_t ks_held_returned; /* held when their partition was revoked */
+        uint64_t ks_duplicates;    /* offsets at or below one already consumed (skipped) */
+        uint64_t ks_lost;          /* records removed by retention before being read */
+        uint64_t ks_lost_events;
+        uint64_t ks_orphaned;            /* inflight when their partition was revoked (trained, but
+                                            their offsets are left to the new owner) */
+        uint64_t ks_dead_letter;         /* malformed records delivered to the dead-letter topic */
+        uint64_t ks_dead_letter_failed;  /* ... refused or failed delivery */
+        uint64_t ks_pauses, ks_resumes;  /* partition pause / resume calls */
+        uint64_t ks_assigns, ks_revokes; /* rebalance events */
+        uint64_t ks_commits, ks_commit_errors;
+        uint64_t ks_consumer_errors; /* error events from the consumer (logged) */
+        int ks_partitions;           /* assigned now */
+        int ks_paused_partitions;    /* paused now */
+} sc_kafka_source_stats_t;
+
+/* Creates the consumer from conf (its "kafka" object first, then group.id =
+ * source.group_id unless kafka.group.id is given; enable.auto.commit and
+ * enable.auto.offset.store are forced off and an error if set to true) and
+ * subscribes to source.topics and source.pattern. numel is the model's input
+ * size and n_classes its output size (decoders check labels against it);
+ * seed drives the batch shuffle. log may be NULL. Errors name the JSON path.
+ * On success the caller owns *srcp. */
+sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, size_t numel,
+                             int n_classes, uint64_t seed, sc_kafka_source_log_fn log,
+                             void *log_opaque, char *errstr, size_t errstr_size);
+
+/* Leaves the group (committing what is committable first) and frees
+ * everything. Accepts NULL. */
+void sc_kafka_source_destroy(sc_kafka_source_t *src);
+
+/* Serves the consumer for up to timeout_ms (0 = do not wait), handing at most
+ * max records to the streams, then applies pause/resume for every stream.
+ * *n (if not NULL) receives the records received. SC_ERR_IO on a fatal
+ * consumer error (errstr says which). */
+sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, size_t max,
+                              size_t *n, char *errstr, size_t errstr_size);
+
+/* The batcher over the streams; NULL until the first partition is assigned.
+ * Borrowed: valid until sc_kafka_source_destroy(). */
+sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src);
+
+/* Acknowledges a trained batch (sc_batcher_ack); its offsets become
+ * committable. */
+sc_err_t sc_kafka_source_ack(sc_kafka_source_t *src, uint64_t batch_id, char *errstr,
+                             size_t errstr_size);
+
+/* Commits every partition whose committable position advanced: async (sync
+ * = 0) or waiting for the broker (sync = 1). */
+sc_err_t sc_kafka_source_commit(sc_kafka_source_t *src, int sync, char *errstr, size_t errstr_size);
+
+/* End of a run: waits up to timeout_ms for dead-letter deliveries, then
+ * commits every assigned partition's committable position and waits for the
+ * broker. SC_ERR_IO if either fails (the rest is still done). */
+sc_err_t sc_kafka_source_finish(sc_kafka_source_t *src, int timeout_ms, char *errstr,
+                                size_t errstr_size);
+
+/* Sums of the streams' record counters (consumed, trained, dropped,
+ * rejected, revoked = returned, buffered, inflight, faults per kind, peak). */
+void sc_kafka_source_totals(const sc_kafka_source_t *src, sc_stream_stats_t *sum);
+const sc_kafka_source_stats_t *sc_kafka_source_stats(const sc_kafka_source_t *src);
+/* Checks every stream's accounting identity and the batcher's. */
+sc_err_t sc_kafka_source_check(const sc_kafka_source_t *src, char *errstr, size_t errstr_size);
+/* Samples/s arriving over all streams at time t. */
+double sc_kafka_source_rate(sc_kafka_source_t *src, double t);
+/* Streams (topics) with a buffer so far. */
+int sc_kafka_source_nstreams(const sc_kafka_source_t *src);
+
+/* Consumer lag: records in the assigned partitions beyond what was received,
+ * from the brokers' high watermarks (asks the brokers; up to timeout_ms per
+ * partition). -1 if unknown. */
+int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms);
+
+/* A JSON array, one object per assigned partition: topic, partition,
+ * committed (read back from the group coordinator), end (high watermark),
+ * position (the committable position this member holds). New reference;
+ * NULL on failure. */
+json_t *sc_kafka_source_partitions(sc_kafka_source_t *src, int timeout_ms);
+
+#endif

@@ -170,6 +170,25 @@ out_destroy:
         return err;
 }
 
+int sc_codec_clip_views(const sc_tensor_view_t *views, int nviews, size_t begin, size_t end,
+                        sc_tensor_view_t *out)
+{
+        int n = 0;
+
+        for (int i = 0; i < nviews; i++) {
+                size_t lo = views[i].offset, hi = views[i].offset + views[i].numel;
+                lo = lo > begin ? lo : begin;
+                hi = hi < end ? hi : end;
+                if (lo >= hi)
+                        continue;
+                out[n] = views[i];
+                out[n].offset = lo - begin;
+                out[n].numel = hi - lo;
+                n++;
+        }
+        return n;
+}
+
 void sc_codec_destroy(sc_codec_t *c)
 {
         if (!c)

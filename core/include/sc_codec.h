@@ -118,6 +118,12 @@ sc_err_t sc_codec_new(sc_codec_t **codecp, sc_codec_id_t id, const sc_codec_para
 /* Accepts NULL. */
 void sc_codec_destroy(sc_codec_t *codec);
 
+/* Views for one shard [begin, end) of the flat buffer: each view that
+ * intersects it, cut to the range and shifted to shard-relative offsets, is
+ * written to out (room for nviews); returns the count. views sorted by offset. */
+int sc_codec_clip_views(const sc_tensor_view_t *views, int nviews, size_t begin, size_t end,
+                        sc_tensor_view_t *out);
+
 sc_codec_id_t sc_codec_id(const sc_codec_t *codec);
 size_t sc_codec_n(const sc_codec_t *codec);
 const sc_codec_params_t *sc_codec_params(const sc_codec_t *codec);

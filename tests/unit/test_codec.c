@@ -227,6 +227,17 @@ static void names_and_bad_arguments(void **state)
                          SC_ERR_INVAL);
         assert_non_null(strstr(errbuf, "ratio"));
         sc_codec_destroy(NULL);
+
+        /* shard views: cut and shifted */
+        sc_tensor_view_t all[3] = {{"w", 0, 0, 100}, {"b", 0, 100, 10}, {"w2", 1, 110, 50}}, cut[3];
+        int nc = sc_codec_clip_views(all, 3, 95, 120, cut);
+        assert_int_equal(nc, 3);
+        assert_true(cut[0].offset == 0 && cut[0].numel == 5);
+        assert_true(cut[1].offset == 5 && cut[1].numel == 10);
+        assert_true(cut[2].offset == 15 && cut[2].numel == 10);
+        assert_string_equal(cut[2].name, "w2");
+        assert_int_equal(sc_codec_clip_views(all, 3, 100, 110, cut), 1);
+        assert_int_equal(sc_codec_clip_views(all, 3, 160, 200, cut), 0);
 }
 
 /* Encodes with every codec, decodes, checks against the input. */

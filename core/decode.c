@@ -467,7 +467,8 @@ int sc_decode_number(const char *p, const char *end, double *out)
                 end--;
         if (p == end)
                 return -1;
-        /* Fast path: [-+]digits[.digits] with at most 19 significant digits. */
+        /* Fast path, independent of the C locale: [-+]digits[.digits][e[-+]digits]
+         * with at most 19 significant digits and a decimal exponent within 22. */
         const char *q = p;
         int neg = 0, digits = 0, frac = 0;
         uint64_t m = 0;
@@ -485,12 +486,28 @@ int sc_decode_number(const char *p, const char *end, double *out)
                         frac++;
                 }
         }
-        if (q == end && digits > 0) {
-                double v = (double)m / sc_decode_pow10[frac];
+        int e = -frac;
+        if (q < end && digits > 0 && (*q == 'e' || *q == 'E')) {
+                const char *r = q + 1;
+                int eneg = 0, edigits = 0, ev = 0;
+                if (r < end && (*r == '-' || *r == '+'))
+                        eneg = *r++ == '-';
+                while (r < end && *r >= '0' && *r <= '9' && edigits < 4) {
+                        ev = ev * 10 + (*r++ - '0');
+                        edigits++;
+                }
+                if (edigits > 0) {
+                        e += eneg ? -ev : ev;
+                        q = r;
+                }
+        }
+        if (q == end && digits > 0 && e >= -22 && e <= 22) {
+                double v =
+                    e >= 0 ? (double)m * sc_decode_pow10[e] : (double)m / sc_decode_pow10[-e];
                 *out = neg ? -v : v;
                 return 0;
         }
-        /* Slow path: exponents, long mantissas, hex, inf/nan. */
+        /* Slow path (strtod): long mantissas or exponents, hex, inf/nan. */
         char buf[64];
         size_t n = (size_t)(end - p);
         if (n >= sizeof(buf))

@@ -257,6 +257,48 @@ static void json_validity_matches_jansson(void **state)
         assert_true(valid > 1000 && invalid > 1000);
 }
 
+/* Text numbers in every common spelling read as strtod reads them. */
+static void numbers_match_strtod(void **state)
+{
+        sc_decode_spec_t s = spec_of(SC_DECODE_CSV, 1);
+        sc_rng_t rng;
+        char line[96];
+        float x[1];
+        int32_t label;
+        char err[128];
+
+        sc_rng_seed(&rng, 77);
+        for (int it = 0; it < 20000; it++) {
+                double v =
+                    (sc_rng_uniform(&rng) - 0.5) * pow(10.0, (double)sc_rng_below(&rng, 40) - 20.0);
+                char num[64];
+                switch (it % 4) {
+                case 0:
+                        snprintf(num, sizeof(num), "%.*e", (int)sc_rng_below(&rng, 17), v);
+                        break;
+                case 1:
+                        snprintf(num, sizeof(num), "%.*f", (int)sc_rng_below(&rng, 12), v);
+                        break;
+                case 2:
+                        snprintf(num, sizeof(num), "%.17g", v);
+                        break;
+                default:
+                        snprintf(num, sizeof(num), "%dE%d", (int)sc_rng_below(&rng, 100000),
+                                 (int)sc_rng_below(&rng, 60) - 30);
+                }
+                snprintf(line, sizeof(line), "1,%s", num);
+                sc_record_t r = rec_of(line, NULL);
+                double want = strtod(num, NULL);
+                if (!isfinite((float)want))
+                        continue;
+                assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)),
+                                 SC_DECODE_OK);
+                float fw = (float)want;
+                if (!(fabsf(x[0] - fw) <= 1e-6f * fabsf(fw) || fabsf(fw) < 1e-37f))
+                        fail_msg("%s: read %.9g, strtod %.9g", num, (double)x[0], (double)fw);
+        }
+}
+
 static void csv_columns_delimiters_and_line_ends(void **state)
 {
         sc_decode_spec_t s = spec_of(SC_DECODE_CSV, 3);
@@ -598,6 +640,7 @@ int main(void)
             cmocka_unit_test(json_paths_nested_arrays_and_labels),
             cmocka_unit_test(json_syntax_details),
             cmocka_unit_test(json_validity_matches_jansson),
+            cmocka_unit_test(numbers_match_strtod),
             cmocka_unit_test(csv_columns_delimiters_and_line_ends),
             cmocka_unit_test(spec_checks_name_fields),
             cmocka_unit_test(stats_report_first_of_each_kind),

@@ -37,6 +37,13 @@ die() {
 	exit 1
 }
 
+check_java() {
+	command -v java >/dev/null || die "java not found (Java 17 or newer is needed)"
+	local v
+	v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
+	[ -n "$v" ] && [ "$v" -ge 17 ] || die "Java 17 or newer is needed (found: ${v:-unknown})"
+}
+
 write_pom() {
 	cat >"$KAFKA_DIR/pom.xml" <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
@@ -84,7 +91,7 @@ fetch() {
 		return 0
 	fi
 	command -v mvn >/dev/null || die "mvn not found (Debian package maven)"
-	command -v java >/dev/null || die "java not found (Java 17 or newer is needed)"
+	check_java
 	mkdir -p "$KAFKA_DIR"
 	write_pom
 	say "fetching Apache Kafka $KAFKA_VERSION jars with mvn into $LIB"
@@ -179,6 +186,7 @@ up() {
 		return 0
 	fi
 	fetch
+	check_java
 	write_config
 	: >"$LOGF"
 	if [ ! -f "$DATA/meta.properties" ]; then

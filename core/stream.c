@@ -387,7 +387,8 @@ sc_err_t sc_stream_done(sc_stream_t *stream, const sc_stream_ref_t *ref, char *e
                                " acknowledged but nothing is inflight",
                                ref->partition, ref->offset);
         if (s->stats.orphaned > 0 && sc_stream_epoch_revoked(s, ref->epoch)) {
-                s->stats.orphaned--;
+                if (--s->stats.orphaned == 0)
+                        s->n_revoked = 0; /* no sample of a revoked epoch is left */
         } else {
                 sc_err_t err = sc_offsets_done(s->offsets, ref->partition, ref->offset, ref->epoch,
                                                errstr, errstr_size);
@@ -454,7 +455,8 @@ size_t sc_stream_revoke(sc_stream_t *stream, int32_t partition)
                 }
         }
         size_t outstanding = sc_offsets_forget(s->offsets, partition);
-        s->revoked_epochs[s->n_revoked++] = epoch;
+        if (outstanding > removed)
+                s->revoked_epochs[s->n_revoked++] = epoch;
         s->count = kept;
         s->stats.buffered -= removed;
         s->stats.revoked += removed;

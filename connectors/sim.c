@@ -48,6 +48,7 @@ typedef struct sc_sim_dev {
         int last_batch;
         double data_wait;       /* seconds spent waiting for samples, closed waits */
         double data_wait_since; /* start of the open wait; < 0 = none */
+        double send_wait;       /* seconds blocked on the uplink */
 } sc_sim_dev_t;
 
 struct sc_sim_s {
@@ -376,6 +377,14 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
                         if ((err = sc_sim_send(sim, i, &act, errstr, errstr_size)))
                                 return err;
                         sc_sync_worker_sent(d->w, sim->now);
+                        /* Sending blocks until the update left the device: a
+                         * device cannot outrun its uplink. */
+                        if (d->up.free_at > sim->now) {
+                                d->send_wait += d->up.free_at - sim->now;
+                                d->busy = 1;
+                                return sc_sim_queue_push(&sim->q, d->up.free_at, SC_EV_READY, i,
+                                                         NULL);
+                        }
                         continue;
                 }
                 int b = act.batch > sim->max_batch ? sim->max_batch : act.batch;
@@ -531,10 +540,10 @@ static void sc_sim_num(FILE *out, const char *key, double v, const char *fmt)
 }
 
 static void sc_sim_totals(sc_sim_t *sim, uint64_t *up, uint64_t *down, uint64_t *buffered,
-                          uint64_t *dropped, double *wait, double *data_wait)
+                          uint64_t *dropped, double *wait, double *data_wait, double *send_wait)
 {
         *up = *down = *buffered = *dropped = 0;
-        *wait = *data_wait = 0;
+        *wait = *data_wait = *send_wait = 0;
         for (int i = 0; i < sim->nd; i++) {
                 sc_sim_dev_t *d = &sim->devs[i];
                 sc_sim_stream_advance(&d->stream, sim->now);
@@ -543,6 +552,7 @@ static void sc_sim_totals(sc_sim_t *sim, uint64_t *up, uint64_t *down, uint64_t 
                 *buffered += d->stream.buffered;
                 *dropped += d->stream.dropped;
                 *wait += sc_sync_worker_wait_seconds(d->w);
+                *send_wait += d->send_wait;
                 *data_wait +=
                     d->data_wait + (d->data_wait_since >= 0 ? sim->now - d->data_wait_since : 0);
         }
@@ -552,14 +562,14 @@ static void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
 {
         sc_server_stats_t st;
         uint64_t up, down, buffered, dropped, steps = 0, compressed = 0;
-        double wait, data_wait, tl, acc;
+        double wait, data_wait, send_wait, tl, acc;
 
         sc_sim_evaluate(sim, &tl, &acc);
         sim->last_acc = acc;
         sim->last_test_loss = tl;
         if (sim->reached_t < 0 && sim->spec.target_acc > 0 && acc >= sim->spec.target_acc)
                 sim->reached_t = sim->now;
-        sc_sim_totals(sim, &up, &down, &buffered, &dropped, &wait, &data_wait);
+        sc_sim_totals(sim, &up, &down, &buffered, &dropped, &wait, &data_wait, &send_wait);
         sc_server_stats(sim->server, &st);
         for (int i = 0; i < sim->nd; i++) {
                 sc_codec_stats_t cs;
@@ -585,6 +595,7 @@ static void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
                 (unsigned long long)dropped);
         sc_sim_num(out, "wait_s", wait, "%.6f");
         sc_sim_num(out, "data_wait_s", data_wait, "%.6f");
+        sc_sim_num(out, "send_wait_s", send_wait, "%.6f");
         sc_sim_num(out, "staleness", sim->stale_n || final ? sim->last_stale : 0, "%.4f");
         sc_sim_num(out, "cnc", steps ? (double)compressed / (double)steps : 0, "%.4f");
         if (sim->spec.sync.kind == SC_SYNC_ADSP)

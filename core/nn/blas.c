@@ -9,9 +9,25 @@
 
 static int sc_nn_threads = 0; /* 0 = never set: OpenBLAS's own default */
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(SC_NN_NO_CLONES)
+int sc_nn_threads_get(void)
+{
+        return sc_nn_threads > 1 ? sc_nn_threads : 1;
+}
+
+int sc_nn_avx512(void)
+{
+#ifdef SC_NN_X86
+        static int avx512 = -1;
+        if (avx512 < 0)
+                avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+        return avx512;
+#else
+        return 0;
+#endif
+}
+
+#ifdef SC_NN_X86
 #define SC_NN_HAVE_SKINNY 1
-#include <immintrin.h>
 
 #define SKINNY __attribute__((target("avx512f"), always_inline)) static inline
 
@@ -111,10 +127,7 @@ __attribute__((target("avx512f"))) static void skinny_gemm(int M, int N, int K, 
 int sc_nn_gemm_skinny(int M, int N, int K)
 {
 #ifdef SC_NN_HAVE_SKINNY
-        static int avx512 = -1;
-        if (avx512 < 0)
-                avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
-        if (!avx512)
+        if (!sc_nn_avx512())
                 return 0;
         double work = (double)M * N * K;
         /* One thread: small products and those with a short side. With more

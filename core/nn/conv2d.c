@@ -67,11 +67,89 @@ static void conv_strides(const sc_layer_t *l, int B, size_t *cs, size_t *bs)
         *bs = l->in_fm ? hw : (size_t)l->in.c * hw;
 }
 
+#ifdef SC_NN_X86
+/* Stride-1 im2col / col2im with AVX-512: each output row in masked chunks
+ * of 16, lanes outside the input reading as zero. */
+SC_NN_AVX512 static void im2col_s1(const float *x, size_t cs, size_t bs, int b0, int nb, int C,
+                                   int H, int W, int k, int pad, int OH, int OW, float *col)
+{
+        const size_t rowlen = (size_t)nb * OH * OW;
+
+        for (int c = 0; c < C; c++) {
+                for (int ki = 0; ki < k; ki++) {
+                        for (int kj = 0; kj < k; kj++) {
+                                float *dst = col + ((size_t)(c * k + ki) * k + kj) * rowlen;
+                                /* Valid output columns: 0 <= ox - pad + kj < W. */
+                                const int ox0 = pad - kj, ox1 = W + pad - kj;
+                                for (int bb = 0; bb < nb; bb++) {
+                                        const float *src = x + c * cs + (size_t)(b0 + bb) * bs;
+                                        for (int oy = 0; oy < OH; oy++, dst += OW) {
+                                                const int iy = oy - pad + ki;
+                                                const int in = iy >= 0 && iy < H;
+                                                const float *row = src + (size_t)(in ? iy : 0) * W;
+                                                for (int j = 0; j < OW; j += 16) {
+                                                        __mmask16 keep = sc_nn_lanes(0, OW - j);
+                                                        __mmask16 ok =
+                                                            in ? sc_nn_lanes(ox0 - j, ox1 - j) &
+                                                                     keep
+                                                               : 0;
+                                                        __m512 v = _mm512_maskz_loadu_ps(
+                                                            ok, row + (j - pad + kj));
+                                                        _mm512_mask_storeu_ps(dst + j, keep, v);
+                                                }
+                                        }
+                                }
+                        }
+                }
+        }
+}
+
+SC_NN_AVX512 static void col2im_s1(const float *col, size_t cs, size_t bs, int b0, int nb, int C,
+                                   int H, int W, int k, int pad, int OH, int OW, float *x)
+{
+        const size_t rowlen = (size_t)nb * OH * OW;
+
+        for (int c = 0; c < C; c++) {
+                for (int ki = 0; ki < k; ki++) {
+                        for (int kj = 0; kj < k; kj++) {
+                                const float *src = col + ((size_t)(c * k + ki) * k + kj) * rowlen;
+                                const int ox0 = pad - kj, ox1 = W + pad - kj;
+                                for (int bb = 0; bb < nb; bb++) {
+                                        float *dst = x + c * cs + (size_t)(b0 + bb) * bs;
+                                        for (int oy = 0; oy < OH; oy++, src += OW) {
+                                                const int iy = oy - pad + ki;
+                                                if (iy < 0 || iy >= H)
+                                                        continue;
+                                                float *row = dst + (size_t)iy * W;
+                                                for (int j = 0; j < OW; j += 16) {
+                                                        __mmask16 ok =
+                                                            sc_nn_lanes(ox0 - j, ox1 - j) &
+                                                            sc_nn_lanes(0, OW - j);
+                                                        float *d = row + (j - pad + kj);
+                                                        __m512 v = _mm512_add_ps(
+                                                            _mm512_maskz_loadu_ps(ok, d),
+                                                            _mm512_maskz_loadu_ps(ok, src + j));
+                                                        _mm512_mask_storeu_ps(d, ok, v);
+                                                }
+                                        }
+                                }
+                        }
+                }
+        }
+}
+#endif
+
 SC_NN_SIMD void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, int H,
                              int W, int k, int stride, int pad, int OH, int OW, float *col)
 {
         const size_t ohw = (size_t)OH * OW, rowlen = (size_t)nb * ohw;
 
+#ifdef SC_NN_X86
+        if (stride == 1 && sc_nn_avx512()) {
+                im2col_s1(x, cs, bs, b0, nb, C, H, W, k, pad, OH, OW, col);
+                return;
+        }
+#endif
         for (int c = 0; c < C; c++) {
                 for (int ki = 0; ki < k; ki++) {
                         for (int kj = 0; kj < k; kj++) {
@@ -115,6 +193,12 @@ SC_NN_SIMD void sc_nn_col2im(const float *col, size_t cs, size_t bs, int b0, int
 {
         const size_t ohw = (size_t)OH * OW, rowlen = (size_t)nb * ohw;
 
+#ifdef SC_NN_X86
+        if (stride == 1 && sc_nn_avx512()) {
+                col2im_s1(col, cs, bs, b0, nb, C, H, W, k, pad, OH, OW, x);
+                return;
+        }
+#endif
         for (int c = 0; c < C; c++) {
                 for (int ki = 0; ki < k; ki++) {
                         for (int kj = 0; kj < k; kj++) {

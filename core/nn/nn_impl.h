@@ -24,8 +24,29 @@ struct sc_layer;
  * build itself targets baseline x86-64. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(SC_NN_NO_CLONES)
 #define SC_NN_SIMD __attribute__((target_clones("avx512f", "avx2", "default")))
+/* Kernels written with AVX-512 intrinsics exist; use them when sc_nn_avx512(). */
+#define SC_NN_X86 1
+#define SC_NN_AVX512 __attribute__((target("avx512f")))
 #else
 #define SC_NN_SIMD
+#endif
+
+/* 1 when the CPU runs AVX-512F (checked once). */
+int sc_nn_avx512(void);
+/* The thread count given to sc_nn_set_threads (1 if never set). */
+int sc_nn_threads_get(void);
+
+#ifdef SC_NN_X86
+#include <immintrin.h>
+/* Lanes lo <= l < hi of a 16-lane mask (bounds clamped). */
+static inline __mmask16 sc_nn_lanes(int lo, int hi)
+{
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > 16 ? 16 : hi;
+        if (hi <= lo)
+                return 0;
+        return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
 #endif
 
 /* One layer kind. Optional slots may be NULL. */

@@ -50,6 +50,56 @@ SC_NN_SIMD static void pool2_plane(const float *xp, int W, int OH, int OW, float
         }
 }
 
+#ifdef SC_NN_X86
+/* pool2_plane over all planes with AVX-512: each output row in masked
+ * chunks of 16, even / odd input columns split by permutes. */
+SC_NN_AVX512 static void pool2_avx512(const float *x, size_t planes, int H, int W, int OH, int OW,
+                                      float *y, int32_t *arg)
+{
+        const __m512i ev =
+            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+        const __m512i one = _mm512_set1_epi32(1), wv = _mm512_set1_epi32(W);
+
+        for (size_t p = 0; p < planes; p++) {
+                const float *xp = x + p * H * W;
+                float *yp = y + p * OH * OW;
+                int32_t *ap = arg + p * OH * OW;
+                for (int oy = 0; oy < OH; oy++) {
+                        const float *r0 = xp + (size_t)2 * oy * W, *r1 = r0 + W;
+                        for (int j = 0; j < OW; j += 16) {
+                                const int n2 = 2 * (OW - j < 16 ? OW - j : 16);
+                                const __mmask16 mlo = sc_nn_lanes(0, n2);
+                                const __mmask16 mhi = sc_nn_lanes(0, n2 - 16);
+                                const __mmask16 m = sc_nn_lanes(0, n2 / 2);
+                                __m512 lo = _mm512_maskz_loadu_ps(mlo, r0 + 2 * j);
+                                __m512 hi = _mm512_maskz_loadu_ps(mhi, r0 + 2 * j + 16);
+                                __m512 a = _mm512_permutex2var_ps(lo, ev, hi);
+                                __m512 b = _mm512_permutex2var_ps(lo, od, hi);
+                                lo = _mm512_maskz_loadu_ps(mlo, r1 + 2 * j);
+                                hi = _mm512_maskz_loadu_ps(mhi, r1 + 2 * j + 16);
+                                __m512 c = _mm512_permutex2var_ps(lo, ev, hi);
+                                __m512 d = _mm512_permutex2var_ps(lo, od, hi);
+                                __m512i ia =
+                                    _mm512_add_epi32(_mm512_set1_epi32(2 * oy * W + 2 * j), ev);
+                                __m512i ic = _mm512_add_epi32(ia, wv);
+                                __mmask16 kb = _mm512_cmp_ps_mask(b, a, _CMP_GT_OQ);
+                                __mmask16 kd = _mm512_cmp_ps_mask(d, c, _CMP_GT_OQ);
+                                __m512 m1 = _mm512_mask_blend_ps(kb, a, b);
+                                __m512 m2 = _mm512_mask_blend_ps(kd, c, d);
+                                __m512i i1 = _mm512_mask_add_epi32(ia, kb, ia, one);
+                                __m512i i2 = _mm512_mask_add_epi32(ic, kd, ic, one);
+                                __mmask16 k2 = _mm512_cmp_ps_mask(m2, m1, _CMP_GT_OQ);
+                                _mm512_mask_storeu_ps(yp + oy * OW + j, m,
+                                                      _mm512_mask_blend_ps(k2, m1, m2));
+                                _mm512_mask_storeu_epi32(ap + oy * OW + j, m,
+                                                         _mm512_mask_blend_epi32(k2, i1, i2));
+                        }
+                }
+        }
+}
+#endif
+
 static void pool_forward(sc_layer_t *l, const float *x, float *y, int B, int train, sc_rng_t *rng)
 {
         const int H = l->in.h, W = l->in.w, OH = l->out.h, OW = l->out.w;
@@ -58,6 +108,12 @@ static void pool_forward(sc_layer_t *l, const float *x, float *y, int B, int tra
         int32_t *arg = (int32_t *)l->ws;
 
         if (k == 2 && s == 2) {
+#ifdef SC_NN_X86
+                if (sc_nn_avx512()) {
+                        pool2_avx512(x, planes, H, W, OH, OW, y, arg);
+                        return;
+                }
+#endif
                 for (size_t p = 0; p < planes; p++)
                         pool2_plane(x + p * ihw, W, OH, OW, y + p * ohw, arg + p * ohw);
                 return;

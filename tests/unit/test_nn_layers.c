@@ -417,6 +417,68 @@ static void conv2d_chunks_match_reference(void **state)
         conv_free(&cb);
 }
 
+/* ---- maxpool against a naive loop, with ties ---------------------------- */
+
+static void maxpool_matches_naive(void **state)
+{
+        const int shapes[][4] = {{2, 3, 8, 8}, {1, 2, 7, 9}, {2, 1, 6, 40}, {3, 2, 5, 5}};
+        sc_rng_t rng;
+        char err[128];
+
+        sc_rng_seed(&rng, 95);
+        for (size_t t = 0; t < sizeof(shapes) / sizeof(shapes[0]); t++) {
+                const int B = shapes[t][0], C = shapes[t][1], H = shapes[t][2], W = shapes[t][3];
+                for (int k = 2; k <= 3; k++) {
+                        sc_layer_t l = {.ops = &sc_nn_maxpool2d_ops,
+                                        .spec = pool(k, k == 2 ? 2 : 1),
+                                        .in = {C, H, W}};
+                        assert_int_equal(l.ops->setup(&l, err, sizeof(err)), SC_OK);
+                        const int OH = l.out.h, OW = l.out.w;
+                        const size_t nin = (size_t)B * C * H * W, nout = (size_t)B * C * OH * OW;
+                        float *x = malloc(sizeof(float) * nin), *y = malloc(sizeof(float) * nout);
+                        float *dy = malloc(sizeof(float) * nout), *dx = malloc(sizeof(float) * nin);
+                        float *ref = calloc(nin, sizeof(float));
+                        l.ws = malloc(sizeof(float) * l.ops->workspace(&l, B));
+                        /* Small integers: many ties; the first maximum wins. */
+                        for (size_t i = 0; i < nin; i++)
+                                x[i] = (float)sc_rng_below(&rng, 4);
+                        for (size_t i = 0; i < nout; i++)
+                                dy[i] = (float)(i % 7) + 1.0f;
+                        l.ops->forward(&l, x, y, B, 1, NULL);
+                        l.ops->backward(&l, x, y, dy, dx, B);
+                        const int s = l.spec.stride;
+                        for (int p = 0; p < B * C; p++) {
+                                for (int oy = 0; oy < OH; oy++) {
+                                        for (int ox = 0; ox < OW; ox++) {
+                                                size_t best = (size_t)p * H * W +
+                                                              (size_t)(oy * s) * W + ox * s;
+                                                for (int i = 0; i < k; i++)
+                                                        for (int j = 0; j < k; j++) {
+                                                                size_t at =
+                                                                    (size_t)p * H * W +
+                                                                    (size_t)(oy * s + i) * W +
+                                                                    ox * s + j;
+                                                                if (x[at] > x[best])
+                                                                        best = at;
+                                                        }
+                                                size_t o = ((size_t)p * OH + oy) * OW + ox;
+                                                assert_true(y[o] == x[best]);
+                                                ref[best] += dy[o];
+                                        }
+                                }
+                        }
+                        for (size_t i = 0; i < nin; i++)
+                                assert_true(dx[i] == ref[i]);
+                        free(x);
+                        free(y);
+                        free(dy);
+                        free(dx);
+                        free(ref);
+                        free(l.ws);
+                }
+        }
+}
+
 /* ---- gemm ------------------------------------------------------------- */
 
 static void gemm_matches_naive(void **state)
@@ -524,6 +586,7 @@ int main(void)
             cmocka_unit_test(dropout_masks_and_scales),
             cmocka_unit_test(conv2d_matches_reference),
             cmocka_unit_test(conv2d_chunks_match_reference),
+            cmocka_unit_test(maxpool_matches_naive),
             cmocka_unit_test(gemm_matches_naive),
             cmocka_unit_test(gemm_skinny_edges),
             cmocka_unit_test(xent_values),

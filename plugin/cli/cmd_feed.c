@@ -448,7 +448,9 @@ static int sc_feed_read_bootstrap(const char *path, char *out, size_t size)
         return 0;
 }
 
-static int sc_feed_producer(sc_feed_t *f)
+/* Builds the producer configuration: defaults, then -c FILE's "kafka"
+ * object, then -X. Returns NULL after printing what is wrong. */
+static rd_kafka_conf_t *sc_feed_conf(const sc_feed_t *f)
 {
         char errstr[512], bootstrap[1024];
         static const char *defaults[][2] = {
@@ -460,11 +462,12 @@ static int sc_feed_producer(sc_feed_t *f)
         };
         if (f->bootstrap_file) {
                 if (sc_feed_read_bootstrap(f->bootstrap_file, bootstrap, sizeof(bootstrap)))
-                        return -1;
+                        return NULL;
         } else {
                 snprintf(bootstrap, sizeof(bootstrap), "%s", f->bootstrap);
         }
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        const char *origin = "";
         sc_err_t err = sc_kafka_conf_set(conf, "bootstrap.servers", bootstrap, "--bootstrap",
                                          errstr, sizeof(errstr));
         for (size_t i = 0; !err && i < sizeof(defaults) / sizeof(defaults[0]); i++)
@@ -474,31 +477,30 @@ static int sc_feed_producer(sc_feed_t *f)
                 json_error_t jerr;
                 json_t *root = json_load_file(f->config, 0, &jerr);
                 if (!root) {
-                        fprintf(stderr, "scadles feed: %s:%d:%d: %s\n", f->config, jerr.line,
-                                jerr.column, jerr.text);
+                        if (jerr.line > 0)
+                                fprintf(stderr, "scadles feed: %s:%d:%d: %s\n", f->config,
+                                        jerr.line, jerr.column, jerr.text);
+                        else
+                                fprintf(stderr, "scadles feed: -c %s: %s\n", f->config, jerr.text);
                         rd_kafka_conf_destroy(conf);
-                        return -1;
+                        return NULL;
                 }
                 err = sc_kafka_conf_apply_json(conf, json_object_get(root, "kafka"), "$.kafka",
                                                errstr, sizeof(errstr));
                 json_decref(root);
+                origin = f->config;
         }
-        for (int i = 0; !err && i < f->n_kv; i++)
+        for (int i = 0; !err && i < f->n_kv; i++) {
                 err = sc_kafka_conf_set_kv(conf, f->kv[i], errstr, sizeof(errstr));
+                origin = "";
+        }
         if (err) {
-                fprintf(stderr, "scadles feed: %s%s%s\n", f->config ? f->config : "",
-                        f->config ? ": " : "", errstr);
+                fprintf(stderr, "scadles feed: %s%s%s\n", origin, *origin ? ": " : "", errstr);
                 rd_kafka_conf_destroy(conf);
-                return -1;
+                return NULL;
         }
         sc_kafka_conf_delivery(conf);
-        f->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-        if (!f->rk) {
-                fprintf(stderr, "scadles feed: producer: %s\n", errstr);
-                rd_kafka_conf_destroy(conf);
-                return -1;
-        }
-        return 0;
+        return conf;
 }
 
 /* Encodes sample s into f->buf; returns its length. */
@@ -687,13 +689,26 @@ int sc_cmd_feed(int argc, char **argv)
         }
         if (sc_feed_rates(&f, &rate_rng))
                 goto out;
+        /* Configuration errors (exit 2) before the data set loads. */
+        rd_kafka_conf_t *conf = sc_feed_conf(&f);
+        if (!conf)
+                goto out;
         rc = 1;
+        char errstr[512];
+        f.rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+        if (!f.rk) {
+                fprintf(stderr, "scadles feed: producer: %s\n", errstr);
+                rd_kafka_conf_destroy(conf);
+                goto out;
+        }
         if (sc_feed_load(&f, &data_rng) || sc_feed_partition(&f, &order_rng))
                 goto out;
         f.buf_size = 64 + f.numel * 4;
         f.buf = malloc(f.buf_size);
-        if (!f.buf || sc_feed_producer(&f))
+        if (!f.buf) {
+                fprintf(stderr, "scadles feed: out of memory\n");
                 goto out;
+        }
 
         double total_rate = 0;
         for (int i = 0; i < f.n_topics; i++)

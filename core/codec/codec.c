@@ -242,9 +242,14 @@ void sc_codec_stats(const sc_codec_t *c, sc_codec_stats_t *st)
 sc_err_t sc_codec_encode(sc_codec_t *c, const float *grads, sc_rng_t *rng, sc_buf_t *out,
                          char *errstr, size_t errstr_size)
 {
-        size_t start = out->len;
-        sc_err_t err = c->ops->encode(c, grads, rng, out, errstr, errstr_size);
+        size_t start;
+        sc_err_t err;
 
+        if (!c || !grads || !out)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "codec encode: NULL codec, gradient or output buffer");
+        start = out->len;
+        err = c->ops->encode(c, grads, rng, out, errstr, errstr_size);
         if (err) {
                 out->len = start;
                 return err;
@@ -372,6 +377,8 @@ sc_err_t sc_codec_decode_add(const void *payload, size_t len, float *acc, size_t
 
         if (err)
                 return err;
+        if (!acc)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "codec decode: NULL accumulator");
         if (info.n != n)
                 return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
                                "codec payload: carries %u floats, accumulator has %zu", info.n, n);
@@ -402,6 +409,8 @@ sc_err_t sc_codec_decode_sparse(const void *payload, size_t len, uint32_t *idx, 
         *nnzp = 0;
         if (err)
                 return err;
+        if (!idx || !val)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "codec decode: NULL output");
         if (info.nnz > cap)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "codec payload: %u coordinates, room for %zu", info.nnz, cap);

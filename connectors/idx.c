@@ -42,11 +42,16 @@ static long sc_idx_read(gzFile gz, void *buf, size_t len)
         return (long)got;
 }
 
-static const char *sc_idx_gzerror(gzFile gz)
+/* Describes a failed gzread: a system error (SC_ERR_IO) or damaged
+ * compressed data (SC_ERR_CORRUPT). */
+static sc_err_t sc_idx_read_error(gzFile gz, const char *path, char *errstr, size_t errstr_size)
 {
         int code;
         const char *msg = gzerror(gz, &code);
-        return code == Z_ERRNO ? strerror(errno) : msg;
+        if (code == Z_ERRNO)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: read error: %s", path,
+                               strerror(errno));
+        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size, "%s: damaged gzip data: %s", path, msg);
 }
 
 /* Parses one IDX file of unsigned bytes with min_dims..max_dims dimensions. */
@@ -65,8 +70,7 @@ static sc_err_t sc_idx_read_file(sc_idx_file_t *f, const char *path, int min_dim
                                errno ? strerror(errno) : "out of memory");
         r = sc_idx_read(gz, hdr, 4);
         if (r < 0) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: read error: %s", path,
-                              sc_idx_gzerror(gz));
+                err = sc_idx_read_error(gz, path, errstr, errstr_size);
                 goto out_close;
         }
         if (r < 4 || hdr[0] != 0 || hdr[1] != 0) {
@@ -139,8 +143,7 @@ static sc_err_t sc_idx_read_file(sc_idx_file_t *f, const char *path, int min_dim
                 }
                 r = sc_idx_read(gz, f->data + f->len, cap - f->len);
                 if (r < 0) {
-                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: read error: %s", path,
-                                      sc_idx_gzerror(gz));
+                        err = sc_idx_read_error(gz, path, errstr, errstr_size);
                         goto out_close;
                 }
                 f->len += (size_t)r;
@@ -156,8 +159,7 @@ static sc_err_t sc_idx_read_file(sc_idx_file_t *f, const char *path, int min_dim
         uint8_t extra;
         r = sc_idx_read(gz, &extra, 1);
         if (r != 0) {
-                err = r < 0 ? sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: read error: %s", path,
-                                      sc_idx_gzerror(gz))
+                err = r < 0 ? sc_idx_read_error(gz, path, errstr, errstr_size)
                             : sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                       "%s: trailing bytes after the %llu data bytes the header "
                                       "announces",

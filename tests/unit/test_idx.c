@@ -278,6 +278,45 @@ static void bad_files(void **state)
         assert_int_equal(sc_idx_load(&ds, ip, lp, 0, err, sizeof(err)), SC_ERR_INVAL);
 }
 
+/* Damaged or cut gzip streams are corrupt data, not a crash or a short set. */
+static void damaged_gzip(void **state)
+{
+        char ip[512], lp[512], err[512];
+        static uint8_t gz[1 << 16];
+        sc_dataset_t ds;
+        write_file("dmg-img.gz", ibuf, make_images(ibuf, 40, 28, 28));
+        write_file("dmg-lab", lbuf, make_labels(lbuf, 40, 10));
+        path_of(ip, sizeof(ip), "dmg-img.gz");
+        path_of(lp, sizeof(lp), "dmg-lab");
+        FILE *f = fopen(ip, "rb");
+        assert_non_null(f);
+        size_t n = fread(gz, 1, sizeof(gz), f);
+        fclose(f);
+        assert_true(n > 100);
+        for (int mode = 0; mode < 3; mode++) {
+                uint8_t save[8];
+                memcpy(save, gz + n / 2, 8);
+                size_t len = n;
+                if (mode == 0)
+                        memset(gz + n / 2, 0xff, 8); /* damaged deflate data */
+                else if (mode == 1)
+                        gz[n - 6] ^= 0x01; /* CRC in the gzip trailer */
+                else
+                        len = n * 2 / 3; /* cut short */
+                f = fopen(ip, "wb");
+                assert_non_null(f);
+                assert_int_equal(fwrite(gz, 1, len, f), len);
+                fclose(f);
+                sc_err_t rc = sc_idx_load(&ds, ip, lp, 10, err, sizeof(err));
+                if (rc != SC_ERR_CORRUPT || !strstr(err, "dmg-img.gz"))
+                        fail_msg("mode %d: %s: %s", mode, sc_err2str(rc), err);
+                assert_null(ds.x);
+                memcpy(gz + n / 2, save, 8);
+                if (mode == 1)
+                        gz[n - 6] ^= 0x01;
+        }
+}
+
 static void real_fashion_mnist_if_installed(void **state)
 {
         char err[512];
@@ -307,6 +346,7 @@ int main(void)
             cmocka_unit_test(load_four_dims),
             cmocka_unit_test(fmnist_folder),
             cmocka_unit_test(bad_files),
+            cmocka_unit_test(damaged_gzip),
             cmocka_unit_test(real_fashion_mnist_if_installed),
         };
         return cmocka_run_group_tests_name("idx", tests, setup, teardown);

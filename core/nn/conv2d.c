@@ -67,36 +67,49 @@ static void conv_strides(const sc_layer_t *l, int B, size_t *cs, size_t *bs)
         *bs = l->in_fm ? hw : (size_t)l->in.c * hw;
 }
 
-#ifdef SC_NN_X86
-/* Stride-1 im2col / col2im with AVX-512: each output row in masked chunks
- * of 16, lanes outside the input reading as zero. */
-SC_NN_AVX512 static void im2col_s1(const float *x, size_t cs, size_t bs, int b0, int nb, int C,
-                                   int H, int W, int k, int pad, int OH, int OW, float *col)
+/* "Same" convolutions (stride 1, OH == H, OW == W): row (c, ki, kj) of a
+ * sample is its input plane shifted by ki - pad rows and kj - pad columns,
+ * so whole planes move in one copy or one add; the column that wraps
+ * around to the neighbouring row is fixed up per row. */
+static int conv_same(int H, int W, int k, int stride, int pad, int OH, int OW)
 {
-        const size_t rowlen = (size_t)nb * OH * OW;
+        return stride == 1 && OH == H && OW == W && pad < W && k - 1 - pad < W;
+}
+
+static void im2col_same(const float *x, size_t cs, size_t bs, int b0, int nb, int C, int H, int W,
+                        int k, int pad, float *col)
+{
+        const size_t hw = (size_t)H * W, rowlen = (size_t)nb * hw;
 
         for (int c = 0; c < C; c++) {
                 for (int ki = 0; ki < k; ki++) {
+                        const int oy0 = pad - ki > 0 ? pad - ki : 0;
+                        const int oy1 = H + pad - ki < H ? H + pad - ki : H;
                         for (int kj = 0; kj < k; kj++) {
                                 float *dst = col + ((size_t)(c * k + ki) * k + kj) * rowlen;
-                                /* Valid output columns: 0 <= ox - pad + kj < W. */
-                                const int ox0 = pad - kj, ox1 = W + pad - kj;
-                                for (int bb = 0; bb < nb; bb++) {
+                                const int sh = kj - pad;
+                                for (int bb = 0; bb < nb; bb++, dst += hw) {
                                         const float *src = x + c * cs + (size_t)(b0 + bb) * bs;
-                                        for (int oy = 0; oy < OH; oy++, dst += OW) {
-                                                const int iy = oy - pad + ki;
-                                                const int in = iy >= 0 && iy < H;
-                                                const float *row = src + (size_t)(in ? iy : 0) * W;
-                                                for (int j = 0; j < OW; j += 16) {
-                                                        __mmask16 keep = sc_nn_lanes(0, OW - j);
-                                                        __mmask16 ok =
-                                                            in ? sc_nn_lanes(ox0 - j, ox1 - j) &
-                                                                     keep
-                                                               : 0;
-                                                        __m512 v = _mm512_maskz_loadu_ps(
-                                                            ok, row + (j - pad + kj));
-                                                        _mm512_mask_storeu_ps(dst + j, keep, v);
-                                                }
+                                        memset(dst, 0, sizeof(float) * (size_t)oy0 * W);
+                                        memset(dst + (size_t)oy1 * W, 0,
+                                               sizeof(float) * (size_t)(H - oy1) * W);
+                                        if (oy1 <= oy0)
+                                                continue;
+                                        float *d = dst + (size_t)oy0 * W;
+                                        const float *s = src + (size_t)(oy0 - pad + ki) * W;
+                                        const size_t n = (size_t)(oy1 - oy0) * W;
+                                        if (sh == 0) {
+                                                memcpy(d, s, sizeof(float) * n);
+                                        } else if (sh < 0) {
+                                                memcpy(d - sh, s, sizeof(float) * (n + sh));
+                                                for (int r = 0; r < oy1 - oy0; r++)
+                                                        memset(d + (size_t)r * W, 0,
+                                                               sizeof(float) * -sh);
+                                        } else {
+                                                memcpy(d, s + sh, sizeof(float) * (n - sh));
+                                                for (int r = 0; r < oy1 - oy0; r++)
+                                                        memset(d + (size_t)r * W + W - sh, 0,
+                                                               sizeof(float) * sh);
                                         }
                                 }
                         }
@@ -104,52 +117,60 @@ SC_NN_AVX512 static void im2col_s1(const float *x, size_t cs, size_t bs, int b0,
         }
 }
 
-SC_NN_AVX512 static void col2im_s1(const float *col, size_t cs, size_t bs, int b0, int nb, int C,
-                                   int H, int W, int k, int pad, int OH, int OW, float *x)
+SC_NN_SIMD static void add_to(float *restrict d, const float *restrict s, size_t n)
 {
-        const size_t rowlen = (size_t)nb * OH * OW;
+        for (size_t i = 0; i < n; i++)
+                d[i] += s[i];
+}
+
+/* Zeroes col's wrapped column in place, then adds whole planes. */
+static void col2im_same(float *col, size_t cs, size_t bs, int b0, int nb, int C, int H, int W,
+                        int k, int pad, float *x)
+{
+        const size_t hw = (size_t)H * W, rowlen = (size_t)nb * hw;
 
         for (int c = 0; c < C; c++) {
                 for (int ki = 0; ki < k; ki++) {
+                        const int oy0 = pad - ki > 0 ? pad - ki : 0;
+                        const int oy1 = H + pad - ki < H ? H + pad - ki : H;
+                        if (oy1 <= oy0)
+                                continue;
                         for (int kj = 0; kj < k; kj++) {
-                                const float *src = col + ((size_t)(c * k + ki) * k + kj) * rowlen;
-                                const int ox0 = pad - kj, ox1 = W + pad - kj;
-                                for (int bb = 0; bb < nb; bb++) {
+                                float *src = col + ((size_t)(c * k + ki) * k + kj) * rowlen;
+                                const int sh = kj - pad;
+                                for (int bb = 0; bb < nb; bb++, src += hw) {
                                         float *dst = x + c * cs + (size_t)(b0 + bb) * bs;
-                                        for (int oy = 0; oy < OH; oy++, src += OW) {
-                                                const int iy = oy - pad + ki;
-                                                if (iy < 0 || iy >= H)
-                                                        continue;
-                                                float *row = dst + (size_t)iy * W;
-                                                for (int j = 0; j < OW; j += 16) {
-                                                        __mmask16 ok =
-                                                            sc_nn_lanes(ox0 - j, ox1 - j) &
-                                                            sc_nn_lanes(0, OW - j);
-                                                        float *d = row + (j - pad + kj);
-                                                        __m512 v = _mm512_add_ps(
-                                                            _mm512_maskz_loadu_ps(ok, d),
-                                                            _mm512_maskz_loadu_ps(ok, src + j));
-                                                        _mm512_mask_storeu_ps(d, ok, v);
-                                                }
+                                        float *d = dst + (size_t)(oy0 - pad + ki) * W;
+                                        float *s = src + (size_t)oy0 * W;
+                                        const size_t n = (size_t)(oy1 - oy0) * W;
+                                        if (sh == 0) {
+                                                add_to(d, s, n);
+                                        } else if (sh < 0) {
+                                                for (int r = 0; r < oy1 - oy0; r++)
+                                                        memset(s + (size_t)r * W, 0,
+                                                               sizeof(float) * -sh);
+                                                add_to(d, s - sh, n + sh);
+                                        } else {
+                                                for (int r = 0; r < oy1 - oy0; r++)
+                                                        memset(s + (size_t)r * W + W - sh, 0,
+                                                               sizeof(float) * sh);
+                                                add_to(d + sh, s, n - sh);
                                         }
                                 }
                         }
                 }
         }
 }
-#endif
 
 SC_NN_SIMD void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, int H,
                              int W, int k, int stride, int pad, int OH, int OW, float *col)
 {
         const size_t ohw = (size_t)OH * OW, rowlen = (size_t)nb * ohw;
 
-#ifdef SC_NN_X86
-        if (stride == 1 && sc_nn_avx512()) {
-                im2col_s1(x, cs, bs, b0, nb, C, H, W, k, pad, OH, OW, col);
+        if (conv_same(H, W, k, stride, pad, OH, OW)) {
+                im2col_same(x, cs, bs, b0, nb, C, H, W, k, pad, col);
                 return;
         }
-#endif
         for (int c = 0; c < C; c++) {
                 for (int ki = 0; ki < k; ki++) {
                         for (int kj = 0; kj < k; kj++) {
@@ -188,17 +209,15 @@ SC_NN_SIMD void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int n
         }
 }
 
-SC_NN_SIMD void sc_nn_col2im(const float *col, size_t cs, size_t bs, int b0, int nb, int C, int H,
-                             int W, int k, int stride, int pad, int OH, int OW, float *x)
+SC_NN_SIMD void sc_nn_col2im(float *col, size_t cs, size_t bs, int b0, int nb, int C, int H, int W,
+                             int k, int stride, int pad, int OH, int OW, float *x)
 {
         const size_t ohw = (size_t)OH * OW, rowlen = (size_t)nb * ohw;
 
-#ifdef SC_NN_X86
-        if (stride == 1 && sc_nn_avx512()) {
-                col2im_s1(col, cs, bs, b0, nb, C, H, W, k, pad, OH, OW, x);
+        if (conv_same(H, W, k, stride, pad, OH, OW)) {
+                col2im_same(col, cs, bs, b0, nb, C, H, W, k, pad, x);
                 return;
         }
-#endif
         for (int c = 0; c < C; c++) {
                 for (int ki = 0; ki < k; ki++) {
                         for (int kj = 0; kj < k; kj++) {

@@ -138,10 +138,11 @@ void sc_nn_conv2d_ref_backward(const float *x, int B, int C, int H, int W, const
                                float *dx);
 
 /* Im2col of samples [b0, b0 + nb) of x into col (C*k*k, nb*OH*OW); sample
- * b's channel c plane starts at x + c*cs + b*bs. col2im adds col back. */
+ * b's channel c plane starts at x + c*cs + b*bs. col2im adds col back into
+ * x (and may zero entries of col that fall on padding). */
 void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, int H, int W, int k,
                   int stride, int pad, int OH, int OW, float *col);
-void sc_nn_col2im(const float *col, size_t cs, size_t bs, int b0, int nb, int C, int H, int W,
-                  int k, int stride, int pad, int OH, int OW, float *x);
+void sc_nn_col2im(float *col, size_t cs, size_t bs, int b0, int nb, int C, int H, int W, int k,
+                  int stride, int pad, int OH, int OW, float *x);
 
 #endif

@@ -320,11 +320,16 @@ static void assert_close(const float *a, const float *b, size_t n, float tol)
 
 static void conv2d_matches_reference(void **state)
 {
-        const int C = 3, H = 9, W = 7, F = 4, k = 3, B = 5;
+        /* (kernel, stride, padding): stride 1 / 2, padding 0 / 1, and the
+         * "same" shapes that take the whole-plane im2col path. */
+        const int cfg[][3] = {{3, 1, 0}, {3, 1, 1}, {3, 2, 0}, {3, 2, 1},
+                              {5, 1, 2}, {1, 1, 0}, {2, 1, 1}, {4, 2, 2}};
+        const int C = 3, H = 9, W = 7, F = 4, B = 5;
         sc_rng_t rng;
         sc_rng_seed(&rng, 80);
-        for (int s = 1; s <= 2; s++) {
-                for (int p = 0; p <= 1; p++) {
+        for (size_t ci = 0; ci < sizeof(cfg) / sizeof(cfg[0]); ci++) {
+                const int k = cfg[ci][0], s = cfg[ci][1], p = cfg[ci][2];
+                {
                         for (int fm = 0; fm <= 1; fm++) {
                                 conv_bufs_t cb;
                                 conv_layer(&cb, C, H, W, F, k, s, p, B, fm, &rng);

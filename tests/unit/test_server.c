@@ -304,6 +304,16 @@ static void bad_updates_are_rejected(void **state)
         assert_non_null(strstr(err, "out of range"));
         u = dense_update(0, 1, 0, 1, SC_UPDATE_DELTA, g);
         assert_int_equal(sc_server_apply(srv, &u, NULL, err, sizeof(err)), SC_ERR_INVAL);
+        g[3] = NAN;
+        u = dense_update(0, 1, 0, 1, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &u, NULL, err, sizeof(err)), SC_ERR_INVAL);
+        assert_non_null(strstr(err, "value 3 is not finite"));
+        g[3] = 0;
+        sc_server_t *sc = new_server(SC_SYNC_SCADLES, 2, 0.1, 0);
+        u = dense_update(0, 1, 0, 0, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(sc, &u, NULL, err, sizeof(err)), SC_ERR_INVAL);
+        assert_non_null(strstr(err, "samples"));
+        sc_server_destroy(sc);
         /* Nothing was consumed by the rejected updates. */
         assert_int_equal(sc_server_applied_seq(srv, 0), 0);
         assert_int_equal(sc_server_version(srv), 0);

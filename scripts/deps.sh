@@ -4,6 +4,10 @@
 set -eu
 pkgs=(build-essential pkg-config librdkafka-dev libjansson-dev libopenblas-dev libcmocka-dev
       zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox kcat "$@")
+# Java 17+ and Maven run the real Apache Kafka broker of the integration tests
+# (scripts/kafka.sh); any installed JDK will do.
+command -v java >/dev/null || pkgs+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || pkgs+=(maven)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
-# Runs every tests/integration/*.sh with BUILD and SCADLES set. A test that
-# needs a real Kafka broker skips itself (exit 77) unless SCADLES_KAFKA names
-# a bootstrap address.
+# Runs every tests/integration/*.sh with BUILD and SCADLES set.
+#
+# Tests that need a real Apache Kafka broker read its bootstrap address from
+# SCADLES_KAFKA. When that is unset, this script starts one (scripts/kafka.sh
+# up: single KRaft node on 127.0.0.1) and stops it at the end; set
+# SCADLES_REAL_KAFKA=0 to skip those tests instead (they exit 77).
 set -u
 BUILD=${BUILD:-build}
 export BUILD SCADLES="$PWD/$BUILD/scadles"
+if [ -z "${SCADLES_KAFKA:-}" ] && [ "${SCADLES_REAL_KAFKA:-1}" != 0 ]; then
+	if scripts/kafka.sh up; then
+		SCADLES_KAFKA=$(cat build/kafka/bootstrap)
+		export SCADLES_KAFKA
+		trap 'scripts/kafka.sh down >/dev/null 2>&1' EXIT
+	else
+		echo "integration: the real Kafka broker did not start; its tests will fail" >&2
+		export SCADLES_KAFKA=unavailable
+	fi
+fi
 pass=0; fail=0; skip=0; failed=()
 for t in tests/integration/*.sh; do
 	[ -e "$t" ] || continue

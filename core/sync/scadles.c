@@ -22,7 +22,7 @@ double sc_sync_scadles_weight(double b_i, double sum_b)
 
 double sc_sync_scadles_lr(double lr, double sum_b, double base_batch)
 {
-        return base_batch > 0 ? lr * sum_b / base_batch : lr;
+        return sc_lr_scale_linear(lr, sum_b, base_batch);
 }
 
 static int sc_scadles_batch(const sc_sync_worker_t *w)

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_nn.h"
+#include "sc_optim.h"
 #include "sc_rng.h"
 #include "sc_server.h"
 #include "sc_sync.h"
@@ -174,6 +176,69 @@ static void scadles_weighted_equals_union_sgd(void **state)
         assert_true(d < 1e-5f);
         /* Equal weights (bsp) would not match the union batch here. */
         assert_true(run_vs_union(SC_SYNC_BSP, 3, b, 0.1, 0.1, 0.0) > 1e-4f);
+}
+
+/* BSP over 4 workers of a real model (dense-relu-dense, softmax) equals one
+ * model trained with SGD + momentum on the union batch. */
+static void bsp_nn_equals_union_sgd(void **state)
+{
+        enum { NW = 4, B = 8, IN = 6, CL = 3 };
+        sc_model_spec_t ms = {.input = {IN, 1, 1},
+                              .n_layers = 3,
+                              .layers = {{.kind = SC_LAYER_DENSE, .units = 10},
+                                         {.kind = SC_LAYER_RELU},
+                                         {.kind = SC_LAYER_DENSE, .units = CL}},
+                              .loss = SC_LOSS_SOFTMAX_XENT};
+        sc_model_t *wm, *ref;
+        sc_server_spec_t spec;
+        sc_server_t *srv;
+        sc_sgd_t sgd;
+        sc_rng_t rng;
+        float x[NW * B * IN];
+        int32_t y[NW * B];
+        size_t n;
+
+        assert_int_equal(sc_model_new(&wm, &ms, NULL, 0), SC_OK);
+        assert_int_equal(sc_model_new(&ref, &ms, NULL, 0), SC_OK);
+        sc_rng_seed(&rng, 21);
+        sc_model_init(ref, &rng);
+        n = sc_model_nparams(ref);
+        memset(&spec, 0, sizeof(spec));
+        sc_sync_spec_defaults(&spec.sync, SC_SYNC_BSP, NW);
+        spec.sgd.momentum = 0.9;
+        spec.sched.lr = 0.1;
+        spec.begin = 0;
+        spec.end = n;
+        assert_int_equal(sc_server_new(&srv, &spec, sc_model_params(ref), NULL, 0), SC_OK);
+        assert_int_equal(sc_sgd_init(&sgd, &spec.sgd, n), SC_OK);
+        for (int r = 0; r < 15; r++) {
+                for (int i = 0; i < NW * B; i++) {
+                        y[i] = (int32_t)sc_rng_below(&rng, CL);
+                        for (int k = 0; k < IN; k++)
+                                x[i * IN + k] = sc_rng_normal(&rng) + (k == y[i] ? 2.0f : 0.0f);
+                }
+                for (int w = 0; w < NW; w++) {
+                        sc_apply_result_t res;
+                        memcpy(sc_model_params(wm), sc_server_params(srv), n * sizeof(float));
+                        sc_model_train_batch(wm, x + w * B * IN, y + w * B, NULL, B, &rng, NULL);
+                        sc_update_t u = {.worker = (uint32_t)w,
+                                         .seq = (uint64_t)r + 1,
+                                         .t_read = (uint64_t)r,
+                                         .samples = B,
+                                         .kind = SC_UPDATE_GRAD,
+                                         .n = n,
+                                         .values = sc_model_grads(wm)};
+                        assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
+                }
+                sc_model_train_batch(ref, x, y, NULL, NW * B, &rng, NULL);
+                sc_sgd_step(&sgd, sc_model_params(ref), sc_model_grads(ref), 0.1f);
+        }
+        for (size_t k = 0; k < n; k++)
+                assert_true(fabsf(sc_model_params(ref)[k] - sc_server_params(srv)[k]) < 1e-4f);
+        sc_sgd_free(&sgd);
+        sc_server_destroy(srv);
+        sc_model_destroy(wm);
+        sc_model_destroy(ref);
 }
 
 static void scadles_formulas(void **state)
@@ -563,6 +628,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(bsp_equals_union_sgd),
             cmocka_unit_test(scadles_weighted_equals_union_sgd),
+            cmocka_unit_test(bsp_nn_equals_union_sgd),
             cmocka_unit_test(scadles_formulas),
             cmocka_unit_test(localsgd_averages_deltas_and_models),
             cmocka_unit_test(localsgd_worker_sends_after_tau),

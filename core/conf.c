@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "conf_impl.h"
+#include "sc_codec.h"
 #include "sc_decode.h"
 
 #define C(f) offsetof(sc_conf_t, f)
@@ -47,6 +48,16 @@ static const char *const sc_conf_label_enc_names[] = {"ascii", "byte", NULL};
 static const char *const sc_conf_dtype_names[] = {"u8", "f32", NULL};
 static const char *const sc_conf_policy_names[] = {"persist", "truncate", NULL};
 static const char *const sc_conf_batch_names[] = {"rate", "fixed", NULL};
+/* Job enums: indices follow sc_sync_kind_t, sc_codec_id_t and sc_conf_publish_t. */
+static const char *const sc_conf_sync_names[] = {"bsp",     "scadles", "asp",      "ssp",
+                                                 "adacomp", "adsp",    "localsgd", NULL};
+static const char *const sc_conf_codec_names[] = {"none",     "topk", "randk", "adacomp",
+                                                  "adaptive", "q8",   "fp16",  NULL};
+static const char *const sc_conf_publish_names[] = {"auto", "every", "interval", NULL};
+_Static_assert(SC_SYNC__END == 7, "sync names above follow sc_sync_kind_t");
+_Static_assert(SC_CODEC__END == 7, "codec names above follow sc_codec_id_t");
+_Static_assert(sizeof(((sc_sync_spec_t *)0)->ada_window) == sizeof(int),
+               "job.sync.ada_window is parsed as an int");
 
 #define PARAMETRIC (K(SC_LAYER_DENSE) | K(SC_LAYER_CONV2D))
 
@@ -784,6 +795,184 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_GE(0),
      .desc = "Seconds between offset commits of what was trained, dropped or rejected; 0 = after "
              "every batch."},
+
+    /* job (distributed training; docs/DISTRIBUTED.md) */
+    {.path = "job.name",
+     .type = SC_CONF_STRING,
+     .offset = C(job.name),
+     .def = "\"scadles\"",
+     .size = SC_CONF_JOB_NAME_MAX,
+     .desc = "Job name J: the topics are J.grad, J.model, J.inject and J.ctl, the aggregators' "
+             "consumer group J.aggregators."},
+    {.path = "job.shards",
+     .type = SC_CONF_INT,
+     .offset = C(job.shards),
+     .def = "1",
+     R_IN(1, 4096),
+     .desc = "Model shards: contiguous even ranges of the flat parameter buffer, one per "
+             "partition of J.grad and J.model."},
+    {.path = "job.workers",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.n_workers),
+     .def = "4",
+     R_IN(1, 65536),
+     .desc = "Worker ids 0 .. workers-1 the job admits."},
+    {.path = "job.replication",
+     .type = SC_CONF_INT,
+     .offset = C(job.replication),
+     .def = "1",
+     R_IN(1, 16),
+     .desc = "Replication factor of the topics the job creates."},
+    {.path = "job.sync.policy",
+     .type = SC_CONF_ENUM,
+     .offset = C(job.sync.kind),
+     .def = "\"asp\"",
+     .names = sc_conf_sync_names,
+     .desc = "Synchronization policy (docs/DISTRIBUTED.md)."},
+    {.path = "job.sync.batch",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.batch),
+     .def = "64",
+     R_IN(1, 1 << 20),
+     .desc = "Samples per worker step (bsp, asp, ssp, adacomp, local steps)."},
+    {.path = "job.sync.b_min",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.b_min),
+     .def = "8",
+     R_IN(1, 1 << 20),
+     .desc = "scadles: smallest rate-proportional batch."},
+    {.path = "job.sync.b_max",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.b_max),
+     .def = "1024",
+     R_IN(1, 1 << 20),
+     .desc = "scadles: largest rate-proportional batch."},
+    {.path = "job.sync.window",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.sync.window),
+     .def = "1",
+     R_GT(0),
+     .desc = "scadles: batch window in seconds (b_i = rate_i * window)."},
+    {.path = "job.sync.base_batch",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.sync.base_batch),
+     .def = "0",
+     R_GE(0),
+     .desc = "scadles: B of the linear LR scaling lr * sum_b / B; 0 = 64 * workers."},
+    {.path = "job.sync.staleness",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.staleness),
+     .def = "40",
+     R_IN(0, 1 << 30),
+     .desc = "ssp: staleness bound s in worker clocks."},
+    {.path = "job.sync.local_steps",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.local_steps),
+     .def = "40",
+     R_IN(1, 1 << 30),
+     .desc = "localsgd: local steps tau between averages."},
+    {.path = "job.sync.send_models",
+     .type = SC_CONF_BOOL,
+     .offset = C(job.sync.send_models),
+     .def = "false",
+     .desc = "localsgd: workers send models (true) or model deltas (false)."},
+    {.path = "job.sync.ada_window",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.ada_window),
+     .def = "1024",
+     R_IN(1, 1 << 24),
+     .desc = "adacomp: updates of exact per-coordinate staleness history kept."},
+    {.path = "job.sync.gamma",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.sync.gamma),
+     .def = "60",
+     R_GT(0),
+     .desc = "adsp: check period Gamma in seconds."},
+    {.path = "job.sync.commit_min",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.sync.commit_min),
+     .def = "10",
+     R_GE(0),
+     .desc = "adsp: shortest commit interval B_min in seconds."},
+    {.path = "job.sync.commit_rate",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.sync.commit_rate),
+     .def = "1",
+     R_GT(0),
+     .desc = "adsp: initial commit rate DeltaC (commits per Gamma)."},
+    {.path = "job.sync.adsp_mu",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.sync.adsp_mu),
+     .def = "0",
+     .min = 0,
+     .max = 1,
+     .flags = SC_CONF_F_MAX_EXCL,
+     .desc = "adsp: server momentum mu; 0 = none."},
+    {.path = "job.sync.adsp_eta",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.sync.adsp_eta),
+     .def = "0",
+     R_GE(0),
+     .desc = "adsp: server momentum eta; 0 = 1 / workers."},
+    {.path = "job.codec.name",
+     .type = SC_CONF_ENUM,
+     .offset = C(job.codec),
+     .def = "\"none\"",
+     .names = sc_conf_codec_names,
+     .desc = "Codec of worker updates (docs/WIRE.md); aggregators decode any codec."},
+    {.path = "job.codec.ratio",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.codec_ratio),
+     .def = "0",
+     R_IN(0, 1),
+     .desc = "topk, randk, adacomp, adaptive: fraction kept per tensor; 0 = the codec's "
+             "default."},
+    {.path = "job.codec.error_feedback",
+     .type = SC_CONF_INT,
+     .offset = C(job.codec_error_feedback),
+     .def = "-1",
+     R_IN(-1, 1),
+     .desc = "Residual error feedback: 1 on, 0 off, -1 = the codec's default."},
+    {.path = "job.codec.delta",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.codec_delta),
+     .def = "0",
+     R_GE(0),
+     .desc = "adaptive: top-k while the running relative norm error is <= delta; 0 = 0.3."},
+    {.path = "job.publish",
+     .type = SC_CONF_ENUM,
+     .offset = C(job.publish),
+     .def = "\"auto\"",
+     .names = sc_conf_publish_names,
+     .desc = "When aggregators publish a shard to J.model: every version, at most once per "
+             "snapshot_interval, or auto (every version for bsp, scadles and localsgd, by "
+             "interval for the asynchronous policies). Always on revoke and exit."},
+    {.path = "job.snapshot_interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.snapshot_interval),
+     .def = "1",
+     R_GE(0),
+     .desc = "Seconds between shard publications when publishing by interval; 0 = every "
+             "version."},
+    {.path = "job.heartbeat_interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.heartbeat_interval),
+     .def = "1",
+     R_GT(0),
+     .desc = "Seconds between a worker's heartbeats on J.ctl."},
+    {.path = "job.session_timeout",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.session_timeout),
+     .def = "10",
+     R_GT(0),
+     .desc = "Seconds without a heartbeat or update after which a worker leaves the round "
+             "barriers (bsp, scadles, localsgd) until it sends again."},
+    {.path = "job.progress_interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.progress_interval),
+     .def = "5",
+     R_GE(0),
+     .desc = "Seconds between aggregator progress lines; 0 = none."},
 };
 const size_t sc_conf_nprops = sizeof(sc_conf_props) / sizeof(sc_conf_props[0]);
 
@@ -807,6 +996,10 @@ const sc_conf_section_t sc_conf_sections[] = {
                "evaluation, when to stop and how often to commit. The model, optimizer "
                "(with linear LR scaling by optim.base_batch), train.seed and train.threads "
                "come from their own sections."},
+    {"job", "Distributed training over Kafka (`scadles aggregator`, the worker's distributed "
+            "mode): topic names, shards, the sync policy, the update codec and when "
+            "aggregators publish the model. The server optimizer is the optim section "
+            "(lr, momentum, schedule stepped by shard versions) (docs/DISTRIBUTED.md)."},
 };
 const size_t sc_conf_nsections = sizeof(sc_conf_sections) / sizeof(sc_conf_sections[0]);
 
@@ -1011,6 +1204,32 @@ static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, 
         return SC_OK;
 }
 
+/* Cross-property rules of the job section. */
+static sc_err_t sc_conf_validate_job(const sc_conf_t *conf, char *errstr, size_t errstr_size)
+{
+        const sc_conf_job_t *j = &conf->job;
+        sc_sync_spec_t sync = j->sync;
+        char sub[256];
+
+        if (!j->name[0])
+                return sc_conf_fail(errstr, errstr_size, conf->origin, "$.job.name",
+                                    "a job name has 1..%d characters", SC_CONF_JOB_NAME_MAX - 1);
+        for (const char *c = j->name; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                      (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-'))
+                        return sc_conf_fail(errstr, errstr_size, conf->origin, "$.job.name",
+                                            "\"%s\" is not a topic name prefix (only "
+                                            "[a-zA-Z0-9._-])",
+                                            j->name);
+        if (j->sync.b_min > j->sync.b_max)
+                return sc_conf_fail(errstr, errstr_size, conf->origin, "$.job.sync.b_min",
+                                    "must be at most b_max (%d > %d)", j->sync.b_min,
+                                    j->sync.b_max);
+        if (sc_sync_spec_check(&sync, sub, sizeof(sub)))
+                return sc_conf_fail(errstr, errstr_size, conf->origin, "$.job", "%s", sub);
+        return SC_OK;
+}
+
 sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
         const char *o = conf->origin;
@@ -1047,7 +1266,8 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
         conf->optim.sched.lr = op->lr;
         sc_conf_inherit(conf);
         sc_conf_inherit_scalars(conf);
-        return sc_conf_validate_streaming(conf, errstr, errstr_size);
+        sc_err_t err = sc_conf_validate_streaming(conf, errstr, errstr_size);
+        return err ? err : sc_conf_validate_job(conf, errstr, errstr_size);
 }
 
 sc_err_t sc_conf_sched_steps(const sc_conf_t *conf, long steps_per_epoch, sc_sched_spec_t *out,

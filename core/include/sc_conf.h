@@ -17,6 +17,7 @@
 #include "sc_err.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
+#include "sc_sync.h"
 
 #define SC_CONF_PATH_MAX 512
 #define SC_CONF_ORIGIN_MAX 256
@@ -128,6 +129,32 @@ typedef struct sc_conf_worker {
         double commit_interval;   /* s between offset commits */
 } sc_conf_worker_t;
 
+/* ---- distributed training: the job shared by workers and aggregators ---- */
+
+#define SC_CONF_JOB_NAME_MAX 200 /* topic names "<name>.grad" etc. stay below 249 */
+
+typedef enum sc_conf_publish {
+        SC_CONF_PUBLISH_AUTO,     /* round policies: every version; async: interval */
+        SC_CONF_PUBLISH_EVERY,    /* every new shard version */
+        SC_CONF_PUBLISH_INTERVAL, /* at most one per snapshot_interval (and on revoke/exit) */
+} sc_conf_publish_t;
+
+typedef struct sc_conf_job {
+        char name[SC_CONF_JOB_NAME_MAX]; /* topics J.grad, J.model, J.inject, J.ctl */
+        int shards;                      /* model shards = partitions of J.grad and J.model */
+        int replication;                 /* replication factor of created topics */
+        sc_sync_spec_t sync;             /* policy and parameters; n_workers = job.workers */
+        int codec;                       /* sc_codec_id_t of worker updates */
+        double codec_ratio;              /* 0 = the codec's default */
+        int codec_error_feedback;        /* -1 = the codec's default, else 0 / 1 */
+        double codec_delta;              /* adaptive: 0 = default 0.3 */
+        int publish;                     /* sc_conf_publish_t */
+        double snapshot_interval;        /* s between publications (interval / async auto) */
+        double heartbeat_interval;       /* s between worker heartbeats on J.ctl */
+        double session_timeout;          /* s of silence after which a worker leaves barriers */
+        double progress_interval;        /* s between aggregator progress lines */
+} sc_conf_job_t;
+
 typedef struct sc_conf {
         sc_model_spec_t model;
         sc_conf_optim_t optim;
@@ -137,6 +164,7 @@ typedef struct sc_conf {
         sc_conf_source_t source;
         sc_conf_streams_t streams;
         sc_conf_worker_t worker;
+        sc_conf_job_t job;
         /* Internal: bit j of topic_given[i] = source.topics[i]'s j-th key was given. */
         uint32_t topic_given[SC_CONF_MAX_TOPICS];
 

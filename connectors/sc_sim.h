@@ -39,6 +39,7 @@ typedef struct sc_sim_spec {
         sc_codec_id_t codec;  /* gradient / delta codec */
         double codec_ratio;   /* 0 = the codec's default */
         double codec_delta;   /* adaptive: 0 = default (0.3) */
+        int codec_vote;       /* adaptive: all devices follow the majority vote */
         sc_sim_rates_t rates; /* stream rates */
         double rate;          /* constant rate, samples/s */
         double rate_list[SC_SIM_MAX_LIST];

@@ -65,6 +65,7 @@ struct sc_sim_s {
         sc_rng_t inj_rng;
         float *x, *tmp, *dval;
         int32_t *y;
+        int *votes; /* (nd) adaptive codec votes */
         uint32_t *bidx, *didx;
         int max_batch;
         sc_buf_t buf;
@@ -116,6 +117,7 @@ void sc_sim_destroy(sc_sim_t *sim)
         free(sim->dval);
         free(sim->bidx);
         free(sim->didx);
+        free(sim->votes);
         free(sim);
 }
 
@@ -214,6 +216,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
             !(sim->tmp = malloc(n * sizeof(float))) || !(sim->dval = malloc(n * sizeof(float))) ||
             !(sim->didx = malloc(n * sizeof(uint32_t))) ||
             !(sim->devs = calloc((size_t)sim->nd, sizeof(*sim->devs))) ||
+            !(sim->votes = calloc((size_t)sim->nd, sizeof(int))) ||
             sc_sim_inject_init(&sim->inject, 64 * (size_t)sim->max_batch))
                 goto out_nomem;
         sc_rng_split(&root, &sim->inj_rng, 1);
@@ -231,6 +234,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                         cp.ratio = spec->codec_ratio;
                 if (spec->codec_delta > 0)
                         cp.delta = spec->codec_delta;
+                cp.vote = spec->codec == SC_CODEC_ADAPTIVE && spec->codec_vote;
                 err = sc_codec_new(&d->codec, spec->codec, &cp, n, views, nviews, errstr,
                                    errstr_size);
                 free(views);
@@ -339,6 +343,13 @@ static sc_err_t sc_sim_send(sc_sim_t *sim, int i, const sc_sync_act_t *act, char
                 vec = sim->tmp;
         } else if (act->update_kind == SC_UPDATE_MODEL) {
                 vec = d->params;
+        }
+        if (sim->spec.codec == SC_CODEC_ADAPTIVE && sim->spec.codec_vote) {
+                /* The reference ScaDLES decides by majority vote of the devices. */
+                for (int k = 0; k < sim->nd; k++)
+                        sim->votes[k] = sc_codec_adaptive_vote(sim->devs[k].codec);
+                sc_codec_adaptive_set_decision(d->codec,
+                                               sc_codec_adaptive_majority(sim->votes, sim->nd));
         }
         sim->buf.len = 0;
         if ((err = sc_codec_encode(d->codec, vec, &d->rng, &sim->buf, errstr, errstr_size)))

@@ -4,9 +4,10 @@
 
 #include "nn_impl.h"
 
-/* Target size of one im2col chunk in floats: big enough for sgemm to run at
- * speed and split across threads, small enough to stay in cache. */
-#define SC_CONV_CHUNK_FLOATS (1u << 18)
+/* Target size of one im2col chunk in floats, per BLAS thread: big enough
+ * for sgemm to run at speed and split across threads, small enough to stay
+ * in cache. */
+#define SC_CONV_CHUNK_FLOATS (1u << 17)
 
 static sc_err_t conv_setup(sc_layer_t *l, char *errstr, size_t errstr_size)
 {
@@ -46,7 +47,7 @@ static void conv_init(sc_layer_t *l, sc_rng_t *rng, int he)
 static int conv_chunk(const sc_layer_t *l, int B)
 {
         size_t per = (size_t)l->in.c * l->spec.kernel * l->spec.kernel * l->out.h * l->out.w;
-        size_t nb = SC_CONV_CHUNK_FLOATS / per;
+        size_t nb = (size_t)SC_CONV_CHUNK_FLOATS * (size_t)sc_nn_threads_get() / per;
         if (nb < 1)
                 nb = 1;
         return nb < (size_t)B ? (int)nb : B;

@@ -19,8 +19,9 @@ struct sc_model_s {
         int ntensors;
         sc_tensor_view_t tensors[2 * SC_MODEL_MAX_LAYERS];
         int first_param; /* backward stops here; n if no layer has parameters */
-        /* Activation arena, sized for cap samples. */
-        int cap;
+        /* Activation arena, sized for cap samples and cap_threads BLAS threads
+         * (conv2d workspaces grow with the thread count). */
+        int cap, cap_threads;
         float *arena;
         float *act[SC_MODEL_MAX_LAYERS];       /* layer outputs (NULL when in place) */
         float *gbuf[2];                        /* ping-pong gradient buffers */
@@ -319,8 +320,12 @@ static size_t carve(sc_model_t *m, int B, float *base)
 
 static int reserve(sc_model_t *m, int B)
 {
-        if (B <= m->cap)
+        const int threads = sc_nn_threads_get();
+
+        if (B <= m->cap && threads == m->cap_threads)
                 return 0;
+        if (B < m->cap)
+                B = m->cap;
         size_t n = carve(m, B, NULL);
         void *p = NULL;
         if (posix_memalign(&p, 64, n * sizeof(float)))
@@ -328,6 +333,7 @@ static int reserve(sc_model_t *m, int B)
         free(m->arena);
         m->arena = p;
         m->cap = B;
+        m->cap_threads = threads;
         carve(m, B, m->arena);
         return 0;
 }

@@ -247,6 +247,13 @@ static void batch_growth_and_eval(void **state)
         sc_model_eval_batch(m, x + 784 * 5, NULL, NULL, 3, NULL, out2);
         for (int i = 0; i < 30; i++)
                 assert_true(fabsf(out2[i] - out[50 + i]) < 1e-4f);
+        /* Changing the thread count resizes conv workspaces, same results. */
+        sc_nn_set_threads(2);
+        float l2 = sc_model_train_batch(m, x, y, NULL, big, NULL, NULL);
+        sc_nn_set_threads(1);
+        float l1 = sc_model_train_batch(m, x, y, NULL, big, NULL, NULL);
+        assert_true(fabsf(l2 - l_big) < 1e-5f * (1 + fabsf(l_big)));
+        assert_true(fabsf(l1 - l_big) < 1e-5f * (1 + fabsf(l_big)));
         /* Bad calls. */
         int32_t bad[4] = {0, 1, 10, 2};
         assert_true(isnan(sc_model_train_batch(m, x, bad, NULL, 4, NULL, NULL)));

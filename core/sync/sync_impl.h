@@ -55,8 +55,7 @@ typedef struct sc_sync_policy {
         /* Worker (optional): the wait ended at now. */
         void (*resume)(sc_sync_worker_t *w, double now);
         /* Server, asynchronous policies: apply u now. */
-        sc_err_t (*apply)(sc_server_t *srv, const sc_update_t *u, char *errstr,
-                          size_t errstr_size);
+        sc_err_t (*apply)(sc_server_t *srv, const sc_update_t *u, char *errstr, size_t errstr_size);
         /* Server, round policies: weight of u in the round sum. */
         double (*round_weight)(const sc_update_t *u);
         /* Server, round policies: close the round (acc = sum w_i x_i). */
@@ -66,7 +65,7 @@ typedef struct sc_sync_policy {
 const sc_sync_policy_t *sc_sync_policy(sc_sync_kind_t kind);
 
 extern const sc_sync_policy_t sc_sync_bsp, sc_sync_scadles, sc_sync_asp, sc_sync_ssp,
-        sc_sync_adacomp, sc_sync_adsp, sc_sync_localsgd;
+    sc_sync_adacomp, sc_sync_adsp, sc_sync_localsgd;
 
 /* Applied-sequence window of one worker: every seq < base is applied; bit j
  * of mask says seq base + j is applied (bit 0 is never set after a call). */
@@ -78,18 +77,18 @@ typedef struct sc_seqwin {
 struct sc_server_s {
         sc_server_spec_t spec;
         const sc_sync_policy_t *pol;
-        size_t n;            /* end - begin */
-        float *params;       /* (n) */
-        sc_sgd_t sgd;        /* velocity (n) when momentum > 0 */
-        float *scratch;      /* (n) densified update */
-        float *acc;          /* (n) round sum (round policies) */
-        float *mom;          /* (n) adsp server momentum (adsp_mu > 0) */
-        double acc_weight;   /* round: sum of weights */
-        uint32_t n_got;      /* round: contributions */
-        uint8_t *got;        /* (n_workers) contributed in this round */
-        uint8_t *live;       /* (n_workers) */
-        sc_seqwin_t *seq;    /* (n_workers) */
-        uint64_t *clock;     /* (n_workers) updates applied per worker */
+        size_t n;          /* end - begin */
+        float *params;     /* (n) */
+        sc_sgd_t sgd;      /* velocity (n) when momentum > 0 */
+        float *scratch;    /* (n) densified update */
+        float *acc;        /* (n) round sum (round policies) */
+        float *mom;        /* (n) adsp server momentum (adsp_mu > 0) */
+        double acc_weight; /* round: sum of weights */
+        uint32_t n_got;    /* round: contributions */
+        uint8_t *got;      /* (n_workers) contributed in this round */
+        uint8_t *live;     /* (n_workers) */
+        sc_seqwin_t *seq;  /* (n_workers) */
+        uint64_t *clock;   /* (n_workers) updates applied per worker */
         uint64_t version;
         sc_server_stats_t stats;
         struct sc_adacomp_s *ada; /* adacomp */

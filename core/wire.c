@@ -331,10 +331,14 @@ sc_err_t sc_wire_check(const void *data, size_t len, sc_wire_type_t *typep, char
                                "wire: CRC32C mismatch (stored %08x, computed %08x)", crc, want);
         if (p[5] == 0 || p[5] >= SC_WIRE__TYPE_END)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "wire: unknown type %u", p[5]);
-        if (sc_rd16(p + 6) != 0)
+        if (sc_rd16(p + 6) & ~SC_WIRE_FLAG_HMAC)
                 return sc_errf(SC_ERR_UNSUPPORTED, errstr, errstr_size,
                                "wire %s: flags 0x%04x are not supported", sc_wire_type_names[p[5]],
                                sc_rd16(p + 6));
+        if ((sc_rd16(p + 6) & SC_WIRE_FLAG_HMAC) && body < SC_WIRE_TAG_SIZE)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire %s: signed, but %u body bytes cannot hold the tag",
+                               sc_wire_type_names[p[5]], body);
         if (typep)
                 *typep = (sc_wire_type_t)p[5];
         return SC_OK;
@@ -493,18 +497,12 @@ static sc_err_t sc_wire_decode_control(const uint8_t *b, uint32_t len, sc_wire_c
         return SC_OK;
 }
 
-sc_err_t sc_wire_decode(const void *data, size_t len, sc_wire_msg_t *msg, char *errstr,
-                        size_t errstr_size)
+/* Decodes the body (len bytes) of a message whose frame was checked. */
+static sc_err_t sc_wire_decode_body(sc_wire_type_t type, const uint8_t *body, size_t len,
+                                    sc_wire_msg_t *msg, char *errstr, size_t errstr_size)
 {
-        const uint8_t *body = (const uint8_t *)data + SC_WIRE_HDR_SIZE;
-        sc_wire_type_t type;
         sc_err_t err;
 
-        memset(msg, 0, sizeof(*msg));
-        err = sc_wire_check(data, len, &type, errstr, errstr_size);
-        if (err)
-                return err;
-        len -= SC_WIRE_HDR_SIZE;
         switch (type) {
         case SC_WIRE_UPDATE:
                 err =
@@ -530,6 +528,51 @@ sc_err_t sc_wire_decode(const void *data, size_t len, sc_wire_msg_t *msg, char *
         }
         msg->type = type;
         return SC_OK;
+}
+
+sc_err_t sc_wire_decode(const void *data, size_t len, sc_wire_msg_t *msg, char *errstr,
+                        size_t errstr_size)
+{
+        const uint8_t *p = data;
+        sc_wire_type_t type = SC_WIRE_UPDATE;
+        sc_err_t err;
+
+        memset(msg, 0, sizeof(*msg));
+        err = sc_wire_check(data, len, &type, errstr, errstr_size);
+        if (err)
+                return err;
+        if (sc_rd16(p + 6) & SC_WIRE_FLAG_HMAC)
+                return sc_errf(SC_ERR_UNSUPPORTED, errstr, errstr_size,
+                               "wire %s: the message is signed; decode it with the job key",
+                               sc_wire_type_name(type));
+        return sc_wire_decode_body(type, p + SC_WIRE_HDR_SIZE, len - SC_WIRE_HDR_SIZE, msg, errstr,
+                                   errstr_size);
+}
+
+sc_err_t sc_wire_decode_auth(const void *data, size_t len, const void *key, size_t keylen,
+                             sc_wire_msg_t *msg, char *errstr, size_t errstr_size)
+{
+        const uint8_t *p = data;
+        sc_wire_type_t type = SC_WIRE_UPDATE;
+        sc_err_t err;
+
+        memset(msg, 0, sizeof(*msg));
+        if (!key || keylen == 0)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "wire: empty key");
+        err = sc_wire_check(data, len, &type, errstr, errstr_size);
+        if (err)
+                return err;
+        if (!(sc_rd16(p + 6) & SC_WIRE_FLAG_HMAC))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire %s: the message is not signed", sc_wire_type_name(type));
+        if (!sc_wire_tag_ok(p, len, key, keylen))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire %s: HMAC-SHA256 tag mismatch (wrong key or altered "
+                               "message)",
+                               sc_wire_type_name(type));
+        return sc_wire_decode_body(type, p + SC_WIRE_HDR_SIZE,
+                                   len - SC_WIRE_HDR_SIZE - SC_WIRE_TAG_SIZE, msg, errstr,
+                                   errstr_size);
 }
 
 void sc_wire_get_f32s(float *dst, const uint8_t *src, size_t n)

@@ -2,9 +2,11 @@
  * topics: updates (J.grad), model shards (J.model), injected samples
  * (J.inject) and control (J.ctl), each framed with a CRC32C.
  *
- * Frame: "SCDW" magic, u8 version (1), u8 type, u16 flags (0: no optional
- * parts are defined yet), u32 body length, u32 CRC32C of the first 12 header
- * bytes and the body; then the body. A message is exactly 16 + length bytes.
+ * Frame: "SCDW" magic, u8 version (1), u8 type, u16 flags, u32 body length,
+ * u32 CRC32C of the first 12 header bytes and the body; then the body. A
+ * message is exactly 16 + length bytes. Flag SC_WIRE_FLAG_HMAC: the body ends
+ * with a 32-byte HMAC-SHA256 tag (counted in the length) over header bytes
+ * 0..11 and the body before it; such messages decode only with the key.
  *
  * Encoders append one message to a caller-owned sc_buf_t. The decoder
  * validates the whole message (magic, version, type, flags, length, CRC and
@@ -26,6 +28,8 @@
 #define SC_WIRE_MAGIC "SCDW"
 #define SC_WIRE_VERSION 1
 #define SC_WIRE_HDR_SIZE 16
+#define SC_WIRE_FLAG_HMAC 0x1
+#define SC_WIRE_TAG_SIZE 32
 
 typedef enum sc_wire_type {
         SC_WIRE_UPDATE = 1,  /* gradient / model delta / model from one worker to one shard */
@@ -187,11 +191,29 @@ sc_err_t sc_wire_encode_samples(sc_buf_t *buf, const sc_wire_samples_t *m, char 
 sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char *errstr,
                                 size_t errstr_size);
 
+/* Authentication (optional, per job key): appends the HMAC-SHA256 tag to the
+ * message that starts at buf->data + start and ends the buffer (as an encoder
+ * just left it), sets the flag and updates length and CRC. */
+sc_err_t sc_wire_sign(sc_buf_t *buf, size_t start, const void *key, size_t keylen, char *errstr,
+                      size_t errstr_size);
+/* Like sc_wire_decode, but the message must carry a tag that key verifies
+ * (SC_ERR_CORRUPT otherwise); the view excludes the tag. */
+sc_err_t sc_wire_decode_auth(const void *data, size_t len, const void *key, size_t keylen,
+                             sc_wire_msg_t *msg, char *errstr, size_t errstr_size);
+/* SHA-256 of n bytes, and HMAC-SHA256 of the concatenation a || b. */
+void sc_wire_sha256(const void *data, size_t n, uint8_t out[32]);
+void sc_wire_hmac_sha256(const void *key, size_t keylen, const void *a, size_t alen, const void *b,
+                         size_t blen, uint8_t out[32]);
+/* Internal to the decoder: 1 if the tag of a framed signed message of len
+ * bytes (len >= 16 + 32) verifies under key, in constant time. */
+int sc_wire_tag_ok(const uint8_t *msg, size_t len, const void *key, size_t keylen);
+
 /* Checks the frame only (magic, version, flags, length, CRC) and returns the
- * type. */
+ * type. A signed message passes (its tag is not checked here). */
 sc_err_t sc_wire_check(const void *data, size_t len, sc_wire_type_t *typep, char *errstr,
                        size_t errstr_size);
-/* Validates and decodes a whole message; msg points into data. */
+/* Validates and decodes a whole unsigned message; msg points into data. A
+ * signed one is SC_ERR_UNSUPPORTED (use sc_wire_decode_auth). */
 sc_err_t sc_wire_decode(const void *data, size_t len, sc_wire_msg_t *msg, char *errstr,
                         size_t errstr_size);
 

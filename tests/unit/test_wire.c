@@ -407,6 +407,98 @@ static void header_errors(void **state_)
         sc_buf_free(&buf);
 }
 
+static void hex(const uint8_t *d, size_t n, char *out)
+{
+        for (size_t i = 0; i < n; i++)
+                sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+static void sha256_and_hmac_vectors(void **state_)
+{
+        uint8_t out[32], key[131], a1000[1000];
+        char h[65];
+        sc_wire_sha256("abc", 3, out);
+        hex(out, 32, h);
+        assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        sc_wire_sha256("", 0, out);
+        hex(out, 32, h);
+        assert_string_equal(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        memset(a1000, 'a', sizeof(a1000));
+        sc_wire_sha256(a1000, sizeof(a1000), out);
+        hex(out, 32, h);
+        assert_string_equal(h, "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+        /* RFC 4231 cases 1 and 6 (data split in two parts) */
+        memset(key, 0x0b, 20);
+        sc_wire_hmac_sha256(key, 20, "Hi ", 3, "There", 5, out);
+        hex(out, 32, h);
+        assert_string_equal(h, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+        memset(key, 0xaa, 131);
+        const char *m6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+        sc_wire_hmac_sha256(key, 131, m6, strlen(m6), "", 0, out);
+        hex(out, 32, h);
+        assert_string_equal(h, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+static void signed_messages(void **state_)
+{
+        static const char key[] = "job secret", other[] = "job secreT";
+        sc_buf_t buf, payload;
+        sc_wire_msg_t msg;
+        sc_buf_init(&buf);
+        sc_buf_init(&payload);
+        make_control(&buf); /* a first message stays untouched in front */
+        size_t start = buf.len;
+        make_update(&buf, &payload);
+        size_t plain = buf.len - start;
+        assert_int_equal(sc_wire_sign(&buf, start, key, strlen(key), errbuf, sizeof(errbuf)),
+                         SC_OK);
+        uint8_t *m = buf.data + start;
+        size_t len = buf.len - start;
+        assert_int_equal(len, plain + SC_WIRE_TAG_SIZE);
+        assert_int_equal(sc_wire_decode(buf.data, start, &msg, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(
+            sc_wire_decode_auth(m, len, key, strlen(key), &msg, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(msg.u.update.payload_len, payload.len);
+        assert_memory_equal(msg.u.update.payload, payload.data, payload.len);
+        /* without the key, with the wrong key, unsigned with a key */
+        assert_int_equal(sc_wire_decode(m, len, &msg, errbuf, sizeof(errbuf)), SC_ERR_UNSUPPORTED);
+        assert_non_null(strstr(errbuf, "signed"));
+        assert_int_equal(
+            sc_wire_decode_auth(m, len, other, strlen(other), &msg, errbuf, sizeof(errbuf)),
+            SC_ERR_CORRUPT);
+        assert_non_null(strstr(errbuf, "HMAC"));
+        assert_int_equal(
+            sc_wire_decode_auth(buf.data, start, key, strlen(key), &msg, errbuf, sizeof(errbuf)),
+            SC_ERR_CORRUPT);
+        assert_non_null(strstr(errbuf, "not signed"));
+        /* any change behind a recomputed CRC is caught by the tag */
+        uint8_t *copy = malloc(len);
+        for (size_t at = 0; at < len; at += 3) {
+                if (at >= 4 && at < 16)
+                        continue; /* framing fields have their own checks */
+                memcpy(copy, m, len);
+                copy[at] ^= 0x10;
+                fix_crc(copy, len);
+                assert_int_not_equal(
+                    sc_wire_decode_auth(copy, len, key, strlen(key), &msg, errbuf, sizeof(errbuf)),
+                    SC_OK);
+        }
+        for (size_t cut = 0; cut < len; cut++) {
+                memcpy(copy, m, cut);
+                assert_int_not_equal(
+                    sc_wire_decode_auth(copy, cut, key, strlen(key), &msg, errbuf, sizeof(errbuf)),
+                    SC_OK);
+        }
+        free(copy);
+        /* signing twice or a buffer not ending with the message is refused */
+        assert_int_equal(sc_wire_sign(&buf, start, key, strlen(key), errbuf, sizeof(errbuf)),
+                         SC_ERR_INVAL);
+        assert_int_equal(sc_wire_sign(&buf, 0, key, strlen(key), errbuf, sizeof(errbuf)),
+                         SC_ERR_INVAL);
+        sc_buf_free(&buf);
+        sc_buf_free(&payload);
+}
+
 static char *read_file(const char *path, size_t *lenp)
 {
         FILE *f = fopen(path, "rb");
@@ -477,6 +569,8 @@ int main(void)
             cmocka_unit_test(every_bit_flip_rejected),
             cmocka_unit_test(structural_fuzz),
             cmocka_unit_test(header_errors),
+            cmocka_unit_test(sha256_and_hmac_vectors),
+            cmocka_unit_test(signed_messages),
             cmocka_unit_test(data_driven_invalid),
         };
         return cmocka_run_group_tests_name("wire", tests, NULL, NULL);

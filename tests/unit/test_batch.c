@@ -347,6 +347,46 @@ static void driver_loop_commits_every_offset(void **state)
         sc_stream_destroy(s);
 }
 
+static void streams_added_later_join_batches(void **state)
+{
+        sc_stream_t *a = mk_stream(SC_STREAM_PERSIST, 64), *b2 = mk_stream(SC_STREAM_PERSIST, 64);
+        sc_stream_t *odd;
+        sc_stream_spec_t sp;
+        sc_batch_spec_t bs;
+        sc_batch_t *b;
+        char err[160];
+
+        sc_stream_spec_defaults(&sp);
+        assert_int_equal(sc_stream_new(&odd, &sp, NUMEL + 1, err, sizeof(err)), SC_OK);
+        sc_batch_spec_defaults(&bs);
+        bs.mode = SC_BATCH_FIXED;
+        bs.b = 8;
+        bs.shuffle = 0;
+        sc_batcher_t *bt = mk_batcher(&bs, &a, 1);
+        assert_int_equal(sc_batcher_add_stream(bt, odd, err, sizeof(err)), SC_ERR_INVAL);
+        assert_int_equal(sc_batcher_add_stream(bt, b2, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_batch_new(&b, 8, NUMEL), SC_OK);
+        for (int i = 0; i < 4; i++) {
+                push(a, 0, i, 1, 0.1 * i);
+                push(b2, 0, i, 2, 0.1 * i);
+        }
+        assert_int_equal(sc_batcher_take(bt, 0.5, b, err, sizeof(err)), SC_OK);
+        int from_b = 0;
+        for (int i = 0; i < b->n; i++) {
+                from_b += b->streams[i] == 1;
+                assert_int_equal(b->labels[i], b->streams[i] + 1);
+        }
+        assert_int_equal(from_b, 4);
+        assert_int_equal(sc_batcher_ack(bt, b->id, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_stream_stats(b2)->trained, 4);
+        check(bt);
+        sc_batch_destroy(b);
+        sc_batcher_destroy(bt);
+        sc_stream_destroy(a);
+        sc_stream_destroy(b2);
+        sc_stream_destroy(odd);
+}
+
 static void config_errors(void **state)
 {
         sc_batch_spec_t bs;
@@ -471,6 +511,7 @@ int main(void)
             cmocka_unit_test(out_of_order_acks_commit_lowest_unfinished),
             cmocka_unit_test(shuffle_holds_back_until_drained),
             cmocka_unit_test(driver_loop_commits_every_offset),
+            cmocka_unit_test(streams_added_later_join_batches),
             cmocka_unit_test(config_errors),
             cmocka_unit_test(random_operations_keep_exact_accounting),
         };

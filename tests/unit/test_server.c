@@ -346,6 +346,32 @@ static void membership_closes_round(void **state)
         sc_server_destroy(srv);
 }
 
+static void ssp_clocks_and_model_info(void **state)
+{
+        sc_server_t *srv = new_server(SC_SYNC_SSP, 3, 0.1, 0);
+        float g[D] = {0};
+        sc_sync_model_info_t info;
+        for (uint64_t s = 1; s <= 3; s++) {
+                sc_update_t u = dense_update(0, s, s - 1, 1, SC_UPDATE_GRAD, g);
+                assert_int_equal(sc_server_apply(srv, &u, NULL, NULL, 0), SC_OK);
+        }
+        sc_update_t u = dense_update(1, 1, 0, 1, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &u, NULL, NULL, 0), SC_OK);
+        assert_int_equal(sc_server_min_clock(srv), 0); /* worker 2 sent nothing */
+        assert_int_equal(sc_server_set_live(srv, 2, 0, NULL), SC_OK);
+        assert_int_equal(sc_server_min_clock(srv), 1);
+        sc_server_model_info(srv, 0, &info);
+        assert_int_equal(info.version, 4);
+        assert_int_equal(info.applied_seq, 3);
+        assert_int_equal(info.min_clock, 1);
+        /* Worker 2 comes back with an update: live again, slowest again. */
+        u = dense_update(2, 1, 4, 1, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &u, NULL, NULL, 0), SC_OK);
+        assert_int_equal(sc_server_min_clock(srv), 1);
+        assert_int_equal(sc_server_set_live(srv, 7, 0, NULL), SC_ERR_INVAL);
+        sc_server_destroy(srv);
+}
+
 static void bad_updates_are_rejected(void **state)
 {
         sc_server_t *srv = new_server(SC_SYNC_ASP, 2, 0.1, 0);
@@ -633,6 +659,7 @@ int main(void)
             cmocka_unit_test(localsgd_averages_deltas_and_models),
             cmocka_unit_test(localsgd_worker_sends_after_tau),
             cmocka_unit_test(membership_closes_round),
+            cmocka_unit_test(ssp_clocks_and_model_info),
             cmocka_unit_test(bad_updates_are_rejected),
             cmocka_unit_test(exactly_once_under_duplicates_and_reordering),
             cmocka_unit_test(gaps_and_lost_seqs_are_reported),

@@ -139,6 +139,7 @@ sc_err_t sc_codec_encode(sc_codec_t *codec, const float *grads, sc_rng_t *rng, s
 const float *sc_codec_residual(const sc_codec_t *codec);
 /* Zeroes the residual (e.g. after a new model arrives). */
 void sc_codec_reset_residual(sc_codec_t *codec);
+/* Copies the statistics; residual_norm is computed here (one pass over n). */
 void sc_codec_stats(const sc_codec_t *codec, sc_codec_stats_t *stats);
 
 /* Adaptive codec, majority-vote mode. A worker's vote is 1 when its running

@@ -187,8 +187,26 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         sspec.sgd.momentum = conf->optim.momentum;
         sspec.sgd.nesterov = conf->optim.nesterov;
         sspec.sgd.weight_decay = conf->optim.weight_decay;
+        /* Schedule times count server steps (versions) here: epochs mean nothing
+         * on a stream. */
+        if (conf->optim.warmup_epochs > 0 || conf->optim.total_epochs > 0 ||
+            conf->optim.n_milestones_epochs > 0) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "$.optim.schedule: the simulator counts schedule times in server "
+                              "steps; use warmup_steps, total_steps and milestones");
+                goto out;
+        }
         if ((err = sc_conf_sched_steps(conf, 1, &sspec.sched, errstr, errstr_size)))
                 goto out;
+        if (sspec.sched.kind == SC_SCHED_COSINE && conf->optim.sched.total_steps <= 0) {
+                if (spec->max_steps <= 0) {
+                        err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                      "$.optim.schedule.total_steps: a cosine schedule in the "
+                                      "simulator needs total_steps (or sim.max_steps)");
+                        goto out;
+                }
+                sspec.sched.total_steps = spec->max_steps;
+        }
         sspec.begin = 0;
         sspec.end = n;
         if ((err = sc_server_new(&sim->server, &sspec, sc_model_params(sim->model), errstr,

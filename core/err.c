@@ -5,18 +5,18 @@
 #include <stdio.h>
 
 static const char *const sc_err_descs[SC_ERR__END] = {
-        [SC_OK] = "success",
-        [SC_ERR_NOMEM] = "out of memory",
-        [SC_ERR_INVAL] = "invalid argument",
-        [SC_ERR_CONFIG] = "invalid configuration",
-        [SC_ERR_SHAPE] = "tensor shapes do not fit",
-        [SC_ERR_IO] = "input/output error",
-        [SC_ERR_CORRUPT] = "corrupt data",
-        [SC_ERR_VERSION] = "unsupported format version",
-        [SC_ERR_DECODE] = "cannot decode record or message",
-        [SC_ERR_UNSUPPORTED] = "not supported by this build",
-        [SC_ERR_STATE] = "invalid in the current state",
-        [SC_ERR_AGAIN] = "nothing available yet",
+    [SC_OK] = "success",
+    [SC_ERR_NOMEM] = "out of memory",
+    [SC_ERR_INVAL] = "invalid argument",
+    [SC_ERR_CONFIG] = "invalid configuration",
+    [SC_ERR_SHAPE] = "tensor shapes do not fit",
+    [SC_ERR_IO] = "input/output error",
+    [SC_ERR_CORRUPT] = "corrupt data",
+    [SC_ERR_VERSION] = "unsupported format version",
+    [SC_ERR_DECODE] = "cannot decode record or message",
+    [SC_ERR_UNSUPPORTED] = "not supported by this build",
+    [SC_ERR_STATE] = "invalid in the current state",
+    [SC_ERR_AGAIN] = "nothing available yet",
 };
 
 const char *sc_err2str(sc_err_t err)

@@ -28,6 +28,6 @@ const char *sc_err2str(sc_err_t err);
  * always NUL-terminated and truncated to fit. Returns err so callers can write
  * `return sc_errf(SC_ERR_CONFIG, errstr, size, "...")`. */
 sc_err_t sc_errf(sc_err_t err, char *errstr, size_t errstr_size, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 #endif

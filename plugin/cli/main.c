@@ -6,13 +6,13 @@
 #include "cmd.h"
 
 static const sc_cmd_t sc_cmds[] = {
-        {"train", sc_cmd_train, "train a model offline on a data set (Fashion-MNIST, synthetic)"},
-        {"eval", sc_cmd_eval, "test-set accuracy of a checkpoint"},
-        {"broker", sc_cmd_broker, "run the embedded Kafka cluster (librdkafka mock) on 127.0.0.1"},
-        {"feed", sc_cmd_feed, "publish Fashion-MNIST or synthetic samples to topics at set rates"},
-        {"worker", sc_cmd_worker, "train online on Kafka topics (standalone consumer-group member)"},
-        {"sim", sc_cmd_sim, "simulate edge devices and a sync policy on a virtual clock"},
-        {"config", sc_cmd_config, "list configuration properties, or check a config file"},
+    {"train", sc_cmd_train, "train a model offline on a data set (Fashion-MNIST, synthetic)"},
+    {"eval", sc_cmd_eval, "test-set accuracy of a checkpoint"},
+    {"broker", sc_cmd_broker, "run the embedded Kafka cluster (librdkafka mock) on 127.0.0.1"},
+    {"feed", sc_cmd_feed, "publish Fashion-MNIST or synthetic samples to topics at set rates"},
+    {"worker", sc_cmd_worker, "train online on Kafka topics (standalone consumer-group member)"},
+    {"sim", sc_cmd_sim, "simulate edge devices and a sync policy on a virtual clock"},
+    {"config", sc_cmd_config, "list configuration properties, or check a config file"},
 };
 #define SC_NCMDS (sizeof(sc_cmds) / sizeof(sc_cmds[0]))
 

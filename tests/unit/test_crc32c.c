@@ -35,8 +35,8 @@ static void incremental_equals_whole(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(check_values),
-                cmocka_unit_test(incremental_equals_whole),
+            cmocka_unit_test(check_values),
+            cmocka_unit_test(incremental_equals_whole),
         };
         return cmocka_run_group_tests_name("crc32c", tests, NULL, NULL);
 }

@@ -88,11 +88,11 @@ static void split_streams_differ(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(same_seed_same_stream),
-                cmocka_unit_test(below_is_in_range_and_covers),
-                cmocka_unit_test(uniform_and_normal_moments),
-                cmocka_unit_test(shuffle_is_permutation),
-                cmocka_unit_test(split_streams_differ),
+            cmocka_unit_test(same_seed_same_stream),
+            cmocka_unit_test(below_is_in_range_and_covers),
+            cmocka_unit_test(uniform_and_normal_moments),
+            cmocka_unit_test(shuffle_is_permutation),
+            cmocka_unit_test(split_streams_differ),
         };
         return cmocka_run_group_tests_name("rng", tests, NULL, NULL);
 }

@@ -107,6 +107,9 @@ sc_err_t sc_kafka_source_check(const sc_kafka_source_t *src, char *errstr, size_
 double sc_kafka_source_rate(sc_kafka_source_t *src, double t);
 /* Streams (topics) with a buffer so far. */
 int sc_kafka_source_nstreams(const sc_kafka_source_t *src);
+/* Stream i (0 <= i < nstreams): its topic, and its counters in *stats. */
+const char *sc_kafka_source_stream(const sc_kafka_source_t *src, int i,
+                                   const sc_stream_stats_t **stats);
 
 /* Consumer lag: records in the assigned partitions beyond what was received,
  * from the brokers' high watermarks (asks the brokers; up to timeout_ms per

@@ -459,6 +459,19 @@ static void sc_worker_summary(sc_worker_t *w, const char *reason, double el, dou
                 json_object_set_new(j, "test_accuracy", json_real(acc));
                 json_object_set_new(j, "test_loss", json_real(test_loss));
         }
+        json_t *streams = json_array();
+        for (int i = 0; streams && i < sc_kafka_source_nstreams(w->src); i++) {
+                const sc_stream_stats_t *ss;
+                const char *topic = sc_kafka_source_stream(w->src, i, &ss);
+                json_array_append_new(
+                    streams,
+                    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "topic", topic, "consumed",
+                              (json_int_t)ss->consumed, "trained", (json_int_t)ss->trained,
+                              "dropped", (json_int_t)ss->dropped, "rejected",
+                              (json_int_t)ss->rejected, "returned", (json_int_t)ss->revoked));
+        }
+        if (streams)
+                json_object_set_new(j, "streams", streams);
         json_t *parts = sc_kafka_source_partitions(w->src, 5000);
         if (parts)
                 json_object_set_new(j, "partitions", parts);
@@ -475,6 +488,19 @@ static void sc_worker_summary(sc_worker_t *w, const char *reason, double el, dou
                 ", held %" PRIu64 ", %" PRIu64 " batches\n",
                 reason, el, s.consumed, s.trained, s.dropped, s.rejected, s.revoked, s.buffered,
                 s.inflight, ok ? "exact" : "MISMATCH", ks->ks_lost, ks->ks_held, w->batches);
+}
+
+/* 1 while a batch can still form from what is buffered (once draining). */
+static int sc_worker_left(sc_worker_t *w)
+{
+        sc_stream_stats_t s;
+        sc_batcher_t *bt = sc_kafka_source_batcher(w->src);
+        if (!bt)
+                return 0;
+        sc_kafka_source_totals(w->src, &s);
+        uint64_t need = (uint64_t)(w->conf.worker.batch == SC_BATCH_FIXED ? w->conf.worker.b
+                                                                          : w->conf.worker.b_min);
+        return s.buffered + sc_batcher_pooled(bt) >= need;
 }
 
 /* The training loop; returns an exit code. */
@@ -529,7 +555,10 @@ static int sc_worker_run(sc_worker_t *w)
                 ready = bt && sc_batcher_ready(bt, t, NULL);
                 if (ready && (rc = sc_worker_step(w, bt, t)))
                         break;
-                if (!ready && wc->idle_exit > 0 && t - t_rx >= wc->idle_exit) {
+                /* Idle: partitions were assigned once, nothing arrived for idle_exit
+                 * seconds since the last record or rebalance, and no batch can form. */
+                if (!ready && wc->idle_exit > 0 && rebalances > 0 && t - t_rx >= wc->idle_exit &&
+                    sc_worker_left(w) == 0) {
                         reason = "idle";
                         break;
                 }

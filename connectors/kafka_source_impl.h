@@ -1,0 +1,75 @@
+/* kafka_source_impl.h — the Kafka source's state, shared by its record path
+ * (kafka_source.c) and its setup and queries (kafka_source_setup.c).
+ * Internal to connectors/. */
+#ifndef SC_KAFKA_SOURCE_IMPL_H
+#define SC_KAFKA_SOURCE_IMPL_H
+
+#include <librdkafka/rdkafka.h>
+
+#include "sc_decode.h"
+#include "sc_kafka_source.h"
+#include "sc_kafka_util.h"
+
+#define SC_KS_MAX_HEADERS 32
+#define SC_KS_COMMIT_BATCH 64
+
+/* One partition of a stream's topic. */
+typedef struct sc_ks_part {
+        int32_t partition;
+        int assigned;
+        int paused;
+        int64_t start; /* committed offset at assignment, -1 if none */
+        sc_kafka_gap_t gap;
+} sc_ks_part_t;
+
+/* One topic: its stream, decoder, partitions and held messages. */
+typedef struct sc_ks_stream {
+        char *topic;
+        sc_stream_t *stream;
+        sc_decode_spec_t dspec;
+        sc_ks_part_t *parts;
+        size_t n_parts, cap_parts;
+        rd_kafka_message_t **held; /* FIFO of messages waiting for room */
+        size_t n_held, cap_held;
+} sc_ks_stream_t;
+
+struct sc_kafka_source_s {
+        const sc_conf_t *conf;
+        rd_kafka_t *rk;    /* consumer */
+        rd_kafka_t *dlq;   /* dead-letter producer, or NULL */
+        rd_kafka_t *probe; /* watermark queries */
+        sc_kafka_delivery_t dlq_dv;
+        size_t numel;
+        int n_classes;
+        uint64_t seed;
+        sc_ks_stream_t streams[SC_BATCH_MAX_STREAMS];
+        int n_streams;
+        sc_batcher_t *batcher;
+        sc_batch_spec_t bspec;
+        sc_stream_spec_t sspec;
+        double t_now;
+        sc_kafka_source_log_fn log;
+        void *log_opaque;
+        sc_kafka_source_stats_t stats;
+        int logged_full; /* "more than SC_BATCH_MAX_STREAMS topics" said once */
+        int logged_dlq;
+        uint64_t dlq_enqueued, dlq_refused;
+};
+
+/* kafka_source.c */
+void sc_ks_logf(sc_kafka_source_t *src, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Dead-letter counters from the delivery reports served so far. */
+void sc_ks_dlq_stats(sc_kafka_source_t *src);
+/* The decoder of topic: its source.topics element, else streams.*. */
+void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
+                       sc_decode_spec_t *ds);
+sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic);
+/* Commits changed positions (all = 0) or every assigned partition's (all = 1). */
+sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr, size_t errstr_size);
+void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                     rd_kafka_topic_partition_list_t *offsets, void *opaque);
+void sc_ks_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                        rd_kafka_topic_partition_list_t *parts, void *opaque);
+
+#endif

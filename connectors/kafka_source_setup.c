@@ -1,0 +1,379 @@
+/* kafka_source_setup.c — the Kafka source's creation (librdkafka clients
+ * from the configuration), shutdown and queries (totals, lag, committed
+ * offsets). */
+#include "kafka_source_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- setup ---- */
+
+static sc_err_t sc_ks_conf(const sc_conf_t *conf, rd_kafka_conf_t **out, char *errstr,
+                           size_t errstr_size)
+{
+        char val[64];
+        size_t vs;
+        const char *defaults[][2] = {
+            {"client.id", "scadles-worker"},
+            {"auto.offset.reset", "earliest"},
+            {"queued.max.messages.kbytes", "16384"},
+            /* Small per-partition fetches interleave the partitions of a topic
+             * in the stream (keyed partitions are often label-skewed). */
+            {"max.partition.fetch.bytes", "65536"},
+            {"topic.metadata.refresh.interval.ms", conf->source.pattern[0] ? "2000" : "300000"},
+            {"group.id", conf->source.group_id},
+        };
+        rd_kafka_conf_t *kc = rd_kafka_conf_new();
+        sc_err_t err = SC_OK;
+        for (size_t i = 0; !err && i < sizeof(defaults) / sizeof(defaults[0]); i++)
+                err = sc_kafka_conf_set(kc, defaults[i][0], defaults[i][1], defaults[i][0], errstr,
+                                        errstr_size);
+        if (!err)
+                err = sc_kafka_conf_apply_json(kc, (const json_t *)conf->kafka, "$.kafka", errstr,
+                                               errstr_size);
+        static const char *const off[] = {"enable.auto.commit", "enable.auto.offset.store"};
+        for (size_t i = 0; !err && i < 2; i++) {
+                vs = sizeof(val);
+                if (conf->kafka && json_object_get((json_t *)conf->kafka, off[i]) &&
+                    rd_kafka_conf_get(kc, off[i], val, &vs) == RD_KAFKA_CONF_OK &&
+                    !strcmp(val, "true"))
+                        err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                      "%s: $.kafka.%s: the worker commits offsets itself, only "
+                                      "for records trained on, dropped or rejected; it must be "
+                                      "false",
+                                      conf->origin, off[i]);
+                else if (!err)
+                        err = sc_kafka_conf_set(kc, off[i], "false", off[i], errstr, errstr_size);
+        }
+        if (err) {
+                rd_kafka_conf_destroy(kc);
+                return err;
+        }
+        *out = kc;
+        return SC_OK;
+}
+
+/* A producer handle on the kafka object's connection properties (the
+ * consumer-only ones would only draw warnings): the dead-letter producer
+ * (delivery = 1) or the probe that asks for watermarks on a connection of
+ * its own (a consumer's is busy with long-polling fetches). */
+static sc_err_t sc_ks_client_new(sc_kafka_source_t *src, const char *client_id, int delivery,
+                                 rd_kafka_t **rkp, char *errstr, size_t errstr_size)
+{
+        static const char *const pass[] = {"bootstrap.", "security.", "ssl.",       "sasl.",
+                                           "socket.",    "broker.",   "client.rack"};
+        char why[512], where[320];
+        const char *key;
+        json_t *v;
+        rd_kafka_conf_t *pc = rd_kafka_conf_new();
+        sc_err_t err =
+            sc_kafka_conf_set(pc, "client.id", client_id, "client.id", errstr, errstr_size);
+        if (!err && src->conf->kafka) {
+                json_object_foreach((json_t *)src->conf->kafka, key, v)
+                {
+                        int ok = 0;
+                        for (size_t i = 0; i < sizeof(pass) / sizeof(pass[0]); i++)
+                                ok |= !strncmp(key, pass[i], strlen(pass[i]));
+                        if (!ok || !json_is_string(v))
+                                continue;
+                        snprintf(where, sizeof(where), "$.kafka.%s", key);
+                        if ((err = sc_kafka_conf_set(pc, key, json_string_value(v), where, errstr,
+                                                     errstr_size)))
+                                break;
+                }
+        }
+        if (err) {
+                rd_kafka_conf_destroy(pc);
+                return err;
+        }
+        sc_kafka_conf_log_bridge(pc);
+        if (delivery)
+                sc_kafka_conf_delivery(pc);
+        *rkp = rd_kafka_new(RD_KAFKA_PRODUCER, pc, why, sizeof(why));
+        if (!*rkp) {
+                rd_kafka_conf_destroy(pc);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: %s", client_id, why);
+        }
+        return SC_OK;
+}
+
+sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, size_t numel,
+                             int n_classes, uint64_t seed, sc_kafka_source_log_fn log,
+                             void *log_opaque, char *errstr, size_t errstr_size)
+{
+        char why[512];
+        rd_kafka_conf_t *kc = NULL;
+        sc_err_t err;
+
+        *srcp = NULL;
+        if (conf->source.n_topics == 0 && !conf->source.pattern[0])
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.source: no topics to consume (give source.topics or "
+                               "source.pattern)",
+                               conf->origin);
+        sc_kafka_source_t *src = calloc(1, sizeof(*src));
+        if (!src)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        src->conf = conf;
+        src->numel = numel;
+        src->n_classes = n_classes;
+        src->seed = seed;
+        src->log = log;
+        src->log_opaque = log_opaque;
+
+        const sc_conf_streams_t *st = &conf->streams;
+        sc_stream_spec_defaults(&src->sspec);
+        src->sspec.policy = (sc_stream_policy_t)st->policy;
+        src->sspec.cap = (size_t)st->cap;
+        src->sspec.high_watermark = st->high_watermark;
+        src->sspec.low_watermark = st->low_watermark;
+        src->sspec.window = st->window;
+        src->sspec.keep_min = (size_t)st->keep_min;
+        src->sspec.rate_tau = st->rate_tau;
+        const sc_conf_worker_t *w = &conf->worker;
+        sc_batch_spec_defaults(&src->bspec);
+        src->bspec.mode = (sc_batch_mode_t)w->batch;
+        src->bspec.b = w->b;
+        src->bspec.b_min = w->b_min;
+        src->bspec.b_max = w->b_max;
+        src->bspec.window = w->window;
+        src->bspec.shuffle = w->shuffle;
+        if ((err = sc_stream_spec_check(&src->sspec, why, sizeof(why))) ||
+            (err = sc_batch_spec_check(&src->bspec, why, sizeof(why)))) {
+                sc_errf(err, errstr, errstr_size, "%s: %s", conf->origin, why);
+                goto out_free;
+        }
+        /* Every listed topic's decoder is checked now, not at first use. */
+        for (int i = 0; i < conf->source.n_topics; i++) {
+                sc_decode_spec_t ds;
+                sc_ks_decode_spec(conf, conf->source.topics[i].topic, numel, n_classes, &ds);
+                if ((err = sc_decode_spec_check(&ds, why, sizeof(why)))) {
+                        sc_errf(err, errstr, errstr_size, "%s: $.source.topics[%d]: %s",
+                                conf->origin, i, why);
+                        goto out_free;
+                }
+        }
+        if ((err = sc_ks_conf(conf, &kc, errstr, errstr_size)))
+                goto out_free;
+        sc_kafka_delivery_init(&src->dlq_dv);
+        if ((err = sc_ks_client_new(src, "scadles-probe", 0, &src->probe, errstr, errstr_size)) ||
+            (conf->source.dead_letter[0] &&
+             (err = sc_ks_client_new(src, "scadles-dead-letter", 1, &src->dlq, errstr,
+                                     errstr_size)))) {
+                rd_kafka_conf_destroy(kc);
+                goto out_free;
+        }
+        sc_kafka_conf_log_bridge(kc);
+        rd_kafka_conf_set_opaque(kc, src);
+        rd_kafka_conf_set_rebalance_cb(kc, sc_ks_on_rebalance);
+        rd_kafka_conf_set_offset_commit_cb(kc, sc_ks_on_commit);
+        src->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why));
+        if (!src->rk) {
+                rd_kafka_conf_destroy(kc);
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: $.kafka: consumer: %s",
+                              conf->origin, why);
+                goto out_free;
+        }
+        rd_kafka_poll_set_consumer(src->rk);
+
+        rd_kafka_topic_partition_list_t *sub =
+            rd_kafka_topic_partition_list_new(conf->source.n_topics + 1);
+        for (int i = 0; i < conf->source.n_topics; i++)
+                rd_kafka_topic_partition_list_add(sub, conf->source.topics[i].topic,
+                                                  RD_KAFKA_PARTITION_UA);
+        if (conf->source.pattern[0])
+                rd_kafka_topic_partition_list_add(sub, conf->source.pattern, RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t e = rd_kafka_subscribe(src->rk, sub);
+        rd_kafka_topic_partition_list_destroy(sub);
+        if (e) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: $.source: subscribe: %s",
+                              conf->origin, rd_kafka_err2str(e));
+                goto out_free;
+        }
+        *srcp = src;
+        return SC_OK;
+
+out_free:
+        sc_kafka_source_destroy(src);
+        return err;
+}
+
+void sc_kafka_source_destroy(sc_kafka_source_t *src)
+{
+        char why[512];
+        if (!src)
+                return;
+        if (src->rk) {
+                if (sc_ks_commit(src, 1, 1, why, sizeof(why)))
+                        sc_ks_logf(src, 4, "final %s", why);
+                rd_kafka_consumer_close(src->rk); /* revokes: commits, returns buffers */
+                rd_kafka_destroy(src->rk);
+        }
+        if (src->dlq) {
+                rd_kafka_flush(src->dlq, 10000);
+                rd_kafka_destroy(src->dlq);
+        }
+        if (src->probe)
+                rd_kafka_destroy(src->probe);
+        sc_batcher_destroy(src->batcher);
+        for (int i = 0; i < src->n_streams; i++) {
+                sc_ks_stream_t *ks = &src->streams[i];
+                for (size_t j = 0; j < ks->n_held; j++)
+                        rd_kafka_message_destroy(ks->held[j]);
+                free(ks->held);
+                free(ks->parts);
+                free(ks->topic);
+                sc_stream_destroy(ks->stream);
+        }
+        free(src);
+}
+
+sc_err_t sc_kafka_source_finish(sc_kafka_source_t *src, int timeout_ms, char *errstr,
+                                size_t errstr_size)
+{
+        sc_err_t err = SC_OK;
+        if (src->dlq) {
+                rd_kafka_flush(src->dlq, timeout_ms);
+                sc_ks_dlq_stats(src);
+                if (src->dlq_dv.dv_pending > 0)
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                      "dead-letter topic %s: %" PRId64 " record(s) undelivered "
+                                      "after %d ms",
+                                      src->conf->source.dead_letter, src->dlq_dv.dv_pending,
+                                      timeout_ms);
+        }
+        sc_err_t e2 = sc_ks_commit(src, 1, 1, errstr, errstr_size);
+        return err ? err : e2;
+}
+
+/* ---- queries ---- */
+
+sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src)
+{
+        return src->batcher;
+}
+
+sc_err_t sc_kafka_source_ack(sc_kafka_source_t *src, uint64_t batch_id, char *errstr,
+                             size_t errstr_size)
+{
+        if (!src->batcher)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size, "no batch was taken");
+        return sc_batcher_ack(src->batcher, batch_id, errstr, errstr_size);
+}
+
+void sc_kafka_source_totals(const sc_kafka_source_t *src, sc_stream_stats_t *sum)
+{
+        memset(sum, 0, sizeof(*sum));
+        for (int i = 0; i < src->n_streams; i++) {
+                const sc_stream_stats_t *s = sc_stream_stats(src->streams[i].stream);
+                sum->consumed += s->consumed;
+                sum->rejected += s->rejected;
+                sum->dropped += s->dropped;
+                sum->revoked += s->revoked;
+                sum->buffered += s->buffered;
+                sum->inflight += s->inflight;
+                sum->trained += s->trained;
+                sum->orphaned += s->orphaned;
+                sum->peak_buffered += s->peak_buffered;
+                sum->pauses += s->pauses;
+                sum->latency_sum += s->latency_sum;
+                sum->taken += s->taken;
+                if (s->latency_max > sum->latency_max)
+                        sum->latency_max = s->latency_max;
+                for (int k = 0; k < SC_DECODE_FAULT__END; k++)
+                        sum->faults.count[k] += s->faults.count[k];
+                sum->faults.rejected += s->faults.rejected;
+        }
+}
+
+const sc_kafka_source_stats_t *sc_kafka_source_stats(const sc_kafka_source_t *src)
+{
+        return &src->stats;
+}
+
+sc_err_t sc_kafka_source_check(const sc_kafka_source_t *src, char *errstr, size_t errstr_size)
+{
+        if (!src->batcher)
+                return SC_OK;
+        return sc_batcher_check(src->batcher, errstr, errstr_size);
+}
+
+double sc_kafka_source_rate(sc_kafka_source_t *src, double t)
+{
+        double r = 0;
+        for (int i = 0; i < src->n_streams; i++)
+                r += sc_stream_rate(src->streams[i].stream, t);
+        return r;
+}
+
+int sc_kafka_source_nstreams(const sc_kafka_source_t *src)
+{
+        return src->n_streams;
+}
+
+const char *sc_kafka_source_stream(const sc_kafka_source_t *src, int i,
+                                   const sc_stream_stats_t **stats)
+{
+        if (i < 0 || i >= src->n_streams)
+                return NULL;
+        if (stats)
+                *stats = sc_stream_stats(src->streams[i].stream);
+        return src->streams[i].topic;
+}
+
+int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms)
+{
+        rd_kafka_topic_partition_list_t *a = NULL;
+        int64_t lag = 0;
+        if (rd_kafka_assignment(src->rk, &a) || !a)
+                return -1;
+        rd_kafka_position(src->rk, a);
+        for (int i = 0; i < a->cnt; i++) {
+                int64_t lo = -1, hi = -1, pos = a->elems[i].offset;
+                if (rd_kafka_query_watermark_offsets(src->probe, a->elems[i].topic,
+                                                     a->elems[i].partition, &lo, &hi, timeout_ms)) {
+                        lag = -1;
+                        break;
+                }
+                if (pos < 0 || pos < lo)
+                        pos = lo; /* nothing read yet: from the log start */
+                if (hi > pos)
+                        lag += hi - pos;
+        }
+        rd_kafka_topic_partition_list_destroy(a);
+        return lag;
+}
+
+json_t *sc_kafka_source_partitions(sc_kafka_source_t *src, int timeout_ms)
+{
+        rd_kafka_topic_partition_list_t *a = NULL;
+        json_t *arr = json_array();
+        if (!arr || rd_kafka_assignment(src->rk, &a) || !a) {
+                json_decref(arr);
+                return NULL;
+        }
+        rd_kafka_resp_err_t ce = rd_kafka_committed(src->rk, a, timeout_ms);
+        for (int i = 0; i < a->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &a->elems[i];
+                int64_t lo = -1, hi = -1, pos = -1;
+                rd_kafka_query_watermark_offsets(src->probe, tp->topic, tp->partition, &lo, &hi,
+                                                 timeout_ms);
+                sc_ks_stream_t *ks = sc_ks_find(src, tp->topic);
+                if (!ks || sc_offsets_position(sc_stream_offsets(ks->stream), tp->partition,
+                                               &pos) != SC_OK)
+                        pos = -1;
+                int64_t start = -1;
+                for (size_t k = 0; ks && k < ks->n_parts; k++)
+                        if (ks->parts[k].partition == tp->partition)
+                                start = ks->parts[k].start;
+                json_array_append_new(
+                    arr, json_pack("{s:s, s:i, s:I, s:I, s:I, s:I}", "topic", tp->topic,
+                                   "partition", (int)tp->partition, "start", (json_int_t)start,
+                                   "committed", (json_int_t)(ce || tp->err ? -1 : tp->offset),
+                                   "end", (json_int_t)hi, "position", (json_int_t)pos));
+        }
+        rd_kafka_topic_partition_list_destroy(a);
+        return arr;
+}

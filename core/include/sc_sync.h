@@ -120,14 +120,15 @@ typedef struct sc_sync_act {
                                          (adsp, localsgd); 0 = keep it to send */
         sc_update_kind_t update_kind; /* SEND */
         uint64_t seq;    /* SEND: the update's sequence number; WAIT_APPLIED: the seq */
-        uint64_t t_read; /* SEND: version the update was computed against */
+        uint64_t t_read; /* SEND: version held when its COMPUTE was handed out */
         sc_sync_wait_kind_t wait;
         uint64_t version; /* WAIT_VERSION */
         uint64_t clock;   /* WAIT_CLOCK */
         double commit_at; /* adsp COMPUTE: the time of the next commit (seconds) */
 } sc_sync_act_t;
 
-/* What a worker learns with a model (or a control message). */
+/* What a worker learns with a model (or a control message). With several
+ * shards, pass the minimum of each field over the shards' latest infos. */
 typedef struct sc_sync_model_info {
         uint64_t version;     /* server version of the model */
         uint64_t applied_seq; /* highest contiguous seq of this worker the model includes */

@@ -230,10 +230,11 @@ void sc_sync_worker_next(sc_sync_worker_t *w, double now, sc_sync_act_t *act)
                                    : w->spec.send_models   ? SC_UPDATE_MODEL
                                                            : SC_UPDATE_DELTA;
                 act->seq = w->clock + 1;
-                act->t_read = w->version;
+                act->t_read = w->read_version;
                 return;
         }
         act->kind = SC_ACT_COMPUTE;
+        w->read_version = w->version; /* the model this compute starts from */
         act->batch = w->pol->batch(w);
         act->local_step = !w->pol->sends_gradients;
         act->t_read = w->version;
@@ -254,7 +255,7 @@ void sc_sync_worker_sent(sc_sync_worker_t *w, double now)
         if (w->phase != SC_PH_SEND)
                 return;
         w->clock++;
-        w->sent_t_read = w->version;
+        w->sent_t_read = w->read_version;
         w->send_time = now;
         w->phase = SC_PH_WAIT;
 }

@@ -20,19 +20,20 @@ struct sc_sync_worker_s {
         const struct sc_sync_policy *pol;
         uint32_t id;
         sc_sync_phase_t phase;
-        uint64_t clock;       /* updates sent */
-        uint64_t version;     /* model version held */
-        uint64_t applied_seq; /* from the last model info */
-        uint64_t min_clock;   /* from the last model info */
-        uint64_t sent_t_read; /* version the last update was computed against */
-        int local_steps;      /* since the last sync */
-        double rate;          /* scadles: samples/s */
-        double commit_rate;   /* adsp: DeltaC */
-        double next_commit;   /* adsp: time of the next commit; < 0 = not set */
-        double send_time;     /* time of the last SEND */
-        double overhead;      /* adsp: last measured commit overhead O_i */
-        int started;          /* next() was called once */
-        int waiting;          /* a WAIT is in progress since wait_since */
+        uint64_t clock;        /* updates sent */
+        uint64_t version;      /* model version held */
+        uint64_t applied_seq;  /* from the last model info */
+        uint64_t min_clock;    /* from the last model info */
+        uint64_t read_version; /* version held when the last COMPUTE was handed out */
+        uint64_t sent_t_read;  /* version the last update was computed against */
+        int local_steps;       /* since the last sync */
+        double rate;           /* scadles: samples/s */
+        double commit_rate;    /* adsp: DeltaC */
+        double next_commit;    /* adsp: time of the next commit; < 0 = not set */
+        double send_time;      /* time of the last SEND */
+        double overhead;       /* adsp: last measured commit overhead O_i */
+        int started;           /* next() was called once */
+        int waiting;           /* a WAIT is in progress since wait_since */
         double wait_since;
         double wait_total;
 };

@@ -31,6 +31,7 @@ typedef enum sc_sim_rates {
 
 typedef struct sc_sim_spec {
         int devices;
+        int shards;           /* model shards, each with its own server (1) */
         uint64_t seed;        /* 0 = train.seed of the main configuration */
         sc_sync_spec_t sync;  /* sync.policy and its parameters */
         int tune;             /* adsp: search the commit rate online */

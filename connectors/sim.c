@@ -18,6 +18,7 @@ enum { SC_EV_READY, SC_EV_COMPUTED, SC_EV_RECV, SC_EV_MODEL, SC_EV_EVAL };
 
 typedef struct sc_sim_msg {
         uint32_t worker;
+        int shard;
         uint64_t seq, t_read;
         uint32_t samples;
         sc_update_kind_t kind;
@@ -27,7 +28,8 @@ typedef struct sc_sim_msg {
 
 typedef struct sc_sim_snap {
         int refs;
-        float params[];
+        int shard;
+        float params[]; /* the shard's range */
 } sc_sim_snap_t;
 
 typedef struct sc_sim_delivery {
@@ -37,7 +39,9 @@ typedef struct sc_sim_delivery {
 
 typedef struct sc_sim_dev {
         sc_sync_worker_t *w;
-        sc_codec_t *codec;
+        sc_codec_t **codec;         /* (shards) */
+        sc_sync_model_info_t *info; /* (shards) latest model info per shard */
+        uint64_t *read_ver;         /* (shards) shard versions the last compute started from */
         sc_rng_t rng;
         sc_sim_stream_t stream;
         uint32_t *pool;                     /* owned dataset indices of this device's labels */
@@ -56,7 +60,9 @@ struct sc_sim_s {
         const sc_conf_t *conf;
         const sc_dataset_t *train, *test;
         sc_model_t *model;
-        sc_server_t *server;
+        sc_server_t **servers; /* (shards) */
+        size_t *begin;         /* (shards + 1) shard s is [begin[s], begin[s + 1]) */
+        int ns;
         size_t n;
         int nd;
         sc_sim_dev_t *devs;
@@ -99,7 +105,12 @@ void sc_sim_destroy(sc_sim_t *sim)
                 for (int i = 0; i < sim->nd; i++) {
                         sc_sim_dev_t *d = &sim->devs[i];
                         sc_sync_worker_destroy(d->w);
-                        sc_codec_destroy(d->codec);
+                        if (d->codec)
+                                for (int s = 0; s < sim->ns; s++)
+                                        sc_codec_destroy(d->codec[s]);
+                        free(d->codec);
+                        free(d->info);
+                        free(d->read_ver);
                         free(d->pool);
                         free(d->params);
                         free(d->sync_params);
@@ -108,7 +119,11 @@ void sc_sim_destroy(sc_sim_t *sim)
         free(sim->devs);
         sc_sim_inject_free(&sim->inject);
         sc_adsp_tuner_destroy(sim->tuner);
-        sc_server_destroy(sim->server);
+        if (sim->servers)
+                for (int s = 0; s < sim->ns; s++)
+                        sc_server_destroy(sim->servers[s]);
+        free(sim->servers);
+        free(sim->begin);
         sc_model_destroy(sim->model);
         sc_buf_free(&sim->buf);
         free(sim->x);
@@ -139,6 +154,40 @@ static sc_err_t sc_sim_partition(sc_sim_t *sim, int i, sc_sim_dev_t *d)
         d->stream.pool = d->pool;
         d->stream.pool_n = m;
         return m ? SC_OK : SC_ERR_CONFIG;
+}
+
+/* A codec for shard sh: the model's tensors clipped to the shard's range,
+ * offsets relative to its start. */
+static sc_err_t sc_sim_codec_new(sc_sim_t *sim, int sh, sc_codec_t **codecp, char *errstr,
+                                 size_t errstr_size)
+{
+        size_t b = sim->begin[sh], e = sim->begin[sh + 1];
+        int nviews = sc_model_ntensors(sim->model), nv = 0;
+        sc_tensor_view_t *views = malloc((size_t)nviews * sizeof(*views));
+        sc_codec_params_t cp;
+        sc_err_t err;
+
+        if (!views)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
+        for (int v = 0; v < nviews; v++) {
+                sc_tensor_view_t t = *sc_model_tensor(sim->model, v);
+                size_t lo = t.offset > b ? t.offset : b;
+                size_t hi = t.offset + t.numel < e ? t.offset + t.numel : e;
+                if (lo >= hi)
+                        continue;
+                t.offset = lo - b;
+                t.numel = hi - lo;
+                views[nv++] = t;
+        }
+        sc_codec_params_default(&cp, sim->spec.codec);
+        if (sim->spec.codec_ratio > 0)
+                cp.ratio = sim->spec.codec_ratio;
+        if (sim->spec.codec_delta > 0)
+                cp.delta = sim->spec.codec_delta;
+        cp.vote = sim->spec.codec == SC_CODEC_ADAPTIVE && sim->spec.codec_vote;
+        err = sc_codec_new(codecp, sim->spec.codec, &cp, e - b, views, nv, errstr, errstr_size);
+        free(views);
+        return err;
 }
 
 sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t *conf,
@@ -207,11 +256,26 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                 }
                 sspec.sched.total_steps = spec->max_steps;
         }
-        sspec.begin = 0;
-        sspec.end = n;
-        if ((err = sc_server_new(&sim->server, &sspec, sc_model_params(sim->model), errstr,
-                                 errstr_size)))
+        sim->ns = spec->shards > 0 ? spec->shards : 1;
+        if ((size_t)sim->ns > n) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "$.sim.shards: %d shards for %zu parameters", sim->ns, n);
                 goto out;
+        }
+        if (!(sim->servers = calloc((size_t)sim->ns, sizeof(*sim->servers))) ||
+            !(sim->begin = calloc((size_t)sim->ns + 1, sizeof(*sim->begin))))
+                goto out_nomem;
+        for (int sh = 0; sh <= sim->ns; sh++)
+                sim->begin[sh] = n * (size_t)sh / (size_t)sim->ns;
+        for (int sh = 0; sh < sim->ns; sh++) {
+                sspec.shard = (uint32_t)sh;
+                sspec.begin = sim->begin[sh];
+                sspec.end = sim->begin[sh + 1];
+                if ((err = sc_server_new(&sim->servers[sh], &sspec,
+                                         sc_model_params(sim->model) + sspec.begin, errstr,
+                                         errstr_size)))
+                        goto out;
+        }
         sim->local_lr = spec->local_lr > 0 ? spec->local_lr : conf->optim.lr;
         sim->commit_rate = sim->spec.sync.commit_rate;
         if (spec->tune && spec->sync.kind == SC_SYNC_ADSP) {
@@ -240,24 +304,13 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         sc_rng_split(&root, &sim->inj_rng, 1);
         for (int i = 0; i < sim->nd; i++) {
                 sc_sim_dev_t *d = &sim->devs[i];
-                sc_codec_params_t cp;
-                int nviews = sc_model_ntensors(sim->model);
-                sc_tensor_view_t *views = malloc((size_t)nviews * sizeof(*views));
-                if (!views)
+                if (!(d->codec = calloc((size_t)sim->ns, sizeof(*d->codec))) ||
+                    !(d->info = calloc((size_t)sim->ns, sizeof(*d->info))) ||
+                    !(d->read_ver = calloc((size_t)sim->ns, sizeof(*d->read_ver))))
                         goto out_nomem;
-                for (int v = 0; v < nviews; v++)
-                        views[v] = *sc_model_tensor(sim->model, v);
-                sc_codec_params_default(&cp, spec->codec);
-                if (spec->codec_ratio > 0)
-                        cp.ratio = spec->codec_ratio;
-                if (spec->codec_delta > 0)
-                        cp.delta = spec->codec_delta;
-                cp.vote = spec->codec == SC_CODEC_ADAPTIVE && spec->codec_vote;
-                err = sc_codec_new(&d->codec, spec->codec, &cp, n, views, nviews, errstr,
-                                   errstr_size);
-                free(views);
-                if (err)
-                        goto out;
+                for (int sh = 0; sh < sim->ns; sh++)
+                        if ((err = sc_sim_codec_new(sim, sh, &d->codec[sh], errstr, errstr_size)))
+                                goto out;
                 if ((err = sc_sync_worker_new(&d->w, &sim->spec.sync, (uint32_t)i, errstr,
                                               errstr_size)))
                         goto out;
@@ -284,7 +337,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                     !(d->sync_params = malloc(n * sizeof(float))) ||
                     !(d->grad = calloc(n, sizeof(float))))
                         goto out_nomem;
-                memcpy(d->params, sc_server_params(sim->server), n * sizeof(float));
+                memcpy(d->params, sc_model_params(sim->model), n * sizeof(float));
                 memcpy(d->sync_params, d->params, n * sizeof(float));
                 if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_READY, i, NULL))
                         goto out_nomem;
@@ -329,6 +382,8 @@ static float sc_sim_compute(sc_sim_t *sim, int i, int b, int local_step)
                         sc_sim_link_send(&d->down, sim->now, (size_t)mixed * sample_bytes);
         }
         sc_dataset_gather(sim->train, sim->bidx, (size_t)b, sim->x, sim->y);
+        for (int sh = 0; sh < sim->ns; sh++)
+                d->read_ver[sh] = d->info[sh].version;
         memcpy(sc_model_params(sim->model), d->params, sim->n * sizeof(float));
         loss = sc_model_train_batch(sim->model, sim->x, sim->y, NULL, b, &d->rng, NULL);
         memcpy(d->grad, sc_model_grads(sim->model), sim->n * sizeof(float));
@@ -362,29 +417,35 @@ static sc_err_t sc_sim_send(sc_sim_t *sim, int i, const sc_sync_act_t *act, char
         } else if (act->update_kind == SC_UPDATE_MODEL) {
                 vec = d->params;
         }
-        if (sim->spec.codec == SC_CODEC_ADAPTIVE && sim->spec.codec_vote) {
-                /* The reference ScaDLES decides by majority vote of the devices. */
-                for (int k = 0; k < sim->nd; k++)
-                        sim->votes[k] = sc_codec_adaptive_vote(sim->devs[k].codec);
-                sc_codec_adaptive_set_decision(d->codec,
-                                               sc_codec_adaptive_majority(sim->votes, sim->nd));
-        }
-        sim->buf.len = 0;
-        if ((err = sc_codec_encode(d->codec, vec, &d->rng, &sim->buf, errstr, errstr_size)))
-                return err;
-        if (!(msg = malloc(sizeof(*msg) + sim->buf.len)))
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
-        msg->worker = (uint32_t)i;
-        msg->seq = act->seq;
-        msg->t_read = act->t_read;
-        msg->samples = (uint32_t)(d->last_batch > 0 ? d->last_batch : 1);
-        msg->kind = act->update_kind;
-        msg->len = sim->buf.len;
-        memcpy(msg->payload, sim->buf.data, sim->buf.len);
-        double at = sc_sim_link_send(&d->up, sim->now, sim->buf.len + SC_SIM_MSG_HDR);
-        if (sc_sim_queue_push(&sim->q, at, SC_EV_RECV, i, msg)) {
-                free(msg);
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
+        for (int sh = 0; sh < sim->ns; sh++) {
+                size_t b = sim->begin[sh], len = sim->begin[sh + 1] - b;
+                if (sim->spec.codec == SC_CODEC_ADAPTIVE && sim->spec.codec_vote) {
+                        /* The reference ScaDLES decides by majority vote of the devices. */
+                        for (int k = 0; k < sim->nd; k++)
+                                sim->votes[k] = sc_codec_adaptive_vote(sim->devs[k].codec[sh]);
+                        sc_codec_adaptive_set_decision(
+                            d->codec[sh], sc_codec_adaptive_majority(sim->votes, sim->nd));
+                }
+                sim->buf.len = 0;
+                if ((err = sc_codec_encode(d->codec[sh], vec + b, &d->rng, &sim->buf, errstr,
+                                           errstr_size)))
+                        return err;
+                if (!(msg = malloc(sizeof(*msg) + sim->buf.len)))
+                        return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
+                msg->worker = (uint32_t)i;
+                msg->shard = sh;
+                msg->seq = act->seq;
+                msg->t_read = d->read_ver[sh];
+                msg->samples = (uint32_t)(d->last_batch > 0 ? d->last_batch : 1);
+                msg->kind = act->update_kind;
+                msg->len = sim->buf.len;
+                memcpy(msg->payload, sim->buf.data, sim->buf.len);
+                (void)len;
+                double at = sc_sim_link_send(&d->up, sim->now, sim->buf.len + SC_SIM_MSG_HDR);
+                if (sc_sim_queue_push(&sim->q, at, SC_EV_RECV, i, msg)) {
+                        free(msg);
+                        return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
+                }
         }
         return SC_OK;
 }
@@ -439,23 +500,37 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
 
 /* ---- server -------------------------------------------------------------- */
 
-static sc_err_t sc_sim_deliver(sc_sim_t *sim, int i, sc_sim_snap_t **snapp)
+/* The model version: the least over the shards. */
+static uint64_t sc_sim_version(const sc_sim_t *sim)
+{
+        uint64_t v = UINT64_MAX;
+        for (int sh = 0; sh < sim->ns; sh++) {
+                uint64_t x = sc_server_version(sim->servers[sh]);
+                v = x < v ? x : v;
+        }
+        return v;
+}
+
+/* Sends shard sh's model to device i (one copy shared by a broadcast). */
+static sc_err_t sc_sim_deliver(sc_sim_t *sim, int sh, int i, sc_sim_snap_t **snapp)
 {
         sc_sim_delivery_t *del;
         sc_sim_dev_t *d = &sim->devs[i];
+        size_t len = sim->begin[sh + 1] - sim->begin[sh];
 
         if (!*snapp) {
-                if (!(*snapp = malloc(sizeof(**snapp) + sim->n * sizeof(float))))
+                if (!(*snapp = malloc(sizeof(**snapp) + len * sizeof(float))))
                         return SC_ERR_NOMEM;
                 (*snapp)->refs = 0;
-                memcpy((*snapp)->params, sc_server_params(sim->server), sim->n * sizeof(float));
+                (*snapp)->shard = sh;
+                memcpy((*snapp)->params, sc_server_params(sim->servers[sh]), len * sizeof(float));
         }
         if (!(del = malloc(sizeof(*del))))
                 return SC_ERR_NOMEM;
         del->snap = *snapp;
         del->snap->refs++;
-        sc_server_model_info(sim->server, (uint32_t)i, &del->info);
-        double at = sc_sim_link_send(&d->down, sim->now, sim->n * sizeof(float) + SC_SIM_MSG_HDR);
+        sc_server_model_info(sim->servers[sh], (uint32_t)i, &del->info);
+        double at = sc_sim_link_send(&d->down, sim->now, len * sizeof(float) + SC_SIM_MSG_HDR);
         if (sc_sim_queue_push(&sim->q, at, SC_EV_MODEL, i, del)) {
                 del->snap->refs--;
                 free(del);
@@ -472,10 +547,12 @@ static sc_err_t sc_sim_recv(sc_sim_t *sim, sc_sim_msg_t *msg, char *errstr, size
                          .t_read = msg->t_read,
                          .samples = msg->samples,
                          .kind = msg->kind,
-                         .n = sim->n};
+                         .n = sim->begin[msg->shard + 1] - sim->begin[msg->shard]};
+        sc_server_t *srv = sim->servers[msg->shard];
         sc_apply_result_t res;
         sc_sim_snap_t *snap = NULL;
-        uint64_t v0 = sc_server_version(sim->server), c0 = sc_server_min_clock(sim->server);
+        uint64_t v0 = sc_server_version(srv), c0 = sc_server_min_clock(srv);
+        int sh = msg->shard;
         sc_sync_kind_t kind = sim->spec.sync.kind;
         sc_err_t err;
         size_t nnz;
@@ -483,19 +560,19 @@ static sc_err_t sc_sim_recv(sc_sim_t *sim, sc_sim_msg_t *msg, char *errstr, size
         if ((err = sc_codec_payload_info(msg->payload, msg->len, &info, errstr, errstr_size)))
                 return err;
         if (info.format == SC_CODEC_FMT_SPARSE) {
-                if ((err = sc_codec_decode_sparse(msg->payload, msg->len, sim->didx, sim->dval,
-                                                  sim->n, &nnz, errstr, errstr_size)))
+                if ((err = sc_codec_decode_sparse(msg->payload, msg->len, sim->didx, sim->dval, u.n,
+                                                  &nnz, errstr, errstr_size)))
                         return err;
                 u.indices = sim->didx;
                 u.count = nnz;
         } else {
-                memset(sim->dval, 0, sim->n * sizeof(float));
-                if ((err = sc_codec_decode_add(msg->payload, msg->len, sim->dval, sim->n, 1.0f,
-                                               errstr, errstr_size)))
+                memset(sim->dval, 0, u.n * sizeof(float));
+                if ((err = sc_codec_decode_add(msg->payload, msg->len, sim->dval, u.n, 1.0f, errstr,
+                                               errstr_size)))
                         return err;
         }
         u.values = sim->dval;
-        if ((err = sc_server_apply(sim->server, &u, &res, errstr, errstr_size)))
+        if ((err = sc_server_apply(srv, &u, &res, errstr, errstr_size)))
                 return err;
         if (!sc_sync_is_round_based(kind) && res.status == SC_APPLY_APPLIED) {
                 sim->stale_sum += (double)(v0 - (msg->t_read < v0 ? msg->t_read : v0));
@@ -504,20 +581,19 @@ static sc_err_t sc_sim_recv(sc_sim_t *sim, sc_sim_msg_t *msg, char *errstr, size
         if (sc_sync_is_round_based(kind)) {
                 if (res.stepped)
                         for (int i = 0; i < sim->nd && !err; i++)
-                                err = sc_sim_deliver(sim, i, &snap);
+                                err = sc_sim_deliver(sim, sh, i, &snap);
         } else {
-                err = sc_sim_deliver(sim, (int)msg->worker, &snap);
-                if (kind == SC_SYNC_SSP && sc_server_min_clock(sim->server) > c0)
+                err = sc_sim_deliver(sim, sh, (int)msg->worker, &snap);
+                if (kind == SC_SYNC_SSP && sc_server_min_clock(srv) > c0)
                         for (int i = 0; i < sim->nd && !err; i++)
                                 if (i != (int)msg->worker && !sim->devs[i].busy)
-                                        err = sc_sim_deliver(sim, i, &snap);
+                                        err = sc_sim_deliver(sim, sh, i, &snap);
         }
         if (snap && snap->refs == 0)
                 free(snap);
         if (err)
                 return sc_errf(err, errstr, errstr_size, "sim: out of memory");
-        if (sim->spec.max_steps > 0 &&
-            sc_server_version(sim->server) >= (uint64_t)sim->spec.max_steps)
+        if (sim->spec.max_steps > 0 && sc_sim_version(sim) >= (uint64_t)sim->spec.max_steps)
                 sim->done = 1;
         return SC_OK;
 }
@@ -526,15 +602,28 @@ static sc_err_t sc_sim_model(sc_sim_t *sim, int i, sc_sim_delivery_t *del, char 
                              size_t errstr_size)
 {
         sc_sim_dev_t *d = &sim->devs[i];
-        memcpy(d->params, del->snap->params, sim->n * sizeof(float));
-        memcpy(d->sync_params, del->snap->params, sim->n * sizeof(float));
-        sc_sync_worker_model(d->w, sim->now, &del->info);
+        int sh = del->snap->shard;
+        size_t b = sim->begin[sh], len = sim->begin[sh + 1] - b;
+        sc_sync_model_info_t m = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+
+        memcpy(d->params + b, del->snap->params, len * sizeof(float));
+        memcpy(d->sync_params + b, del->snap->params, len * sizeof(float));
+        d->info[sh] = del->info;
+        for (int k = 0; k < sim->ns; k++) {
+                m.version = d->info[k].version < m.version ? d->info[k].version : m.version;
+                m.applied_seq =
+                    d->info[k].applied_seq < m.applied_seq ? d->info[k].applied_seq : m.applied_seq;
+                m.min_clock =
+                    d->info[k].min_clock < m.min_clock ? d->info[k].min_clock : m.min_clock;
+        }
+        sc_sync_worker_model(d->w, sim->now, &m);
         if (!d->busy)
                 return sc_sim_ready(sim, i, errstr, errstr_size);
         return SC_OK;
 }
 
-/* ---- metrics and the run loop ---------------------------------------------- */
+/* ---- metrics and the run loop ----------------------------------------------
+ */
 
 static void sc_sim_evaluate(sc_sim_t *sim, double *loss, double *acc)
 {
@@ -546,7 +635,10 @@ static void sc_sim_evaluate(sc_sim_t *sim, double *loss, double *acc)
         double lsum = 0;
         long hits = 0;
 
-        memcpy(sc_model_params(sim->model), sc_server_params(sim->server), sim->n * sizeof(float));
+        for (int sh = 0; sh < sim->ns; sh++)
+                memcpy(sc_model_params(sim->model) + sim->begin[sh],
+                       sc_server_params(sim->servers[sh]),
+                       (sim->begin[sh + 1] - sim->begin[sh]) * sizeof(float));
         for (size_t s = 0; s < m; s += 250) {
                 int b = (int)(m - s < 250 ? m - s : 250), correct = 0;
                 float l = sc_model_eval_batch(sim->model, ds->x + s * numel, ds->y + s, NULL, b,
@@ -599,16 +691,17 @@ static void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
         if (sim->reached_t < 0 && sim->spec.target_acc > 0 && acc >= sim->spec.target_acc)
                 sim->reached_t = sim->now;
         sc_sim_totals(sim, &up, &down, &buffered, &dropped, &wait, &data_wait, &send_wait);
-        sc_server_stats(sim->server, &st);
-        for (int i = 0; i < sim->nd; i++) {
-                sc_codec_stats_t cs;
-                sc_codec_stats(sim->devs[i].codec, &cs);
-                steps += cs.steps;
-                compressed += cs.compressed;
-        }
+        sc_server_stats(sim->servers[0], &st); /* every update reaches every shard */
+        for (int i = 0; i < sim->nd; i++)
+                for (int sh = 0; sh < sim->ns; sh++) {
+                        sc_codec_stats_t cs;
+                        sc_codec_stats(sim->devs[i].codec[sh], &cs);
+                        steps += cs.steps;
+                        compressed += cs.compressed;
+                }
         fprintf(out, final ? "{\"event\":\"end\",\"t\":%.6f" : "{\"t\":%.6f", sim->now);
-        fprintf(out, ",\"step\":%llu,\"updates\":%llu",
-                (unsigned long long)sc_server_version(sim->server), (unsigned long long)st.applied);
+        fprintf(out, ",\"step\":%llu,\"updates\":%llu", (unsigned long long)sc_sim_version(sim),
+                (unsigned long long)st.applied);
         if (sim->loss_n)
                 sim->last_loss = sim->loss_sum / (double)sim->loss_n;
         if (sim->stale_n)
@@ -617,7 +710,8 @@ static void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
         sc_sim_num(out, "test_loss", tl, "%.6f");
         sc_sim_num(out, "test_acc", acc, "%.4f");
         fprintf(out,
-                ",\"samples\":%llu,\"bytes_up\":%llu,\"bytes_down\":%llu,\"inject_bytes\":%llu,"
+                ",\"samples\":%llu,\"bytes_up\":%llu,\"bytes_down\":%llu,\"inject_"
+                "bytes\":%llu,"
                 "\"buffered\":%llu,\"dropped\":%llu",
                 (unsigned long long)sim->samples, (unsigned long long)up, (unsigned long long)down,
                 (unsigned long long)sim->inject_bytes, (unsigned long long)buffered,
@@ -633,8 +727,11 @@ static void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
                 uint64_t peak = 0;
                 for (int i = 0; i < sim->nd; i++)
                         peak = sim->devs[i].stream.peak > peak ? sim->devs[i].stream.peak : peak;
-                fprintf(out, ",\"policy\":\"%s\",\"devices\":%d,\"peak_buffered\":%llu",
-                        sc_sync_kind_name(sim->spec.sync.kind), sim->nd, (unsigned long long)peak);
+                fprintf(out,
+                        ",\"policy\":\"%s\",\"devices\":%d,\"shards\":%d,\"peak_buffered\":"
+                        "%llu",
+                        sc_sync_kind_name(sim->spec.sync.kind), sim->nd, sim->ns,
+                        (unsigned long long)peak);
                 sc_sim_num(out, "time_to_target", sim->reached_t >= 0 ? sim->reached_t : NAN,
                            "%.6f");
                 fprintf(out, ",\"stalled\":%s", sim->stalled ? "true" : "false");

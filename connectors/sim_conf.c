@@ -35,6 +35,7 @@ typedef struct sc_simp {
         }
 static const sc_simp_t sc_simps[] = {
     SC_SIMP("devices", SC_SIMP_INT, devices, 1, SC_SIM_MAX_DEVICES),
+    SC_SIMP("shards", SC_SIMP_INT, shards, 1, 1 << 16),
     SC_SIMP("seed", SC_SIMP_U64, seed, 0, 9.2e18),
     SC_SIMP("policy", SC_SIMP_POLICY, sync.kind, 0, 0),
     SC_SIMP("batch", SC_SIMP_INT, sync.batch, 1, 1 << 20),
@@ -83,6 +84,7 @@ void sc_sim_spec_defaults(sc_sim_spec_t *spec)
 {
         memset(spec, 0, sizeof(*spec));
         spec->devices = 4;
+        spec->shards = 1;
         sc_sync_spec_defaults(&spec->sync, SC_SYNC_BSP, spec->devices);
         spec->target_loss = 0.3;
         spec->codec = SC_CODEC_NONE;

@@ -144,6 +144,31 @@ static void asp_and_adacomp_never_wait(void **state)
         }
 }
 
+/* An update's t_read is the version its compute started from, even when a
+ * newer model arrived while computing (async replies). */
+static void t_read_is_the_version_at_compute_start(void **state)
+{
+        sc_sync_spec_t sp;
+        sc_sync_worker_t *w;
+        sc_sync_act_t act;
+        sc_sync_model_info_t info = {.version = 9};
+        sc_sync_spec_defaults(&sp, SC_SYNC_ADACOMP, 2);
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 0, NULL, 0), SC_OK);
+        sc_sync_worker_next(w, 0, &act);
+        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+        assert_int_equal(act.t_read, 0);
+        sc_sync_worker_model(w, 0.5, &info);
+        sc_sync_worker_computed(w, 1, 10);
+        sc_sync_worker_next(w, 1, &act);
+        assert_int_equal(act.kind, SC_ACT_SEND);
+        assert_int_equal(act.t_read, 0);
+        sc_sync_worker_sent(w, 1);
+        sc_sync_worker_next(w, 1, &act);
+        assert_int_equal(act.kind, SC_ACT_COMPUTE);
+        assert_int_equal(act.t_read, 9);
+        sc_sync_worker_destroy(w);
+}
+
 static void bsp_waits_for_next_version(void **state)
 {
         sc_sync_spec_t sp;
@@ -464,6 +489,7 @@ int main(void)
             cmocka_unit_test(ssp_blocking_rules),
             cmocka_unit_test(asp_and_adacomp_never_wait),
             cmocka_unit_test(bsp_waits_for_next_version),
+            cmocka_unit_test(t_read_is_the_version_at_compute_start),
             cmocka_unit_test(adsp_commit_interval_and_timing),
             cmocka_unit_test(adacomp_matches_brute_force),
             cmocka_unit_test(adacomp_full_step_when_fresh),

@@ -126,8 +126,8 @@ static double sgemm_rate(const shape3_t *g, int n, double seconds)
                 do {
                         for (int i = 0; i < n; i++)
                                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g[i].m,
-                                            g[i].n, g[i].k, 1.0f, A, g[i].k, Bm, g[i].n, 0.0f,
-                                            C, g[i].n);
+                                            g[i].n, g[i].k, 1.0f, A, g[i].k, Bm, g[i].n, 0.0f, C,
+                                            g[i].n);
                         reps++;
                         dt = now() - t0;
                 } while (dt < seconds / 3);
@@ -224,7 +224,7 @@ static int parse_list(const char *s, int *v, int max)
 
 int main(int argc, char **argv)
 {
-        double seconds = 0.8;
+        double seconds = 0.5;
         const char *models = "mlp,cnn";
         int batches[8] = {16, 64, 256}, nb = 3, threads[8] = {1, 2}, nt = 2;
 

@@ -81,7 +81,19 @@ def main():
     ap.add_argument("--models", default="mlp,cnn")
     ap.add_argument("--batches", default="16,64,256")
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--serve", action="store_true",
+                    help="read 'model batch threads' lines from stdin, answer each with "
+                    "one result line (lets a driver interleave runs with its own)")
     a = ap.parse_args()
+    if a.serve:
+        for line in sys.stdin:
+            f = line.split()
+            if len(f) != 3 or f[0] not in MACS:
+                print("error: expected 'model batch threads', got %r" % line.strip(),
+                      flush=True)
+                continue
+            bench(f[0], int(f[1]), int(f[2]), a.seconds)
+        return
     for name in a.models.split(","):
         for threads in [int(t) for t in a.threads.split(",")]:
             for batch in [int(b) for b in a.batches.split(",")]:

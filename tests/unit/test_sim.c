@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -261,6 +262,43 @@ static void config_errors_name_the_path(void **state)
         }
 }
 
+/* tests/data/sim/invalid/<case>/{input.json,error}: loading fails with a
+ * configuration error whose message contains the expected text. */
+static void invalid_config_files(void **state)
+{
+        const char *root = "tests/data/sim/invalid";
+        DIR *dir = opendir(root);
+        struct dirent *de;
+        int cases = 0;
+
+        assert_non_null(dir);
+        while ((de = readdir(dir))) {
+                char path[512], want[512], err[1024];
+                sc_conf_t conf;
+                sc_sim_spec_t spec;
+                FILE *f;
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s/error", root, de->d_name);
+                assert_non_null(f = fopen(path, "r"));
+                assert_non_null(fgets(want, sizeof(want), f));
+                fclose(f);
+                want[strcspn(want, "\n")] = 0;
+                snprintf(path, sizeof(path), "%s/%s/input.json", root, de->d_name);
+                sc_err_t e = sc_sim_load(path, &conf, &spec, err, sizeof(err));
+                if (e != SC_ERR_CONFIG || !strstr(err, want) || !strstr(err, "input.json"))
+                        fprintf(stderr, "case %s: got %d '%s', want '%s'\n", de->d_name, (int)e,
+                                err, want);
+                assert_int_equal(e, SC_ERR_CONFIG);
+                assert_non_null(strstr(err, want));
+                assert_non_null(strstr(err, "input.json"));
+                sc_conf_free(&conf);
+                cases++;
+        }
+        closedir(dir);
+        assert_true(cases >= 10);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -268,6 +306,7 @@ int main(void)
             cmocka_unit_test(link_serializes_and_adds_latency),
             cmocka_unit_test(stream_buffer_policies),
             cmocka_unit_test(config_errors_name_the_path),
+            cmocka_unit_test(invalid_config_files),
             cmocka_unit_test(every_policy_trains_deterministically),
             cmocka_unit_test(shards_match_one_server),
         };

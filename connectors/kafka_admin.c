@@ -14,8 +14,8 @@ sc_err_t sc_kafka_admin_job_topics(const char *job, int shards, int replication,
 
         if (shards < 1 || replication < 1)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
-                               "job %s: shards (%d) and replication (%d) must be >= 1", job,
-                               shards, replication);
+                               "job %s: shards (%d) and replication (%d) must be >= 1", job, shards,
+                               replication);
         if (!job[0] || strlen(job) + 8 > 249)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "job name \"%s\": topic names would not have 1..249 characters",
@@ -25,6 +25,7 @@ sc_err_t sc_kafka_admin_job_topics(const char *job, int shards, int replication,
                 snprintf(out[i].name, sizeof(out[i].name), "%s.%s", job, suffix[i]);
                 out[i].replication = replication;
                 out[i].partitions = i <= SC_JOB_MODEL ? shards : 1;
+                out[i].exact = i <= SC_JOB_MODEL;
         }
         out[SC_JOB_MODEL].compact = 1;
         out[SC_JOB_CTL].retention_ms = 3600 * 1000L;
@@ -66,11 +67,9 @@ static void sc_kafka_admin_autocreate(rd_kafka_t *rk, const char *topic, int tim
 
 /* CreateTopics for the missing topics; per-topic results go to res[i]
  * (NO_ERROR, TOPIC_ALREADY_EXISTS, ...). Returns the request's own error. */
-static rd_kafka_resp_err_t sc_kafka_admin_create(rd_kafka_t *rk,
-                                                 const sc_kafka_topic_spec_t *topics,
-                                                 const int *missing, int n, int timeout_ms,
-                                                 rd_kafka_resp_err_t *res, char *why,
-                                                 size_t why_size)
+static rd_kafka_resp_err_t
+sc_kafka_admin_create(rd_kafka_t *rk, const sc_kafka_topic_spec_t *topics, const int *missing,
+                      int n, int timeout_ms, rd_kafka_resp_err_t *res, char *why, size_t why_size)
 {
         rd_kafka_NewTopic_t *nt[64];
         rd_kafka_AdminOptions_t *opts = NULL;
@@ -122,8 +121,7 @@ static rd_kafka_resp_err_t sc_kafka_admin_create(rd_kafka_t *rk,
                 const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(r, &cnt);
                 for (size_t j = 0; j < cnt; j++)
                         for (int m = 0; m < k; m++)
-                                if (!strcmp(rd_kafka_topic_result_name(tr[j]),
-                                            topics[idx[m]].name))
+                                if (!strcmp(rd_kafka_topic_result_name(tr[j]), topics[idx[m]].name))
                                         res[idx[m]] = rd_kafka_topic_result_error(tr[j]);
         }
 out:
@@ -183,14 +181,13 @@ sc_err_t sc_kafka_admin_ensure(rd_kafka_t *rk, const sc_kafka_topic_spec_t *topi
                         return sc_errf(SC_ERR_IO, errstr, errstr_size,
                                        "topic %s: could not be created (%s)", topics[i].name,
                                        why[0] ? why : "no CreateTopics and no auto-creation");
-                if (got != topics[i].partitions)
+                if (topics[i].exact && got != topics[i].partitions)
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                        "topic %s has %d partitions, the job needs %d (delete "
                                        "it, or create it with %d partitions, e.g. `scadles "
                                        "broker --topic %s:%d`)",
                                        topics[i].name, got, topics[i].partitions,
-                                       topics[i].partitions, topics[i].name,
-                                       topics[i].partitions);
+                                       topics[i].partitions, topics[i].name, topics[i].partitions);
         }
         if (createdp)
                 *createdp = created;

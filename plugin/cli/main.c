@@ -11,6 +11,8 @@ static const sc_cmd_t sc_cmds[] = {
     {"broker", sc_cmd_broker, "run the embedded Kafka cluster (librdkafka mock) on 127.0.0.1"},
     {"feed", sc_cmd_feed, "publish Fashion-MNIST or synthetic samples to topics at set rates"},
     {"worker", sc_cmd_worker, "train online on Kafka topics (standalone consumer-group member)"},
+    {"aggregator", sc_cmd_aggregator,
+     "apply a distributed job's updates to its model shards (J.grad -> J.model)"},
     {"sim", sc_cmd_sim, "simulate edge devices and a sync policy on a virtual clock"},
     {"config", sc_cmd_config, "list configuration properties, or check a config file"},
 };

@@ -1,0 +1,834 @@
+/* aggregator.c — the aggregator runtime: drives one sc_server per assigned
+ * J.grad partition (= shard), restores shards from J.model on assignment,
+ * publishes them back, follows worker membership on J.ctl, and counts every
+ * record it cannot use. */
+#include "sc_aggregator.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+
+#include "sc_codec.h"
+#include "sc_kafka_admin.h"
+#include "sc_kafka_model.h"
+#include "sc_kafka_util.h"
+#include "sc_server.h"
+#include "sc_wire.h"
+
+/* Why a record was not applied. */
+typedef enum sc_agg_rej {
+        SC_REJ_CORRUPT, /* framing, CRC, sizes */
+        SC_REJ_VERSION, /* unknown wire version or flags */
+        SC_REJ_DECODE,  /* a field out of range */
+        SC_REJ_FOREIGN, /* a message of another type on J.grad */
+        SC_REJ_SHARD,   /* shard field differs from the partition */
+        SC_REJ_PAYLOAD, /* codec payload invalid or of the wrong length */
+        SC_REJ_UPDATE,  /* refused by the shard server (worker id, kind, seq 0) */
+        SC_REJ_FUTURE,  /* a round update computed against a version not reached */
+        SC_REJ_MODEL,   /* unusable J.model record */
+        SC_REJ_CTL,     /* unusable J.ctl record */
+        SC_REJ__END
+} sc_agg_rej_t;
+
+static const char *const sc_agg_rej_names[SC_REJ__END] = {"corrupt", "version", "decode", "foreign",
+                                                          "shard",   "payload", "update", "future",
+                                                          "model",   "ctl"};
+
+typedef struct sc_agg_shard {
+        int held;
+        sc_server_t *srv;
+        int64_t next;     /* J.grad offset of the next record (all before it are included) */
+        int64_t pub_next; /* `next` at the last publication */
+        uint64_t pub_version;
+        double pub_time;
+        sc_kafka_gap_t gap;
+        /* kept after release, for the summary */
+        int seen;
+        uint64_t version;
+        int64_t offset;
+} sc_agg_shard_t;
+
+struct sc_aggregator {
+        sc_aggregator_spec_t spec;
+        const sc_conf_t *conf;
+        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
+        char group[SC_KAFKA_ADMIN_NAME_MAX], reader_group[SC_KAFKA_ADMIN_NAME_MAX + 8];
+        rd_kafka_t *consumer, *reader, *ctl, *producer;
+        sc_kafka_delivery_t dv;
+        sc_model_t *model;
+        size_t n, maxlen;
+        int nshards, nworkers;
+        sc_agg_shard_t *shards;
+        float *dense, *val;
+        uint32_t *idx;
+        sc_buf_t buf;
+        double *last_seen;
+        uint8_t *left, *live;
+        int round_based, publish_every;
+        uint64_t rej[SC_REJ__END];
+        uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
+            stale, lost, ctl_records, restored, initialized, assigned, revoked, steps;
+        double t0, last_record, last_progress, first_assign;
+        uint64_t progress_applied;
+        sc_err_t fatal;
+        char fatal_str[1024];
+};
+
+static double sc_agg_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
+{
+        char line[1024];
+        va_list ap;
+        if (!agg->spec.log)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        agg->spec.log(agg->spec.opaque, level, line);
+}
+
+static void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic,
+                          int32_t partition, int64_t offset, const char *why)
+{
+        if (agg->rej[kind]++ == 0)
+                sc_agg_log(agg, 4,
+                           "rejected %s record at %s [%d] offset %lld: %s (further %s records "
+                           "are counted, not logged)",
+                           sc_agg_rej_names[kind], topic, (int)partition, (long long)offset, why,
+                           sc_agg_rej_names[kind]);
+}
+
+static sc_agg_rej_t sc_agg_rej_of(sc_err_t err)
+{
+        switch (err) {
+        case SC_ERR_CORRUPT:
+                return SC_REJ_CORRUPT;
+        case SC_ERR_VERSION:
+        case SC_ERR_UNSUPPORTED:
+                return SC_REJ_VERSION;
+        default:
+                return SC_REJ_DECODE;
+        }
+}
+
+/* ---- clients ------------------------------------------------------------- */
+
+static sc_err_t sc_agg_client(sc_aggregator_t *agg, rd_kafka_type_t type, const char *const *kv,
+                              rd_kafka_t **rkp, char *errstr, size_t errstr_size)
+{
+        rd_kafka_conf_t *kc;
+        char why[512];
+        sc_err_t err;
+
+        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)agg->conf->kafka, "$.kafka", errstr,
+                                           errstr_size)))
+                return err;
+        sc_kafka_conf_log_bridge(kc);
+        for (; kv && kv[0]; kv += 2)
+                if ((err = sc_kafka_conf_set(kc, kv[0], kv[1], kv[0], errstr, errstr_size))) {
+                        rd_kafka_conf_destroy(kc);
+                        return err;
+                }
+        if (type == RD_KAFKA_PRODUCER)
+                sc_kafka_conf_delivery(kc);
+        rd_kafka_conf_set_opaque(kc, agg);
+        if (!(*rkp = rd_kafka_new(type, kc, why, sizeof(why)))) {
+                rd_kafka_conf_destroy(kc);
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "kafka client: %s", why);
+        }
+        return SC_OK;
+}
+
+/* ---- shards -------------------------------------------------------------- */
+
+typedef struct sc_agg_restore {
+        sc_aggregator_t *agg;
+        sc_server_t *srv;
+} sc_agg_restore_t;
+
+static int sc_agg_accept(void *opaque, const sc_wire_model_view_t *m, char *why, size_t why_size)
+{
+        sc_agg_restore_t *r = opaque;
+        const sc_server_spec_t *sp = sc_server_spec(r->srv);
+        if (m->begin != sp->begin || m->count != sp->end - sp->begin) {
+                snprintf(why, why_size,
+                         "shard range [%llu, +%u) differs from this job's [%zu, +%zu) (another "
+                         "model or shard count?)",
+                         (unsigned long long)m->begin, m->count, sp->begin, sp->end - sp->begin);
+                return 1;
+        }
+        if (m->grad_offset < -1) {
+                snprintf(why, why_size, "grad_offset %lld", (long long)m->grad_offset);
+                return 1;
+        }
+        return sc_server_restore(r->srv, m->state, m->state_len, why, why_size) != SC_OK;
+}
+
+static void sc_agg_model_reject(void *opaque, const char *topic, int32_t partition, int64_t offset,
+                                sc_err_t kind, const char *why)
+{
+        sc_agg_restore_t *r = opaque;
+        (void)kind;
+        sc_agg_reject(r->agg, SC_REJ_MODEL, topic, partition, offset, why);
+}
+
+static void sc_agg_apply_live(sc_aggregator_t *agg, sc_agg_shard_t *s)
+{
+        for (int w = 0; w < agg->nworkers; w++)
+                sc_server_set_live(s->srv, (uint32_t)w, agg->live[w], NULL);
+}
+
+/* Takes shard p: restores the latest usable J.model record or starts from
+ * the seeded initial model; returns the J.grad offset to start at. */
+static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, char *errstr,
+                                  size_t errstr_size)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        sc_server_spec_t spec;
+        sc_kafka_model_rec_t rec;
+        sc_agg_restore_t r = {.agg = agg};
+        int found = 0, resume;
+        sc_err_t err;
+
+        if ((err = sc_kafka_model_server_spec(agg->conf, agg->n, p, &spec, errstr, errstr_size)))
+                return err;
+        if ((err = sc_server_new(&s->srv, &spec, sc_model_params(agg->model) + spec.begin, errstr,
+                                 errstr_size)))
+                return err;
+        r.srv = s->srv;
+        err = sc_kafka_model_read_latest(
+            agg->reader, agg->topics[SC_JOB_MODEL].name, p, agg->spec.model_timeout_ms,
+            sc_agg_accept, sc_agg_model_reject, &r, &rec, &found, errstr, errstr_size);
+        if (err) {
+                sc_server_destroy(s->srv);
+                s->srv = NULL;
+                return err;
+        }
+        resume = found && rec.mr_model.grad_offset >= 0;
+        s->next = resume ? rec.mr_model.grad_offset : 0;
+        if (found) {
+                agg->restored++;
+                sc_agg_log(agg, 6,
+                           "shard %d: restored version %llu from %s offset %lld; %s from offset "
+                           "%lld",
+                           p, (unsigned long long)rec.mr_model.version,
+                           agg->topics[SC_JOB_MODEL].name, (long long)rec.mr_offset,
+                           agg->topics[SC_JOB_GRAD].name, (long long)s->next);
+        } else {
+                agg->initialized++;
+                sc_agg_log(agg, 6, "shard %d: no snapshot on %s, starting from the seeded model", p,
+                           agg->topics[SC_JOB_MODEL].name);
+        }
+        sc_kafka_model_rec_free(&rec);
+        sc_agg_apply_live(agg, s);
+        sc_kafka_gap_init(&s->gap, s->next);
+        s->held = s->seen = 1;
+        s->pub_next = found ? s->next : -1;
+        s->pub_version = sc_server_version(s->srv);
+        s->pub_time = sc_agg_now();
+        s->version = sc_server_version(s->srv);
+        s->offset = s->next;
+        *startp = resume ? s->next : RD_KAFKA_OFFSET_BEGINNING;
+        return SC_OK;
+}
+
+static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t errstr_size)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        sc_err_t err;
+
+        agg->buf.len = 0;
+        if ((err = sc_kafka_model_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)))
+                return err;
+        if ((err = sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_MODEL].name,
+                                          (uint32_t)p, agg->buf.data, agg->buf.len, &agg->dv,
+                                          errstr, errstr_size)))
+                return err;
+        agg->publishes++;
+        agg->bytes_out += agg->buf.len;
+        s->pub_next = s->next;
+        s->pub_version = sc_server_version(s->srv);
+        s->pub_time = sc_agg_now();
+        return SC_OK;
+}
+
+static int sc_agg_changed(const sc_agg_shard_t *s)
+{
+        return s->held && (s->next != s->pub_next || sc_server_version(s->srv) != s->pub_version);
+}
+
+/* Publishes a final snapshot (when anything changed), waits for it and
+ * releases the shard. */
+static void sc_agg_shard_release(sc_aggregator_t *agg, int p)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        char errstr[512];
+        sc_err_t err = SC_OK;
+
+        if (!s->held)
+                return;
+        if (sc_agg_changed(s))
+                err = sc_agg_publish(agg, p, errstr, sizeof(errstr));
+        if (!err)
+                err =
+                    sc_kafka_delivery_wait(agg->producer, &agg->dv, 30000, errstr, sizeof(errstr));
+        if (err && !agg->fatal) {
+                agg->fatal = err;
+                snprintf(agg->fatal_str, sizeof(agg->fatal_str),
+                         "shard %d: final snapshot not delivered: %s", p, errstr);
+        }
+        s->version = sc_server_version(s->srv);
+        s->offset = s->next;
+        sc_agg_log(agg, 6, "shard %d: released at version %llu, %s offset %lld", p,
+                   (unsigned long long)s->version, agg->topics[SC_JOB_GRAD].name,
+                   (long long)s->next);
+        sc_server_destroy(s->srv);
+        s->srv = NULL;
+        s->held = 0;
+}
+
+static void sc_agg_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
+                             rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+        sc_aggregator_t *agg = opaque;
+        int coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+        char errstr[512];
+
+        if (rerr == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+                for (int i = 0; i < parts->cnt; i++) {
+                        rd_kafka_topic_partition_t *tp = &parts->elems[i];
+                        int64_t start = RD_KAFKA_OFFSET_BEGINNING;
+                        sc_err_t err;
+                        if (tp->partition < 0 || tp->partition >= agg->nshards) {
+                                tp->offset = RD_KAFKA_OFFSET_END; /* not a shard of this job */
+                                continue;
+                        }
+                        if (agg->shards[tp->partition].held)
+                                sc_agg_shard_release(agg, tp->partition);
+                        if ((err = sc_agg_shard_take(agg, tp->partition, &start, errstr,
+                                                     sizeof(errstr)))) {
+                                if (!agg->fatal) {
+                                        agg->fatal = err;
+                                        snprintf(agg->fatal_str, sizeof(agg->fatal_str),
+                                                 "shard %d: %s", tp->partition, errstr);
+                                }
+                                start = RD_KAFKA_OFFSET_END;
+                        }
+                        tp->offset = start;
+                        agg->assigned++;
+                }
+                if (agg->first_assign == 0)
+                        agg->first_assign = sc_agg_now();
+                agg->last_record = sc_agg_now();
+                if (coop)
+                        rd_kafka_error_destroy(rd_kafka_incremental_assign(rk, parts));
+                else
+                        rd_kafka_assign(rk, parts);
+                return;
+        }
+        for (int i = 0; i < parts->cnt; i++)
+                if (parts->elems[i].partition >= 0 && parts->elems[i].partition < agg->nshards &&
+                    agg->shards[parts->elems[i].partition].held) {
+                        sc_agg_shard_release(agg, parts->elems[i].partition);
+                        agg->revoked++;
+                }
+        if (coop)
+                rd_kafka_error_destroy(rd_kafka_incremental_unassign(rk, parts));
+        else
+                rd_kafka_assign(rk, NULL);
+}
+
+/* ---- membership ---------------------------------------------------------- */
+
+static void sc_agg_set_live(sc_aggregator_t *agg, int w, int live)
+{
+        if (agg->live[w] == live)
+                return;
+        agg->live[w] = (uint8_t)live;
+        sc_agg_log(agg, 6, "worker %d %s", w,
+                   live ? "is live" : "left the barriers (silent or leaving)");
+        for (int p = 0; p < agg->nshards; p++)
+                if (agg->shards[p].held)
+                        sc_server_set_live(agg->shards[p].srv, (uint32_t)w, live, NULL);
+}
+
+static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, double now)
+{
+        const char *topic = agg->topics[SC_JOB_CTL].name;
+        char why[256];
+        sc_wire_msg_t wm;
+        sc_err_t err;
+        struct timespec wall;
+        rd_kafka_timestamp_type_t tst;
+        int64_t ts = rd_kafka_message_timestamp(msg, &tst);
+        double age = 0;
+
+        agg->ctl_records++;
+        if ((err = sc_wire_decode(msg->payload, msg->len, &wm, why, sizeof(why))) ||
+            wm.type != SC_WIRE_CONTROL) {
+                if (!err)
+                        snprintf(why, sizeof(why), "a %s message on the control topic",
+                                 sc_wire_type_name(wm.type));
+                sc_agg_reject(agg, SC_REJ_CTL, topic, msg->partition, msg->offset, why);
+                return;
+        }
+        uint32_t w = wm.u.control.worker;
+        if (w >= (uint32_t)agg->nworkers) {
+                snprintf(why, sizeof(why), "worker %u outside 0..%d", w, agg->nworkers - 1);
+                sc_agg_reject(agg, SC_REJ_CTL, topic, msg->partition, msg->offset, why);
+                return;
+        }
+        clock_gettime(CLOCK_REALTIME, &wall);
+        if (ts > 0)
+                age = ((double)wall.tv_sec * 1e3 + (double)wall.tv_nsec * 1e-6 - (double)ts) / 1e3;
+        if (age < 0)
+                age = 0;
+        switch (wm.u.control.kind) {
+        case SC_WIRE_CTL_JOIN:
+        case SC_WIRE_CTL_HEARTBEAT:
+                agg->left[w] = 0;
+                if (now - age > agg->last_seen[w])
+                        agg->last_seen[w] = now - age;
+                break;
+        case SC_WIRE_CTL_LEAVE:
+                agg->left[w] = 1;
+                break;
+        default:
+                break;
+        }
+}
+
+static void sc_agg_membership(sc_aggregator_t *agg, double now)
+{
+        for (int w = 0; w < agg->nworkers; w++) {
+                int live =
+                    !agg->left[w] && now - agg->last_seen[w] <= agg->conf->job.session_timeout;
+                sc_agg_set_live(agg, w, live);
+        }
+}
+
+/* ---- updates ------------------------------------------------------------- */
+
+static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, double now)
+{
+        const char *topic = agg->topics[SC_JOB_GRAD].name;
+        int p = msg->partition;
+        sc_agg_shard_t *s;
+        char why[512];
+        sc_wire_msg_t wm;
+        sc_codec_info_t info;
+        sc_apply_result_t res;
+        sc_err_t err;
+        size_t len, nnz = 0;
+
+        if (p < 0 || p >= agg->nshards || !(s = &agg->shards[p])->held || msg->offset < s->next)
+                return; /* a fetch that raced a revoke, or a re-delivery */
+        agg->lost += (uint64_t)sc_kafka_gap_observe(&s->gap, msg->offset);
+        agg->records++;
+        agg->bytes_in += msg->len;
+        agg->last_record = now;
+        s->next = msg->offset + 1;
+        len = sc_server_len(s->srv);
+        if ((err = sc_wire_decode(msg->payload, msg->len, &wm, why, sizeof(why)))) {
+                sc_agg_reject(agg, sc_agg_rej_of(err), topic, p, msg->offset, why);
+                return;
+        }
+        if (wm.type != SC_WIRE_UPDATE) {
+                snprintf(why, sizeof(why), "a %s message, not an update",
+                         sc_wire_type_name(wm.type));
+                sc_agg_reject(agg, SC_REJ_FOREIGN, topic, p, msg->offset, why);
+                return;
+        }
+        const sc_wire_update_t *wu = &wm.u.update;
+        if (wu->shard != (uint32_t)p) {
+                snprintf(why, sizeof(why), "update for shard %u in partition %d", wu->shard, p);
+                sc_agg_reject(agg, SC_REJ_SHARD, topic, p, msg->offset, why);
+                return;
+        }
+        if ((err = sc_codec_payload_info(wu->payload, wu->payload_len, &info, why, sizeof(why))) ||
+            info.n != len) {
+                if (!err)
+                        snprintf(why, sizeof(why), "payload of %u floats, shard has %zu", info.n,
+                                 len);
+                sc_agg_reject(agg, SC_REJ_PAYLOAD, topic, p, msg->offset, why);
+                return;
+        }
+        sc_update_t u = {.worker = wu->worker,
+                         .seq = wu->seq,
+                         .t_read = wu->t_read,
+                         .samples = wu->samples,
+                         .kind = (sc_update_kind_t)wu->kind,
+                         .n = len};
+        if (info.format == SC_CODEC_FMT_SPARSE) {
+                err = sc_codec_decode_sparse(wu->payload, wu->payload_len, agg->idx, agg->val, len,
+                                             &nnz, why, sizeof(why));
+                u.indices = agg->idx;
+                u.values = agg->val;
+                u.count = nnz;
+        } else {
+                memset(agg->dense, 0, len * sizeof(float));
+                err = sc_codec_decode_add(wu->payload, wu->payload_len, agg->dense, len, 1.0f, why,
+                                          sizeof(why));
+                u.values = agg->dense;
+        }
+        if (err) {
+                sc_agg_reject(agg, SC_REJ_PAYLOAD, topic, p, msg->offset, why);
+                return;
+        }
+        if ((err = sc_server_apply(s->srv, &u, &res, why, sizeof(why)))) {
+                sc_agg_reject(agg, err == SC_ERR_STATE ? SC_REJ_FUTURE : SC_REJ_UPDATE, topic, p,
+                              msg->offset, why);
+                return;
+        }
+        if (res.status == SC_APPLY_APPLIED)
+                agg->applied++;
+        else if (res.status == SC_APPLY_DUPLICATE)
+                agg->duplicates++;
+        else
+                agg->stale++;
+        agg->steps += (uint64_t)res.stepped;
+        agg->left[wu->worker] = 0;
+        agg->last_seen[wu->worker] = now;
+        if (!agg->live[wu->worker])
+                sc_agg_set_live(agg, (int)wu->worker, 1);
+        if (res.stepped && agg->publish_every) {
+                if ((err = sc_agg_publish(agg, p, why, sizeof(why))) && !agg->fatal) {
+                        agg->fatal = err;
+                        snprintf(agg->fatal_str, sizeof(agg->fatal_str), "shard %d: %s", p, why);
+                }
+        }
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *spec, char *errstr,
+                           size_t errstr_size)
+{
+        const sc_conf_t *conf = spec->conf;
+        const sc_conf_job_t *job = &conf->job;
+        sc_aggregator_t *agg;
+        sc_err_t err;
+
+        *aggp = NULL;
+        if (!(agg = calloc(1, sizeof(*agg))))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        agg->spec = *spec;
+        if (agg->spec.model_timeout_ms <= 0)
+                agg->spec.model_timeout_ms = 10000;
+        agg->conf = conf;
+        agg->nshards = job->shards;
+        agg->nworkers = job->sync.n_workers;
+        agg->round_based = sc_sync_is_round_based(job->sync.kind);
+        agg->publish_every = job->publish == SC_CONF_PUBLISH_EVERY ||
+                             (job->publish == SC_CONF_PUBLISH_AUTO && agg->round_based) ||
+                             job->snapshot_interval <= 0;
+        sc_kafka_delivery_init(&agg->dv);
+        if ((err = sc_kafka_admin_job_topics(job->name, job->shards, job->replication, agg->topics,
+                                             errstr, errstr_size)))
+                goto out;
+        snprintf(agg->group, sizeof(agg->group), "%s.aggregators", job->name);
+        snprintf(agg->reader_group, sizeof(agg->reader_group), "%s.readers", agg->group);
+        if ((err = sc_kafka_model_initial(conf, &agg->model, errstr, errstr_size)))
+                goto out;
+        agg->n = sc_model_nparams(agg->model);
+        if ((size_t)job->shards > agg->n) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "%s: $.job.shards: %d shards for %zu parameters", conf->origin,
+                              job->shards, agg->n);
+                goto out;
+        }
+        agg->maxlen = (agg->n + (size_t)job->shards - 1) / (size_t)job->shards + 1;
+        err = SC_ERR_NOMEM;
+        if (!(agg->shards = calloc((size_t)agg->nshards, sizeof(*agg->shards))) ||
+            !(agg->dense = malloc(agg->maxlen * sizeof(float))) ||
+            !(agg->val = malloc(agg->maxlen * sizeof(float))) ||
+            !(agg->idx = malloc(agg->maxlen * sizeof(uint32_t))) ||
+            !(agg->last_seen = calloc((size_t)agg->nworkers, sizeof(double))) ||
+            !(agg->left = calloc((size_t)agg->nworkers, 1)) ||
+            !(agg->live = calloc((size_t)agg->nworkers, 1))) {
+                sc_errf(err, errstr, errstr_size, "out of memory");
+                goto out;
+        }
+        {
+                const char *const prod_kv[] = {"enable.idempotence", "true", NULL};
+                const char *const cons_kv[] = {"group.id",
+                                               agg->group,
+                                               "enable.auto.commit",
+                                               "false",
+                                               "auto.offset.reset",
+                                               "earliest",
+                                               "enable.partition.eof",
+                                               "false",
+                                               NULL};
+                /* assign() needs a group id; these handles never join it */
+                const char *const read_kv[] = {"group.id",
+                                               agg->reader_group,
+                                               "enable.partition.eof",
+                                               "true",
+                                               "enable.auto.commit",
+                                               "false",
+                                               "auto.offset.reset",
+                                               "earliest",
+                                               NULL};
+                if ((err = sc_agg_client(agg, RD_KAFKA_PRODUCER, prod_kv, &agg->producer, errstr,
+                                         errstr_size)) ||
+                    (err = sc_agg_client(agg, RD_KAFKA_CONSUMER, read_kv, &agg->reader, errstr,
+                                         errstr_size)) ||
+                    (err = sc_agg_client(agg, RD_KAFKA_CONSUMER, read_kv, &agg->ctl, errstr,
+                                         errstr_size)))
+                        goto out;
+                rd_kafka_conf_t *kc;
+                char why[512];
+                if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka",
+                                                   errstr, errstr_size)))
+                        goto out;
+                sc_kafka_conf_log_bridge(kc);
+                for (const char *const *kv = cons_kv; kv[0]; kv += 2)
+                        rd_kafka_conf_set(kc, kv[0], kv[1], why, sizeof(why));
+                rd_kafka_conf_set_rebalance_cb(kc, sc_agg_rebalance);
+                rd_kafka_conf_set_opaque(kc, agg);
+                if (!(agg->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {
+                        rd_kafka_conf_destroy(kc);
+                        err =
+                            sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "kafka consumer: %s", why);
+                        goto out;
+                }
+                rd_kafka_poll_set_consumer(agg->consumer);
+        }
+        if (spec->create_topics &&
+            (err = sc_kafka_admin_ensure(agg->producer, agg->topics, SC_JOB__NTOPICS, 10000, NULL,
+                                         errstr, errstr_size)))
+                goto out;
+        *aggp = agg;
+        return SC_OK;
+out:
+        sc_aggregator_destroy(agg);
+        return err;
+}
+
+static sc_err_t sc_agg_start(sc_aggregator_t *agg, char *errstr, size_t errstr_size)
+{
+        rd_kafka_topic_partition_list_t *tl = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_resp_err_t rerr;
+        int nctl = 0;
+        sc_err_t err;
+
+        rd_kafka_topic_partition_list_add(tl, agg->topics[SC_JOB_GRAD].name, RD_KAFKA_PARTITION_UA);
+        rerr = rd_kafka_subscribe(agg->consumer, tl);
+        rd_kafka_topic_partition_list_destroy(tl);
+        if (rerr)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "subscribe %s: %s",
+                               agg->topics[SC_JOB_GRAD].name, rd_kafka_err2str(rerr));
+        if ((err = sc_kafka_admin_partitions(agg->ctl, agg->topics[SC_JOB_CTL].name, 10000, &nctl,
+                                             errstr, errstr_size)))
+                return err;
+        if (nctl > 0) {
+                tl = rd_kafka_topic_partition_list_new(nctl);
+                for (int i = 0; i < nctl; i++)
+                        rd_kafka_topic_partition_list_add(tl, agg->topics[SC_JOB_CTL].name, i)
+                            ->offset = RD_KAFKA_OFFSET_BEGINNING;
+                rd_kafka_assign(agg->ctl, tl);
+                rd_kafka_topic_partition_list_destroy(tl);
+        } else {
+                sc_agg_log(agg, 4, "%s does not exist: membership from updates only",
+                           agg->topics[SC_JOB_CTL].name);
+        }
+        return SC_OK;
+}
+
+static void sc_agg_progress(sc_aggregator_t *agg, double now)
+{
+        char shards[512] = "";
+        size_t off = 0;
+        uint64_t rej = 0;
+        int live = 0;
+        double dt = now - agg->last_progress;
+
+        for (int p = 0; p < agg->nshards && off < sizeof(shards) - 40; p++)
+                if (agg->shards[p].held)
+                        off += (size_t)snprintf(
+                            shards + off, sizeof(shards) - off, "%s%d:v%llu@%lld", off ? "," : "",
+                            p, (unsigned long long)sc_server_version(agg->shards[p].srv),
+                            (long long)agg->shards[p].next);
+        for (int i = 0; i < SC_REJ__END; i++)
+                rej += agg->rej[i];
+        for (int w = 0; w < agg->nworkers; w++)
+                live += agg->live[w];
+        sc_agg_log(agg, 6,
+                   "progress: t=%.1fs applied=%llu (%.1f/s) shards=[%s] in=%.2fMB out=%.2fMB "
+                   "published=%llu rejected=%llu dup=%llu stale=%llu live=%d/%d",
+                   now - agg->t0, (unsigned long long)agg->applied,
+                   dt > 0 ? (double)(agg->applied - agg->progress_applied) / dt : 0.0, shards,
+                   (double)agg->bytes_in / 1e6, (double)agg->bytes_out / 1e6,
+                   (unsigned long long)agg->publishes, (unsigned long long)rej,
+                   (unsigned long long)agg->duplicates, (unsigned long long)agg->stale, live,
+                   agg->nworkers);
+        agg->last_progress = now;
+        agg->progress_applied = agg->applied;
+}
+
+sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, char *errstr,
+                           size_t errstr_size)
+{
+        const sc_conf_job_t *job = &agg->conf->job;
+        double now, last_tick = 0;
+        sc_err_t err;
+
+        agg->t0 = agg->last_progress = agg->last_record = now = sc_agg_now();
+        for (int w = 0; w < agg->nworkers; w++) {
+                agg->last_seen[w] = now; /* a grace period of one session timeout */
+                agg->live[w] = 1;
+        }
+        if ((err = sc_agg_start(agg, errstr, errstr_size)))
+                return err;
+        while (!(stop && *stop) && !agg->fatal) {
+                rd_kafka_message_t *msg = rd_kafka_consumer_poll(agg->consumer, 20);
+                now = sc_agg_now();
+                if (msg) {
+                        if (!msg->err)
+                                sc_agg_on_grad(agg, msg, now);
+                        else if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                                sc_agg_log(agg, 4, "%s: %s", agg->topics[SC_JOB_GRAD].name,
+                                           rd_kafka_message_errstr(msg));
+                        rd_kafka_message_destroy(msg);
+                }
+                for (int i = 0; i < 64; i++) {
+                        rd_kafka_message_t *cm = rd_kafka_consumer_poll(agg->ctl, 0);
+                        if (!cm)
+                                break;
+                        if (!cm->err)
+                                sc_agg_on_ctl(agg, cm, now);
+                        rd_kafka_message_destroy(cm);
+                }
+                rd_kafka_poll(agg->producer, 0);
+                if (agg->dv.dv_failed) {
+                        agg->publish_failed += (uint64_t)agg->dv.dv_failed;
+                        sc_agg_log(agg, 3, "%lld shard publication(s) failed: %s",
+                                   (long long)agg->dv.dv_failed,
+                                   rd_kafka_err2str(agg->dv.dv_first_err));
+                        agg->dv.dv_failed = 0;
+                }
+                if (now - last_tick >= 0.1) {
+                        last_tick = now;
+                        sc_agg_membership(agg, now);
+                        for (int p = 0; p < agg->nshards; p++) {
+                                sc_agg_shard_t *s = &agg->shards[p];
+                                if (!sc_agg_changed(s))
+                                        continue;
+                                s->version = sc_server_version(s->srv);
+                                s->offset = s->next;
+                                if (agg->publish_every
+                                        ? sc_server_version(s->srv) != s->pub_version
+                                        : now - s->pub_time >= job->snapshot_interval)
+                                        if ((err = sc_agg_publish(agg, p, errstr, errstr_size)))
+                                                return err;
+                        }
+                }
+                if (job->progress_interval > 0 &&
+                    now - agg->last_progress >= job->progress_interval)
+                        sc_agg_progress(agg, now);
+                if (agg->spec.duration > 0 && now - agg->t0 >= agg->spec.duration)
+                        break;
+                if (agg->spec.idle_exit > 0 && agg->first_assign > 0 &&
+                    now - agg->last_record >= agg->spec.idle_exit)
+                        break;
+        }
+        if (job->progress_interval > 0)
+                sc_agg_progress(agg, sc_agg_now());
+        rd_kafka_consumer_close(agg->consumer); /* revokes: final snapshots */
+        for (int p = 0; p < agg->nshards; p++)
+                sc_agg_shard_release(agg, p);
+        if (agg->fatal)
+                return sc_errf(agg->fatal, errstr, errstr_size, "%s", agg->fatal_str);
+        return SC_OK;
+}
+
+char *sc_aggregator_summary(const sc_aggregator_t *agg)
+{
+        json_t *o = json_object(), *rej = json_object(), *sh = json_array();
+        double el = sc_agg_now() - agg->t0;
+        uint64_t rtot = 0;
+        char *s;
+
+        for (int i = 0; i < SC_REJ__END; i++) {
+                json_object_set_new(rej, sc_agg_rej_names[i],
+                                    json_integer((json_int_t)agg->rej[i]));
+                rtot += agg->rej[i];
+        }
+        for (int p = 0; p < agg->nshards; p++) {
+                const sc_agg_shard_t *x = &agg->shards[p];
+                if (!x->seen)
+                        continue;
+                json_array_append_new(sh, json_pack("{s:i, s:I, s:I}", "shard", p, "version",
+                                                    (json_int_t)x->version, "offset",
+                                                    (json_int_t)x->offset));
+        }
+        json_object_set_new(o, "job", json_string(agg->conf->job.name));
+        json_object_set_new(o, "policy", json_string(sc_sync_kind_name(agg->conf->job.sync.kind)));
+        json_object_set_new(o, "elapsed_s", json_real(round(el * 1000) / 1000));
+        json_object_set_new(o, "records", json_integer((json_int_t)agg->records));
+        json_object_set_new(o, "applied", json_integer((json_int_t)agg->applied));
+        json_object_set_new(o, "updates_per_s",
+                            json_real(el > 0 ? round((double)agg->applied / el * 10) / 10 : 0));
+        json_object_set_new(o, "duplicates", json_integer((json_int_t)agg->duplicates));
+        json_object_set_new(o, "stale", json_integer((json_int_t)agg->stale));
+        json_object_set_new(o, "steps", json_integer((json_int_t)agg->steps));
+        json_object_set_new(o, "rejected_total", json_integer((json_int_t)rtot));
+        json_object_set_new(o, "rejected", rej);
+        json_object_set_new(o, "lost", json_integer((json_int_t)agg->lost));
+        json_object_set_new(o, "ctl_records", json_integer((json_int_t)agg->ctl_records));
+        json_object_set_new(o, "published", json_integer((json_int_t)agg->publishes));
+        json_object_set_new(o, "publish_failed", json_integer((json_int_t)agg->publish_failed));
+        json_object_set_new(o, "bytes_in", json_integer((json_int_t)agg->bytes_in));
+        json_object_set_new(o, "bytes_out", json_integer((json_int_t)agg->bytes_out));
+        json_object_set_new(o, "assigned", json_integer((json_int_t)agg->assigned));
+        json_object_set_new(o, "revoked", json_integer((json_int_t)agg->revoked));
+        json_object_set_new(o, "restored", json_integer((json_int_t)agg->restored));
+        json_object_set_new(o, "initialized", json_integer((json_int_t)agg->initialized));
+        json_object_set_new(o, "shards", sh);
+        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        json_decref(o);
+        return s;
+}
+
+void sc_aggregator_destroy(sc_aggregator_t *agg)
+{
+        if (!agg)
+                return;
+        for (int p = 0; agg->shards && p < agg->nshards; p++)
+                sc_server_destroy(agg->shards[p].srv);
+        if (agg->consumer)
+                rd_kafka_destroy(agg->consumer);
+        if (agg->reader)
+                rd_kafka_destroy(agg->reader);
+        if (agg->ctl)
+                rd_kafka_destroy(agg->ctl);
+        if (agg->producer) {
+                rd_kafka_flush(agg->producer, 5000);
+                rd_kafka_destroy(agg->producer);
+        }
+        sc_model_destroy(agg->model);
+        sc_buf_free(&agg->buf);
+        free(agg->shards);
+        free(agg->dense);
+        free(agg->val);
+        free(agg->idx);
+        free(agg->last_seen);
+        free(agg->left);
+        free(agg->live);
+        free(agg);
+}

@@ -1,0 +1,254 @@
+/* kafka_model.c — the job's shard layout and initial model, shard records
+ * on J.model: encoding a server's state, publishing it, and finding the
+ * newest usable record of a shard. */
+#include "sc_kafka_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sc_rng.h"
+
+#define SC_MODEL_WINDOW 4 /* records read per backward step */
+
+void sc_kafka_model_shard_range(size_t n, int shards, int shard, size_t *beginp, size_t *endp)
+{
+        *beginp = (size_t)((uint64_t)n * (uint64_t)shard / (uint64_t)shards);
+        *endp = (size_t)((uint64_t)n * (uint64_t)(shard + 1) / (uint64_t)shards);
+}
+
+sc_err_t sc_kafka_model_initial(const sc_conf_t *conf, sc_model_t **modelp, char *errstr,
+                                size_t errstr_size)
+{
+        sc_rng_t root, r;
+        sc_err_t err;
+
+        if ((err = sc_model_new(modelp, &conf->model, errstr, errstr_size))) {
+                sc_conf_model_error(conf, errstr, errstr_size);
+                return err;
+        }
+        sc_rng_seed(&root, conf->train.seed);
+        sc_rng_split(&root, &r, 0);
+        sc_model_init(*modelp, &r);
+        return SC_OK;
+}
+
+sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int shard,
+                                    sc_server_spec_t *spec, char *errstr, size_t errstr_size)
+{
+        sc_err_t err;
+
+        memset(spec, 0, sizeof(*spec));
+        if (shard < 0 || shard >= conf->job.shards)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "shard %d outside 0..%d", shard,
+                               conf->job.shards - 1);
+        spec->sync = conf->job.sync;
+        spec->sgd.momentum = conf->optim.momentum;
+        spec->sgd.nesterov = conf->optim.nesterov;
+        spec->sgd.weight_decay = conf->optim.weight_decay;
+        if ((err = sc_conf_sched_steps(conf, 1, &spec->sched, errstr, errstr_size)))
+                return err;
+        spec->shard = (uint32_t)shard;
+        sc_kafka_model_shard_range(nparams, conf->job.shards, shard, &spec->begin, &spec->end);
+        if (spec->end <= spec->begin)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.job.shards: %d shards over %zu parameters leave shard %d "
+                               "empty",
+                               conf->origin, conf->job.shards, nparams, shard);
+        return SC_OK;
+}
+
+sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
+                               char *errstr, size_t errstr_size)
+{
+        const sc_server_spec_t *sp = sc_server_spec(srv);
+        int nw = sp->sync.n_workers;
+        sc_wire_applied_t *applied = NULL;
+        uint8_t *state = NULL;
+        size_t state_len = 0;
+        uint32_t na = 0;
+        sc_err_t err;
+
+        if ((err = sc_server_snapshot(srv, &state, &state_len)))
+                return sc_errf(err, errstr, errstr_size, "shard %u: snapshot: %s", sp->shard,
+                               sc_err2str(err));
+        if (!(applied = malloc((size_t)nw * sizeof(*applied)))) {
+                free(state);
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        }
+        for (int w = 0; w < nw; w++) {
+                uint64_t s = sc_server_applied_seq(srv, (uint32_t)w);
+                if (s)
+                        applied[na++] = (sc_wire_applied_t){.worker = (uint32_t)w, .seq = s};
+        }
+        sc_wire_model_t m = {.shard = sp->shard,
+                             .version = sc_server_version(srv),
+                             .begin = sp->begin,
+                             .count = (uint32_t)sc_server_len(srv),
+                             .grad_offset = grad_offset,
+                             .params = sc_server_params(srv),
+                             .napplied = na,
+                             .applied = applied,
+                             .state_len = (uint32_t)state_len,
+                             .state = state};
+        err = sc_wire_encode_model(buf, &m, errstr, errstr_size);
+        free(applied);
+        free(state);
+        return err;
+}
+
+sc_err_t sc_kafka_model_publish(rd_kafka_t *rk, const char *topic, uint32_t shard, const void *msg,
+                                size_t len, sc_kafka_delivery_t *dv, char *errstr,
+                                size_t errstr_size)
+{
+        char key[16];
+        int klen = snprintf(key, sizeof(key), "%u", shard);
+        return sc_kafka_produce(rk, topic, (int32_t)shard, key, (size_t)klen, msg, len, NULL, NULL,
+                                0, 0, dv, 10000, errstr, errstr_size);
+}
+
+void sc_kafka_model_rec_free(sc_kafka_model_rec_t *rec)
+{
+        if (!rec)
+                return;
+        free(rec->mr_data);
+        memset(rec, 0, sizeof(*rec));
+}
+
+static double sc_kafka_model_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Copies a message that decodes as a model record of shard into rec;
+ * otherwise reports it and returns non-zero. */
+static int sc_kafka_model_take(const rd_kafka_message_t *msg, const char *topic, int32_t shard,
+                               sc_kafka_model_reject_fn reject, void *opaque,
+                               sc_kafka_model_rec_t *rec)
+{
+        char why[256];
+        sc_wire_msg_t wm;
+        sc_err_t err;
+
+        memset(rec, 0, sizeof(*rec));
+        if (!msg->payload || !msg->len) {
+                if (reject)
+                        reject(opaque, topic, shard, msg->offset, SC_ERR_CORRUPT, "empty record");
+                return 1;
+        }
+        if (!(rec->mr_data = malloc(msg->len)))
+                return 1;
+        memcpy(rec->mr_data, msg->payload, msg->len);
+        rec->mr_len = msg->len;
+        rec->mr_offset = msg->offset;
+        err = sc_wire_decode(rec->mr_data, rec->mr_len, &wm, why, sizeof(why));
+        if (!err && wm.type != SC_WIRE_MODEL) {
+                err = SC_ERR_DECODE;
+                snprintf(why, sizeof(why), "a %s message, not a model shard",
+                         sc_wire_type_name(wm.type));
+        }
+        if (!err && wm.u.model.shard != (uint32_t)shard) {
+                err = SC_ERR_DECODE;
+                snprintf(why, sizeof(why), "shard %u record in partition %d", wm.u.model.shard,
+                         (int)shard);
+        }
+        if (err) {
+                if (reject)
+                        reject(opaque, topic, shard, msg->offset, err, why);
+                sc_kafka_model_rec_free(rec);
+                return 1;
+        }
+        rec->mr_model = wm.u.model;
+        return 0;
+}
+
+sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t shard,
+                                    int timeout_ms, sc_kafka_model_accept_fn accept,
+                                    sc_kafka_model_reject_fn reject, void *opaque,
+                                    sc_kafka_model_rec_t *rec, int *found, char *errstr,
+                                    size_t errstr_size)
+{
+        sc_kafka_model_rec_t cand[SC_MODEL_WINDOW];
+        int64_t lo = 0, hi = 0, end, start;
+        rd_kafka_resp_err_t rerr;
+        sc_err_t err = SC_OK;
+        char why[256];
+
+        memset(rec, 0, sizeof(*rec));
+        *found = 0;
+        rerr = rd_kafka_query_watermark_offsets(rk, topic, shard, &lo, &hi, timeout_ms);
+        if (rerr)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: watermarks: %s", topic,
+                               (int)shard, rd_kafka_err2str(rerr));
+        for (end = hi; end > lo && !*found; end = start) {
+                int nc = 0;
+                double deadline = sc_kafka_model_now() + timeout_ms / 1000.0;
+                start = end - SC_MODEL_WINDOW > lo ? end - SC_MODEL_WINDOW : lo;
+                rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_add(tp, topic, shard)->offset = start;
+                rerr = rd_kafka_assign(rk, tp);
+                rd_kafka_topic_partition_list_destroy(tp);
+                if (rerr) {
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: assign: %s", topic,
+                                      (int)shard, rd_kafka_err2str(rerr));
+                        break;
+                }
+                for (;;) {
+                        rd_kafka_message_t *msg = rd_kafka_consumer_poll(rk, 100);
+                        if (!msg) {
+                                if (sc_kafka_model_now() < deadline)
+                                        continue;
+                                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                              "%s [%d]: no record in [%lld, %lld) within %d ms",
+                                              topic, (int)shard, (long long)start, (long long)end,
+                                              timeout_ms);
+                                break;
+                        }
+                        if (msg->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
+                            msg->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+                            msg->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+                                rd_kafka_message_destroy(msg);
+                                break;
+                        }
+                        if (msg->err || msg->partition != shard) {
+                                rd_kafka_message_destroy(msg);
+                                continue;
+                        }
+                        int64_t off = msg->offset;
+                        if (off < end) {
+                                if (nc == SC_MODEL_WINDOW) { /* keep the newest ones */
+                                        sc_kafka_model_rec_free(&cand[0]);
+                                        memmove(&cand[0], &cand[1],
+                                                (SC_MODEL_WINDOW - 1) * sizeof(cand[0]));
+                                        nc--;
+                                }
+                                if (!sc_kafka_model_take(msg, topic, shard, reject, opaque,
+                                                         &cand[nc]))
+                                        nc++;
+                        }
+                        rd_kafka_message_destroy(msg);
+                        if (off >= end - 1)
+                                break;
+                }
+                for (int i = nc - 1; i >= 0; i--) {
+                        if (!*found && !err &&
+                            (!accept || !accept(opaque, &cand[i].mr_model, why, sizeof(why)))) {
+                                *rec = cand[i];
+                                *found = 1;
+                                continue;
+                        }
+                        if (!*found && !err && reject)
+                                reject(opaque, topic, shard, cand[i].mr_offset, SC_ERR_INVAL, why);
+                        sc_kafka_model_rec_free(&cand[i]);
+                }
+                if (err)
+                        break;
+        }
+        rd_kafka_assign(rk, NULL);
+        if (err)
+                sc_kafka_model_rec_free(rec), *found = 0;
+        return err;
+}

@@ -1,0 +1,80 @@
+/* sc_kafka_model.h — a distributed job's model on J.model: the shard layout
+ * every worker and aggregator shares, the seeded initial model, publishing a
+ * shard (key = shard id, partition = shard) and reading the latest valid
+ * shard record back. */
+#ifndef SC_KAFKA_MODEL_H
+#define SC_KAFKA_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "sc_buf.h"
+#include "sc_conf.h"
+#include "sc_err.h"
+#include "sc_kafka_util.h"
+#include "sc_nn.h"
+#include "sc_server.h"
+#include "sc_wire.h"
+
+/* Shard s of S over n parameters is the contiguous range
+ * [floor(s * n / S), floor((s + 1) * n / S)) of the flat parameter buffer. */
+void sc_kafka_model_shard_range(size_t n, int shards, int shard, size_t *beginp, size_t *endp);
+
+/* The job's initial model: sc_model_new(conf->model) initialized with
+ * sc_model_init() from stream 0 of sc_rng_seed(conf->train.seed). Every
+ * aggregator and worker of a job derives the same parameters from it.
+ * *modelp is the caller's (sc_model_destroy). */
+sc_err_t sc_kafka_model_initial(const sc_conf_t *conf, sc_model_t **modelp, char *errstr,
+                                size_t errstr_size);
+
+/* The server spec of one shard of the job: conf->job.sync, the optim
+ * section's optimizer and schedule (stepped per shard version), the range. */
+sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int shard,
+                                    sc_server_spec_t *spec, char *errstr, size_t errstr_size);
+
+/* Appends to buf one model message for srv: its parameters, the applied-seq
+ * vector (workers with at least one applied seq), grad_offset (the J.grad
+ * offset of the first update it does not include) and, as the opaque state,
+ * the whole sc_server_snapshot(). */
+sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
+                               char *errstr, size_t errstr_size);
+
+/* Produces msg (len bytes) to topic, partition = shard, key = the shard id
+ * in decimal ASCII; tracked in dv (the handle needs sc_kafka_conf_delivery). */
+sc_err_t sc_kafka_model_publish(rd_kafka_t *rk, const char *topic, uint32_t shard, const void *msg,
+                                size_t len, sc_kafka_delivery_t *dv, char *errstr,
+                                size_t errstr_size);
+
+/* A record found on J.model: the bytes (owned) and their decoded view. */
+typedef struct sc_kafka_model_rec {
+        uint8_t *mr_data;
+        size_t mr_len;
+        int64_t mr_offset;             /* J.model offset */
+        sc_wire_model_view_t mr_model; /* points into mr_data */
+} sc_kafka_model_rec_t;
+
+void sc_kafka_model_rec_free(sc_kafka_model_rec_t *rec);
+
+/* Decides whether a decoded shard record is usable (e.g. restores it);
+ * returns 0 to accept, else fills why and returns non-zero. */
+typedef int (*sc_kafka_model_accept_fn)(void *opaque, const sc_wire_model_view_t *m, char *why,
+                                        size_t why_size);
+/* Told about each record skipped as unusable. */
+typedef void (*sc_kafka_model_reject_fn)(void *opaque, const char *topic, int32_t partition,
+                                         int64_t offset, sc_err_t kind, const char *why);
+
+/* Finds the newest usable record of partition `shard` of topic: reads
+ * backwards in windows from the end offset (as of the call) towards the
+ * log start; a record is usable when it decodes as a model message for
+ * `shard` and accept (may be NULL) agrees. rk is a consumer handle that is
+ * not subscribed (its assignment is replaced and cleared). *found = 0 and
+ * rec empty when the partition holds no usable record. */
+sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t shard,
+                                    int timeout_ms, sc_kafka_model_accept_fn accept,
+                                    sc_kafka_model_reject_fn reject, void *opaque,
+                                    sc_kafka_model_rec_t *rec, int *found, char *errstr,
+                                    size_t errstr_size);
+
+#endif

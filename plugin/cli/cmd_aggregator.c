@@ -1,0 +1,627 @@
+/* cmd_aggregator.c — `scadles aggregator`: runs an aggregator of a
+ * distributed job; its hidden --selftest-produce and --selftest-check modes
+ * stand in for workers in tests (synthetic updates from fake workers, and
+ * the exact expected shards to compare J.model against). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+
+#include "cmd.h"
+#include "sc_aggregator.h"
+#include "sc_codec.h"
+#include "sc_conf.h"
+#include "sc_kafka_admin.h"
+#include "sc_kafka_model.h"
+#include "sc_kafka_util.h"
+#include "sc_rng.h"
+#include "sc_server.h"
+#include "sc_wire.h"
+
+#define SC_AGG_MAX_SETS 64
+
+typedef struct sc_agg_opts {
+        const char *config, *bootstrap, *bootstrap_file;
+        const char *sets[SC_AGG_MAX_SETS];
+        int n_sets, quiet, produce, check, no_create;
+        double duration, idle_exit, rate;
+        long seq_from, seq_to, corrupt_every, dup_every;
+} sc_agg_opts_t;
+
+static void sc_agg_usage(FILE *out)
+{
+        fprintf(out,
+                "usage: scadles aggregator -c CONFIG [--set KEY=VALUE ...] [options]\n"
+                "\n"
+                "Aggregates a distributed job's updates: joins the consumer group\n"
+                "<job.name>.aggregators on <job>.grad, owns the shards of its partitions,\n"
+                "restores them from <job>.model, applies each (worker, seq) exactly once\n"
+                "and publishes shard versions to <job>.model (docs/DISTRIBUTED.md).\n"
+                "\n"
+                "options:\n"
+                "  -c, --config FILE        job configuration (JSON; sections job, model,\n"
+                "                           optim, train.seed, kafka)\n"
+                "  -s, --set KEY=VALUE      override one property (repeatable)\n"
+                "  -b, --bootstrap ADDR     Kafka bootstrap servers (kafka.bootstrap.servers)\n"
+                "  -B, --bootstrap-file F   read the bootstrap address from F\n"
+                "  -d, --duration S         stop after S seconds\n"
+                "  -i, --idle-exit S        stop after S seconds without an update record\n"
+                "      --no-create          do not create the job's topics (only use them)\n"
+                "  -q, --quiet              no progress lines\n"
+                "  -h, --help               this text\n"
+                "\n"
+                "Output: progress lines on stderr, then `summary: {json}` on stdout.\n"
+                "Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
+}
+
+static void sc_agg_print(void *opaque, int level, const char *line)
+{
+        (void)opaque;
+        (void)level;
+        fprintf(stderr, "aggregator: %s\n", line);
+}
+
+static void sc_agg_kafka_log(void *opaque, int level, const char *fac, const char *name,
+                             const char *msg)
+{
+        (void)opaque;
+        if (level <= 3 || (level == 4 && strcmp(fac, "CONFWARN")))
+                fprintf(stderr, "aggregator: kafka %s %s: %s\n", name, fac, msg);
+}
+
+static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
+{
+        static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                                 {"set", required_argument, NULL, 's'},
+                                                 {"bootstrap", required_argument, NULL, 'b'},
+                                                 {"bootstrap-file", required_argument, NULL, 'B'},
+                                                 {"duration", required_argument, NULL, 'd'},
+                                                 {"idle-exit", required_argument, NULL, 'i'},
+                                                 {"no-create", no_argument, NULL, 'N'},
+                                                 {"quiet", no_argument, NULL, 'q'},
+                                                 {"help", no_argument, NULL, 'h'},
+                                                 {"selftest-produce", no_argument, NULL, 'P'},
+                                                 {"selftest-check", no_argument, NULL, 'C'},
+                                                 {"seq-from", required_argument, NULL, 'f'},
+                                                 {"seq-to", required_argument, NULL, 't'},
+                                                 {"rate", required_argument, NULL, 'r'},
+                                                 {"corrupt-every", required_argument, NULL, 'x'},
+                                                 {"dup-every", required_argument, NULL, 'u'},
+                                                 {NULL, 0, NULL, 0}};
+        int c;
+
+        memset(o, 0, sizeof(*o));
+        o->seq_from = 1;
+        o->seq_to = 10;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":c:s:b:B:d:i:qh", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        o->config = optarg;
+                        break;
+                case 's':
+                        if (o->n_sets == SC_AGG_MAX_SETS) {
+                                fprintf(stderr, "scadles aggregator: more than %d --set\n",
+                                        SC_AGG_MAX_SETS);
+                                return 2;
+                        }
+                        o->sets[o->n_sets++] = optarg;
+                        break;
+                case 'b':
+                        o->bootstrap = optarg;
+                        break;
+                case 'B':
+                        o->bootstrap_file = optarg;
+                        break;
+                case 'd':
+                        o->duration = atof(optarg);
+                        break;
+                case 'i':
+                        o->idle_exit = atof(optarg);
+                        break;
+                case 'N':
+                        o->no_create = 1;
+                        break;
+                case 'q':
+                        o->quiet = 1;
+                        break;
+                case 'h':
+                        sc_agg_usage(stdout);
+                        return -1;
+                case 'P':
+                        o->produce = 1;
+                        break;
+                case 'C':
+                        o->check = 1;
+                        break;
+                case 'f':
+                        o->seq_from = atol(optarg);
+                        break;
+                case 't':
+                        o->seq_to = atol(optarg);
+                        break;
+                case 'r':
+                        o->rate = atof(optarg);
+                        break;
+                case 'x':
+                        o->corrupt_every = atol(optarg);
+                        break;
+                case 'u':
+                        o->dup_every = atol(optarg);
+                        break;
+                default:
+                        fprintf(stderr, "scadles aggregator: bad option '%s'\n\n",
+                                argv[optind - 1]);
+                        sc_agg_usage(stderr);
+                        return 2;
+                }
+        }
+        if (!o->config || optind < argc || o->seq_from < 1 || o->seq_to < o->seq_from - 1) {
+                fprintf(stderr, "scadles aggregator: %s\n\n",
+                        !o->config ? "-c CONFIG is required" : "bad arguments");
+                sc_agg_usage(stderr);
+                return 2;
+        }
+        return 0;
+}
+
+static int sc_agg_load(const sc_agg_opts_t *o, sc_conf_t *conf)
+{
+        char err[1024], line[1200], buf[1024];
+        const char *bs = o->bootstrap;
+
+        if (sc_conf_load(conf, o->config, err, sizeof(err))) {
+                fprintf(stderr, "scadles aggregator: %s\n", err);
+                return 2;
+        }
+        for (int i = 0; i < o->n_sets; i++)
+                if (sc_conf_set(conf, o->sets[i], err, sizeof(err))) {
+                        fprintf(stderr, "scadles aggregator: %s\n", err);
+                        return 2;
+                }
+        if (o->bootstrap_file) {
+                FILE *f = fopen(o->bootstrap_file, "r");
+                if (!f || !fgets(buf, sizeof(buf), f)) {
+                        fprintf(stderr, "scadles aggregator: --bootstrap-file %s: %s\n",
+                                o->bootstrap_file, f ? "empty" : strerror(errno));
+                        if (f)
+                                fclose(f);
+                        return 2;
+                }
+                fclose(f);
+                buf[strcspn(buf, "\r\n")] = '\0';
+                bs = buf;
+        }
+        if (bs) {
+                snprintf(line, sizeof(line), "kafka.bootstrap.servers=%s", bs);
+                if (sc_conf_set(conf, line, err, sizeof(err))) {
+                        fprintf(stderr, "scadles aggregator: %s\n", err);
+                        return 2;
+                }
+        }
+        return 0;
+}
+
+/* ---- self-test: fake workers and the expected result ---------------------- */
+
+typedef struct sc_fake {
+        const sc_conf_t *conf;
+        sc_model_t *model;
+        size_t n;
+        int shards, workers;
+        sc_codec_t **codecs; /* [worker * shards + shard] */
+        sc_rng_t *rngs;      /* same index: randk / stochastic rounding */
+        float *g;
+        sc_buf_t payload;
+        uint32_t *idx;
+        float *val, *dense;
+} sc_fake_t;
+
+static void sc_fake_free(sc_fake_t *f)
+{
+        for (int i = 0; f->codecs && i < f->workers * f->shards; i++)
+                sc_codec_destroy(f->codecs[i]);
+        free(f->codecs);
+        free(f->rngs);
+        free(f->g);
+        free(f->idx);
+        free(f->val);
+        free(f->dense);
+        sc_buf_free(&f->payload);
+        sc_model_destroy(f->model);
+}
+
+static int sc_fake_init(sc_fake_t *f, const sc_conf_t *conf, char *err, size_t errsz)
+{
+        sc_codec_params_t pp;
+        memset(f, 0, sizeof(*f));
+        f->conf = conf;
+        f->shards = conf->job.shards;
+        f->workers = conf->job.sync.n_workers;
+        if (sc_kafka_model_initial(conf, &f->model, err, errsz))
+                return -1;
+        f->n = sc_model_nparams(f->model);
+        size_t cnt = (size_t)f->workers * (size_t)f->shards;
+        if (!(f->codecs = calloc(cnt, sizeof(*f->codecs))) ||
+            !(f->rngs = calloc(cnt, sizeof(*f->rngs))) || !(f->g = malloc(f->n * sizeof(float))) ||
+            !(f->idx = malloc(f->n * sizeof(uint32_t))) ||
+            !(f->val = malloc(f->n * sizeof(float))) || !(f->dense = malloc(f->n * sizeof(float))))
+                return snprintf(err, errsz, "out of memory"), -1;
+        sc_codec_params_default(&pp, (sc_codec_id_t)conf->job.codec);
+        if (conf->job.codec_ratio > 0)
+                pp.ratio = conf->job.codec_ratio;
+        if (conf->job.codec_error_feedback >= 0)
+                pp.error_feedback = conf->job.codec_error_feedback;
+        if (conf->job.codec_delta > 0)
+                pp.delta = conf->job.codec_delta;
+        for (int w = 0; w < f->workers; w++)
+                for (int s = 0; s < f->shards; s++) {
+                        size_t b, e, i = (size_t)w * (size_t)f->shards + (size_t)s;
+                        sc_kafka_model_shard_range(f->n, f->shards, s, &b, &e);
+                        if (sc_codec_new(&f->codecs[i], (sc_codec_id_t)conf->job.codec, &pp, e - b,
+                                         NULL, 0, err, errsz))
+                                return -1;
+                        sc_rng_seed(&f->rngs[i],
+                                    conf->train.seed ^ (0x9e3779b97f4a7c15ull * (i + 1)));
+                }
+        return 0;
+}
+
+/* Appends to out the update message of (worker, shard, seq); the payload is
+ * encoded with the worker's codec (its residual advances). */
+static int sc_fake_update(sc_fake_t *f, int w, int s, long seq, sc_buf_t *out, char *err,
+                          size_t errsz)
+{
+        const sc_conf_t *conf = f->conf;
+        size_t b, e, i = (size_t)w * (size_t)f->shards + (size_t)s;
+        sc_rng_t root, r;
+        sc_kafka_model_shard_range(f->n, f->shards, s, &b, &e);
+        sc_rng_seed(&root, conf->train.seed + 0x51f7);
+        sc_rng_split(&root, &r, ((uint64_t)w << 44) | ((uint64_t)s << 28) | (uint64_t)seq);
+        for (size_t k = 0; k < e - b; k++)
+                f->g[k] = (sc_rng_uniform(&r) * 2.0f - 1.0f) * 0.01f;
+        f->payload.len = 0;
+        if (sc_codec_encode(f->codecs[i], f->g, &f->rngs[i], &f->payload, err, errsz))
+                return -1;
+        sc_sync_kind_t kind = conf->job.sync.kind;
+        sc_wire_update_t m = {.worker = (uint32_t)w,
+                              .shard = (uint32_t)s,
+                              .seq = (uint64_t)seq,
+                              .t_read = sc_sync_is_round_based(kind)
+                                            ? (uint64_t)(seq - 1)
+                                            : (uint64_t)(seq - 1) * (uint64_t)f->workers,
+                              .samples = (uint32_t)(1 + (w * 7 + seq) % 32),
+                              .kind = sc_sync_sends_gradients(kind) ? SC_WIRE_GRAD
+                                      : conf->job.sync.send_models  ? SC_WIRE_FULL_MODEL
+                                                                    : SC_WIRE_DELTA,
+                              .codec = (uint8_t)conf->job.codec,
+                              .payload = f->payload.data,
+                              .payload_len = f->payload.len};
+        return sc_wire_encode_update(out, &m, err, errsz) ? -1 : 0;
+}
+
+/* One of six kinds of bad record for partition s (every one is rejected). */
+static int sc_fake_bad(sc_fake_t *f, long k, int s, sc_buf_t *out, char *err, size_t errsz)
+{
+        switch (k % 6) {
+        case 0: /* a bit flip: CRC mismatch */
+        case 5: /* truncated */
+                if (sc_fake_update(f, 0, s, 1, out, err, errsz))
+                        return -1;
+                if (k % 6 == 0)
+                        out->data[out->len / 2] ^= 0x10;
+                else
+                        out->len -= 3;
+                return 0;
+        case 1: /* not a wire message at all */
+                return sc_buf_append(out, "{\"json\": \"from another producer\"}", 34) ? -1 : 0;
+        case 2: { /* a control message on the update topic */
+                sc_wire_control_t c = {.kind = SC_WIRE_CTL_HEARTBEAT, .worker = 0};
+                return sc_wire_encode_control(out, &c, err, errsz) ? -1 : 0;
+        }
+        case 3: /* an update for another shard */
+                return sc_fake_update(f, 0, (s + 1) % (f->shards + 1), 1, out, err, errsz);
+        default: { /* an unknown worker id */
+                sc_wire_update_t m = {.worker = (uint32_t)f->workers + 5,
+                                      .shard = (uint32_t)s,
+                                      .seq = 1,
+                                      .samples = 1,
+                                      .kind = SC_WIRE_GRAD,
+                                      .codec = SC_CODEC_NONE};
+                size_t b, e;
+                sc_kafka_model_shard_range(f->n, f->shards, s, &b, &e);
+                sc_codec_t *c = NULL;
+                f->payload.len = 0;
+                memset(f->g, 0, (e - b) * sizeof(float));
+                if (sc_codec_new(&c, SC_CODEC_NONE, NULL, e - b, NULL, 0, err, errsz) ||
+                    sc_codec_encode(c, f->g, NULL, &f->payload, err, errsz)) {
+                        sc_codec_destroy(c);
+                        return -1;
+                }
+                sc_codec_destroy(c);
+                m.payload = f->payload.data;
+                m.payload_len = f->payload.len;
+                return sc_wire_encode_update(out, &m, err, errsz) ? -1 : 0;
+        }
+        }
+}
+
+static double sc_agg_wall(void)
+{
+        return sc_cli_now();
+}
+
+static int sc_agg_produce(const sc_conf_t *conf, const sc_agg_opts_t *o)
+{
+        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
+        sc_kafka_delivery_t dv;
+        rd_kafka_conf_t *kc;
+        rd_kafka_t *rk = NULL;
+        sc_buf_t msg = {0};
+        sc_fake_t f;
+        char err[1024];
+        long produced = 0, bad = 0, dups = 0;
+        double t0 = sc_agg_wall();
+        int rc = 1;
+
+        if (sc_fake_init(&f, conf, err, sizeof(err)) ||
+            sc_kafka_admin_job_topics(conf->job.name, conf->job.shards, conf->job.replication,
+                                      topics, err, sizeof(err)) ||
+            sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", err, sizeof(err)))
+                goto out;
+        sc_kafka_conf_log_bridge(kc);
+        sc_kafka_conf_set(kc, "enable.idempotence", "true", "selftest", err, sizeof(err));
+        sc_kafka_conf_set(kc, "linger.ms", "5", "selftest", err, sizeof(err));
+        sc_kafka_conf_delivery(kc);
+        if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err)))) {
+                rd_kafka_conf_destroy(kc);
+                goto out;
+        }
+        if (!o->no_create &&
+            sc_kafka_admin_ensure(rk, topics, SC_JOB__NTOPICS, 10000, NULL, err, sizeof(err)))
+                goto out;
+        sc_kafka_delivery_init(&dv);
+        for (long seq = 1; seq <= o->seq_to && !sc_cli_stop; seq++)
+                for (int w = 0; w < f.workers; w++)
+                        for (int s = 0; s < f.shards; s++) {
+                                char key[16];
+                                int klen = snprintf(key, sizeof(key), "%d", s);
+                                msg.len = 0;
+                                if (sc_fake_update(&f, w, s, seq, &msg, err, sizeof(err)))
+                                        goto out;
+                                if (seq < o->seq_from)
+                                        continue; /* advances the codec state only */
+                                if (sc_kafka_produce(rk, topics[SC_JOB_GRAD].name, s, key,
+                                                     (size_t)klen, msg.data, msg.len, NULL, NULL, 0,
+                                                     0, &dv, 10000, err, sizeof(err)))
+                                        goto out;
+                                produced++;
+                                if (o->dup_every > 0 && produced % o->dup_every == 0) {
+                                        if (sc_kafka_produce(rk, topics[SC_JOB_GRAD].name, s, key,
+                                                             (size_t)klen, msg.data, msg.len, NULL,
+                                                             NULL, 0, 0, &dv, 10000, err,
+                                                             sizeof(err)))
+                                                goto out;
+                                        dups++;
+                                }
+                                if (o->corrupt_every > 0 && produced % o->corrupt_every == 0) {
+                                        msg.len = 0;
+                                        if (sc_fake_bad(&f, bad, s, &msg, err, sizeof(err)) ||
+                                            sc_kafka_produce(rk, topics[SC_JOB_GRAD].name, s, key,
+                                                             (size_t)klen, msg.data, msg.len, NULL,
+                                                             NULL, 0, 0, &dv, 10000, err,
+                                                             sizeof(err)))
+                                                goto out;
+                                        bad++;
+                                }
+                                if (o->rate > 0) {
+                                        double due = t0 + (double)produced / o->rate;
+                                        while (sc_agg_wall() < due)
+                                                rd_kafka_poll(rk, 1);
+                                } else {
+                                        rd_kafka_poll(rk, 0);
+                                }
+                        }
+        if (sc_kafka_delivery_wait(rk, &dv, 30000, err, sizeof(err)))
+                goto out;
+        printf("produced: {\"updates\":%ld,\"duplicates\":%ld,\"bad\":%ld,\"seconds\":%.3f}\n",
+               produced, dups, bad, sc_agg_wall() - t0);
+        rc = 0;
+out:
+        if (rc)
+                fprintf(stderr, "scadles aggregator --selftest-produce: %s\n", err);
+        if (rk)
+                rd_kafka_destroy(rk);
+        sc_buf_free(&msg);
+        sc_fake_free(&f);
+        return rc;
+}
+
+/* Applies one encoded update message to srv the way the aggregator does. */
+static int sc_agg_ref_apply(sc_fake_t *f, sc_server_t *srv, const sc_buf_t *msg, char *err,
+                            size_t errsz)
+{
+        sc_wire_msg_t wm;
+        sc_codec_info_t info;
+        size_t len = sc_server_len(srv), nnz = 0;
+        if (sc_wire_decode(msg->data, msg->len, &wm, err, errsz) ||
+            sc_codec_payload_info(wm.u.update.payload, wm.u.update.payload_len, &info, err, errsz))
+                return -1;
+        const sc_wire_update_t *wu = &wm.u.update;
+        sc_update_t u = {.worker = wu->worker,
+                         .seq = wu->seq,
+                         .t_read = wu->t_read,
+                         .samples = wu->samples,
+                         .kind = (sc_update_kind_t)wu->kind,
+                         .n = len};
+        if (info.format == SC_CODEC_FMT_SPARSE) {
+                if (sc_codec_decode_sparse(wu->payload, wu->payload_len, f->idx, f->val, len, &nnz,
+                                           err, errsz))
+                        return -1;
+                u.indices = f->idx;
+                u.values = f->val;
+                u.count = nnz;
+        } else {
+                memset(f->dense, 0, len * sizeof(float));
+                if (sc_codec_decode_add(wu->payload, wu->payload_len, f->dense, len, 1.0f, err,
+                                        errsz))
+                        return -1;
+                u.values = f->dense;
+        }
+        return sc_server_apply(srv, &u, NULL, err, errsz) ? -1 : 0;
+}
+
+static int sc_agg_check(const sc_conf_t *conf, const sc_agg_opts_t *o)
+{
+        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
+        sc_server_t **ref = NULL;
+        rd_kafka_conf_t *kc;
+        rd_kafka_t *rk = NULL;
+        sc_buf_t msg = {0};
+        sc_fake_t f;
+        char err[1024];
+        int rc = 1, bad_shards = 0;
+
+        if (sc_fake_init(&f, conf, err, sizeof(err)) ||
+            sc_kafka_admin_job_topics(conf->job.name, conf->job.shards, conf->job.replication,
+                                      topics, err, sizeof(err)))
+                goto out;
+        if (!(ref = calloc((size_t)f.shards, sizeof(*ref))))
+                goto out;
+        for (int s = 0; s < f.shards; s++) {
+                sc_server_spec_t spec;
+                if (sc_kafka_model_server_spec(conf, f.n, s, &spec, err, sizeof(err)) ||
+                    sc_server_new(&ref[s], &spec, sc_model_params(f.model) + spec.begin, err,
+                                  sizeof(err)))
+                        goto out;
+        }
+        for (long seq = 1; seq <= o->seq_to; seq++)
+                for (int w = 0; w < f.workers; w++)
+                        for (int s = 0; s < f.shards; s++) {
+                                msg.len = 0;
+                                if (sc_fake_update(&f, w, s, seq, &msg, err, sizeof(err)) ||
+                                    sc_agg_ref_apply(&f, ref[s], &msg, err, sizeof(err)))
+                                        goto out;
+                        }
+        if (sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", err, sizeof(err)))
+                goto out;
+        sc_kafka_conf_log_bridge(kc);
+        sc_kafka_conf_set(kc, "enable.partition.eof", "true", "check", err, sizeof(err));
+        sc_kafka_conf_set(kc, "group.id", "scadles.selftest-check", "check", err, sizeof(err));
+        if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, err, sizeof(err)))) {
+                rd_kafka_conf_destroy(kc);
+                goto out;
+        }
+        for (int s = 0; s < f.shards; s++) {
+                sc_kafka_model_rec_t rec;
+                int found = 0, same = 0, applied_ok = 1;
+                if (sc_kafka_model_read_latest(rk, topics[SC_JOB_MODEL].name, s, 10000, NULL, NULL,
+                                               NULL, &rec, &found, err, sizeof(err)))
+                        goto out;
+                const sc_wire_model_view_t *m = &rec.mr_model;
+                size_t len = sc_server_len(ref[s]);
+                if (found && m->count == len) {
+                        float *got = malloc(len * sizeof(float));
+                        if (got) {
+                                sc_wire_get_f32s(got, m->params, len);
+                                same = !memcmp(got, sc_server_params(ref[s]), len * sizeof(float));
+                                double maxdiff = 0;
+                                for (size_t k = 0; k < len; k++) {
+                                        double d = got[k] - sc_server_params(ref[s])[k];
+                                        maxdiff = d > maxdiff ? d : -d > maxdiff ? -d : maxdiff;
+                                }
+                                if (!same)
+                                        fprintf(stderr, "shard %d: max |diff| %g\n", s, maxdiff);
+                                free(got);
+                        }
+                        for (uint32_t i = 0; i < m->napplied; i++) {
+                                sc_wire_applied_t a;
+                                sc_wire_get_applied(m, i, &a);
+                                if (a.seq != (uint64_t)o->seq_to)
+                                        applied_ok = 0;
+                        }
+                        if (m->napplied != (uint32_t)f.workers && o->seq_to > 0)
+                                applied_ok = 0;
+                }
+                int ok = found && same && applied_ok && m->version == sc_server_version(ref[s]);
+                printf("check: {\"shard\":%d,\"found\":%s,\"version\":%llu,\"expected_version\":"
+                       "%llu,\"grad_offset\":%lld,\"params_equal\":%s,\"applied_ok\":%s,"
+                       "\"ok\":%s}\n",
+                       s, found ? "true" : "false", found ? (unsigned long long)m->version : 0ULL,
+                       (unsigned long long)sc_server_version(ref[s]),
+                       found ? (long long)m->grad_offset : -1LL, same ? "true" : "false",
+                       applied_ok ? "true" : "false", ok ? "true" : "false");
+                bad_shards += !ok;
+                sc_kafka_model_rec_free(&rec);
+        }
+        rc = bad_shards ? 1 : 0;
+        err[0] = 0;
+out:
+        if (rc && err[0])
+                fprintf(stderr, "scadles aggregator --selftest-check: %s\n", err);
+        if (rk)
+                rd_kafka_destroy(rk);
+        for (int s = 0; ref && s < f.shards; s++)
+                sc_server_destroy(ref[s]);
+        free(ref);
+        sc_buf_free(&msg);
+        sc_fake_free(&f);
+        return rc;
+}
+
+int sc_cmd_aggregator(int argc, char **argv)
+{
+        sc_agg_opts_t o;
+        sc_conf_t conf;
+        sc_aggregator_t *agg = NULL;
+        char err[1024];
+        int rc;
+
+        if ((rc = sc_agg_parse(argc, argv, &o)))
+                return rc < 0 ? 0 : rc;
+        sc_conf_defaults(&conf);
+        if ((rc = sc_agg_load(&o, &conf)))
+                goto out;
+        sc_kafka_log_set_sink(sc_agg_kafka_log, NULL);
+        sc_cli_signals();
+        if (o.produce) {
+                rc = sc_agg_produce(&conf, &o);
+                goto out;
+        }
+        if (o.check) {
+                rc = sc_agg_check(&conf, &o);
+                goto out;
+        }
+        sc_aggregator_spec_t spec = {.conf = &conf,
+                                     .duration = o.duration,
+                                     .idle_exit = o.idle_exit,
+                                     .create_topics = !o.no_create,
+                                     .log = o.quiet ? NULL : sc_agg_print};
+        sc_err_t e = sc_aggregator_new(&agg, &spec, err, sizeof(err));
+        if (e) {
+                fprintf(stderr, "scadles aggregator: %s\n", err);
+                rc = e == SC_ERR_CONFIG ? 2 : 1;
+                goto out;
+        }
+        rc = 0;
+        if (sc_aggregator_run(agg, &sc_cli_stop, err, sizeof(err))) {
+                fprintf(stderr, "scadles aggregator: %s\n", err);
+                rc = 1;
+        }
+        char *sum = sc_aggregator_summary(agg);
+        if (sum) {
+                printf("summary: %s\n", sum);
+                free(sum);
+        }
+out:
+        fflush(stdout);
+        sc_aggregator_destroy(agg);
+        sc_kafka_log_set_sink(NULL, NULL);
+        sc_conf_free(&conf);
+        return rc;
+}

@@ -158,6 +158,10 @@ static void dense_grads(void **state)
         /* Second dense reads a feature-major input; its dx reaches the first. */
         sc_layer_spec_t b[] = {dense(6), dense(4), dense(3)};
         check_grads((sc_shape_t){5, 1, 1}, b, 3, SC_LOSS_MSE, 4, 2, 1e-2f, 1e-2f);
+        /* Big enough that sgemm (with transposed operands) runs instead of
+         * the small-batch kernel. */
+        sc_layer_spec_t c[] = {dense(70), L(SC_LAYER_TANH), dense(90), dense(5)};
+        check_grads((sc_shape_t){100, 1, 1}, c, 4, SC_LOSS_MSE, 90, 3, 1e-2f, 2e-2f);
 }
 
 static void conv2d_grads(void **state)

@@ -94,6 +94,13 @@ static void plan_layers(sc_model_t *m)
                                 l->skip_forward = 1;
                         }
                 }
+                /* relu -> maxpool2d: the pool's max is the relu output at its
+                 * argmax, so the pool applies the relu mask to the one
+                 * element it routes each gradient to. */
+                if (k == SC_LAYER_MAXPOOL2D && prev && prev->spec.kind == SC_LAYER_RELU) {
+                        prev->skip_backward = 1;
+                        l->relu_bwd = 1;
+                }
                 fm = l->out_fm;
         }
 }
@@ -390,6 +397,8 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
                 sc_layer_t *l = &m->layers[i];
                 const float *xin = i ? m->out[i - 1] : x;
                 float *dx = NULL;
+                if (l->skip_backward)
+                        continue; /* in place: the gradient stays in dcur */
                 if (i > m->first_param) {
                         if (!l->inplace_bwd)
                                 g ^= 1;

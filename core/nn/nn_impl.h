@@ -84,6 +84,8 @@ typedef struct sc_layer {
         float *dw, *db;    /* views into the model's grads */
         int fuse_relu;     /* dense/conv2d: apply relu in the forward epilogue */
         int skip_forward;  /* relu fused into the previous layer */
+        int skip_backward; /* relu whose mask the next maxpool2d applies */
+        int relu_bwd;      /* maxpool2d: input is relu output; mask dx by y > 0 */
         int inplace_fwd;   /* output aliases the input buffer */
         int inplace_bwd;   /* dx may alias dy */
         float *ws;         /* workspace, (workspace(B)) floats, owned by the model */

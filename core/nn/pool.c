@@ -142,6 +142,70 @@ static void pool_forward(sc_layer_t *l, const float *x, float *y, int B, int tra
         }
 }
 
+#ifdef SC_NN_X86
+/* Backward of pool2_avx512: every 2x2 window is written whole (the gradient
+ * at its argmax, zeros elsewhere), so dx needs no clearing first. */
+SC_NN_AVX512 static void pool2_bwd_avx512(const float *dy, const float *y, const int32_t *arg,
+                                          size_t planes, int H, int W, int OH, int OW, int relu,
+                                          float *dx)
+{
+        const __m512i ev =
+            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i il_lo =
+            _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const __m512i il_hi = _mm512_add_epi32(il_lo, _mm512_set1_epi32(8));
+        const __m512i one = _mm512_set1_epi32(1), wv = _mm512_set1_epi32(W);
+
+        for (size_t p = 0; p < planes; p++) {
+                float *dp = dx + p * H * W;
+                const float *gp = dy + p * OH * OW, *yp = y + p * OH * OW;
+                const int32_t *ap = arg + p * OH * OW;
+                for (int oy = 0; oy < OH; oy++) {
+                        float *r0 = dp + (size_t)2 * oy * W, *r1 = r0 + W;
+                        for (int j = 0; j < OW; j += 16) {
+                                const int n = OW - j < 16 ? OW - j : 16;
+                                const __mmask16 m = sc_nn_lanes(0, n);
+                                const __mmask16 mlo = sc_nn_lanes(0, 2 * n);
+                                const __mmask16 mhi = sc_nn_lanes(0, 2 * n - 16);
+                                const size_t o = (size_t)oy * OW + j;
+                                __m512 g = _mm512_maskz_loadu_ps(m, gp + o);
+                                if (relu)
+                                        g = _mm512_maskz_mov_ps(
+                                            _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m, yp + o),
+                                                               _mm512_setzero_ps(), _CMP_GT_OQ),
+                                            g);
+                                __m512i idx = _mm512_maskz_loadu_epi32(m, ap + o);
+                                __m512i ia =
+                                    _mm512_add_epi32(_mm512_set1_epi32(2 * oy * W + 2 * j), ev);
+                                __m512i ic = _mm512_add_epi32(ia, wv);
+                                __m512 va =
+                                    _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(idx, ia), g);
+                                __m512 vb = _mm512_maskz_mov_ps(
+                                    _mm512_cmpeq_epi32_mask(idx, _mm512_add_epi32(ia, one)), g);
+                                __m512 vc =
+                                    _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(idx, ic), g);
+                                __m512 vd = _mm512_maskz_mov_ps(
+                                    _mm512_cmpeq_epi32_mask(idx, _mm512_add_epi32(ic, one)), g);
+                                _mm512_mask_storeu_ps(r0 + 2 * j, mlo,
+                                                      _mm512_permutex2var_ps(va, il_lo, vb));
+                                _mm512_mask_storeu_ps(r0 + 2 * j + 16, mhi,
+                                                      _mm512_permutex2var_ps(va, il_hi, vb));
+                                _mm512_mask_storeu_ps(r1 + 2 * j, mlo,
+                                                      _mm512_permutex2var_ps(vc, il_lo, vd));
+                                _mm512_mask_storeu_ps(r1 + 2 * j + 16, mhi,
+                                                      _mm512_permutex2var_ps(vc, il_hi, vd));
+                        }
+                        if (W > 2 * OW) { /* odd width: the last column is in no window */
+                                r0[W - 1] = 0.0f;
+                                r1[W - 1] = 0.0f;
+                        }
+                }
+                if (H > 2 * OH) /* odd height: the last row is in no window */
+                        memset(dp + (size_t)(H - 1) * W, 0, sizeof(float) * W);
+        }
+}
+#endif
+
 static void pool_backward(sc_layer_t *l, const float *x, const float *y, const float *dy, float *dx,
                           int B)
 {
@@ -149,13 +213,25 @@ static void pool_backward(sc_layer_t *l, const float *x, const float *y, const f
         const size_t ihw = (size_t)l->in.h * l->in.w, ohw = (size_t)l->out.h * l->out.w;
         const int32_t *arg = (const int32_t *)l->ws;
 
+#ifdef SC_NN_X86
+        if (l->spec.kernel == 2 && l->spec.stride == 2 && sc_nn_avx512()) {
+                pool2_bwd_avx512(dy, y, arg, planes, l->in.h, l->in.w, l->out.h, l->out.w,
+                                 l->relu_bwd, dx);
+                return;
+        }
+#endif
         memset(dx, 0, sizeof(float) * planes * ihw);
         for (size_t p = 0; p < planes; p++) {
                 float *dp = dx + p * ihw;
-                const float *gp = dy + p * ohw;
+                const float *gp = dy + p * ohw, *yp = y + p * ohw;
                 const int32_t *ap = arg + p * ohw;
-                for (size_t i = 0; i < ohw; i++)
-                        dp[ap[i]] += gp[i];
+                if (l->relu_bwd) {
+                        for (size_t i = 0; i < ohw; i++)
+                                dp[ap[i]] += yp[i] > 0.0f ? gp[i] : 0.0f;
+                } else {
+                        for (size_t i = 0; i < ohw; i++)
+                                dp[ap[i]] += gp[i];
+                }
         }
 }
 

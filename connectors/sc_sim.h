@@ -19,6 +19,15 @@
 
 #define SC_SIM_MAX_DEVICES 1024
 #define SC_SIM_MAX_LIST 64
+#define SC_SIM_MAX_CHURN 64
+
+/* A device going offline at leave_at (its in-flight messages are lost, the
+ * servers mark it not live) and back at rejoin_at (it gets the current model);
+ * rejoin_at <= leave_at: never. */
+typedef struct sc_sim_churn {
+        int device;
+        double leave_at, rejoin_at;
+} sc_sim_churn_t;
 
 typedef enum sc_sim_rates {
         SC_SIM_RATES_CONSTANT, /* every device: rate */
@@ -59,8 +68,10 @@ typedef struct sc_sim_spec {
         double max_time;         /* stop at this virtual time */
         long max_steps;          /* stop at this server version; 0 = no limit */
         double target_acc;       /* stop when test accuracy reaches it; 0 = never */
-        double eval_every;       /* seconds between metric lines */
-        int eval_samples;        /* test samples per evaluation; 0 = all */
+        sc_sim_churn_t churn[SC_SIM_MAX_CHURN]; /* devices leaving / rejoining */
+        int n_churn;
+        double eval_every; /* seconds between metric lines */
+        int eval_samples;  /* test samples per evaluation; 0 = all */
 } sc_sim_spec_t;
 
 void sc_sim_spec_defaults(sc_sim_spec_t *spec);

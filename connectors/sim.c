@@ -12,80 +12,6 @@
 #include "sc_server.h"
 #include "sim_impl.h"
 
-enum { SC_EV_READY, SC_EV_COMPUTED, SC_EV_RECV, SC_EV_MODEL, SC_EV_EVAL };
-
-#define SC_SIM_MSG_HDR 32 /* bytes of framing counted per message */
-
-typedef struct sc_sim_msg {
-        uint32_t worker;
-        int shard;
-        uint64_t seq, t_read;
-        uint32_t samples;
-        sc_update_kind_t kind;
-        size_t len;
-        uint8_t payload[];
-} sc_sim_msg_t;
-
-typedef struct sc_sim_snap {
-        int refs;
-        int shard;
-        float params[]; /* the shard's range */
-} sc_sim_snap_t;
-
-typedef struct sc_sim_delivery {
-        sc_sim_snap_t *snap;
-        sc_sync_model_info_t info;
-} sc_sim_delivery_t;
-
-typedef struct sc_sim_dev {
-        sc_sync_worker_t *w;
-        sc_codec_t **codec;         /* (shards) */
-        sc_sync_model_info_t *info; /* (shards) latest model info per shard */
-        uint64_t *read_ver;         /* (shards) shard versions the last compute started from */
-        sc_rng_t rng;
-        sc_sim_stream_t stream;
-        uint32_t *pool;                     /* owned dataset indices of this device's labels */
-        float *params, *sync_params, *grad; /* (n) each */
-        double spc;                         /* compute seconds per sample */
-        sc_sim_link_t up, down;
-        int busy; /* an EV_READY or EV_COMPUTED is pending */
-        int last_batch;
-        double data_wait;       /* seconds spent waiting for samples, closed waits */
-        double data_wait_since; /* start of the open wait; < 0 = none */
-        double send_wait;       /* seconds blocked on the uplink */
-} sc_sim_dev_t;
-
-struct sc_sim_s {
-        sc_sim_spec_t spec;
-        const sc_conf_t *conf;
-        const sc_dataset_t *train, *test;
-        sc_model_t *model;
-        sc_server_t **servers; /* (shards) */
-        size_t *begin;         /* (shards + 1) shard s is [begin[s], begin[s + 1]) */
-        int ns;
-        size_t n;
-        int nd;
-        sc_sim_dev_t *devs;
-        sc_sim_queue_t q;
-        sc_sim_inject_t inject;
-        sc_rng_t inj_rng;
-        float *x, *tmp, *dval;
-        int32_t *y;
-        int *votes; /* (nd) adaptive codec votes */
-        uint32_t *bidx, *didx;
-        int max_batch;
-        sc_buf_t buf;
-        sc_adsp_tuner_t *tuner;
-        double commit_rate, local_lr;
-        /* metrics */
-        double now, loss_sum, stale_sum;
-        uint64_t loss_n, stale_n, samples, inject_bytes;
-        int done, stalled;
-        double reached_t; /* first time test accuracy >= target_acc; < 0 = not yet */
-        double last_acc, last_test_loss;
-        double last_loss, last_stale; /* of the last metric window (NAN / 0 before any) */
-};
-
 static void sc_sim_free_ptr(int type, void *ptr)
 {
         if (type == SC_EV_MODEL) {
@@ -345,6 +271,13 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         }
         if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_EVAL, -1, NULL))
                 goto out_nomem;
+        for (int c = 0; c < spec->n_churn; c++) {
+                const sc_sim_churn_t *ch = &spec->churn[c];
+                if (sc_sim_queue_push(&sim->q, ch->leave_at, SC_EV_LEAVE, ch->device, NULL) ||
+                    (ch->rejoin_at > ch->leave_at &&
+                     sc_sim_queue_push(&sim->q, ch->rejoin_at, SC_EV_JOIN, ch->device, NULL)))
+                        goto out_nomem;
+        }
         *simp = sim;
         return SC_OK;
 
@@ -501,7 +434,7 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
 /* ---- server -------------------------------------------------------------- */
 
 /* The model version: the least over the shards. */
-static uint64_t sc_sim_version(const sc_sim_t *sim)
+uint64_t sc_sim_version(const sc_sim_t *sim)
 {
         uint64_t v = UINT64_MAX;
         for (int sh = 0; sh < sim->ns; sh++) {
@@ -581,12 +514,14 @@ static sc_err_t sc_sim_recv(sc_sim_t *sim, sc_sim_msg_t *msg, char *errstr, size
         if (sc_sync_is_round_based(kind)) {
                 if (res.stepped)
                         for (int i = 0; i < sim->nd && !err; i++)
-                                err = sc_sim_deliver(sim, sh, i, &snap);
+                                if (!sim->devs[i].offline)
+                                        err = sc_sim_deliver(sim, sh, i, &snap);
         } else {
                 err = sc_sim_deliver(sim, sh, (int)msg->worker, &snap);
                 if (kind == SC_SYNC_SSP && sc_server_min_clock(srv) > c0)
                         for (int i = 0; i < sim->nd && !err; i++)
-                                if (i != (int)msg->worker && !sim->devs[i].busy)
+                                if (i != (int)msg->worker && !sim->devs[i].busy &&
+                                    !sim->devs[i].offline)
                                         err = sc_sim_deliver(sim, sh, i, &snap);
         }
         if (snap && snap->refs == 0)
@@ -622,126 +557,38 @@ static sc_err_t sc_sim_model(sc_sim_t *sim, int i, sc_sim_delivery_t *del, char 
         return SC_OK;
 }
 
-/* ---- metrics and the run loop ----------------------------------------------
- */
-
-static void sc_sim_evaluate(sc_sim_t *sim, double *loss, double *acc)
+/* Device i leaves (live = 0) or comes back (live = 1): the servers learn it,
+ * a round waiting only for i closes, and a returning device gets the model. */
+static sc_err_t sc_sim_churn(sc_sim_t *sim, int i, int live, char *errstr, size_t errstr_size)
 {
-        const sc_dataset_t *ds = sim->test;
-        size_t m = sim->spec.eval_samples > 0 && (size_t)sim->spec.eval_samples < ds->n
-                       ? (size_t)sim->spec.eval_samples
-                       : ds->n;
-        size_t numel = sc_shape_numel(ds->shape);
-        double lsum = 0;
-        long hits = 0;
+        sc_sim_dev_t *d = &sim->devs[i];
+        sc_err_t err = SC_OK;
 
-        for (int sh = 0; sh < sim->ns; sh++)
-                memcpy(sc_model_params(sim->model) + sim->begin[sh],
-                       sc_server_params(sim->servers[sh]),
-                       (sim->begin[sh + 1] - sim->begin[sh]) * sizeof(float));
-        for (size_t s = 0; s < m; s += 250) {
-                int b = (int)(m - s < 250 ? m - s : 250), correct = 0;
-                float l = sc_model_eval_batch(sim->model, ds->x + s * numel, ds->y + s, NULL, b,
-                                              &correct, NULL);
-                lsum += (double)l * b;
-                hits += correct;
-        }
-        *loss = m ? lsum / (double)m : 0;
-        *acc = m ? (double)hits / (double)m : 0;
-}
-
-/* JSON has no NaN or infinity: those print as null. */
-static void sc_sim_num(FILE *out, const char *key, double v, const char *fmt)
-{
-        fprintf(out, ",\"%s\":", key);
-        if (isfinite(v))
-                fprintf(out, fmt, v);
-        else
-                fputs("null", out);
-}
-
-static void sc_sim_totals(sc_sim_t *sim, uint64_t *up, uint64_t *down, uint64_t *buffered,
-                          uint64_t *dropped, double *wait, double *data_wait, double *send_wait)
-{
-        *up = *down = *buffered = *dropped = 0;
-        *wait = *data_wait = *send_wait = 0;
-        for (int i = 0; i < sim->nd; i++) {
-                sc_sim_dev_t *d = &sim->devs[i];
-                sc_sim_stream_advance(&d->stream, sim->now);
-                *up += d->up.bytes;
-                *down += d->down.bytes;
-                *buffered += d->stream.buffered;
-                *dropped += d->stream.dropped;
-                *wait += sc_sync_worker_wait_seconds(d->w);
-                *send_wait += d->send_wait;
-                *data_wait +=
-                    d->data_wait + (d->data_wait_since >= 0 ? sim->now - d->data_wait_since : 0);
-        }
-}
-
-static void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
-{
-        sc_server_stats_t st;
-        uint64_t up, down, buffered, dropped, steps = 0, compressed = 0;
-        double wait, data_wait, send_wait, tl, acc;
-
-        sc_sim_evaluate(sim, &tl, &acc);
-        sim->last_acc = acc;
-        sim->last_test_loss = tl;
-        if (sim->reached_t < 0 && sim->spec.target_acc > 0 && acc >= sim->spec.target_acc)
-                sim->reached_t = sim->now;
-        sc_sim_totals(sim, &up, &down, &buffered, &dropped, &wait, &data_wait, &send_wait);
-        sc_server_stats(sim->servers[0], &st); /* every update reaches every shard */
-        for (int i = 0; i < sim->nd; i++)
-                for (int sh = 0; sh < sim->ns; sh++) {
-                        sc_codec_stats_t cs;
-                        sc_codec_stats(sim->devs[i].codec[sh], &cs);
-                        steps += cs.steps;
-                        compressed += cs.compressed;
+        if (d->offline == !live)
+                return SC_OK;
+        d->offline = !live;
+        d->busy = 0;
+        for (int sh = 0; sh < sim->ns && !err; sh++) {
+                sc_server_t *srv = sim->servers[sh];
+                sc_sim_snap_t *snap = NULL;
+                sc_apply_result_t res;
+                uint64_t c0 = sc_server_min_clock(srv);
+                int released;
+                sc_server_set_live(srv, (uint32_t)i, live, &res);
+                released = sim->spec.sync.kind == SC_SYNC_SSP && sc_server_min_clock(srv) > c0;
+                for (int k = 0; k < sim->nd && !err; k++) {
+                        sc_sim_dev_t *o = &sim->devs[k];
+                        int to = k == i ? live : res.stepped || (released && !o->busy);
+                        if (to && !o->offline)
+                                err = sc_sim_deliver(sim, sh, k, &snap);
                 }
-        fprintf(out, final ? "{\"event\":\"end\",\"t\":%.6f" : "{\"t\":%.6f", sim->now);
-        fprintf(out, ",\"step\":%llu,\"updates\":%llu", (unsigned long long)sc_sim_version(sim),
-                (unsigned long long)st.applied);
-        if (sim->loss_n)
-                sim->last_loss = sim->loss_sum / (double)sim->loss_n;
-        if (sim->stale_n)
-                sim->last_stale = sim->stale_sum / (double)sim->stale_n;
-        sc_sim_num(out, "loss", sim->loss_n || final ? sim->last_loss : NAN, "%.6f");
-        sc_sim_num(out, "test_loss", tl, "%.6f");
-        sc_sim_num(out, "test_acc", acc, "%.4f");
-        fprintf(out,
-                ",\"samples\":%llu,\"bytes_up\":%llu,\"bytes_down\":%llu,\"inject_"
-                "bytes\":%llu,"
-                "\"buffered\":%llu,\"dropped\":%llu",
-                (unsigned long long)sim->samples, (unsigned long long)up, (unsigned long long)down,
-                (unsigned long long)sim->inject_bytes, (unsigned long long)buffered,
-                (unsigned long long)dropped);
-        sc_sim_num(out, "wait_s", wait, "%.6f");
-        sc_sim_num(out, "data_wait_s", data_wait, "%.6f");
-        sc_sim_num(out, "send_wait_s", send_wait, "%.6f");
-        sc_sim_num(out, "staleness", sim->stale_n || final ? sim->last_stale : 0, "%.4f");
-        sc_sim_num(out, "cnc", steps ? (double)compressed / (double)steps : 0, "%.4f");
-        if (sim->spec.sync.kind == SC_SYNC_ADSP)
-                sc_sim_num(out, "commit_rate", sim->commit_rate, "%.4f");
-        if (final) {
-                uint64_t peak = 0;
-                for (int i = 0; i < sim->nd; i++)
-                        peak = sim->devs[i].stream.peak > peak ? sim->devs[i].stream.peak : peak;
-                fprintf(out,
-                        ",\"policy\":\"%s\",\"devices\":%d,\"shards\":%d,\"peak_buffered\":"
-                        "%llu",
-                        sc_sync_kind_name(sim->spec.sync.kind), sim->nd, sim->ns,
-                        (unsigned long long)peak);
-                sc_sim_num(out, "time_to_target", sim->reached_t >= 0 ? sim->reached_t : NAN,
-                           "%.6f");
-                fprintf(out, ",\"stalled\":%s", sim->stalled ? "true" : "false");
+                if (snap && snap->refs == 0)
+                        free(snap);
         }
-        fputs("}\n", out);
-        sim->loss_sum = 0;
-        sim->loss_n = 0;
-        sim->stale_sum = 0;
-        sim->stale_n = 0;
+        return err ? sc_errf(err, errstr, errstr_size, "sim: out of memory") : SC_OK;
 }
+
+/* ---- the run loop ------------------------------------------------------- */
 
 sc_err_t sc_sim_run(sc_sim_t *sim, FILE *out, char *errstr, size_t errstr_size)
 {
@@ -759,7 +606,19 @@ sc_err_t sc_sim_run(sc_sim_t *sim, FILE *out, char *errstr, size_t errstr_size)
                         break;
                 }
                 sim->now = ev.t;
+                if (ev.dev >= 0 && sim->devs[ev.dev].offline &&
+                    (ev.type == SC_EV_READY || ev.type == SC_EV_COMPUTED ||
+                     ev.type == SC_EV_MODEL || ev.type == SC_EV_RECV)) {
+                        /* A device that left does nothing; what it sent is lost. */
+                        sim->lost_msgs += ev.type == SC_EV_RECV;
+                        sc_sim_free_ptr(ev.type, ev.ptr);
+                        continue;
+                }
                 switch (ev.type) {
+                case SC_EV_LEAVE:
+                case SC_EV_JOIN:
+                        err = sc_sim_churn(sim, ev.dev, ev.type == SC_EV_JOIN, errstr, errstr_size);
+                        break;
                 case SC_EV_READY:
                         err = sc_sim_ready(sim, ev.dev, errstr, errstr_size);
                         break;

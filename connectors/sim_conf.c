@@ -20,6 +20,7 @@ typedef enum sc_simp_type {
         SC_SIMP_CODEC,
         SC_SIMP_RATES,
         SC_SIMP_BUFFER,
+        SC_SIMP_CHURN,
 } sc_simp_type_t;
 
 typedef struct sc_simp {
@@ -75,6 +76,7 @@ static const sc_simp_t sc_simps[] = {
     SC_SIMP("max_time", SC_SIMP_DOUBLE, max_time, 1e-6, 1e12),
     SC_SIMP("max_steps", SC_SIMP_LONG, max_steps, 0, 9e18),
     SC_SIMP("target_acc", SC_SIMP_DOUBLE, target_acc, 0, 1),
+    SC_SIMP("churn", SC_SIMP_CHURN, churn, 0, 0),
     SC_SIMP("eval_every", SC_SIMP_DOUBLE, eval_every, 1e-6, 1e12),
     SC_SIMP("eval_samples", SC_SIMP_INT, eval_samples, 0, 1 << 30),
 };
@@ -167,6 +169,38 @@ static sc_err_t sc_simp_rates(sc_sim_spec_t *spec, json_t *v, const char *origin
                        origin, SC_SIM_MAX_LIST);
 }
 
+/* "churn": [[device, leave_at, rejoin_at or null], ...] */
+static sc_err_t sc_simp_churn(sc_sim_spec_t *spec, json_t *v, const char *origin, char *errstr,
+                              size_t errstr_size)
+{
+        size_t i;
+        json_t *e;
+
+        if (!json_is_array(v) || json_array_size(v) > SC_SIM_MAX_CHURN)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.sim.churn: expected a list of at most %d [device, leave_at, "
+                               "rejoin_at] entries",
+                               origin, SC_SIM_MAX_CHURN);
+        json_array_foreach(v, i, e)
+        {
+                json_t *d = json_array_get(e, 0), *l = json_array_get(e, 1),
+                       *r = json_array_get(e, 2);
+                if (!json_is_array(e) || json_array_size(e) != 3 || !json_is_integer(d) ||
+                    json_integer_value(d) < 0 || !json_is_number(l) ||
+                    !(json_number_value(l) >= 0) || !(json_is_number(r) || json_is_null(r)))
+                        return sc_errf(
+                            SC_ERR_CONFIG, errstr, errstr_size,
+                            "%s: $.sim.churn[%zu]: expected [device >= 0, leave_at >= 0, "
+                            "rejoin_at or null]",
+                            origin, i);
+                spec->churn[i].device = (int)json_integer_value(d);
+                spec->churn[i].leave_at = json_number_value(l);
+                spec->churn[i].rejoin_at = json_is_null(r) ? -1 : json_number_value(r);
+        }
+        spec->n_churn = (int)json_array_size(v);
+        return SC_OK;
+}
+
 sc_err_t sc_sim_spec_parse(sc_sim_spec_t *spec, void *json_sim, const char *origin, char *errstr,
                            size_t errstr_size)
 {
@@ -222,6 +256,10 @@ sc_err_t sc_sim_spec_parse(sc_sim_spec_t *spec, void *json_sim, const char *orig
                                                "\"truncation\"",
                                                origin);
                         break;
+                case SC_SIMP_CHURN:
+                        if ((err = sc_simp_churn(spec, v, origin, errstr, errstr_size)))
+                                return err;
+                        break;
                 case SC_SIMP_RATES:
                         if ((err = sc_simp_rates(spec, v, origin, errstr, errstr_size)))
                                 return err;
@@ -252,6 +290,11 @@ check:
         spec->sync.n_workers = spec->devices;
         if ((err = sc_sync_spec_check(&spec->sync, sub, sizeof(sub))))
                 return sc_errf(err, errstr, errstr_size, "%s: $.sim: %s", origin, sub);
+        for (int i = 0; i < spec->n_churn; i++)
+                if (spec->churn[i].device >= spec->devices)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: $.sim.churn[%d]: device %d of %d", origin, i,
+                                       spec->churn[i].device, spec->devices);
         if (spec->labels_per_device < 0)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "%s: $.sim.labels_per_device: must be >= 0", origin);

@@ -7,7 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
+#include "sc_buf.h"
+#include "sc_nn.h"
 #include "sc_rng.h"
+#include "sc_server.h"
 #include "sc_sim.h"
 
 /* ---- event queue: a binary heap ordered by (time, insertion number) ---- */
@@ -83,5 +88,89 @@ void sc_sim_stream_take(sc_sim_stream_t *s, sc_rng_t *rng, size_t n, uint32_t *i
 
 /* Device i's stream rate under spec (draws from rng for the S sets). */
 double sc_sim_draw_rate(const sc_sim_spec_t *spec, int i, sc_rng_t *rng);
+
+/* ---- the simulation (sim.c runs it, sim_metrics.c reports it) ---- */
+
+enum { SC_EV_READY, SC_EV_COMPUTED, SC_EV_RECV, SC_EV_MODEL, SC_EV_EVAL, SC_EV_LEAVE, SC_EV_JOIN };
+
+#define SC_SIM_MSG_HDR 32 /* bytes of framing counted per message */
+
+typedef struct sc_sim_msg {
+        uint32_t worker;
+        int shard;
+        uint64_t seq, t_read;
+        uint32_t samples;
+        sc_update_kind_t kind;
+        size_t len;
+        uint8_t payload[];
+} sc_sim_msg_t;
+
+typedef struct sc_sim_snap {
+        int refs;
+        int shard;
+        float params[]; /* the shard's range */
+} sc_sim_snap_t;
+
+typedef struct sc_sim_delivery {
+        sc_sim_snap_t *snap;
+        sc_sync_model_info_t info;
+} sc_sim_delivery_t;
+
+typedef struct sc_sim_dev {
+        sc_sync_worker_t *w;
+        sc_codec_t **codec;         /* (shards) */
+        sc_sync_model_info_t *info; /* (shards) latest model info per shard */
+        uint64_t *read_ver;         /* (shards) shard versions the last compute started from */
+        sc_rng_t rng;
+        sc_sim_stream_t stream;
+        uint32_t *pool;                     /* owned dataset indices of this device's labels */
+        float *params, *sync_params, *grad; /* (n) each */
+        double spc;                         /* compute seconds per sample */
+        sc_sim_link_t up, down;
+        int busy;    /* an EV_READY or EV_COMPUTED is pending */
+        int offline; /* left (churn): its events and messages are dropped */
+        int last_batch;
+        double data_wait;       /* seconds spent waiting for samples, closed waits */
+        double data_wait_since; /* start of the open wait; < 0 = none */
+        double send_wait;       /* seconds blocked on the uplink */
+} sc_sim_dev_t;
+
+struct sc_sim_s {
+        sc_sim_spec_t spec;
+        const sc_conf_t *conf;
+        const sc_dataset_t *train, *test;
+        sc_model_t *model;
+        sc_server_t **servers; /* (shards) */
+        size_t *begin;         /* (shards + 1) shard s is [begin[s], begin[s + 1]) */
+        int ns;
+        size_t n;
+        int nd;
+        sc_sim_dev_t *devs;
+        sc_sim_queue_t q;
+        sc_sim_inject_t inject;
+        sc_rng_t inj_rng;
+        float *x, *tmp, *dval;
+        int32_t *y;
+        int *votes; /* (nd) adaptive codec votes */
+        uint32_t *bidx, *didx;
+        int max_batch;
+        sc_buf_t buf;
+        sc_adsp_tuner_t *tuner;
+        double commit_rate, local_lr;
+        /* metrics */
+        double now, loss_sum, stale_sum;
+        uint64_t loss_n, stale_n, samples, inject_bytes;
+        int done, stalled;
+        uint64_t lost_msgs; /* updates dropped because their sender went offline */
+        double reached_t;   /* first time test accuracy >= target_acc; < 0 = not yet */
+        double last_acc, last_test_loss;
+        double last_loss, last_stale; /* of the last metric window (NAN / 0 before any) */
+};
+
+/* The model version: the least over the shards. */
+uint64_t sc_sim_version(const sc_sim_t *sim);
+/* Evaluates the servers' model and writes one metrics line (final: the end
+ * summary). Resets the per-window sums. */
+void sc_sim_line(sc_sim_t *sim, FILE *out, int final);
 
 #endif

@@ -183,6 +183,43 @@ static void every_policy_trains_deterministically(void **state)
         free(b);
 }
 
+static void end_field(const char *line, const char *key, char *buf, size_t size);
+
+/* Devices leaving and rejoining: rounds close without them (no stall), the
+ * live count follows, and a returning device catches up from the model. */
+static void churn_keeps_training(void **state)
+{
+        static const char *const pols[] = {"bsp", "ssp", "localsgd", "adsp", "asp"};
+        for (size_t k = 0; k < sizeof(pols) / sizeof(pols[0]); k++) {
+                char json[512], f[64];
+                double acc;
+                snprintf(json, sizeof(json),
+                         "{\"devices\": 4, \"policy\": \"%s\", \"batch\": 16, \"staleness\": 1,"
+                         " \"local_steps\": 3, \"gamma\": 1, \"commit_min\": 0.2,"
+                         " \"heterogeneity\": 3, \"eval_every\": 1, \"max_time\": 12,"
+                         " \"churn\": [[1, 2.0, 6.0], [3, 3.0, null]]}",
+                         pols[k]);
+                char *out = run_sim(json, &acc);
+                const char *end = strstr(out, "{\"event\":\"end\"");
+                assert_null(strstr(end, "\"stalled\":true"));
+                end_field(end, "live", f, sizeof(f));
+                assert_string_equal(f, "3");
+                /* The metrics line at t = 4 has 2 live devices. */
+                const char *l4 = strstr(out, "{\"t\":4.000000");
+                assert_non_null(l4);
+                end_field(l4, "live", f, sizeof(f));
+                assert_string_equal(f, "2");
+                /* Training went on after the departures. */
+                char s4[32], s12[32];
+                end_field(l4, "step", s4, sizeof(s4));
+                end_field(end, "step", s12, sizeof(s12));
+                if (!(atol(s12) > atol(s4)))
+                        fprintf(stderr, "%s: step %s at t=4, %s at the end\n", pols[k], s4, s12);
+                assert_true(atol(s12) > atol(s4));
+                free(out);
+        }
+}
+
 /* Copies the text of "key":value from a metrics line into buf. */
 static void end_field(const char *line, const char *key, char *buf, size_t size)
 {
@@ -309,6 +346,7 @@ int main(void)
             cmocka_unit_test(invalid_config_files),
             cmocka_unit_test(every_policy_trains_deterministically),
             cmocka_unit_test(shards_match_one_server),
+            cmocka_unit_test(churn_keeps_training),
         };
         return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

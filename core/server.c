@@ -112,10 +112,17 @@ static int sc_seqwin_has(const sc_seqwin_t *sw, uint64_t seq)
         return (int)((sw->mask >> (seq - sw->base)) & 1);
 }
 
-/* Marks seq applied; returns how many seqs were given up as lost to fit it. */
+/* Marks seq applied; returns how many seqs were given up as lost to fit it.
+ * Constant time however far ahead seq is. */
 static uint64_t sc_seqwin_mark(sc_seqwin_t *sw, uint64_t seq)
 {
         uint64_t lost = 0;
+        if (seq - sw->base >= 128) { /* jump: everything missing below is lost */
+                uint64_t shift = seq - sw->base - 63;
+                lost = 64 - (uint64_t)__builtin_popcountll(sw->mask) + (shift - 64);
+                sw->mask = 0;
+                sw->base += shift;
+        }
         while (seq - sw->base >= 64) { /* slide: the oldest missing seq is lost */
                 if (!(sw->mask & 1))
                         lost++;
@@ -130,14 +137,12 @@ static uint64_t sc_seqwin_mark(sc_seqwin_t *sw, uint64_t seq)
         return lost;
 }
 
-/* Missing seqs below seq (seq not yet marked). */
+/* Missing seqs below seq (seq not yet marked, seq >= base). */
 static uint64_t sc_seqwin_gap(const sc_seqwin_t *sw, uint64_t seq)
 {
-        uint64_t gap = 0;
-        for (uint64_t s = sw->base; s < seq; s++)
-                if (!sc_seqwin_has(sw, s))
-                        gap++;
-        return gap;
+        uint64_t d = seq - sw->base;
+        uint64_t below = d >= 64 ? sw->mask : sw->mask & (((uint64_t)1 << d) - 1);
+        return d - (uint64_t)__builtin_popcountll(below);
 }
 
 /* ---- rounds -------------------------------------------------------------- */

@@ -512,6 +512,22 @@ static void gaps_and_lost_seqs_are_reported(void **state)
         u.seq = 50;
         assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
         assert_int_equal(res.status, SC_APPLY_APPLIED);
+        /* A wildly far seq costs constant time: everything below is lost. */
+        uint64_t before = sc_server_applied_seq(srv, 0);
+        u.seq = (uint64_t)1 << 62;
+        assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_APPLIED);
+        assert_true(res.gap > ((uint64_t)1 << 61));
+        assert_true(res.lost > ((uint64_t)1 << 61));
+        /* The 63 seqs just below stay acceptable; older ones were given up. */
+        assert_int_equal(sc_server_applied_seq(srv, 0), ((uint64_t)1 << 62) - 64);
+        assert_true(before < 100);
+        u.seq = ((uint64_t)1 << 62) - 5;
+        assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_APPLIED);
+        u.seq = ((uint64_t)1 << 62) - 100;
+        assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_DUPLICATE);
         sc_server_destroy(srv);
 }
 

@@ -539,6 +539,22 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                               "shard snapshot: truncated or wrong length");
                 goto out;
         }
+        {
+                /* Membership bytes are 0/1 and the round count matches them. */
+                uint32_t got = 0;
+                double w;
+                memcpy(&w, &accw, 8);
+                for (size_t k = 0; k < nw; k++) {
+                        if (wb[k * 26] > 1 || wb[k * 26 + 1] > 1)
+                                b.bad = 1;
+                        got += wb[k * 26 + 1];
+                }
+                if (b.bad || got != n_got || (!srv->acc && n_got) || !(w >= 0) || !isfinite(w)) {
+                        err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                      "shard snapshot: inconsistent round state");
+                        goto out;
+                }
+        }
         if (srv->ada && sc_adacomp_load(srv->ada, b.p, adalen)) {
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                               "shard snapshot: bad adacomp history");

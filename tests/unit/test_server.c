@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_crc32c.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_rng.h"
@@ -665,6 +666,36 @@ static void snapshot_restore_replay_is_bit_identical(void **state)
         }
 }
 
+/* A snapshot with a valid CRC but impossible round state is refused. */
+static void restore_checks_round_state(void **state)
+{
+        sc_server_t *srv = new_server(SC_SYNC_BSP, 3, 0.1, 0.9);
+        float g[D] = {1, 2, 3};
+        uint8_t *snap;
+        size_t len;
+        char err[256];
+        sc_update_t u = dense_update(1, 1, 0, 8, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &u, NULL, NULL, 0), SC_OK);
+        assert_int_equal(sc_server_snapshot(srv, &snap, &len), SC_OK);
+        /* worker 0's "got" byte: after the 104-byte header, live then got */
+        snap[105] = 1;
+        uint32_t crc = sc_crc32c(0, snap, len - 4);
+        for (int i = 0; i < 4; i++)
+                snap[len - 4 + i] = (uint8_t)(crc >> (8 * i));
+        sc_server_t *b = new_server(SC_SYNC_BSP, 3, 0.1, 0.9);
+        assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "round state"));
+        snap[105] = 0;
+        crc = sc_crc32c(0, snap, len - 4);
+        for (int i = 0; i < 4; i++)
+                snap[len - 4 + i] = (uint8_t)(crc >> (8 * i));
+        assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_server_applied_seq(b, 1), 1);
+        free(snap);
+        sc_server_destroy(b);
+        sc_server_destroy(srv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -680,6 +711,7 @@ int main(void)
             cmocka_unit_test(exactly_once_under_duplicates_and_reordering),
             cmocka_unit_test(gaps_and_lost_seqs_are_reported),
             cmocka_unit_test(snapshot_restore_replay_is_bit_identical),
+            cmocka_unit_test(restore_checks_round_state),
         };
         return cmocka_run_group_tests_name("server", tests, NULL, NULL);
 }

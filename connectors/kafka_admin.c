@@ -65,6 +65,21 @@ static void sc_kafka_admin_autocreate(rd_kafka_t *rk, const char *topic, int tim
         rd_kafka_topic_destroy(rkt);
 }
 
+/* 1 if the cluster names a controller that is one of its brokers (where
+ * CreateTopics requests go). */
+static int sc_kafka_admin_has_controller(rd_kafka_t *rk, int timeout_ms)
+{
+        const struct rd_kafka_metadata *md = NULL;
+        int32_t id = rd_kafka_controllerid(rk, timeout_ms);
+        int found = 0;
+        if (id < 0 || rd_kafka_metadata(rk, 0, NULL, &md, timeout_ms))
+                return 0;
+        for (int i = 0; i < md->broker_cnt; i++)
+                found |= md->brokers[i].id == id;
+        rd_kafka_metadata_destroy(md);
+        return found;
+}
+
 /* CreateTopics for the missing topics; per-topic results go to res[i]
  * (NO_ERROR, TOPIC_ALREADY_EXISTS, ...). Returns the request's own error. */
 static rd_kafka_resp_err_t
@@ -154,7 +169,14 @@ sc_err_t sc_kafka_admin_ensure(rd_kafka_t *rk, const sc_kafka_topic_spec_t *topi
                 missing[i] = have[i] == 0;
                 nmissing += missing[i];
         }
-        if (nmissing) {
+        if (nmissing && !sc_kafka_admin_has_controller(rk, timeout_ms)) {
+                /* The embedded broker names no controller and answers no
+                 * CreateTopics: auto-create through metadata requests. */
+                snprintf(why, sizeof(why), "the broker has no controller for CreateTopics");
+                for (int i = 0; i < n; i++)
+                        if (missing[i])
+                                sc_kafka_admin_autocreate(rk, topics[i].name, timeout_ms);
+        } else if (nmissing) {
                 rerr = sc_kafka_admin_create(rk, topics, missing, n, timeout_ms, res, why,
                                              sizeof(why));
                 for (int i = 0; i < n; i++) {

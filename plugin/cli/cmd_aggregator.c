@@ -28,7 +28,7 @@
 typedef struct sc_agg_opts {
         const char *config, *bootstrap, *bootstrap_file;
         const char *sets[SC_AGG_MAX_SETS];
-        int n_sets, quiet, produce, check, no_create;
+        int n_sets, quiet, produce, check, bad_model, no_create;
         double duration, idle_exit, rate;
         long seq_from, seq_to, corrupt_every, dup_every;
 } sc_agg_opts_t;
@@ -87,6 +87,7 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                                                  {"help", no_argument, NULL, 'h'},
                                                  {"selftest-produce", no_argument, NULL, 'P'},
                                                  {"selftest-check", no_argument, NULL, 'C'},
+                                                 {"selftest-bad-model", no_argument, NULL, 'M'},
                                                  {"seq-from", required_argument, NULL, 'f'},
                                                  {"seq-to", required_argument, NULL, 't'},
                                                  {"rate", required_argument, NULL, 'r'},
@@ -138,6 +139,9 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                         break;
                 case 'C':
                         o->check = 1;
+                        break;
+                case 'M':
+                        o->bad_model = 1;
                         break;
                 case 'f':
                         o->seq_from = atol(optarg);
@@ -386,7 +390,22 @@ static int sc_agg_produce(const sc_conf_t *conf, const sc_agg_opts_t *o)
             sc_kafka_admin_ensure(rk, topics, SC_JOB__NTOPICS, 10000, NULL, err, sizeof(err)))
                 goto out;
         sc_kafka_delivery_init(&dv);
-        for (long seq = 1; seq <= o->seq_to && !sc_cli_stop; seq++)
+        for (int p = 0; o->bad_model && p < f.shards; p++) {
+                /* garbage, then a model message of another shard in this partition */
+                static const char junk[] = "not a model shard";
+                sc_wire_model_t m = {.shard = (uint32_t)(p + 1), .count = 1, .params = f.g};
+                msg.len = 0;
+                f.g[0] = 1.0f;
+                if (sc_kafka_produce(rk, topics[SC_JOB_MODEL].name, p, NULL, 0, junk,
+                                     sizeof(junk) - 1, NULL, NULL, 0, 0, &dv, 10000, err,
+                                     sizeof(err)) ||
+                    sc_wire_encode_model(&msg, &m, err, sizeof(err)) ||
+                    sc_kafka_produce(rk, topics[SC_JOB_MODEL].name, p, NULL, 0, msg.data, msg.len,
+                                     NULL, NULL, 0, 0, &dv, 10000, err, sizeof(err)))
+                        goto out;
+                bad += 2;
+        }
+        for (long seq = 1; seq <= o->seq_to && !o->bad_model && !sc_cli_stop; seq++)
                 for (int w = 0; w < f.workers; w++)
                         for (int s = 0; s < f.shards; s++) {
                                 char key[16];
@@ -589,7 +608,7 @@ int sc_cmd_aggregator(int argc, char **argv)
                 goto out;
         sc_kafka_log_set_sink(sc_agg_kafka_log, NULL);
         sc_cli_signals();
-        if (o.produce) {
+        if (o.produce || o.bad_model) {
                 rc = sc_agg_produce(&conf, &o);
                 goto out;
         }

@@ -254,6 +254,7 @@ sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr, s
         sc_err_t err = SC_OK;
         if (l->cnt > 0) {
                 rd_kafka_resp_err_t e = rd_kafka_commit(src->rk, l, !sync);
+                src->last_commit_err = e;
                 src->stats.ks_commits++;
                 if (e) {
                         src->stats.ks_commit_errors++;

@@ -54,6 +54,7 @@ struct sc_kafka_source_s {
         int logged_full; /* "more than SC_BATCH_MAX_STREAMS topics" said once */
         int logged_dlq;
         uint64_t dlq_enqueued, dlq_refused;
+        rd_kafka_resp_err_t last_commit_err; /* of the last rd_kafka_commit() */
 };
 
 /* kafka_source.c */

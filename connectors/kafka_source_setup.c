@@ -244,7 +244,26 @@ sc_err_t sc_kafka_source_finish(sc_kafka_source_t *src, int timeout_ms, char *er
                                       src->conf->source.dead_letter, src->dlq_dv.dv_pending,
                                       timeout_ms);
         }
-        sc_err_t e2 = sc_ks_commit(src, 1, 1, errstr, errstr_size);
+        /* A rebalance under way (another member left at the same time)
+         * refuses commits: serve it (the revocation commits what is finished
+         * and returns the rest), then commit what is still assigned. Records
+         * fetched meanwhile are left unread: not consumed, not committed. */
+        sc_err_t e2 = SC_OK;
+        for (int tries = 0; tries < 50; tries++) {
+                src->last_commit_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+                e2 = sc_ks_commit(src, 1, 1, errstr, errstr_size);
+                rd_kafka_resp_err_t ce = src->last_commit_err;
+                if (!e2 ||
+                    (ce != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS &&
+                     ce != RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION && ce != RD_KAFKA_RESP_ERR__STATE))
+                        break;
+                src->stats.ks_commit_errors--; /* retried, not failed */
+                for (int i = 0; i < 10; i++) {
+                        rd_kafka_message_t *m = rd_kafka_consumer_poll(src->rk, 20);
+                        if (m)
+                                rd_kafka_message_destroy(m);
+                }
+        }
         return err ? err : e2;
 }
 

@@ -10,7 +10,7 @@ start_broker gr.0:1 gr.1:1 gr.2:1 gr.3:1
 write_config "$tmp/w.json" '[{"topic": "gr.0"}, {"topic": "gr.1"}, {"topic": "gr.2"}, {"topic": "gr.3"}]' \
 	'{"source": {"group_id": "itest-group"}, "kafka": {"partition.assignment.strategy": "roundrobin"}}'
 for w in a b; do
-	"$SCADLES" worker -c "$tmp/w.json" --bootstrap "$bs" --idle-exit 4 --throttle 2000 \
+	"$SCADLES" worker -c "$tmp/w.json" --bootstrap "$bs" --idle-exit 8 --throttle 2000 \
 		>"$tmp/$w.out" 2>"$tmp/$w.err" &
 	eval "pid_$w=$!"
 	pids="$pids $!"

@@ -56,6 +56,8 @@ typedef struct sc_sim_spec {
         int n_rates;
         double min_rate;         /* drawn rates are clamped to >= this (1) */
         int truncation;          /* buffer policy: 1 = keep one window, drop the rest */
+        int scadles_drain;       /* scadles: take everything buffered at each window end (reference
+                                    code) instead of b_i = S_i * window */
         double buffer_window;    /* truncation window, seconds (1) */
         int labels_per_device;   /* 0 = IID; k = non-IID with k labels per device */
         double inject_alpha;     /* data injection: fraction of devices sharing per step */

@@ -411,9 +411,20 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
                         continue;
                 }
                 int b = act.batch > sim->max_batch ? sim->max_batch : act.batch;
+                double t = sim->now;
                 sc_sim_stream_advance(&d->stream, sim->now);
-                if (d->stream.buffered < (uint64_t)b) {
-                        double t = sc_sim_stream_ready_at(&d->stream, sim->now, (uint64_t)b);
+                if (sim->spec.scadles_drain && sim->spec.sync.kind == SC_SYNC_SCADLES) {
+                        /* Reference ScaDLES: at each window's end take everything
+                         * buffered, clamped to [b_min, b_max]. */
+                        uint64_t have = d->stream.buffered;
+                        t = d->last_take + sim->spec.sync.window;
+                        b = have < (uint64_t)sim->spec.sync.b_min   ? sim->spec.sync.b_min
+                            : have > (uint64_t)sim->spec.sync.b_max ? sim->spec.sync.b_max
+                                                                    : (int)have;
+                }
+                if (d->stream.buffered < (uint64_t)b || t > sim->now) {
+                        double tb = sc_sim_stream_ready_at(&d->stream, sim->now, (uint64_t)b);
+                        t = tb > t ? tb : t;
                         if (d->data_wait_since < 0)
                                 d->data_wait_since = sim->now;
                         d->busy = 1;
@@ -423,6 +434,7 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
                         d->data_wait += sim->now - d->data_wait_since;
                         d->data_wait_since = -1;
                 }
+                d->last_take = sim->now;
                 sc_sim_compute(sim, i, b, act.local_step);
                 d->last_batch = b;
                 d->busy = 1;

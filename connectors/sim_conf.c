@@ -63,6 +63,7 @@ static const sc_simp_t sc_simps[] = {
     SC_SIMP("rates", SC_SIMP_RATES, rates, 0, 0),
     SC_SIMP("min_rate", SC_SIMP_DOUBLE, min_rate, 1e-6, 1e12),
     SC_SIMP("buffer", SC_SIMP_BUFFER, truncation, 0, 0),
+    SC_SIMP("scadles_drain", SC_SIMP_BOOL, scadles_drain, 0, 1),
     SC_SIMP("buffer_window", SC_SIMP_DOUBLE, buffer_window, 1e-6, 1e9),
     SC_SIMP("labels_per_device", SC_SIMP_INT, labels_per_device, 0, 1 << 20),
     SC_SIMP("inject_alpha", SC_SIMP_DOUBLE, inject_alpha, 0, 1),

@@ -127,8 +127,9 @@ typedef struct sc_sim_dev {
         float *params, *sync_params, *grad; /* (n) each */
         double spc;                         /* compute seconds per sample */
         sc_sim_link_t up, down;
-        int busy;    /* an EV_READY or EV_COMPUTED is pending */
-        int offline; /* left (churn): its events and messages are dropped */
+        int busy;         /* an EV_READY or EV_COMPUTED is pending */
+        int offline;      /* left (churn): its events and messages are dropped */
+        double last_take; /* time of the last batch taken (scadles_drain windows) */
         int last_batch;
         double data_wait;       /* seconds spent waiting for samples, closed waits */
         double data_wait_since; /* start of the open wait; < 0 = none */

@@ -151,6 +151,9 @@ static void every_policy_trains_deterministically(void **state)
             "{\"devices\": 3, \"policy\": \"scadles\", \"rates\": [20, 40, 80], \"b_min\": 8,"
             " \"buffer\": \"truncation\", \"codec\": \"adaptive\", \"codec_vote\": true,"
             " \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"scadles\", \"rates\": [20, 40, 80], \"scadles_drain\": "
+            "true,"
+            " \"max_time\": 8}",
             "{\"devices\": 3, \"policy\": \"asp\", \"batch\": 16, \"heterogeneity\": 3,"
             " \"max_time\": 8}",
             "{\"devices\": 3, \"policy\": \"ssp\", \"staleness\": 2, \"batch\": 16,"

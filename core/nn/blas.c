@@ -134,7 +134,8 @@ int sc_nn_gemm_skinny(int M, int N, int K)
          * threads, only products too small for sgemm to split well. */
         if (sc_nn_threads > 1)
                 return work < (1 << 19);
-        return work < (1 << 19) || N <= SC_NN_SKINNY_SIDE || K <= SC_NN_SKINNY_SIDE;
+        return work < (1 << 19) || N <= SC_NN_SKINNY_SIDE || K <= SC_NN_SKINNY_SIDE ||
+               (M <= 32 && K <= 512);
 #else
         return 0;
 #endif

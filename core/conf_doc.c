@@ -98,13 +98,19 @@ static void sc_conf_describe_list(sc_conf_sb_t *sb, const sc_conf_prop_t *p, int
 {
         char name[256], kinds[256];
 
-        if (markdown)
+        if (markdown && p->list->tag)
                 sc_conf_sb_printf(sb,
                                   "\nEach element of `%s` is an object; which keys it takes "
                                   "depends on its `%s`:\n\n"
                                   "| Key | Applies to | Type | Default | Description |\n"
                                   "|---|---|---|---|---|\n",
-                                  p->path, p->list->tag ? p->list->tag : "");
+                                  p->path, p->list->tag);
+        else if (markdown)
+                sc_conf_sb_printf(sb,
+                                  "\nEach element of `%s` is an object with these keys:\n\n"
+                                  "| Key | Applies to | Type | Default | Description |\n"
+                                  "|---|---|---|---|---|\n",
+                                  p->path);
         for (size_t j = 0; j < p->list->nprops; j++) {
                 const sc_conf_prop_t *q = &p->list->props[j];
                 sc_conf_kinds_text(p->list, q, kinds, sizeof(kinds));

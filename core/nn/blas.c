@@ -124,6 +124,47 @@ __attribute__((target("avx512f"))) static void skinny_gemm(int M, int N, int K, 
 }
 #endif
 
+/* C (M, N) = A (M, K) B (N, K)^T (+ beta C) for a small C and a long K
+ * (conv2d weight gradients with few filters and taps): 4x4 blocks of dot
+ * products, each accumulated in one vector over K and reduced at the end. */
+__attribute__((target("avx512f"))) static void dot_gemm(int M, int N, int K, const float *A,
+                                                        int lda, const float *B, int ldb,
+                                                        float beta, float *C, int ldc)
+{
+        for (int i0 = 0; i0 < M; i0 += 4) {
+                for (int j0 = 0; j0 < N; j0 += 4) {
+                        const float *a[4], *b[4];
+                        __m512 acc[4][4];
+                        /* Rows past the edge repeat the last one; never stored. */
+                        for (int r = 0; r < 4; r++) {
+                                a[r] = A + (size_t)(i0 + r < M ? i0 + r : M - 1) * lda;
+                                b[r] = B + (size_t)(j0 + r < N ? j0 + r : N - 1) * ldb;
+                                for (int c = 0; c < 4; c++)
+                                        acc[r][c] = _mm512_setzero_ps();
+                        }
+                        for (int k = 0; k < K; k += 16) {
+                                const __mmask16 m = sc_nn_lanes(0, K - k);
+                                __m512 av[4], bv[4];
+                                for (int r = 0; r < 4; r++) {
+                                        av[r] = _mm512_maskz_loadu_ps(m, a[r] + k);
+                                        bv[r] = _mm512_maskz_loadu_ps(m, b[r] + k);
+                                }
+                                for (int r = 0; r < 4; r++)
+                                        for (int c = 0; c < 4; c++)
+                                                acc[r][c] =
+                                                    _mm512_fmadd_ps(av[r], bv[c], acc[r][c]);
+                        }
+                        for (int r = 0; r < 4 && i0 + r < M; r++) {
+                                for (int c = 0; c < 4 && j0 + c < N; c++) {
+                                        float *o = C + (size_t)(i0 + r) * ldc + j0 + c;
+                                        float v = _mm512_reduce_add_ps(acc[r][c]);
+                                        *o = beta != 0.0f ? v + beta * *o : v;
+                                }
+                        }
+                }
+        }
+}
+
 int sc_nn_gemm_skinny(int M, int N, int K)
 {
 #ifdef SC_NN_HAVE_SKINNY
@@ -145,6 +186,11 @@ void sc_nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A
                 const float *B, int ldb, float beta, float *C, int ldc)
 {
 #ifdef SC_NN_HAVE_SKINNY
+        if (tb && !ta && alpha == 1.0f && M * N <= 1024 && K >= 256 && sc_nn_avx512() &&
+            (sc_nn_threads_get() == 1 || (double)M * N * K < (1 << 21))) {
+                dot_gemm(M, N, K, A, lda, B, ldb, beta, C, ldc);
+                return;
+        }
         if (!tb && alpha == 1.0f && sc_nn_gemm_skinny(M, N, K)) {
                 skinny_gemm(M, N, K, A, ta ? 1 : (size_t)lda, ta ? (size_t)lda : 1, B, ldb, beta, C,
                             ldc);

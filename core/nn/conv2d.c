@@ -54,10 +54,23 @@ static int conv_chunk(const sc_layer_t *l, int B)
 }
 
 /* col for the forward pass and the backward pass's dcol. */
+/* Up to this many floats, the forward pass keeps every chunk's im2col for
+ * the backward pass instead of recomputing it. */
+#define SC_CONV_KEEP_FLOATS (1u << 20)
+
+static int conv_keeps_cols(const sc_layer_t *l, int B)
+{
+        size_t per = (size_t)l->in.c * l->spec.kernel * l->spec.kernel * l->out.h * l->out.w;
+        return per * (size_t)B <= SC_CONV_KEEP_FLOATS;
+}
+
+/* The im2col chunk (or the whole batch's columns when kept), then the
+ * backward pass's dcol chunk. */
 static size_t conv_workspace(const sc_layer_t *l, int B)
 {
         size_t per = (size_t)l->in.c * l->spec.kernel * l->spec.kernel * l->out.h * l->out.w;
-        return 2 * per * (size_t)conv_chunk(l, B);
+        size_t chunk = per * (size_t)conv_chunk(l, B);
+        return (conv_keeps_cols(l, B) ? per * (size_t)B : chunk) + chunk;
 }
 
 /* Channel and sample strides of an input of layout fm. */
@@ -252,12 +265,13 @@ static void conv_forward(sc_layer_t *l, const float *x, float *y, int B, int tra
         const int ckk = C * k * k, nbc = conv_chunk(l, B);
         const size_t ohw = (size_t)l->out.h * l->out.w, ld = (size_t)B * ohw;
         size_t cs, bs;
-        float *col = l->ws;
+        const int keep = conv_keeps_cols(l, B);
 
         conv_strides(l, B, &cs, &bs);
         for (int b0 = 0; b0 < B; b0 += nbc) {
                 int nb = B - b0 < nbc ? B - b0 : nbc;
                 int n = nb * (int)ohw;
+                float *col = l->ws + (keep ? (size_t)b0 * ckk * ohw : 0);
                 sc_nn_im2col(x, cs, bs, b0, nb, C, l->in.h, l->in.w, k, l->spec.stride,
                              l->spec.padding, l->out.h, l->out.w, col);
                 float *yc = y + (size_t)b0 * ohw;
@@ -274,7 +288,8 @@ static void conv_backward(sc_layer_t *l, const float *x, const float *y, const f
         const int ckk = C * k * k, nbc = conv_chunk(l, B);
         const size_t ohw = (size_t)l->out.h * l->out.w, ld = (size_t)B * ohw;
         size_t cs, bs;
-        float *col = l->ws, *dcol = l->ws + (size_t)ckk * nbc * ohw;
+        const int keep = conv_keeps_cols(l, B);
+        float *dcol = l->ws + (size_t)ckk * ohw * (keep ? (size_t)B : (size_t)nbc);
 
         for (int f = 0; f < F; f++)
                 l->db[f] = sc_nn_sum(dy + (size_t)f * ld, ld);
@@ -285,8 +300,10 @@ static void conv_backward(sc_layer_t *l, const float *x, const float *y, const f
                 int nb = B - b0 < nbc ? B - b0 : nbc;
                 int n = nb * (int)ohw;
                 const float *dyc = dy + (size_t)b0 * ohw;
-                sc_nn_im2col(x, cs, bs, b0, nb, C, l->in.h, l->in.w, k, l->spec.stride,
-                             l->spec.padding, l->out.h, l->out.w, col);
+                float *col = l->ws + (keep ? (size_t)b0 * ckk * ohw : 0);
+                if (!keep)
+                        sc_nn_im2col(x, cs, bs, b0, nb, C, l->in.h, l->in.w, k, l->spec.stride,
+                                     l->spec.padding, l->out.h, l->out.w, col);
                 sc_nn_gemm(0, 1, F, ckk, n, 1.0f, dyc, (int)ld, col, n, b0 ? 1.0f : 0.0f, l->dw,
                            ckk);
                 if (!dx)

@@ -545,6 +545,24 @@ static void gemm_skinny_edges(void **state)
                         }
                 }
         }
+        /* Long-K products with a small C (the dot-product kernel), tails in
+         * every dimension. */
+        const int dims[][3] = {{5, 7, 300}, {4, 4, 256}, {1, 9, 1000}, {32, 9, 517}};
+        for (size_t d = 0; d < sizeof(dims) / sizeof(dims[0]); d++) {
+                const int M = dims[d][0], N = dims[d][1], KK = dims[d][2];
+                float *a = malloc(sizeof(float) * M * KK), *b = malloc(sizeof(float) * N * KK);
+                fill_normal(a, (size_t)M * KK, &rng, 1.0f);
+                fill_normal(b, (size_t)N * KK, &rng, 1.0f);
+                for (int beta = 0; beta <= 1; beta++) {
+                        fill_normal(C1, 33 * 130, &rng, 1.0f);
+                        memcpy(C2, C1, sizeof(float) * 33 * 130);
+                        sc_nn_gemm(0, 1, M, N, KK, 1.0f, a, KK, b, KK, (float)beta, C1, 130);
+                        sc_nn_gemm_ref(0, 1, M, N, KK, 1.0f, a, KK, b, KK, (float)beta, C2, 130);
+                        assert_close(C1, C2, 33 * 130, 1e-4f);
+                }
+                free(a);
+                free(b);
+        }
         free(A);
         free(Bm);
         free(C1);

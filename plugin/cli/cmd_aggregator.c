@@ -31,6 +31,8 @@ typedef struct sc_agg_opts {
         int n_sets, quiet, produce, check, bad_model, no_create;
         double duration, idle_exit, rate;
         long seq_from, seq_to, corrupt_every, dup_every;
+        int skip_worker, ctl_worker;
+        const char *ctl_kind;
 } sc_agg_opts_t;
 
 static void sc_agg_usage(FILE *out)
@@ -88,6 +90,9 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                                                  {"selftest-produce", no_argument, NULL, 'P'},
                                                  {"selftest-check", no_argument, NULL, 'C'},
                                                  {"selftest-bad-model", no_argument, NULL, 'M'},
+                                                 {"selftest-ctl", required_argument, NULL, 'K'},
+                                                 {"worker", required_argument, NULL, 'W'},
+                                                 {"skip-worker", required_argument, NULL, 'S'},
                                                  {"seq-from", required_argument, NULL, 'f'},
                                                  {"seq-to", required_argument, NULL, 't'},
                                                  {"rate", required_argument, NULL, 'r'},
@@ -99,6 +104,7 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
         memset(o, 0, sizeof(*o));
         o->seq_from = 1;
         o->seq_to = 10;
+        o->skip_worker = -1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":c:s:b:B:d:i:qh", longopts, NULL)) != -1) {
                 switch (c) {
@@ -142,6 +148,15 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                         break;
                 case 'M':
                         o->bad_model = 1;
+                        break;
+                case 'K':
+                        o->ctl_kind = optarg;
+                        break;
+                case 'W':
+                        o->ctl_worker = atoi(optarg);
+                        break;
+                case 'S':
+                        o->skip_worker = atoi(optarg);
                         break;
                 case 'f':
                         o->seq_from = atol(optarg);
@@ -390,6 +405,19 @@ static int sc_agg_produce(const sc_conf_t *conf, const sc_agg_opts_t *o)
             sc_kafka_admin_ensure(rk, topics, SC_JOB__NTOPICS, 10000, NULL, err, sizeof(err)))
                 goto out;
         sc_kafka_delivery_init(&dv);
+        if (o->ctl_kind) {
+                sc_wire_control_t c = {.worker = (uint32_t)o->ctl_worker,
+                                       .timestamp = (int64_t)(sc_agg_wall() * 1e6)};
+                c.kind = !strcmp(o->ctl_kind, "join")        ? SC_WIRE_CTL_JOIN
+                         : !strcmp(o->ctl_kind, "heartbeat") ? SC_WIRE_CTL_HEARTBEAT
+                                                             : SC_WIRE_CTL_LEAVE;
+                msg.len = 0;
+                if (sc_wire_encode_control(&msg, &c, err, sizeof(err)) ||
+                    sc_kafka_produce(rk, topics[SC_JOB_CTL].name, RD_KAFKA_PARTITION_UA, NULL, 0,
+                                     msg.data, msg.len, NULL, NULL, 0, 0, &dv, 10000, err,
+                                     sizeof(err)))
+                        goto out;
+        }
         for (int p = 0; o->bad_model && p < f.shards; p++) {
                 /* garbage, then a model message of another shard in this partition */
                 static const char junk[] = "not a model shard";
@@ -405,7 +433,7 @@ static int sc_agg_produce(const sc_conf_t *conf, const sc_agg_opts_t *o)
                         goto out;
                 bad += 2;
         }
-        for (long seq = 1; seq <= o->seq_to && !o->bad_model && !sc_cli_stop; seq++)
+        for (long seq = 1; seq <= o->seq_to && !o->bad_model && !o->ctl_kind && !sc_cli_stop; seq++)
                 for (int w = 0; w < f.workers; w++)
                         for (int s = 0; s < f.shards; s++) {
                                 char key[16];
@@ -413,7 +441,7 @@ static int sc_agg_produce(const sc_conf_t *conf, const sc_agg_opts_t *o)
                                 msg.len = 0;
                                 if (sc_fake_update(&f, w, s, seq, &msg, err, sizeof(err)))
                                         goto out;
-                                if (seq < o->seq_from)
+                                if (seq < o->seq_from || w == o->skip_worker)
                                         continue; /* advances the codec state only */
                                 if (sc_kafka_produce(rk, topics[SC_JOB_GRAD].name, s, key,
                                                      (size_t)klen, msg.data, msg.len, NULL, NULL, 0,
@@ -608,7 +636,7 @@ int sc_cmd_aggregator(int argc, char **argv)
                 goto out;
         sc_kafka_log_set_sink(sc_agg_kafka_log, NULL);
         sc_cli_signals();
-        if (o.produce || o.bad_model) {
+        if (o.produce || o.bad_model || o.ctl_kind) {
                 rc = sc_agg_produce(&conf, &o);
                 goto out;
         }

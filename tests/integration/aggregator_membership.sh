@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Aggregator membership (bsp barriers from J.ctl): three fake workers join; a
+# worker that sends "leave" stops holding rounds back at once; one that
+# rejoins and then goes silent holds a round back only until the session
+# timeout (3 s) passes, after which the other two close rounds alone.
+. "$(dirname "$0")/aggregator_common.inc"
+start_broker
+cfg="$tmp/job.json"
+write_job "$cfg" member '{"job": {"sync": {"policy": "bsp"}, "session_timeout": 3,
+  "progress_interval": 0.1}}'
+ctl() {
+	"$SCADLES" aggregator -c "$cfg" -b "$bs" --selftest-ctl "$1" --worker "$2" >>"$tmp/produce.out" 2>>"$tmp/produce.err" ||
+		fail "could not send $1 for worker $2"
+}
+# rounds FROM TO [ARGS]: one round at a time, each after the previous closed,
+# as bsp workers do (an update for a round not reached yet is rejected)
+rounds() {
+	local from=$1 to=$2
+	shift 2
+	for r in $(seq "$from" "$to"); do
+		produce "$cfg" --seq-from "$r" --seq-to "$r" "$@"
+		wait_version "$r" 10 || fail "round $r did not close"
+	done
+}
+# wait_version V SECONDS: every shard at version V in a progress line
+wait_version() {
+	for _ in $(seq 1 $(($2 * 10))); do
+		grep -Eq "shards=\[0:v$1@[0-9]+,1:v$1@[0-9]+,2:v$1@[0-9]+,3:v$1@[0-9]+\]" "$tmp/a.err" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+agg a -c "$cfg"
+apid=$lastpid
+wait_held a 30 || fail "the aggregator took no shard"
+for w in 0 1 2; do ctl join $w; done
+rounds 1 5
+
+ctl leave 2
+rounds 6 10 --skip-worker 2
+
+ctl join 2
+for _ in $(seq 1 50); do
+	[ "$(grep -c "worker 2 is live" "$tmp/a.err")" -ge 2 ] && break
+	sleep 0.1
+done
+[ "$(grep -c "worker 2 is live" "$tmp/a.err")" -ge 2 ] || fail "worker 2's join was not seen"
+t0=$(date +%s.%N)
+produce "$cfg" --seq-from 11 --seq-to 11 --skip-worker 2
+sleep 1.5
+ctl heartbeat 0
+ctl heartbeat 1
+grep -Eq "shards=\[0:v11@" "$tmp/a.err" && fail "round 11 closed while worker 2 was live"
+wait_version 11 10 || fail "round 11 did not close after worker 2 went silent"
+waited=$(echo "$(date +%s.%N) - $t0" | bc)
+grep -q "worker 2 left the barriers" "$tmp/a.err" || fail "worker 2's silence was not noticed"
+rounds 12 15 --skip-worker 2
+
+kill -TERM "$apid"
+wait "$apid" || fail "the aggregator exited with an error"
+[ "$(summary a .applied)" = 140 ] || fail "applied $(summary a .applied), expected 140"
+[ "$(summary a .stale)" = 0 ] || fail "stale updates: $(summary a .stale)"
+[ "$(summary a .rejected_total)" = 0 ] || fail "rejected: $(summary a .rejected)"
+echo "leave closed rounds at once; a silent worker held round 11 for ${waited}s (timeout 3 s)"
+echo "PASS"

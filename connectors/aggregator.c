@@ -75,6 +75,7 @@ struct sc_aggregator {
         uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
             stale, lost, ctl_records, restored, initialized, assigned, revoked, steps;
         double t0, last_record, last_progress, first_assign;
+        double first_update, last_update; /* monotonic times of the first / last applied update */
         uint64_t progress_applied;
         sc_err_t fatal;
         char fatal_str[1024];
@@ -494,9 +495,11 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
                               msg->offset, why);
                 return;
         }
-        if (res.status == SC_APPLY_APPLIED)
-                agg->applied++;
-        else if (res.status == SC_APPLY_DUPLICATE)
+        if (res.status == SC_APPLY_APPLIED) {
+                if (!agg->applied++)
+                        agg->first_update = now;
+                agg->last_update = now;
+        } else if (res.status == SC_APPLY_DUPLICATE)
                 agg->duplicates++;
         else
                 agg->stale++;
@@ -784,6 +787,14 @@ char *sc_aggregator_summary(const sc_aggregator_t *agg)
         json_object_set_new(o, "applied", json_integer((json_int_t)agg->applied));
         json_object_set_new(o, "updates_per_s",
                             json_real(el > 0 ? round((double)agg->applied / el * 10) / 10 : 0));
+        {
+                /* the rate while updates were flowing: first to last applied */
+                double busy = agg->last_update - agg->first_update;
+                json_object_set_new(o, "busy_s", json_real(round(busy * 1000) / 1000));
+                json_object_set_new(
+                    o, "busy_updates_per_s",
+                    json_real(busy > 0 ? round((double)(agg->applied - 1) / busy) : 0));
+        }
         json_object_set_new(o, "duplicates", json_integer((json_int_t)agg->duplicates));
         json_object_set_new(o, "stale", json_integer((json_int_t)agg->stale));
         json_object_set_new(o, "steps", json_integer((json_int_t)agg->steps));

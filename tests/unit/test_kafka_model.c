@@ -1,0 +1,259 @@
+/* test_kafka_model.c — the job's shard layout, shard records (encode, restore
+ * round trip) and finding the newest usable record of a J.model partition on
+ * the embedded broker, past garbage, other shards' records and records the
+ * caller refuses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_broker.h"
+#include "sc_kafka_model.h"
+
+static void shard_ranges_tile_the_buffer(void **state)
+{
+        static const size_t ns[] = {1, 7, 596, 101770};
+        for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+                for (int shards = 1; shards <= 9 && (size_t)shards <= ns[i]; shards++) {
+                        size_t prev = 0, b, e, lo = ns[i], hi = 0;
+                        for (int s = 0; s < shards; s++) {
+                                sc_kafka_model_shard_range(ns[i], shards, s, &b, &e);
+                                assert_int_equal(b, prev);
+                                assert_true(e > b);
+                                lo = e - b < lo ? e - b : lo;
+                                hi = e - b > hi ? e - b : hi;
+                                prev = e;
+                        }
+                        assert_int_equal(prev, ns[i]);
+                        assert_true(hi - lo <= 1); /* even split */
+                }
+}
+
+static sc_conf_t *small_conf(int shards)
+{
+        static sc_conf_t conf;
+        char errstr[512], text[512];
+        snprintf(text, sizeof(text),
+                 "{\"model\": {\"input\": [8], \"layers\": [{\"type\": \"dense\", \"units\": 4}]},"
+                 " \"optim\": {\"lr\": 0.1, \"momentum\": 0.9}, \"train\": {\"seed\": 5},"
+                 " \"job\": {\"name\": \"km\", \"shards\": %d, \"workers\": 2}}",
+                 shards);
+        if (sc_conf_parse(&conf, text, "test", errstr, sizeof(errstr)))
+                fail_msg("%s", errstr);
+        return &conf;
+}
+
+static sc_server_t *shard_server(const sc_conf_t *conf, sc_model_t *model, int shard)
+{
+        sc_server_spec_t spec;
+        sc_server_t *srv = NULL;
+        char errstr[256];
+        assert_int_equal(sc_kafka_model_server_spec(conf, sc_model_nparams(model), shard, &spec,
+                                                    errstr, sizeof(errstr)),
+                         SC_OK);
+        assert_int_equal(
+            sc_server_new(&srv, &spec, sc_model_params(model) + spec.begin, errstr, sizeof(errstr)),
+            SC_OK);
+        return srv;
+}
+
+static void apply_grad(sc_server_t *srv, uint32_t worker, uint64_t seq, float v)
+{
+        size_t n = sc_server_len(srv);
+        float *g = malloc(n * sizeof(float));
+        char errstr[256];
+        for (size_t i = 0; i < n; i++)
+                g[i] = v * (float)(i + 1);
+        sc_update_t u = {.worker = worker,
+                         .seq = seq,
+                         .samples = 1,
+                         .kind = SC_UPDATE_GRAD,
+                         .n = n,
+                         .values = g};
+        assert_int_equal(sc_server_apply(srv, &u, NULL, errstr, sizeof(errstr)), SC_OK);
+        free(g);
+}
+
+static void initial_model_and_record_round_trip(void **state)
+{
+        const sc_conf_t *conf = small_conf(2);
+        sc_model_t *m1 = NULL, *m2 = NULL;
+        char errstr[512];
+        sc_buf_t buf = {0};
+        sc_wire_msg_t wm;
+
+        assert_int_equal(sc_kafka_model_initial(conf, &m1, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_kafka_model_initial(conf, &m2, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_model_nparams(m1), 36);
+        assert_memory_equal(sc_model_params(m1), sc_model_params(m2), 36 * sizeof(float));
+
+        sc_server_t *a = shard_server(conf, m1, 1), *b = shard_server(conf, m1, 1);
+        apply_grad(a, 0, 1, 0.5f);
+        apply_grad(a, 1, 1, -0.25f);
+        apply_grad(a, 0, 2, 0.125f);
+        assert_int_equal(sc_kafka_model_encode(&buf, a, 77, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_wire_decode(buf.data, buf.len, &wm, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(wm.type, SC_WIRE_MODEL);
+        assert_int_equal(wm.u.model.shard, 1);
+        assert_int_equal(wm.u.model.begin, 18);
+        assert_int_equal(wm.u.model.count, 18);
+        assert_int_equal(wm.u.model.version, 3);
+        assert_int_equal(wm.u.model.grad_offset, 77);
+        assert_int_equal(wm.u.model.napplied, 2);
+        sc_wire_applied_t ap;
+        sc_wire_get_applied(&wm.u.model, 0, &ap);
+        assert_int_equal(ap.worker, 0);
+        assert_int_equal(ap.seq, 2);
+        float params[18];
+        sc_wire_get_f32s(params, wm.u.model.params, 18);
+        assert_memory_equal(params, sc_server_params(a), sizeof(params));
+        /* the opaque state restores everything: momentum continues identically */
+        assert_int_equal(
+            sc_server_restore(b, wm.u.model.state, wm.u.model.state_len, errstr, sizeof(errstr)),
+            SC_OK);
+        apply_grad(a, 1, 2, 1.0f);
+        apply_grad(b, 1, 2, 1.0f);
+        assert_memory_equal(sc_server_params(a), sc_server_params(b), 18 * sizeof(float));
+        sc_apply_result_t res;
+        sc_update_t dup = {
+            .worker = 0, .seq = 2, .samples = 1, .kind = SC_UPDATE_GRAD, .n = 18, .values = params};
+        assert_int_equal(sc_server_apply(b, &dup, &res, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_DUPLICATE);
+
+        sc_server_destroy(a);
+        sc_server_destroy(b);
+        sc_buf_free(&buf);
+        sc_model_destroy(m1);
+        sc_model_destroy(m2);
+        sc_conf_free((sc_conf_t *)conf);
+}
+
+typedef struct seen {
+        int rejects;
+        int refuse_version; /* accept() refuses records of this version and newer */
+} seen_t;
+
+static void on_reject(void *opaque, const char *topic, int32_t partition, int64_t offset,
+                      sc_err_t kind, const char *why)
+{
+        seen_t *s = opaque;
+        assert_string_equal(topic, "km.model");
+        assert_int_equal(partition, 0);
+        assert_true(offset >= 0 && why[0]);
+        s->rejects++;
+}
+
+static int accept_fn(void *opaque, const sc_wire_model_view_t *m, char *why, size_t why_size)
+{
+        seen_t *s = opaque;
+        if (!s->refuse_version || (int)m->version < s->refuse_version)
+                return 0;
+        snprintf(why, why_size, "refused");
+        return 1;
+}
+
+static void newest_usable_record_is_found(void **state)
+{
+        const sc_conf_t *conf = small_conf(1);
+        sc_broker_t *broker = NULL;
+        sc_model_t *model = NULL;
+        rd_kafka_t *prod, *cons;
+        rd_kafka_conf_t *kc;
+        sc_kafka_delivery_t dv;
+        sc_kafka_model_rec_t rec;
+        sc_buf_t buf = {0};
+        char errstr[512];
+        int found = -1;
+        seen_t seen = {0};
+
+        assert_int_equal(sc_broker_new(&broker, 1, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_broker_topic_create(broker, "km.model", 1, errstr, sizeof(errstr)),
+                         SC_OK);
+        kc = rd_kafka_conf_new();
+        rd_kafka_conf_set(kc, "bootstrap.servers", sc_broker_bootstraps(broker), NULL, 0);
+        sc_kafka_conf_delivery(kc);
+        assert_non_null(prod = rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, sizeof(errstr)));
+        kc = rd_kafka_conf_new();
+        rd_kafka_conf_set(kc, "bootstrap.servers", sc_broker_bootstraps(broker), NULL, 0);
+        rd_kafka_conf_set(kc, "group.id", "km.test", NULL, 0);
+        rd_kafka_conf_set(kc, "enable.partition.eof", "true", NULL, 0);
+        rd_kafka_conf_set(kc, "fetch.wait.max.ms", "10", NULL, 0);
+        assert_non_null(cons = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr)));
+
+        /* empty partition */
+        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL, on_reject,
+                                                    &seen, &rec, &found, errstr, sizeof(errstr)),
+                         SC_OK);
+        assert_int_equal(found, 0);
+
+        /* versions 1..6 of shard 0, then garbage and a record of shard 3 */
+        assert_int_equal(sc_kafka_model_initial(conf, &model, errstr, sizeof(errstr)), SC_OK);
+        sc_server_t *srv = shard_server(conf, model, 0);
+        sc_kafka_delivery_init(&dv);
+        for (int v = 1; v <= 6; v++) {
+                apply_grad(srv, 0, (uint64_t)v, 0.1f);
+                buf.len = 0;
+                assert_int_equal(sc_kafka_model_encode(&buf, srv, 10 * v, errstr, sizeof(errstr)),
+                                 SC_OK);
+                assert_int_equal(sc_kafka_model_publish(prod, "km.model", 0, buf.data, buf.len, &dv,
+                                                        errstr, sizeof(errstr)),
+                                 SC_OK);
+        }
+        assert_int_equal(sc_kafka_produce(prod, "km.model", 0, NULL, 0, "junk", 4, NULL, NULL, 0, 0,
+                                          &dv, 5000, errstr, sizeof(errstr)),
+                         SC_OK);
+        sc_wire_model_t other = {.shard = 3, .count = 1, .params = sc_server_params(srv)};
+        buf.len = 0;
+        assert_int_equal(sc_wire_encode_model(&buf, &other, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_kafka_produce(prod, "km.model", 0, NULL, 0, buf.data, buf.len, NULL,
+                                          NULL, 0, 0, &dv, 5000, errstr, sizeof(errstr)),
+                         SC_OK);
+        assert_int_equal(sc_kafka_delivery_wait(prod, &dv, 10000, errstr, sizeof(errstr)), SC_OK);
+
+        /* the newest usable is version 6, past the two bad records */
+        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, accept_fn, on_reject,
+                                                    &seen, &rec, &found, errstr, sizeof(errstr)),
+                         SC_OK);
+        assert_int_equal(found, 1);
+        assert_int_equal(rec.mr_model.version, 6);
+        assert_int_equal(rec.mr_model.grad_offset, 60);
+        assert_int_equal(rec.mr_offset, 5);
+        assert_int_equal(seen.rejects, 2);
+        sc_kafka_model_rec_free(&rec);
+
+        /* refusing versions 6 .. 3 walks back across windows to version 2 */
+        seen.rejects = 0;
+        for (int refuse = 6; refuse >= 3; refuse--) {
+                seen.refuse_version = refuse;
+                assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, accept_fn,
+                                                            on_reject, &seen, &rec, &found, errstr,
+                                                            sizeof(errstr)),
+                                 SC_OK);
+                assert_int_equal(found, 1);
+                assert_int_equal(rec.mr_model.version, refuse - 1);
+                sc_kafka_model_rec_free(&rec);
+        }
+
+        sc_server_destroy(srv);
+        sc_model_destroy(model);
+        sc_buf_free(&buf);
+        rd_kafka_destroy(cons);
+        rd_kafka_destroy(prod);
+        sc_broker_destroy(broker);
+        sc_conf_free((sc_conf_t *)conf);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(shard_ranges_tile_the_buffer),
+            cmocka_unit_test(initial_model_and_record_round_trip),
+            cmocka_unit_test(newest_usable_record_is_found),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

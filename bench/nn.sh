@@ -7,7 +7,7 @@
 # Usage: bench/nn.sh [seconds per run]   (BUILD=build-dir)
 set -u
 BUILD=${BUILD:-build}
-SECS=${1:-0.6}
+SECS=${1:-0.4}
 BENCH="$BUILD/bench/bench_nn"
 PY=/usr/bin/python3
 here=$(cd "$(dirname "$0")" && pwd)

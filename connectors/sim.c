@@ -412,6 +412,7 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
                 }
                 int b = act.batch > sim->max_batch ? sim->max_batch : act.batch;
                 double t = sim->now;
+                d->stream.min_keep = (uint64_t)b;
                 sc_sim_stream_advance(&d->stream, sim->now);
                 if (sim->spec.scadles_drain && sim->spec.sync.kind == SC_SYNC_SCADLES) {
                         /* Reference ScaDLES: at each window's end take everything

@@ -75,6 +75,7 @@ typedef struct sc_sim_stream {
         uint64_t peak;     /* largest buffered */
         int truncation;
         double window;        /* truncation keeps ceil(rate * window) */
+        uint64_t min_keep;    /* ... but never fewer than the batch being waited for */
         const uint32_t *pool; /* dataset indices this device's stream draws from */
         size_t pool_n;
 } sc_sim_stream_t;

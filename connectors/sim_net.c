@@ -148,6 +148,11 @@ void sc_sim_stream_advance(sc_sim_stream_t *s, double t)
         s->buffered += a;
         if (s->truncation) {
                 uint64_t keep = (uint64_t)ceil(s->rate * s->window);
+                /* A window smaller than the batch would drop the samples the
+                 * device waits for and stall it forever (a slow stream under
+                 * b_min): keep at least one batch. */
+                if (keep < s->min_keep)
+                        keep = s->min_keep;
                 if (keep < 1)
                         keep = 1;
                 if (s->buffered > keep) {

@@ -188,6 +188,35 @@ static void every_policy_trains_deterministically(void **state)
 
 static void end_field(const char *line, const char *key, char *buf, size_t size);
 
+/* Truncation on a stream slower than b_min: one window (1 sample) is less than
+ * the batch the device waits for; the buffer keeps one batch instead of
+ * dropping it forever (the run used to stall with no step at all). */
+static void truncation_keeps_one_batch(void **state)
+{
+        uint32_t pool[3] = {7, 8, 9};
+        sc_sim_stream_t s = {
+            .rate = 1, .truncation = 1, .window = 1.0, .min_keep = 8, .pool = pool, .pool_n = 3};
+        sc_sim_stream_advance(&s, 20);
+        assert_int_equal(s.buffered, 8);
+        assert_int_equal(s.dropped, 12);
+        assert_true(sc_sim_stream_ready_at(&s, 20, 8) == 20);
+
+        char f[64], g[64];
+        double acc;
+        char *out = run_sim("{\"devices\": 3, \"policy\": \"scadles\", \"rates\": [1, 40, 60],"
+                            " \"b_min\": 8, \"buffer\": \"truncation\", \"eval_every\": 5,"
+                            " \"max_time\": 40}",
+                            &acc);
+        const char *end = strstr(out, "{\"event\":\"end\"");
+        assert_null(strstr(end, "\"stalled\":true"));
+        end_field(end, "step", f, sizeof(f));
+        assert_true(atol(f) >= 4); /* a round per 8 s of the slowest stream */
+        end_field(end, "dropped", g, sizeof(g));
+        assert_true(atol(g) > 0);
+        free(out);
+        (void)state;
+}
+
 /* Devices leaving and rejoining: rounds close without them (no stall), the
  * live count follows, and a returning device catches up from the model. */
 static void churn_keeps_training(void **state)
@@ -350,6 +379,7 @@ int main(void)
             cmocka_unit_test(every_policy_trains_deterministically),
             cmocka_unit_test(shards_match_one_server),
             cmocka_unit_test(churn_keeps_training),
+            cmocka_unit_test(truncation_keeps_one_batch),
         };
         return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

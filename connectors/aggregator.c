@@ -2,7 +2,7 @@
  * J.grad partition (= shard), restores shards from J.model on assignment,
  * publishes them back, follows worker membership on J.ctl, and counts every
  * record it cannot use. */
-#include "sc_aggregator.h"
+#include "aggregator_impl.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -20,98 +20,6 @@
 #include "sc_kafka_util.h"
 #include "sc_server.h"
 #include "sc_wire.h"
-
-/* Why a record was not applied. */
-typedef enum sc_agg_rej {
-        SC_REJ_CORRUPT, /* framing, CRC, sizes */
-        SC_REJ_VERSION, /* unknown wire version or flags */
-        SC_REJ_DECODE,  /* a field out of range */
-        SC_REJ_FOREIGN, /* a message of another type on J.grad */
-        SC_REJ_SHARD,   /* shard field differs from the partition */
-        SC_REJ_PAYLOAD, /* codec payload invalid or of the wrong length */
-        SC_REJ_UPDATE,  /* refused by the shard server (worker id, kind, seq 0) */
-        SC_REJ_FUTURE,  /* a round update computed against a version not reached */
-        SC_REJ_MODEL,   /* unusable J.model record */
-        SC_REJ_CTL,     /* unusable J.ctl record */
-        SC_REJ__END
-} sc_agg_rej_t;
-
-static const char *const sc_agg_rej_names[SC_REJ__END] = {"corrupt", "version", "decode", "foreign",
-                                                          "shard",   "payload", "update", "future",
-                                                          "model",   "ctl"};
-
-typedef struct sc_agg_shard {
-        int held;
-        sc_server_t *srv;
-        int64_t next;     /* J.grad offset of the next record (all before it are included) */
-        int64_t pub_next; /* `next` at the last publication */
-        uint64_t pub_version;
-        double pub_time;
-        sc_kafka_gap_t gap;
-        /* kept after release, for the summary */
-        int seen;
-        uint64_t version;
-        int64_t offset;
-} sc_agg_shard_t;
-
-struct sc_aggregator {
-        sc_aggregator_spec_t spec;
-        const sc_conf_t *conf;
-        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
-        char group[SC_KAFKA_ADMIN_NAME_MAX], reader_group[SC_KAFKA_ADMIN_NAME_MAX + 8];
-        rd_kafka_t *consumer, *reader, *ctl, *producer;
-        sc_kafka_delivery_t dv;
-        sc_model_t *model;
-        size_t n, maxlen;
-        int nshards, nworkers;
-        sc_agg_shard_t *shards;
-        float *dense, *val;
-        uint32_t *idx;
-        sc_buf_t buf;
-        double *last_seen;
-        uint8_t *left, *live;
-        int round_based, publish_every;
-        uint64_t rej[SC_REJ__END];
-        uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
-            stale, lost, ctl_records, restored, initialized, assigned, revoked, steps;
-        double t0, last_record, last_progress, first_assign;
-        double first_update, last_update; /* monotonic times of the first / last applied update */
-        uint64_t progress_applied;
-        sc_err_t fatal;
-        char fatal_str[1024];
-};
-
-static double sc_agg_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
-{
-        char line[1024];
-        va_list ap;
-        if (!agg->spec.log)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        agg->spec.log(agg->spec.opaque, level, line);
-}
-
-static void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic,
-                          int32_t partition, int64_t offset, const char *why)
-{
-        if (agg->rej[kind]++ == 0)
-                sc_agg_log(agg, 4,
-                           "rejected %s record at %s [%d] offset %lld: %s (further %s records "
-                           "are counted, not logged)",
-                           sc_agg_rej_names[kind], topic, (int)partition, (long long)offset, why,
-                           sc_agg_rej_names[kind]);
-}
 
 static sc_agg_rej_t sc_agg_rej_of(sc_err_t err)
 {
@@ -653,37 +561,6 @@ static sc_err_t sc_agg_start(sc_aggregator_t *agg, char *errstr, size_t errstr_s
         return SC_OK;
 }
 
-static void sc_agg_progress(sc_aggregator_t *agg, double now)
-{
-        char shards[512] = "";
-        size_t off = 0;
-        uint64_t rej = 0;
-        int live = 0;
-        double dt = now - agg->last_progress;
-
-        for (int p = 0; p < agg->nshards && off < sizeof(shards) - 40; p++)
-                if (agg->shards[p].held)
-                        off += (size_t)snprintf(
-                            shards + off, sizeof(shards) - off, "%s%d:v%llu@%lld", off ? "," : "",
-                            p, (unsigned long long)sc_server_version(agg->shards[p].srv),
-                            (long long)agg->shards[p].next);
-        for (int i = 0; i < SC_REJ__END; i++)
-                rej += agg->rej[i];
-        for (int w = 0; w < agg->nworkers; w++)
-                live += agg->live[w];
-        sc_agg_log(agg, 6,
-                   "progress: t=%.1fs applied=%llu (%.1f/s) shards=[%s] in=%.2fMB out=%.2fMB "
-                   "published=%llu rejected=%llu dup=%llu stale=%llu live=%d/%d",
-                   now - agg->t0, (unsigned long long)agg->applied,
-                   dt > 0 ? (double)(agg->applied - agg->progress_applied) / dt : 0.0, shards,
-                   (double)agg->bytes_in / 1e6, (double)agg->bytes_out / 1e6,
-                   (unsigned long long)agg->publishes, (unsigned long long)rej,
-                   (unsigned long long)agg->duplicates, (unsigned long long)agg->stale, live,
-                   agg->nworkers);
-        agg->last_progress = now;
-        agg->progress_applied = agg->applied;
-}
-
 sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, char *errstr,
                            size_t errstr_size)
 {
@@ -758,62 +635,6 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
         if (agg->fatal)
                 return sc_errf(agg->fatal, errstr, errstr_size, "%s", agg->fatal_str);
         return SC_OK;
-}
-
-char *sc_aggregator_summary(const sc_aggregator_t *agg)
-{
-        json_t *o = json_object(), *rej = json_object(), *sh = json_array();
-        double el = sc_agg_now() - agg->t0;
-        uint64_t rtot = 0;
-        char *s;
-
-        for (int i = 0; i < SC_REJ__END; i++) {
-                json_object_set_new(rej, sc_agg_rej_names[i],
-                                    json_integer((json_int_t)agg->rej[i]));
-                rtot += agg->rej[i];
-        }
-        for (int p = 0; p < agg->nshards; p++) {
-                const sc_agg_shard_t *x = &agg->shards[p];
-                if (!x->seen)
-                        continue;
-                json_array_append_new(sh, json_pack("{s:i, s:I, s:I}", "shard", p, "version",
-                                                    (json_int_t)x->version, "offset",
-                                                    (json_int_t)x->offset));
-        }
-        json_object_set_new(o, "job", json_string(agg->conf->job.name));
-        json_object_set_new(o, "policy", json_string(sc_sync_kind_name(agg->conf->job.sync.kind)));
-        json_object_set_new(o, "elapsed_s", json_real(round(el * 1000) / 1000));
-        json_object_set_new(o, "records", json_integer((json_int_t)agg->records));
-        json_object_set_new(o, "applied", json_integer((json_int_t)agg->applied));
-        json_object_set_new(o, "updates_per_s",
-                            json_real(el > 0 ? round((double)agg->applied / el * 10) / 10 : 0));
-        {
-                /* the rate while updates were flowing: first to last applied */
-                double busy = agg->last_update - agg->first_update;
-                json_object_set_new(o, "busy_s", json_real(round(busy * 1000) / 1000));
-                json_object_set_new(
-                    o, "busy_updates_per_s",
-                    json_real(busy > 0 ? round((double)(agg->applied - 1) / busy) : 0));
-        }
-        json_object_set_new(o, "duplicates", json_integer((json_int_t)agg->duplicates));
-        json_object_set_new(o, "stale", json_integer((json_int_t)agg->stale));
-        json_object_set_new(o, "steps", json_integer((json_int_t)agg->steps));
-        json_object_set_new(o, "rejected_total", json_integer((json_int_t)rtot));
-        json_object_set_new(o, "rejected", rej);
-        json_object_set_new(o, "lost", json_integer((json_int_t)agg->lost));
-        json_object_set_new(o, "ctl_records", json_integer((json_int_t)agg->ctl_records));
-        json_object_set_new(o, "published", json_integer((json_int_t)agg->publishes));
-        json_object_set_new(o, "publish_failed", json_integer((json_int_t)agg->publish_failed));
-        json_object_set_new(o, "bytes_in", json_integer((json_int_t)agg->bytes_in));
-        json_object_set_new(o, "bytes_out", json_integer((json_int_t)agg->bytes_out));
-        json_object_set_new(o, "assigned", json_integer((json_int_t)agg->assigned));
-        json_object_set_new(o, "revoked", json_integer((json_int_t)agg->revoked));
-        json_object_set_new(o, "restored", json_integer((json_int_t)agg->restored));
-        json_object_set_new(o, "initialized", json_integer((json_int_t)agg->initialized));
-        json_object_set_new(o, "shards", sh);
-        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-        json_decref(o);
-        return s;
 }
 
 void sc_aggregator_destroy(sc_aggregator_t *agg)

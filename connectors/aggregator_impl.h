@@ -1,0 +1,85 @@
+/* aggregator_impl.h — internals of the aggregator runtime shared by its
+ * driver (aggregator.c) and its reporting (aggregator_report.c): the
+ * per-shard state, the aggregator struct and the rejection kinds. */
+#ifndef SC_AGGREGATOR_IMPL_H
+#define SC_AGGREGATOR_IMPL_H
+
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "sc_aggregator.h"
+#include "sc_buf.h"
+#include "sc_kafka_admin.h"
+#include "sc_kafka_util.h"
+#include "sc_nn.h"
+#include "sc_server.h"
+
+/* Why a record was not applied. */
+typedef enum sc_agg_rej {
+        SC_REJ_CORRUPT, /* framing, CRC, sizes */
+        SC_REJ_VERSION, /* unknown wire version or flags */
+        SC_REJ_DECODE,  /* a field out of range */
+        SC_REJ_FOREIGN, /* a message of another type on J.grad */
+        SC_REJ_SHARD,   /* shard field differs from the partition */
+        SC_REJ_PAYLOAD, /* codec payload invalid or of the wrong length */
+        SC_REJ_UPDATE,  /* refused by the shard server (worker id, kind, seq 0) */
+        SC_REJ_FUTURE,  /* a round update computed against a version not reached */
+        SC_REJ_MODEL,   /* unusable J.model record */
+        SC_REJ_CTL,     /* unusable J.ctl record */
+        SC_REJ__END
+} sc_agg_rej_t;
+
+extern const char *const sc_agg_rej_names[SC_REJ__END];
+
+typedef struct sc_agg_shard {
+        int held;
+        sc_server_t *srv;
+        int64_t next;     /* J.grad offset of the next record (all before it are included) */
+        int64_t pub_next; /* `next` at the last publication */
+        uint64_t pub_version;
+        double pub_time;
+        sc_kafka_gap_t gap;
+        /* kept after release, for the summary */
+        int seen;
+        uint64_t version;
+        int64_t offset;
+} sc_agg_shard_t;
+
+struct sc_aggregator {
+        sc_aggregator_spec_t spec;
+        const sc_conf_t *conf;
+        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
+        char group[SC_KAFKA_ADMIN_NAME_MAX], reader_group[SC_KAFKA_ADMIN_NAME_MAX + 8];
+        rd_kafka_t *consumer, *reader, *ctl, *producer;
+        sc_kafka_delivery_t dv;
+        sc_model_t *model;
+        size_t n, maxlen;
+        int nshards, nworkers;
+        sc_agg_shard_t *shards;
+        float *dense, *val;
+        uint32_t *idx;
+        sc_buf_t buf;
+        double *last_seen;
+        uint8_t *left, *live;
+        int round_based, publish_every;
+        uint64_t rej[SC_REJ__END];
+        uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
+            stale, lost, ctl_records, restored, initialized, assigned, revoked, steps;
+        double t0, last_record, last_progress, first_assign;
+        double first_update, last_update; /* monotonic times of the first / last applied update */
+        uint64_t progress_applied;
+        sc_err_t fatal;
+        char fatal_str[1024];
+};
+
+/* aggregator_report.c */
+double sc_agg_now(void);
+void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Counts a rejected record; logs the first of each kind with its place. */
+void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic, int32_t partition,
+                   int64_t offset, const char *why);
+void sc_agg_progress(sc_aggregator_t *agg, double now);
+
+#endif

@@ -147,6 +147,7 @@ static sc_ks_part_t *sc_ks_part(sc_ks_stream_t *ks, int32_t partition, int creat
         sc_ks_part_t *p = &ks->parts[ks->n_parts++];
         memset(p, 0, sizeof(*p));
         p->partition = partition;
+        p->start = p->committed = -1;
         sc_kafka_gap_init(&p->gap, -1);
         return p;
 }
@@ -202,6 +203,18 @@ static void sc_ks_flow(sc_kafka_source_t *src)
 
 /* ---- commits ---- */
 
+/* Notes the offsets of l the broker accepted. */
+static void sc_ks_committed(sc_kafka_source_t *src, const rd_kafka_topic_partition_list_t *l)
+{
+        for (int i = 0; l && i < l->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &l->elems[i];
+                sc_ks_stream_t *ks = tp->err ? NULL : sc_ks_find(src, tp->topic);
+                sc_ks_part_t *p = ks ? sc_ks_part(ks, tp->partition, 0) : NULL;
+                if (p && tp->offset > p->committed)
+                        p->committed = tp->offset;
+        }
+}
+
 void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                      rd_kafka_topic_partition_list_t *offsets, void *opaque)
 {
@@ -209,6 +222,8 @@ void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         (void)rk;
         if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
                 return;
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+                sc_ks_committed(src, offsets);
         int bad = err != RD_KAFKA_RESP_ERR_NO_ERROR;
         for (int i = 0; !bad && offsets && i < offsets->cnt; i++)
                 bad = offsets->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -256,6 +271,8 @@ sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr, s
                 rd_kafka_resp_err_t e = rd_kafka_commit(src->rk, l, !sync);
                 src->last_commit_err = e;
                 src->stats.ks_commits++;
+                if (sync && !e)
+                        sc_ks_committed(src, l);
                 if (e) {
                         src->stats.ks_commit_errors++;
                         err = sc_errf(SC_ERR_IO, errstr, errstr_size, "offset commit: %s",
@@ -295,6 +312,7 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                         start = c->elems[i].offset;
                 sc_kafka_gap_init(&p->gap, start);
                 p->start = start;
+                p->committed = start;
                 src->stats.ks_partitions++;
         }
         if (c)
@@ -326,6 +344,23 @@ static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                         }
                 }
                 ks->n_held = kept;
+                /* Finished records at or after the last committed offset are
+                 * read again by the next owner: consumed since then, less those
+                 * still outstanding (buffered: returned; inflight: orphaned). */
+                int64_t consumed = p->committed >= 0 && p->gap.gp_next > p->committed
+                                       ? p->gap.gp_next - p->committed
+                                       : 0;
+                int64_t again = consumed - (int64_t)sc_offsets_outstanding(
+                                               sc_stream_offsets(ks->stream), tp->partition);
+                if (again > 0) {
+                        src->stats.ks_redelivered += (uint64_t)again;
+                        sc_ks_logf(src, 4,
+                                   "rebalance: %s [%" PRId32 "]: %" PRId64
+                                   " finished record(s) from offset %" PRId64
+                                   " on were not committed before the revocation; the next "
+                                   "owner reads them again",
+                                   tp->topic, tp->partition, again, p->committed);
+                }
                 uint64_t inflight = sc_stream_stats(ks->stream)->orphaned;
                 size_t returned = sc_stream_revoke(ks->stream, tp->partition);
                 src->stats.ks_orphaned += sc_stream_stats(ks->stream)->orphaned - inflight;
@@ -357,6 +392,9 @@ void sc_ks_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         error = rd_kafka_incremental_assign(rk, parts);
                 else
                         e = rd_kafka_assign(rk, parts);
+                /* A partition paused before a revocation stays paused in
+                 * librdkafka when assigned again: start every one running. */
+                rd_kafka_resume_partitions(rk, parts);
         } else {
                 sc_ks_revoke(src, parts);
                 if (coop)
@@ -466,6 +504,8 @@ static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kaf
                            m->partition, m->offset, e2);
                 return 1;
         }
+        if (p && p->committed < 0)
+                p->committed = m->offset; /* where a next owner would start too */
         if (p) {
                 int64_t lost = sc_kafka_gap_observe(&p->gap, m->offset);
                 if (lost > 0) {

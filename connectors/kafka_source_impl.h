@@ -18,7 +18,8 @@ typedef struct sc_ks_part {
         int32_t partition;
         int assigned;
         int paused;
-        int64_t start; /* committed offset at assignment, -1 if none */
+        int64_t start;     /* committed offset at assignment, -1 if none */
+        int64_t committed; /* highest offset known committed, -1 if none */
         sc_kafka_gap_t gap;
 } sc_ks_part_t;
 

@@ -348,16 +348,22 @@ int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms)
         int64_t lag = 0;
         if (rd_kafka_assignment(src->rk, &a) || !a)
                 return -1;
-        rd_kafka_position(src->rk, a);
         for (int i = 0; i < a->cnt; i++) {
-                int64_t lo = -1, hi = -1, pos = a->elems[i].offset;
-                if (rd_kafka_query_watermark_offsets(src->probe, a->elems[i].topic,
-                                                     a->elems[i].partition, &lo, &hi, timeout_ms)) {
+                const rd_kafka_topic_partition_t *tp = &a->elems[i];
+                int64_t lo = -1, hi = -1, pos = -1;
+                if (rd_kafka_query_watermark_offsets(src->probe, tp->topic, tp->partition, &lo, &hi,
+                                                     timeout_ms)) {
                         lag = -1;
                         break;
                 }
+                /* The next offset expected: after the last one consumed, or
+                 * the committed start of the assignment. */
+                sc_ks_stream_t *ks = sc_ks_find(src, tp->topic);
+                for (size_t k = 0; ks && k < ks->n_parts; k++)
+                        if (ks->parts[k].partition == tp->partition)
+                                pos = ks->parts[k].gap.gp_next;
                 if (pos < 0 || pos < lo)
-                        pos = lo; /* nothing read yet: from the log start */
+                        pos = lo; /* nothing read or committed: from the log start */
                 if (hi > pos)
                         lag += hi - pos;
         }

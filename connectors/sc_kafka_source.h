@@ -44,9 +44,12 @@ typedef struct sc_kafka_source_stats {
         uint64_t ks_duplicates;    /* offsets at or below one already consumed (skipped) */
         uint64_t ks_lost;          /* records removed by retention before being read */
         uint64_t ks_lost_events;
-        uint64_t ks_orphaned;            /* inflight when their partition was revoked (trained, but
-                                            their offsets are left to the new owner) */
-        uint64_t ks_dead_letter;         /* malformed records delivered to the dead-letter topic */
+        uint64_t ks_orphaned;    /* inflight when their partition was revoked (trained, but
+                                    their offsets are left to the new owner) */
+        uint64_t ks_redelivered; /* finished (trained, dropped or rejected) but their commit was
+                                    refused when their partition was revoked (a rebalance under
+                                    way): the new owner reads them again */
+        uint64_t ks_dead_letter; /* malformed records delivered to the dead-letter topic */
         uint64_t ks_dead_letter_failed;  /* ... refused or failed delivery */
         uint64_t ks_pauses, ks_resumes;  /* partition pause / resume calls */
         uint64_t ks_assigns, ks_revokes; /* rebalance events */

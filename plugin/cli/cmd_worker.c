@@ -455,6 +455,7 @@ static void sc_worker_summary(sc_worker_t *w, const char *reason, double el, dou
             s.taken ? s.latency_sum / (double)s.taken : 0.0, "faults", faults);
         if (!j)
                 return;
+        json_object_set_new(j, "redelivered", json_integer((json_int_t)ks->ks_redelivered));
         if (evaluated) {
                 json_object_set_new(j, "test_accuracy", json_real(acc));
                 json_object_set_new(j, "test_loss", json_real(test_loss));

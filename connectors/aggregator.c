@@ -566,6 +566,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
 {
         const sc_conf_job_t *job = &agg->conf->job;
         double now, last_tick = 0;
+        char why[512];
         sc_err_t err;
 
         agg->t0 = agg->last_progress = agg->last_record = now = sc_agg_now();
@@ -614,8 +615,12 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                                 if (agg->publish_every
                                         ? sc_server_version(s->srv) != s->pub_version
                                         : now - s->pub_time >= job->snapshot_interval)
-                                        if ((err = sc_agg_publish(agg, p, errstr, errstr_size)))
-                                                return err;
+                                        if ((err = sc_agg_publish(agg, p, why, sizeof(why))) &&
+                                            !agg->fatal) {
+                                                agg->fatal = err;
+                                                snprintf(agg->fatal_str, sizeof(agg->fatal_str),
+                                                         "shard %d: %s", p, why);
+                                        }
                         }
                 }
                 if (job->progress_interval > 0 &&

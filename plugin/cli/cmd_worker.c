@@ -18,6 +18,7 @@
 #include "sc_data.h"
 #include "sc_idx.h"
 #include "sc_kafka_source.h"
+#include "sc_kafka_util.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_rng.h"
@@ -205,6 +206,17 @@ static void sc_worker_log(void *opaque, int level, const char *msg)
         if (level > 6 || (level > 4 && w->quiet))
                 return;
         fprintf(stderr, "scadles worker: %s\n", msg);
+}
+
+/* librdkafka's own log lines (from its threads): warnings and worse, or
+ * notices too unless quiet. */
+static void sc_worker_kafka_log(void *opaque, int level, const char *fac, const char *name,
+                                const char *msg)
+{
+        const sc_worker_t *w = opaque;
+        if (level > 5 || (level > 4 && w->quiet))
+                return;
+        fprintf(stderr, "scadles worker: kafka: %s: %s: %s\n", name, fac, msg);
 }
 
 /* Configuration, overrides and options; returns -1 to go on or an exit code. */
@@ -627,6 +639,7 @@ int sc_cmd_worker(int argc, char **argv)
                 rc = 1;
                 goto out;
         }
+        sc_kafka_log_set_sink(sc_worker_kafka_log, &w);
         if (sc_kafka_source_new(&w.src, &w.conf, numel, n_classes, w.conf.train.seed, sc_worker_log,
                                 &w, err, sizeof(err))) {
                 fprintf(stderr, "scadles worker: %s\n", err);
@@ -643,6 +656,7 @@ int sc_cmd_worker(int argc, char **argv)
         rc = sc_worker_run(&w);
 out:
         sc_kafka_source_destroy(w.src);
+        sc_kafka_log_set_sink(NULL, NULL);
         sc_batch_destroy(w.batch);
         sc_sgd_free(&w.sgd);
         sc_model_destroy(w.model);

@@ -35,6 +35,12 @@ agg a -c "$cfg"
 apid=$lastpid
 wait_held a 30 || fail "the aggregator took no shard"
 for w in 0 1 2; do ctl join $w; done
+# J.ctl and J.grad are separate topics: see the joins before round 1
+# (a round closes with the workers live at that moment)
+for _ in $(seq 1 50); do
+	[ "$(grep -c "worker [0-9] is live" "$tmp/a.err")" -ge 3 ] && break
+	sleep 0.1
+done
 rounds 1 5
 
 ctl leave 2

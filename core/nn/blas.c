@@ -124,6 +124,7 @@ __attribute__((target("avx512f"))) static void skinny_gemm(int M, int N, int K, 
 }
 #endif
 
+#ifdef SC_NN_HAVE_SKINNY
 /* C (M, N) = A (M, K) B (N, K)^T (+ beta C) for a small C and a long K
  * (conv2d weight gradients with few filters and taps): 4x4 blocks of dot
  * products, each accumulated in one vector over K and reduced at the end. */
@@ -164,6 +165,7 @@ __attribute__((target("avx512f"))) static void dot_gemm(int M, int N, int K, con
                 }
         }
 }
+#endif
 
 int sc_nn_gemm_skinny(int M, int N, int K)
 {

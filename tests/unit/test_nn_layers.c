@@ -328,7 +328,7 @@ static void conv2d_matches_reference(void **state)
          * "same" shapes that take the whole-plane im2col path. */
         const int cfg[][3] = {{3, 1, 0}, {3, 1, 1}, {3, 2, 0}, {3, 2, 1},
                               {5, 1, 2}, {1, 1, 0}, {2, 1, 1}, {4, 2, 2}};
-        const int C = 3, H = 9, W = 7, F = 4, B = 5;
+        const int C = 4, H = 9, W = 7, F = 4, B = 5;
         sc_rng_t rng;
         sc_rng_seed(&rng, 80);
         for (size_t ci = 0; ci < sizeof(cfg) / sizeof(cfg[0]); ci++) {

@@ -1,0 +1,284 @@
+/* test_kafka_source.c — the Kafka source on an in-process embedded broker:
+ * records decoded into streams, malformed ones rejected and dead-lettered,
+ * batches acknowledged and committed to the end offsets, persistence
+ * backpressure (pause at the high watermark, resume below the low one),
+ * configuration errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+
+#include "sc_broker.h"
+#include "sc_conf.h"
+#include "sc_kafka_source.h"
+#include "sc_kafka_util.h"
+
+#define NUMEL 16
+
+static double now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void quiet_log(void *opaque, int level, const char *msg)
+{
+        (void)opaque;
+        (void)level;
+        (void)msg;
+}
+
+/* A configuration of raw 16-byte records (label in the key) on topic, then
+ * the overrides in sets (NULL-terminated, may be NULL). */
+static void make_conf(sc_conf_t *conf, const char *bs, const char *topic, const char *const *sets)
+{
+        char text[2048], err[512];
+        snprintf(text, sizeof(text),
+                 "{\"model\": {\"input\": [%d]}, \"source\": {\"group_id\": \"ut-%s\", "
+                 "\"topics\": [{\"topic\": \"%s\"}]}, \"streams\": {\"format\": \"raw\", "
+                 "\"scale\": 0.0039}, \"worker\": {\"batch\": \"fixed\", \"b\": 10, "
+                 "\"shuffle\": 0}, \"kafka\": {\"bootstrap.servers\": \"%s\", \"log_level\": 0}}",
+                 NUMEL, topic, topic, bs);
+        if (sc_conf_parse(conf, text, "test", err, sizeof(err)) != SC_OK)
+                fail_msg("%s", err);
+        for (int i = 0; sets && sets[i]; i++)
+                if (sc_conf_set(conf, sets[i], err, sizeof(err)) != SC_OK)
+                        fail_msg("%s: %s", sets[i], err);
+}
+
+/* Produces n well-formed records (labels i % 10) and, if bad, 2 malformed
+ * ones (short value, non-numeric key) after the first half. */
+static void produce(const char *bs, const char *topic, int n, int bad)
+{
+        char err[512], key[8];
+        uint8_t v[NUMEL];
+        rd_kafka_conf_t *kc = rd_kafka_conf_new();
+        assert_int_equal(sc_kafka_conf_set(kc, "bootstrap.servers", bs, "bs", err, sizeof(err)),
+                         SC_OK);
+        sc_kafka_conf_delivery(kc);
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
+        assert_non_null(rk);
+        sc_kafka_delivery_t dv;
+        sc_kafka_delivery_init(&dv);
+        for (int i = 0; i < n; i++) {
+                memset(v, i & 0xff, sizeof(v));
+                int kl = snprintf(key, sizeof(key), "%d", i % 10);
+                assert_int_equal(sc_kafka_produce(rk, topic, 0, key, (size_t)kl, v, sizeof(v), NULL,
+                                                  NULL, 0, 0, &dv, 5000, err, sizeof(err)),
+                                 SC_OK);
+                if (bad && i == n / 2) {
+                        assert_int_equal(sc_kafka_produce(rk, topic, 0, "1", 1, v, 3, NULL, NULL, 0,
+                                                          0, &dv, 5000, err, sizeof(err)),
+                                         SC_OK);
+                        assert_int_equal(sc_kafka_produce(rk, topic, 0, "x", 1, v, sizeof(v), NULL,
+                                                          NULL, 0, 0, &dv, 5000, err, sizeof(err)),
+                                         SC_OK);
+                }
+        }
+        assert_int_equal(sc_kafka_delivery_wait(rk, &dv, 10000, err, sizeof(err)), SC_OK);
+        rd_kafka_destroy(rk);
+}
+
+/* Polls until want records were consumed or 20 s passed. */
+static void consume(sc_kafka_source_t *src, uint64_t want)
+{
+        char err[512];
+        sc_stream_stats_t s;
+        double t0 = now();
+        do {
+                assert_int_equal(
+                    sc_kafka_source_poll(src, now(), 100, 1000, NULL, err, sizeof(err)), SC_OK);
+                sc_kafka_source_totals(src, &s);
+        } while (s.consumed < want && now() - t0 < 20);
+}
+
+static void records_trained_rejected_committed(void **state)
+{
+        char err[512];
+        sc_broker_t *broker = NULL;
+        sc_kafka_source_t *src = NULL;
+        sc_conf_t conf;
+        sc_batch_t *batch = NULL;
+
+        assert_int_equal(sc_broker_new(&broker, 1, err, sizeof(err)), SC_OK);
+        const char *bs = sc_broker_bootstraps(broker);
+        assert_int_equal(sc_broker_topic_create(broker, "ut.a", 1, err, sizeof(err)), SC_OK);
+        produce(bs, "ut.a", 100, 1);
+        static const char *const sets[] = {"source.dead_letter_topic=ut.dlq", NULL};
+        make_conf(&conf, bs, "ut.a", sets);
+        assert_int_equal(
+            sc_kafka_source_new(&src, &conf, NUMEL, 10, 1, quiet_log, NULL, err, sizeof(err)),
+            SC_OK);
+        consume(src, 102);
+
+        sc_stream_stats_t s;
+        sc_kafka_source_totals(src, &s);
+        assert_int_equal(s.consumed, 102);
+        assert_int_equal(s.rejected, 2);
+        assert_int_equal(s.faults.count[SC_DECODE_WRONG_LENGTH], 1);
+        assert_int_equal(s.faults.count[SC_DECODE_BAD_KEY], 1);
+        assert_int_equal(s.buffered, 100);
+        assert_int_equal(sc_kafka_source_nstreams(src), 1);
+        const sc_kafka_source_stats_t *ks = sc_kafka_source_stats(src);
+        assert_int_equal(ks->ks_received, 102);
+        assert_int_equal(ks->ks_lost, 0);
+
+        /* Train everything in batches of 10: labels follow the key and the
+         * features the normalized bytes. */
+        sc_batcher_t *bt = sc_kafka_source_batcher(src);
+        assert_non_null(bt);
+        assert_int_equal(sc_batch_new(&batch, 10, NUMEL), SC_OK);
+        for (int i = 0; i < 10; i++) {
+                assert_true(sc_batcher_ready(bt, now(), NULL));
+                assert_int_equal(sc_batcher_take(bt, now(), batch, err, sizeof(err)), SC_OK);
+                assert_int_equal(batch->n, 10);
+                for (int k = 0; k < batch->n; k++) {
+                        int64_t off = batch->refs[k].offset;
+                        int64_t i0 = off > 50 ? off - 2 : off; /* two bad records at 51, 52 */
+                        assert_int_equal(batch->labels[k], (int32_t)(i0 % 10));
+                        assert_float_equal(batch->x[(size_t)k * NUMEL],
+                                           (float)(i0 & 0xff) * 0.0039f, 1e-4);
+                }
+                assert_int_equal(sc_kafka_source_ack(src, batch->id, err, sizeof(err)), SC_OK);
+        }
+        assert_false(sc_batcher_ready(bt, now(), NULL));
+        assert_int_equal(sc_kafka_source_check(src, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_kafka_source_finish(src, 10000, err, sizeof(err)), SC_OK);
+        sc_kafka_source_totals(src, &s);
+        assert_int_equal(s.trained, 100);
+        assert_int_equal(sc_kafka_source_stats(src)->ks_dead_letter, 2);
+
+        /* Committed up to the end: trained and rejected records alike. */
+        json_t *parts = sc_kafka_source_partitions(src, 5000);
+        assert_non_null(parts);
+        assert_int_equal(json_array_size(parts), 1);
+        json_t *p0 = json_array_get(parts, 0);
+        assert_int_equal(json_integer_value(json_object_get(p0, "committed")), 102);
+        assert_int_equal(json_integer_value(json_object_get(p0, "end")), 102);
+        json_decref(parts);
+
+        sc_batch_destroy(batch);
+        sc_kafka_source_destroy(src);
+        sc_conf_free(&conf);
+        sc_broker_destroy(broker);
+}
+
+static void persist_pauses_and_resumes(void **state)
+{
+        char err[512];
+        sc_broker_t *broker = NULL;
+        sc_kafka_source_t *src = NULL;
+        sc_conf_t conf;
+        sc_batch_t *batch = NULL;
+
+        assert_int_equal(sc_broker_new(&broker, 1, err, sizeof(err)), SC_OK);
+        const char *bs = sc_broker_bootstraps(broker);
+        assert_int_equal(sc_broker_topic_create(broker, "ut.p", 1, err, sizeof(err)), SC_OK);
+        produce(bs, "ut.p", 300, 0);
+        static const char *const sets[] = {"streams.cap=40", "streams.low_watermark=0.25",
+                                           "streams.high_watermark=0.5",
+                                           "kafka.fetch.wait.max.ms=10", NULL};
+        make_conf(&conf, bs, "ut.p", sets);
+        assert_int_equal(
+            sc_kafka_source_new(&src, &conf, NUMEL, 10, 1, quiet_log, NULL, err, sizeof(err)),
+            SC_OK);
+        consume(src, 20);
+        /* Without training, the stream fills to its high watermark and the
+         * partition is paused; whatever librdkafka had already handed over
+         * waits (held) until there is room. Nothing exceeds the cap. */
+        for (int i = 0; i < 20; i++)
+                assert_int_equal(sc_kafka_source_poll(src, now(), 50, 1000, NULL, err, sizeof(err)),
+                                 SC_OK);
+        sc_stream_stats_t s;
+        sc_kafka_source_totals(src, &s);
+        const sc_kafka_source_stats_t *ks = sc_kafka_source_stats(src);
+        assert_true(s.buffered >= 20 && s.buffered <= 40);
+        assert_int_equal(ks->ks_paused_partitions, 1);
+        assert_true(ks->ks_pauses >= 1);
+        assert_true(s.consumed + ks->ks_held < 300);
+        assert_true(sc_kafka_source_lag(src, 2000) > 0);
+
+        /* Training drains it: the partition resumes and everything arrives. */
+        sc_batcher_t *bt = sc_kafka_source_batcher(src);
+        assert_int_equal(sc_batch_new(&batch, 10, NUMEL), SC_OK);
+        double t0 = now();
+        while (s.trained < 300 && now() - t0 < 20) {
+                assert_int_equal(sc_kafka_source_poll(src, now(), 20, 1000, NULL, err, sizeof(err)),
+                                 SC_OK);
+                while (sc_batcher_ready(bt, now(), NULL)) {
+                        assert_int_equal(sc_batcher_take(bt, now(), batch, err, sizeof(err)),
+                                         SC_OK);
+                        assert_int_equal(sc_kafka_source_ack(src, batch->id, err, sizeof(err)),
+                                         SC_OK);
+                }
+                sc_kafka_source_totals(src, &s);
+                assert_true(s.buffered <= 40);
+        }
+        assert_int_equal(s.trained, 300);
+        assert_int_equal(s.consumed, 300);
+        assert_true(ks->ks_resumes >= 1);
+        assert_int_equal(ks->ks_held, 0);
+        assert_int_equal(sc_kafka_source_check(src, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_kafka_source_finish(src, 10000, err, sizeof(err)), SC_OK);
+
+        sc_batch_destroy(batch);
+        sc_kafka_source_destroy(src);
+        sc_conf_free(&conf);
+        sc_broker_destroy(broker);
+}
+
+static void config_errors(void **state)
+{
+        char err[512];
+        sc_kafka_source_t *src = NULL;
+        sc_conf_t conf;
+
+        /* No topics. */
+        sc_conf_defaults(&conf);
+        assert_int_equal(
+            sc_kafka_source_new(&src, &conf, NUMEL, 10, 1, NULL, NULL, err, sizeof(err)),
+            SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.source"));
+        assert_null(src);
+        sc_conf_free(&conf);
+
+        /* Auto-commit cannot be turned on. */
+        make_conf(&conf, "127.0.0.1:1", "ut.c", NULL);
+        assert_int_equal(sc_conf_set(&conf, "kafka.enable.auto.commit=true", err, sizeof(err)),
+                         SC_OK);
+        assert_int_equal(
+            sc_kafka_source_new(&src, &conf, NUMEL, 10, 1, NULL, NULL, err, sizeof(err)),
+            SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.kafka.enable.auto.commit"));
+        sc_conf_free(&conf);
+
+        /* An unknown librdkafka property names its path. */
+        make_conf(&conf, "127.0.0.1:1", "ut.c", NULL);
+        assert_int_equal(sc_conf_set(&conf, "kafka.no.such.property=1", err, sizeof(err)), SC_OK);
+        assert_int_equal(
+            sc_kafka_source_new(&src, &conf, NUMEL, 10, 1, NULL, NULL, err, sizeof(err)),
+            SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.kafka.no.such.property"));
+        sc_conf_free(&conf);
+
+        sc_kafka_source_destroy(NULL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(config_errors),
+            cmocka_unit_test(records_trained_rejected_committed),
+            cmocka_unit_test(persist_pauses_and_resumes),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -182,7 +182,7 @@ static int sc_agg_changed(const sc_agg_shard_t *s)
 
 /* Publishes a final snapshot (when anything changed), waits for it and
  * releases the shard. */
-static void sc_agg_shard_release(sc_aggregator_t *agg, int p)
+static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
 {
         sc_agg_shard_t *s = &agg->shards[p];
         char errstr[512];
@@ -190,7 +190,15 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p)
 
         if (!s->held)
                 return;
-        if (sc_agg_changed(s))
+        if (lost) {
+                /* The group gave the shard away already (session lost): a
+                 * final snapshot now could overwrite the new owner's. */
+                sc_agg_log(agg, 4,
+                           "shard %d: assignment lost at version %llu; dropped without a final "
+                           "snapshot (the new owner replays from the last one)",
+                           p, (unsigned long long)sc_server_version(s->srv));
+                agg->lost_assignments++;
+        } else if (sc_agg_changed(s))
                 err = sc_agg_publish(agg, p, errstr, sizeof(errstr));
         if (!err)
                 err =
@@ -227,7 +235,7 @@ static void sc_agg_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
                                 continue;
                         }
                         if (agg->shards[tp->partition].held)
-                                sc_agg_shard_release(agg, tp->partition);
+                                sc_agg_shard_release(agg, tp->partition, 0);
                         if ((err = sc_agg_shard_take(agg, tp->partition, &start, errstr,
                                                      sizeof(errstr)))) {
                                 if (!agg->fatal) {
@@ -252,7 +260,8 @@ static void sc_agg_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
         for (int i = 0; i < parts->cnt; i++)
                 if (parts->elems[i].partition >= 0 && parts->elems[i].partition < agg->nshards &&
                     agg->shards[parts->elems[i].partition].held) {
-                        sc_agg_shard_release(agg, parts->elems[i].partition);
+                        sc_agg_shard_release(agg, parts->elems[i].partition,
+                                             rd_kafka_assignment_lost(rk));
                         agg->revoked++;
                 }
         if (coop)
@@ -636,7 +645,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                 sc_agg_progress(agg, sc_agg_now());
         rd_kafka_consumer_close(agg->consumer); /* revokes: final snapshots */
         for (int p = 0; p < agg->nshards; p++)
-                sc_agg_shard_release(agg, p);
+                sc_agg_shard_release(agg, p, 0);
         if (agg->fatal)
                 return sc_errf(agg->fatal, errstr, errstr_size, "%s", agg->fatal_str);
         return SC_OK;

@@ -65,7 +65,8 @@ struct sc_aggregator {
         int round_based, publish_every;
         uint64_t rej[SC_REJ__END];
         uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
-            stale, lost, ctl_records, restored, initialized, assigned, revoked, steps;
+            stale, lost, ctl_records, restored, initialized, assigned, revoked, lost_assignments,
+            steps;
         double t0, last_record, last_progress, first_assign;
         double first_update, last_update; /* monotonic times of the first / last applied update */
         uint64_t progress_applied;

@@ -125,6 +125,7 @@ char *sc_aggregator_summary(const sc_aggregator_t *agg)
         json_object_set_new(o, "bytes_out", json_integer((json_int_t)agg->bytes_out));
         json_object_set_new(o, "assigned", json_integer((json_int_t)agg->assigned));
         json_object_set_new(o, "revoked", json_integer((json_int_t)agg->revoked));
+        json_object_set_new(o, "assignments_lost", json_integer((json_int_t)agg->lost_assignments));
         json_object_set_new(o, "restored", json_integer((json_int_t)agg->restored));
         json_object_set_new(o, "initialized", json_integer((json_int_t)agg->initialized));
         json_object_set_new(o, "shards", sh);

@@ -110,6 +110,9 @@ test: unit integration
 bench: $(BENCH_BIN) $(CLI)
 	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
 
+reproduce: $(CLI)
+	SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce examples/reproduce/run-all.sh
+
 demo: $(CLI)
 	$(CLI) train -c examples/fmnist-mlp.json
 

@@ -1,0 +1,96 @@
+# lib.sh — shared helpers of the reproduction scripts: where the simulator and
+# outputs live, config generation from a base file with jq, running one
+# simulation, reading its metric lines, and plotting with gnuplot.
+#   Sourced by examples/reproduce/*.sh.  Environment:
+#     SCADLES  the scadles command (default build/scadles)
+#     OUT      output folder (default build/reproduce)
+#     QUICK=1  short runs for smoke testing (numbers are not the reported ones)
+set -eu
+REPRO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(cd "$REPRO_DIR/../.." && pwd)
+SCADLES=${SCADLES:-$TOP/build/scadles}
+OUT=${OUT:-$TOP/build/reproduce}
+QUICK=${QUICK:-0}
+mkdir -p "$OUT"
+command -v jq >/dev/null || { echo "reproduce: jq is required" >&2; exit 1; }
+[ -x "$SCADLES" ] || { echo "reproduce: $SCADLES not built (make)" >&2; exit 1; }
+
+# q FULL QUICKVAL: FULL normally, QUICKVAL with QUICK=1.
+q() { if [ "$QUICK" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+
+# mkconf BASE OUTFILE JQ-FILTER: writes BASE transformed by the filter.
+mkconf() { jq "$3" "$1" >"$2"; }
+
+# sim NAME CONFIG: runs the simulator once; metric lines in $OUT/<tag>/NAME.jsonl.
+sim() {
+	local name=$1 cfg=$2 dir=$OUT/$TAG
+	mkdir -p "$dir"
+	cp "$cfg" "$dir/$name.json"
+	"$SCADLES" sim -c "$dir/$name.json" -o "$dir/$name.jsonl" ||
+		{ echo "reproduce: $name failed" >&2; return 1; }
+}
+
+# endf NAME KEY: a field of the end line.
+endf() { tail -n 1 "$OUT/$TAG/$1.jsonl" | jq -r ".$2 // \"-\""; }
+
+# t_acc NAME ACC: first virtual time the test accuracy reached ACC ("-" if never).
+t_acc() {
+	jq -rs --argjson a "$2" '[.[] | select(.event == null and .test_acc >= $a) | .t] |
+		if length > 0 then .[0] else "-" end' "$OUT/$TAG/$1.jsonl"
+}
+
+# t_loss NAME LOSS: first virtual time the window's training loss fell to LOSS.
+t_loss() {
+	jq -rs --argjson l "$2" '[.[] | select(.event == null and .loss > 0 and .loss <= $l) | .t] |
+		if length > 0 then .[0] else "-" end' "$OUT/$TAG/$1.jsonl"
+}
+
+# field_at NAME KEY ACC: KEY of the first metric line whose test accuracy reached ACC.
+field_at() {
+	jq -rs --argjson a "$3" --arg k "$2" '[.[] | select(.event == null and .test_acc >= $a) |
+		.[$k]] | if length > 0 then .[0] else "-" end' "$OUT/$TAG/$1.jsonl"
+}
+
+# final_acc NAME [N]: mean test accuracy of the last N metric lines (3).
+final_acc() {
+	jq -rs --argjson n "${2:-3}" '[.[] | select(.event == null) | .test_acc] | .[-$n:] |
+		(add / length * 10000 | round / 10000)' "$OUT/$TAG/$1.jsonl"
+}
+
+# ratio A B: A / B with 2 decimals, "-" when either is missing.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-";
+	else printf "%.2f\n", a / b }'; }
+
+# tsv NAME KEY...: columns t and KEYs of the metric lines, for gnuplot.
+tsv() {
+	local name=$1
+	shift
+	local keys
+	keys=$(printf '.%s,' t "$@")
+	jq -r "select(.event == null) | [${keys%,}] | @tsv" "$OUT/$TAG/$name.jsonl"
+}
+
+# plot PNG TITLE XLABEL YLABEL "FILE|COLS|TITLE"...: one line per series
+# (gnuplot "using" columns, e.g. 1:2); PLOT_EXTRA adds gnuplot commands.
+plot() {
+	local png=$1 title=$2 xl=$3 yl=$4
+	shift 4
+	command -v gnuplot >/dev/null || { echo "reproduce: gnuplot missing, no $png" >&2; return 0; }
+	local cmd="" sep="plot "
+	for s in "$@"; do
+		IFS='|' read -r f c t <<<"$s"
+		cmd="$cmd$sep'$f' using $c with lines lw 2 title '$t'"
+		sep=", "
+	done
+	gnuplot <<GP
+set terminal png size 900,560
+set output '$png'
+set title '$title'
+set xlabel '$xl'
+set ylabel '$yl'
+set key bottom right
+set grid
+${PLOT_EXTRA:-}
+$cmd
+GP
+}

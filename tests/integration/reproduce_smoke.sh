@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# reproduce_smoke.sh — QUICK=1 runs of two paper reproduction scripts: each
+# must finish, print its table and (when gnuplot is installed) write its plot.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-build}
+SCADLES=$top/$BUILD/scadles
+[ -x "$SCADLES" ] || { echo "reproduce_smoke: $SCADLES not built"; exit 77; }
+command -v jq >/dev/null || { echo "reproduce_smoke: jq missing"; exit 77; }
+[ -d /usr/share/datasets/fashion-mnist ] || { echo "reproduce_smoke: no Fashion-MNIST"; exit 77; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+export SCADLES OUT=$out QUICK=1
+"$top/examples/reproduce/scadles_speedup.sh" >"$out/s.log" 2>&1 || { cat "$out/s.log"; exit 1; }
+"$top/examples/reproduce/compression.sh" >"$out/c.log" 2>&1 || { cat "$out/c.log"; exit 1; }
+grep -q '^S10   full' "$out/scadles.txt" || { echo "no S10 full row"; cat "$out/scadles.txt"; exit 1; }
+grep -q '^cr0.1-d0.3' "$out/compression.txt" || { echo "no compression row"; exit 1; }
+# ScaDLES full compresses: fewer bytes than weighted aggregation alone.
+w=$(awk '$1 == "S10" && $2 == "weighted" { print $8 }' "$out/scadles.txt")
+f=$(awk '$1 == "S10" && $2 == "full" { print $8 }' "$out/scadles.txt")
+[ "$f" -lt "$w" ] || { echo "full sent $f bytes, weighted $w"; exit 1; }
+if command -v gnuplot >/dev/null; then
+	[ -s "$out/scadles-S10.png" ] && [ -s "$out/compression.png" ] || { echo "plots missing"; exit 1; }
+fi
+# Same seed, same output.
+cp "$out/compression.txt" "$out/c1.txt"
+"$top/examples/reproduce/compression.sh" >/dev/null 2>&1
+cmp -s "$out/compression.txt" "$out/c1.txt" || { echo "compression run not deterministic"; exit 1; }
+echo "reproduce_smoke: ok"

@@ -146,6 +146,7 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
         sc_agg_apply_live(agg, s);
         sc_kafka_gap_init(&s->gap, s->next);
         s->held = s->seen = 1;
+        s->parked = 0;
         s->pub_next = found ? s->next : -1;
         s->pub_version = sc_server_version(s->srv);
         s->pub_time = sc_agg_now();
@@ -255,6 +256,7 @@ static void sc_agg_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
                         rd_kafka_error_destroy(rd_kafka_incremental_assign(rk, parts));
                 else
                         rd_kafka_assign(rk, parts);
+                rd_kafka_resume_partitions(rk, parts); /* no park survives a new assignment */
                 return;
         }
         for (int i = 0; i < parts->cnt; i++)
@@ -339,6 +341,65 @@ static void sc_agg_membership(sc_aggregator_t *agg, double now)
         }
 }
 
+/* ---- parking --------------------------------------------------------- */
+
+/* Stops reading partition p at offset (a round update from a version the
+ * shard has not reached): the record is re-read once the version moves. */
+static void sc_agg_park(sc_aggregator_t *agg, int p, int64_t offset, const char *why)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        rd_kafka_topic_partition_list_t *tl = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(tl, agg->topics[SC_JOB_GRAD].name, p)->offset = offset;
+        rd_kafka_pause_partitions(agg->consumer, tl);
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(agg->consumer, tl, 5000);
+        if (e) {
+                sc_agg_log(agg, 3, "shard %d: seek back to %lld: %s", p, (long long)offset,
+                           rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+        }
+        rd_kafka_topic_partition_list_destroy(tl);
+        s->next = offset;
+        s->parked = 1;
+        s->parked_version = sc_server_version(s->srv);
+        s->parked_since = sc_agg_now();
+        if (agg->parks++ == 0)
+                sc_agg_log(agg, 6,
+                           "shard %d: update at offset %lld waits for its round (%s); reading "
+                           "of the partition resumes when the version moves",
+                           p, (long long)offset, why);
+}
+
+/* Resumes a parked partition once the shard's version moved, or gives the
+ * parked record up as rejected after a session timeout (so a round that
+ * never closes cannot stop the partition for good). */
+static void sc_agg_unpark(sc_aggregator_t *agg, int p, double now)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        rd_kafka_topic_partition_list_t *tl;
+        int give_up;
+        if (!s->parked)
+                return;
+        give_up = now - s->parked_since > agg->conf->job.session_timeout;
+        if (sc_server_version(s->srv) == s->parked_version && !give_up)
+                return;
+        tl = rd_kafka_topic_partition_list_new(1);
+        if (give_up && sc_server_version(s->srv) == s->parked_version) {
+                sc_agg_reject(agg, SC_REJ_FUTURE, agg->topics[SC_JOB_GRAD].name, p, s->next,
+                              "a round update that waited a session timeout for its round");
+                s->next++;
+                rd_kafka_topic_partition_list_add(tl, agg->topics[SC_JOB_GRAD].name, p)->offset =
+                    s->next;
+                rd_kafka_error_t *e = rd_kafka_seek_partitions(agg->consumer, tl, 5000);
+                if (e)
+                        rd_kafka_error_destroy(e);
+        } else {
+                rd_kafka_topic_partition_list_add(tl, agg->topics[SC_JOB_GRAD].name, p);
+        }
+        rd_kafka_resume_partitions(agg->consumer, tl);
+        rd_kafka_topic_partition_list_destroy(tl);
+        s->parked = 0;
+}
+
 /* ---- updates ------------------------------------------------------------- */
 
 static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, double now)
@@ -353,8 +414,9 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         sc_err_t err;
         size_t len, nnz = 0;
 
-        if (p < 0 || p >= agg->nshards || !(s = &agg->shards[p])->held || msg->offset < s->next)
-                return; /* a fetch that raced a revoke, or a re-delivery */
+        if (p < 0 || p >= agg->nshards || !(s = &agg->shards[p])->held || msg->offset < s->next ||
+            s->parked)
+                return; /* a fetch that raced a revoke or a park, or a re-delivery */
         agg->lost += (uint64_t)sc_kafka_gap_observe(&s->gap, msg->offset);
         agg->records++;
         agg->bytes_in += msg->len;
@@ -407,7 +469,14 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
                 sc_agg_reject(agg, SC_REJ_PAYLOAD, topic, p, msg->offset, why);
                 return;
         }
-        if ((err = sc_server_apply(s->srv, &u, &res, why, sizeof(why)))) {
+        if ((err = sc_server_apply(s->srv, &u, &res, why, sizeof(why))) == SC_ERR_STATE &&
+            agg->round_based) {
+                sc_agg_park(agg, p, msg->offset, why);
+                agg->records--;
+                agg->bytes_in -= msg->len;
+                return;
+        }
+        if (err) {
                 sc_agg_reject(agg, err == SC_ERR_STATE ? SC_REJ_FUTURE : SC_REJ_UPDATE, topic, p,
                               msg->offset, why);
                 return;
@@ -617,6 +686,8 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                         sc_agg_membership(agg, now);
                         for (int p = 0; p < agg->nshards; p++) {
                                 sc_agg_shard_t *s = &agg->shards[p];
+                                if (s->held)
+                                        sc_agg_unpark(agg, p, now);
                                 if (!sc_agg_changed(s))
                                         continue;
                                 s->version = sc_server_version(s->srv);

@@ -40,6 +40,11 @@ typedef struct sc_agg_shard {
         uint64_t pub_version;
         double pub_time;
         sc_kafka_gap_t gap;
+        /* A round update ahead of the shard's version waits (partition
+         * paused, re-read from its offset) until the version moves. */
+        int parked;
+        uint64_t parked_version;
+        double parked_since;
         /* kept after release, for the summary */
         int seen;
         uint64_t version;
@@ -66,7 +71,7 @@ struct sc_aggregator {
         uint64_t rej[SC_REJ__END];
         uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
             stale, lost, ctl_records, restored, initialized, assigned, revoked, lost_assignments,
-            steps;
+            parks, steps;
         double t0, last_record, last_progress, first_assign;
         double first_update, last_update; /* monotonic times of the first / last applied update */
         uint64_t progress_applied;

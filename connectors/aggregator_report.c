@@ -114,6 +114,7 @@ char *sc_aggregator_summary(const sc_aggregator_t *agg)
         }
         json_object_set_new(o, "duplicates", json_integer((json_int_t)agg->duplicates));
         json_object_set_new(o, "stale", json_integer((json_int_t)agg->stale));
+        json_object_set_new(o, "parked", json_integer((json_int_t)agg->parks));
         json_object_set_new(o, "steps", json_integer((json_int_t)agg->steps));
         json_object_set_new(o, "rejected_total", json_integer((json_int_t)rtot));
         json_object_set_new(o, "rejected", rej);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Aggregator membership (bsp barriers from J.ctl): three fake workers join; a
-# worker that sends "leave" stops holding rounds back at once; one that
+# worker that sends "leave" stops holding rounds back at once (updates of the
+# next rounds sent early wait, parked, instead of being lost); one that
 # rejoins and then goes silent holds a round back only until the session
 # timeout (3 s) passes, after which the other two close rounds alone.
 . "$(dirname "$0")/aggregator_common.inc"
@@ -43,8 +44,15 @@ for _ in $(seq 1 50); do
 done
 rounds 1 5
 
+# rounds 6-10 in one burst before worker 2's leave: round 7's updates come
+# before round 6 closed, so each shard parks its partition (no update is
+# lost) until the leave closes round 6, then reads on
+produce "$cfg" --seq-from 6 --seq-to 10 --skip-worker 2
+sleep 1
+grep "progress:" "$tmp/a.err" | tail -1 | grep -Eq "shards=\[0:v5@" ||
+	fail "round 6 did not wait for worker 2"
 ctl leave 2
-rounds 6 10 --skip-worker 2
+wait_version 10 10 || fail "rounds 6-10 did not close after the leave"
 
 ctl join 2
 for _ in $(seq 1 50); do
@@ -68,5 +76,6 @@ wait "$apid" || fail "the aggregator exited with an error"
 [ "$(summary a .applied)" = 140 ] || fail "applied $(summary a .applied), expected 140"
 [ "$(summary a .stale)" = 0 ] || fail "stale updates: $(summary a .stale)"
 [ "$(summary a .rejected_total)" = 0 ] || fail "rejected: $(summary a .rejected)"
-echo "leave closed rounds at once; a silent worker held round 11 for ${waited}s (timeout 3 s)"
+[ "$(summary a .parked)" -ge 4 ] || fail "parked $(summary a .parked) times, expected >= 4 (one per shard)"
+echo "parked $(summary a .parked) times, nothing lost; leave closed rounds at once; a silent worker held round 11 for ${waited}s (timeout 3 s)"
 echo "PASS"

@@ -50,6 +50,7 @@ typedef struct sc_sim_spec {
         double codec_ratio;   /* 0 = the codec's default */
         double codec_delta;   /* adaptive: 0 = default (0.3) */
         int codec_vote;       /* adaptive: all devices follow the majority vote */
+        int codec_half;       /* sparse codecs: values as IEEE half (2 bytes) */
         sc_sim_rates_t rates; /* stream rates */
         double rate;          /* constant rate, samples/s */
         double rate_list[SC_SIM_MAX_LIST];

@@ -111,6 +111,7 @@ static sc_err_t sc_sim_codec_new(sc_sim_t *sim, int sh, sc_codec_t **codecp, cha
         if (sim->spec.codec_delta > 0)
                 cp.delta = sim->spec.codec_delta;
         cp.vote = sim->spec.codec == SC_CODEC_ADAPTIVE && sim->spec.codec_vote;
+        cp.half_values = sim->spec.codec_half;
         err = sc_codec_new(codecp, sim->spec.codec, &cp, e - b, views, nv, errstr, errstr_size);
         free(views);
         return err;

@@ -60,6 +60,7 @@ static const sc_simp_t sc_simps[] = {
     SC_SIMP("codec_ratio", SC_SIMP_DOUBLE, codec_ratio, 0, 1),
     SC_SIMP("codec_delta", SC_SIMP_DOUBLE, codec_delta, 0, 1e6),
     SC_SIMP("codec_vote", SC_SIMP_BOOL, codec_vote, 0, 1),
+    SC_SIMP("codec_half", SC_SIMP_BOOL, codec_half, 0, 1),
     SC_SIMP("rates", SC_SIMP_RATES, rates, 0, 0),
     SC_SIMP("min_rate", SC_SIMP_DOUBLE, min_rate, 1e-6, 1e12),
     SC_SIMP("buffer", SC_SIMP_BUFFER, truncation, 0, 0),

@@ -306,7 +306,7 @@ void sc_codec_ef_commit_sparse(sc_codec_t *c, const float *grads, int sent_exact
 
         for (size_t i = 0; i < c->n; i++)
                 r[i] += grads[i];
-        if (sent_exact) {
+        if (sent_exact && !c->params.half_values) {
                 for (size_t j = 0; j < c->ksum; j++)
                         r[c->sel[j]] = 0.0f;
         } else {
@@ -358,7 +358,7 @@ sc_err_t sc_codec_payload_info(const void *payload, size_t len, sc_codec_info_t 
                                        (unsigned long long)need);
                 return SC_OK;
         case SC_CODEC_FMT_SPARSE:
-                err = sc_codec_sparse_check(p, len, info->n, &k, errstr, errstr_size);
+                err = sc_codec_sparse_check(p, len, info->n, info->flags, &k, errstr, errstr_size);
                 info->nnz = k;
                 return err;
         case SC_CODEC_FMT_Q8:
@@ -388,7 +388,7 @@ sc_err_t sc_codec_decode_add(const void *payload, size_t len, float *acc, size_t
                 return sc_codec_dense_decode_add(body, len, info.n, acc, scale, errstr,
                                                  errstr_size);
         case SC_CODEC_FMT_SPARSE:
-                return sc_codec_sparse_decode_add(body, len, info.n, acc, scale, errstr,
+                return sc_codec_sparse_decode_add(body, len, info.n, info.flags, acc, scale, errstr,
                                                   errstr_size);
         case SC_CODEC_FMT_FP16:
                 return sc_codec_fp16_decode_add(body, len, info.n, acc, scale, errstr, errstr_size);
@@ -420,7 +420,8 @@ sc_err_t sc_codec_decode_sparse(const void *payload, size_t len, uint32_t *idx, 
                 err = sc_codec_dense_decode_list(body, len, info.n, idx, val, errstr, errstr_size);
                 break;
         case SC_CODEC_FMT_SPARSE:
-                err = sc_codec_sparse_decode_list(body, len, info.n, idx, val, errstr, errstr_size);
+                err = sc_codec_sparse_decode_list(body, len, info.n, info.flags, idx, val, errstr,
+                                                  errstr_size);
                 break;
         case SC_CODEC_FMT_FP16:
                 err = sc_codec_fp16_decode_list(body, len, info.n, idx, val, errstr, errstr_size);

@@ -125,12 +125,12 @@ sc_err_t sc_codec_dense_decode_list(const uint8_t *body, size_t len, uint32_t n,
 /* Appends a sparse payload of the codec's current selection (sel, selval,
  * ksum entries). */
 sc_err_t sc_codec_sparse_encode(sc_codec_t *codec, unsigned flags, sc_buf_t *out);
-sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, uint32_t *kp,
-                               char *errstr, size_t errstr_size);
-sc_err_t sc_codec_sparse_decode_add(const uint8_t *body, size_t len, uint32_t n, float *acc,
-                                    float scale, char *errstr, size_t errstr_size);
-sc_err_t sc_codec_sparse_decode_list(const uint8_t *body, size_t len, uint32_t n, uint32_t *idx,
-                                     float *val, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, unsigned flags,
+                               uint32_t *kp, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_sparse_decode_add(const uint8_t *body, size_t len, uint32_t n, unsigned flags,
+                                    float *acc, float scale, char *errstr, size_t errstr_size);
+sc_err_t sc_codec_sparse_decode_list(const uint8_t *body, size_t len, uint32_t n, unsigned flags,
+                                     uint32_t *idx, float *val, char *errstr, size_t errstr_size);
 sc_err_t sc_codec_fp16_decode_add(const uint8_t *body, size_t len, uint32_t n, float *acc,
                                   float scale, char *errstr, size_t errstr_size);
 sc_err_t sc_codec_fp16_decode_list(const uint8_t *body, size_t len, uint32_t n, uint32_t *idx,

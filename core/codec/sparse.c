@@ -273,16 +273,30 @@ sc_err_t sc_codec_sparse_encode(sc_codec_t *c, unsigned flags, sc_buf_t *out)
                 out->len = start;
                 return err;
         }
-        sc_codec_put_f32s(out->data + out->len, c->selval, k);
-        out->len += 4 * k;
+        if (c->params.half_values) {
+                /* selval becomes what the receiver decodes, so error feedback
+                 * keeps the rounding error. */
+                uint8_t *p = out->data + out->len;
+                for (size_t j = 0; j < k; j++) {
+                        uint16_t h = sc_codec_f32_to_f16(c->selval[j]);
+                        c->selval[j] = sc_codec_f16_to_f32(h);
+                        sc_le_put16(p + 2 * j, h);
+                }
+                sc_le_put16(out->data + start + 2, (uint16_t)(flags | SC_CODEC_FLAG_HALF));
+                out->len += 2 * k;
+        } else {
+                sc_codec_put_f32s(out->data + out->len, c->selval, k);
+                out->len += 4 * k;
+        }
         c->stats.last_nnz = k;
         return SC_OK;
 }
 
 /* Validates a sparse body fully (indices included); *kp receives k. */
-sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, uint32_t *kp,
-                               char *errstr, size_t errstr_size)
+sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, unsigned flags,
+                               uint32_t *kp, char *errstr, size_t errstr_size)
 {
+        size_t width = flags & SC_CODEC_FLAG_HALF ? 2 : 4;
         size_t used;
         uint32_t k;
         sc_err_t err;
@@ -298,7 +312,7 @@ sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, uint
         err = sc_codec_index_decode(body + 4, len - 4, k, n, NULL, &used, errstr, errstr_size);
         if (err)
                 return err;
-        if (len - 4 - used != 4 * (size_t)k)
+        if (len - 4 - used != width * (size_t)k)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "codec payload: %zu value bytes for %u sparse entries",
                                len - 4 - used, k);
@@ -307,8 +321,8 @@ sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, uint
 }
 
 /* Callers have validated the body with sc_codec_sparse_check(). */
-static void sc_sparse_walk(const uint8_t *body, size_t len, uint32_t n, float *acc, float scale,
-                           uint32_t *idx, float *val)
+static void sc_sparse_walk(const uint8_t *body, size_t len, uint32_t n, unsigned flags, float *acc,
+                           float scale, uint32_t *idx, float *val)
 {
         uint32_t k = sc_le_get32(body), v = 0;
         size_t used;
@@ -319,7 +333,9 @@ static void sc_sparse_walk(const uint8_t *body, size_t len, uint32_t n, float *a
         vals = body + 4 + used;
         for (uint32_t j = 0; j < k; j++) {
                 sc_index_iter_next(&it, &v);
-                float x = sc_le_getf32(vals + 4 * (size_t)j);
+                float x = flags & SC_CODEC_FLAG_HALF
+                              ? sc_codec_f16_to_f32(sc_le_get16(vals + 2 * (size_t)j))
+                              : sc_le_getf32(vals + 4 * (size_t)j);
                 if (acc) {
                         acc[v] += scale * x;
                 } else {
@@ -329,24 +345,24 @@ static void sc_sparse_walk(const uint8_t *body, size_t len, uint32_t n, float *a
         }
 }
 
-sc_err_t sc_codec_sparse_decode_add(const uint8_t *body, size_t len, uint32_t n, float *acc,
-                                    float scale, char *errstr, size_t errstr_size)
+sc_err_t sc_codec_sparse_decode_add(const uint8_t *body, size_t len, uint32_t n, unsigned flags,
+                                    float *acc, float scale, char *errstr, size_t errstr_size)
 {
         uint32_t k;
-        sc_err_t err = sc_codec_sparse_check(body, len, n, &k, errstr, errstr_size);
+        sc_err_t err = sc_codec_sparse_check(body, len, n, flags, &k, errstr, errstr_size);
 
         if (!err)
-                sc_sparse_walk(body, len, n, acc, scale, NULL, NULL);
+                sc_sparse_walk(body, len, n, flags, acc, scale, NULL, NULL);
         return err;
 }
 
-sc_err_t sc_codec_sparse_decode_list(const uint8_t *body, size_t len, uint32_t n, uint32_t *idx,
-                                     float *val, char *errstr, size_t errstr_size)
+sc_err_t sc_codec_sparse_decode_list(const uint8_t *body, size_t len, uint32_t n, unsigned flags,
+                                     uint32_t *idx, float *val, char *errstr, size_t errstr_size)
 {
         uint32_t k;
-        sc_err_t err = sc_codec_sparse_check(body, len, n, &k, errstr, errstr_size);
+        sc_err_t err = sc_codec_sparse_check(body, len, n, flags, &k, errstr, errstr_size);
 
         if (!err)
-                sc_sparse_walk(body, len, n, NULL, 1.0f, idx, val);
+                sc_sparse_walk(body, len, n, flags, NULL, 1.0f, idx, val);
         return err;
 }

@@ -51,6 +51,7 @@ typedef enum sc_codec_format {
 /* Payload flags (informational; decoding does not depend on them). */
 #define SC_CODEC_FLAG_EF 0x1     /* the sender uses error feedback */
 #define SC_CODEC_FLAG_SCALED 0x2 /* randk values were multiplied by numel / k */
+#define SC_CODEC_FLAG_HALF 0x4   /* sparse body: values are IEEE half, 2 bytes each */
 
 #define SC_CODEC_HDR_SIZE 8
 
@@ -75,6 +76,10 @@ typedef struct sc_codec_params {
         int vote;               /* adaptive: the sync layer decides (majority vote) through
                                    sc_codec_adaptive_set_decision() */
         int stochastic;         /* q8: stochastic rounding driven by the encode rng */
+        int half_values;        /* topk/randk/adacomp/adaptive: sparse values sent as IEEE
+                                   half (2 bytes, round to nearest even) instead of float32;
+                                   with error feedback the rounding error stays in the
+                                   residual. Default off. */
 } sc_codec_params_t;
 
 typedef struct sc_codec_s sc_codec_t;

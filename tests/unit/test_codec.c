@@ -742,6 +742,96 @@ static void q8_rejects_non_finite(void **state)
         sc_buf_free(&buf);
 }
 
+/* half_values: sparse values travel as IEEE half. The payload is 2k bytes
+ * smaller than float32's, decodes to the half-rounded selection (same
+ * indices), error feedback keeps the rounding error, and a body whose value
+ * bytes do not match the flag is rejected. */
+static void sparse_half_values(void **state)
+{
+        enum { N = 5000 };
+        static const sc_codec_id_t ids[] = {SC_CODEC_TOPK, SC_CODEC_ADACOMP, SC_CODEC_ADAPTIVE};
+        float *g = malloc(N * sizeof(*g)), *a = calloc(N, sizeof(*a)), *b = calloc(N, sizeof(*b));
+        uint32_t *ia = malloc(N * sizeof(*ia)), *ib = malloc(N * sizeof(*ib));
+        float *va = malloc(N * sizeof(*va)), *vb = malloc(N * sizeof(*vb));
+        fill_normal(g, N, 77, 0);
+        for (size_t t = 0; t < sizeof(ids) / sizeof(ids[0]); t++) {
+                sc_codec_params_t p;
+                sc_codec_t *c32, *c16;
+                sc_buf_t o32 = {0}, o16 = {0};
+                sc_codec_info_t info;
+                size_t na, nb;
+                sc_codec_params_default(&p, ids[t]);
+                p.ratio = 0.01;
+                p.delta = 10; /* adaptive: always top-k */
+                assert_int_equal(sc_codec_new(&c32, ids[t], &p, N, NULL, 0, errbuf, sizeof(errbuf)),
+                                 SC_OK);
+                p.half_values = 1;
+                assert_int_equal(sc_codec_new(&c16, ids[t], &p, N, NULL, 0, errbuf, sizeof(errbuf)),
+                                 SC_OK);
+                assert_int_equal(sc_codec_encode(c32, g, NULL, &o32, errbuf, sizeof(errbuf)),
+                                 SC_OK);
+                assert_int_equal(sc_codec_encode(c16, g, NULL, &o16, errbuf, sizeof(errbuf)),
+                                 SC_OK);
+                assert_int_equal(
+                    sc_codec_payload_info(o16.data, o16.len, &info, errbuf, sizeof(errbuf)), SC_OK);
+                assert_int_equal(info.format, SC_CODEC_FMT_SPARSE);
+                assert_true(info.flags & SC_CODEC_FLAG_HALF);
+                assert_int_equal(info.nnz, 50);
+                assert_int_equal(o32.len - o16.len, 2 * 50);
+                assert_int_equal(sc_codec_decode_sparse(o32.data, o32.len, ia, va, N, &na, errbuf,
+                                                        sizeof(errbuf)),
+                                 SC_OK);
+                assert_int_equal(sc_codec_decode_sparse(o16.data, o16.len, ib, vb, N, &nb, errbuf,
+                                                        sizeof(errbuf)),
+                                 SC_OK);
+                assert_int_equal(na, nb);
+                for (size_t j = 0; j < na; j++) {
+                        assert_int_equal(ia[j], ib[j]);
+                        assert_true(vb[j] == sc_codec_f16_to_f32(sc_codec_f32_to_f16(va[j])));
+                        assert_true(fabsf(vb[j] - va[j]) <= fabsf(va[j]) * 0x1p-11f);
+                }
+                memset(b, 0, N * sizeof(*b));
+                assert_int_equal(
+                    sc_codec_decode_add(o16.data, o16.len, b, N, 1.0f, errbuf, sizeof(errbuf)),
+                    SC_OK);
+                for (size_t j = 0; j < nb; j++)
+                        assert_true(b[ib[j]] == vb[j]);
+                /* Error feedback (topk, adaptive): residual + sent == g exactly
+                 * in float, the rounding error included. */
+                const float *r = sc_codec_residual(c16);
+                if (r) {
+                        for (size_t i = 0; i < N; i++)
+                                assert_true(fabsf(r[i] + b[i] - g[i]) <= 1e-6f * fabsf(g[i]));
+                        size_t off = 0;
+                        for (; off < nb && vb[off] == g[ib[off]]; off++)
+                                ;
+                        assert_true(off < nb);           /* some value was rounded ... */
+                        assert_true(r[ib[off]] != 0.0f); /* ... and its error kept */
+                }
+                /* Flip the flag: the value bytes no longer match. */
+                o16.data[2] ^= SC_CODEC_FLAG_HALF;
+                assert_int_equal(
+                    sc_codec_decode_add(o16.data, o16.len, a, N, 1.0f, errbuf, sizeof(errbuf)),
+                    SC_ERR_CORRUPT);
+                o32.data[2] |= SC_CODEC_FLAG_HALF;
+                assert_int_equal(
+                    sc_codec_payload_info(o32.data, o32.len, &info, errbuf, sizeof(errbuf)),
+                    SC_ERR_CORRUPT);
+                sc_buf_free(&o32);
+                sc_buf_free(&o16);
+                sc_codec_destroy(c32);
+                sc_codec_destroy(c16);
+        }
+        free(g);
+        free(a);
+        free(b);
+        free(ia);
+        free(ib);
+        free(va);
+        free(vb);
+        (void)state;
+}
+
 static void fp16_conversion(void **state)
 {
         for (uint32_t h = 0; h < 0x10000; h++) {
@@ -805,6 +895,7 @@ int main(void)
             cmocka_unit_test(q8_tiny_tensor_is_zero),
             cmocka_unit_test(q8_rejects_non_finite),
             cmocka_unit_test(fp16_conversion),
+            cmocka_unit_test(sparse_half_values),
         };
         return cmocka_run_group_tests_name("codec", tests, NULL, NULL);
 }

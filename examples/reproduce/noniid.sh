@@ -3,8 +3,8 @@
 # label each (S10 rates, Fashion-MNIST MLP).  BSP (b = 64, equal weights) and
 # ScaDLES without injection against ScaDLES with injection at (alpha, beta) =
 # (0.5,0.5), (0.25,0.25), (0.1,0.1), (0.05,0.05); the IID runs are the
-# reference.  Local SGD (tau = 40) on the same data shows how far a policy that
-# averages rarely drifts on such data.
+# reference.  Local SGD (tau = 40), with and without injection, shows a policy
+# that averages rarely and so drifts on such data.
 #   examples/reproduce/noniid.sh      (QUICK=1 for a smoke run)
 . "$(dirname "$0")/lib.sh"
 TAG=noniid
@@ -27,6 +27,8 @@ sim scadles-noniid "$tmp/s.json"
 for p in $PAIRS; do
 	mkconf "$tmp/s.json" "$tmp/i.json" ".sim += {\"inject_alpha\": $p, \"inject_beta\": $p}"
 	sim "scadles-inject-$p" "$tmp/i.json"
+	mkconf "$tmp/l.json" "$tmp/li.json" ".sim += {\"inject_alpha\": $p, \"inject_beta\": $p}"
+	sim "localsgd-inject-$p" "$tmp/li.json"
 done
 
 ref=$(final_acc scadles-iid)
@@ -34,7 +36,8 @@ ref=$(final_acc scadles-iid)
 	echo "Non-IID (10 devices, 1 label each, S10), Fashion-MNIST MLP, ${HORIZON} virtual s"
 	printf '%-22s %10s %12s %8s %14s %14s\n' config final_acc vs_iid steps bytes_up inject_bytes
 	for n in bsp-iid scadles-iid bsp-noniid localsgd-noniid scadles-noniid \
-		$(for p in $PAIRS; do echo "scadles-inject-$p"; done); do
+		$(for p in $PAIRS; do echo "scadles-inject-$p"; done) \
+		$(for p in $PAIRS; do echo "localsgd-inject-$p"; done); do
 		a=$(final_acc "$n")
 		printf '%-22s %10s %+12.4f %8s %14s %14s\n' "$n" "$a" \
 			"$(awk -v a="$a" -v b="$ref" 'BEGIN{print a-b}')" "$(endf "$n" step)" \
@@ -49,5 +52,5 @@ for n in scadles-iid bsp-noniid localsgd-noniid scadles-noniid \
 	tsv "$n" test_acc >"$tmp/$n.tsv"
 	args+=("$tmp/$n.tsv|1:2|$n")
 done
-plot "$OUT/noniid.png" "Non-IID, 10 devices with 1 label each" "virtual time (s)" \
+PLOT_EXTRA="set key outside right" plot "$OUT/noniid.png" "Non-IID, 10 devices with 1 label each" "virtual time (s)" \
 	"test accuracy" "${args[@]}"

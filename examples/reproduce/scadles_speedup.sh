@@ -9,6 +9,9 @@
 . "$(dirname "$0")/lib.sh"
 TAG=scadles
 TARGET=${TARGET:-0.84}
+# S1's slowest streams are clamped to 1 sample/s: BSP makes 9 steps in 600 s and
+# never reaches 0.84, so S1 uses the highest accuracy it does reach.
+TARGET_S1=${TARGET_S1:-0.73}
 HORIZON=$(q 600 40)
 SETS=$(q "S1 S2 S10 S20" "S10")
 base=$REPRO_DIR/base-mlp.json
@@ -27,15 +30,18 @@ done
 
 tab=$OUT/scadles.txt
 {
-	echo "ScaDLES vs BSP, 16 devices, Fashion-MNIST MLP, target test accuracy $TARGET, horizon ${HORIZON} s"
+	echo "ScaDLES vs BSP, 16 devices, Fashion-MNIST MLP, target test accuracy $TARGET" \
+		"(S1: $TARGET_S1), horizon ${HORIZON} s"
 	printf '%-5s %-9s %9s %9s %8s %9s %9s %12s %6s\n' set config t_target speedup final_acc \
 		acc_diff steps bytes_up cnc
 	for s in $SETS; do
-		tb=$(t_acc "bsp-$s" "$TARGET")
+		tg=$TARGET
+		[ "$s" = S1 ] && tg=$TARGET_S1
+		tb=$(t_acc "bsp-$s" "$tg")
 		ab=$(final_acc "bsp-$s")
 		for c in bsp weighted full; do
 			n=$c-$s
-			t=$(t_acc "$n" "$TARGET")
+			t=$(t_acc "$n" "$tg")
 			a=$(final_acc "$n")
 			printf '%-5s %-9s %9s %9s %8s %+9.4f %9s %12s %6s\n' "$s" "$c" "$t" \
 				"$(ratio "$tb" "$t")" "$a" "$(awk -v a="$a" -v b="$ab" 'BEGIN{print a-b}')" \

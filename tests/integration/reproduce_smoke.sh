@@ -4,7 +4,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-build}
-SCADLES=$top/$BUILD/scadles
+SCADLES=${SCADLES:-$top/$BUILD/scadles}
 [ -x "$SCADLES" ] || { echo "reproduce_smoke: $SCADLES not built"; exit 77; }
 command -v jq >/dev/null || { echo "reproduce_smoke: jq missing"; exit 77; }
 [ -d /usr/share/datasets/fashion-mnist ] || { echo "reproduce_smoke: no Fashion-MNIST"; exit 77; }

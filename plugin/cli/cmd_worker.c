@@ -542,7 +542,8 @@ static int sc_worker_run(sc_worker_t *w)
                 sc_batcher_t *bt = sc_kafka_source_batcher(w->src);
                 double wake = INFINITY;
                 int ready = bt && sc_batcher_ready(bt, t, &wake);
-                int timeout = ready ? 0 : (int)fmin(100.0, fmax(1.0, (wake - t) * 1000.0));
+                /* Short waits: librdkafka hands over about one fetch per wake-up. */
+                int timeout = ready ? 0 : (int)fmin(10.0, fmax(1.0, (wake - t) * 1000.0));
                 size_t got = 0;
                 if (sc_kafka_source_poll(w->src, t, timeout, SC_WORKER_POLL_MAX, &got, err,
                                          sizeof(err))) {

@@ -1,0 +1,403 @@
+/* interceptor.c — the librdkafka interceptor plugin: a librdkafka client that
+ * sets plugin.library.paths=libscadles gets an embedded worker fed with the
+ * records the host consumes (on_consume), configured by scadles.* properties
+ * (docs/PLUGIN.md). The host application is not changed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+
+#include "api_impl.h"
+
+#define SC_PLUG_NAME "scadles"
+#define SC_PLUG_PREFIX "scadles."
+#define SC_PLUG_MAX_HEADERS 16
+#define SC_PLUG_MAX_SETS 64
+
+/* One rd_kafka_conf_t's plugin settings (ic_opaque of its conf interceptors). */
+typedef struct sc_plug_conf {
+        scadles_conf_t *conf; /* training + embedding configuration so far */
+        char *config_path;
+        int n_sets; /* scadles.<key> overrides, replayed over a later config file */
+        char *set_names[SC_PLUG_MAX_SETS], *set_values[SC_PLUG_MAX_SETS];
+        char *bootstrap;    /* the host's bootstrap.servers */
+        char *summary_file; /* final statistics JSON goes here */
+        char *stats_file;   /* periodic statistics, one JSON per line */
+        int log_level;      /* stderr lines at or below this level */
+        int flush_ms;       /* on the host's destroy: wait this long for training */
+} sc_plug_conf_t;
+
+/* One consumer instance's embedded worker (ic_opaque of its interceptors). */
+typedef struct sc_plug_inst {
+        scadles_worker_t *w;
+        char *summary_file, *stats_file;
+        int log_level, flush_ms;
+        FILE *stats;
+} sc_plug_inst_t;
+
+static rd_kafka_resp_err_t sc_plug_register(rd_kafka_conf_t *conf, sc_plug_conf_t *pc);
+
+static char *sc_plug_strdup(const char *s)
+{
+        return s ? strdup(s) : NULL;
+}
+
+static void sc_plug_conf_free(sc_plug_conf_t *pc)
+{
+        if (!pc)
+                return;
+        scadles_conf_destroy(pc->conf);
+        free(pc->config_path);
+        for (int i = 0; i < pc->n_sets; i++) {
+                free(pc->set_names[i]);
+                free(pc->set_values[i]);
+        }
+        free(pc->bootstrap);
+        free(pc->summary_file);
+        free(pc->stats_file);
+        free(pc);
+}
+
+static sc_plug_conf_t *sc_plug_conf_new(void)
+{
+        sc_plug_conf_t *pc = calloc(1, sizeof(*pc));
+        if (!pc)
+                return NULL;
+        pc->conf = scadles_conf_new();
+        if (!pc->conf) {
+                free(pc);
+                return NULL;
+        }
+        pc->log_level = 5;
+        pc->flush_ms = 60000;
+        return pc;
+}
+
+/* Loads path into a fresh configuration (embedding settings kept) and
+ * replays the overrides; pc changes only on success. */
+static rd_kafka_conf_res_t sc_plug_load(sc_plug_conf_t *pc, const char *path, char *errstr,
+                                        size_t errstr_size)
+{
+        char err[1024];
+        scadles_conf_t *fresh = scadles_conf_dup(pc->conf);
+        if (!fresh) {
+                snprintf(errstr, errstr_size, "scadles.config: out of memory");
+                return RD_KAFKA_CONF_INVALID;
+        }
+        if (scadles_conf_load(fresh, path, err, sizeof(err)))
+                goto bad;
+        for (int i = 0; i < pc->n_sets; i++)
+                if (scadles_conf_set(fresh, pc->set_names[i], pc->set_values[i], err, sizeof(err)))
+                        goto bad;
+        char *p = strdup(path);
+        if (!p) {
+                scadles_conf_destroy(fresh);
+                snprintf(errstr, errstr_size, "scadles.config: out of memory");
+                return RD_KAFKA_CONF_INVALID;
+        }
+        scadles_conf_destroy(pc->conf);
+        pc->conf = fresh;
+        free(pc->config_path);
+        pc->config_path = p;
+        return RD_KAFKA_CONF_OK;
+bad:
+        scadles_conf_destroy(fresh);
+        snprintf(errstr, errstr_size, "scadles.config=%s: %s", path, err);
+        return RD_KAFKA_CONF_INVALID;
+}
+
+static int sc_plug_int(const char *name, const char *val, int lo, int hi, int *out, char *errstr,
+                       size_t errstr_size)
+{
+        char *end;
+        long v = strtol(val, &end, 10);
+        if (end == val || *end || v < lo || v > hi) {
+                snprintf(errstr, errstr_size, "%s: \"%s\": expected an integer in [%d, %d]", name,
+                         val, lo, hi);
+                return -1;
+        }
+        *out = (int)v;
+        return 0;
+}
+
+static int sc_plug_str(char **slot, const char *val)
+{
+        char *s = strdup(val);
+        if (!s)
+                return -1;
+        free(*slot);
+        *slot = s;
+        return 0;
+}
+
+static rd_kafka_conf_res_t sc_plug_on_conf_set(rd_kafka_conf_t *conf, const char *name,
+                                               const char *val, char *errstr, size_t errstr_size,
+                                               void *ic_opaque)
+{
+        sc_plug_conf_t *pc = ic_opaque;
+        char err[1024];
+        if (!strcmp(name, "bootstrap.servers") || !strcmp(name, "metadata.broker.list")) {
+                if (val)
+                        sc_plug_str(&pc->bootstrap, val);
+                return RD_KAFKA_CONF_UNKNOWN; /* librdkafka's own, too */
+        }
+        if (strncmp(name, SC_PLUG_PREFIX, strlen(SC_PLUG_PREFIX)))
+                return RD_KAFKA_CONF_UNKNOWN;
+        const char *key = name + strlen(SC_PLUG_PREFIX);
+        if (!val) {
+                snprintf(errstr, errstr_size, "%s: cannot be reset", name);
+                return RD_KAFKA_CONF_INVALID;
+        }
+        if (!strcmp(key, "config"))
+                return sc_plug_load(pc, val, errstr, errstr_size);
+        if (!strcmp(key, "log.level"))
+                return sc_plug_int(name, val, 0, 7, &pc->log_level, errstr, errstr_size)
+                           ? RD_KAFKA_CONF_INVALID
+                           : RD_KAFKA_CONF_OK;
+        if (!strcmp(key, "flush.timeout.ms"))
+                return sc_plug_int(name, val, 0, 86400000, &pc->flush_ms, errstr, errstr_size)
+                           ? RD_KAFKA_CONF_INVALID
+                           : RD_KAFKA_CONF_OK;
+        if (!strcmp(key, "summary.file") || !strcmp(key, "stats.file")) {
+                if (sc_plug_str(key[1] == 'u' ? &pc->summary_file : &pc->stats_file, val)) {
+                        snprintf(errstr, errstr_size, "%s: out of memory", name);
+                        return RD_KAFKA_CONF_INVALID;
+                }
+                return RD_KAFKA_CONF_OK;
+        }
+        if (!strncmp(key, "kafka.plugin.", 13)) {
+                snprintf(errstr, errstr_size,
+                         "%s: the embedded worker's own clients never load plugins", name);
+                return RD_KAFKA_CONF_INVALID;
+        }
+        if (scadles_conf_set(pc->conf, key, val, err, sizeof(err))) {
+                snprintf(errstr, errstr_size, "%s: %s", name, err);
+                return RD_KAFKA_CONF_INVALID;
+        }
+        if (pc->n_sets == SC_PLUG_MAX_SETS) {
+                snprintf(errstr, errstr_size, "%s: more than %d scadles.* overrides", name,
+                         SC_PLUG_MAX_SETS);
+                return RD_KAFKA_CONF_INVALID;
+        }
+        pc->set_names[pc->n_sets] = strdup(key);
+        pc->set_values[pc->n_sets] = strdup(val);
+        pc->n_sets++;
+        return RD_KAFKA_CONF_OK;
+}
+
+static rd_kafka_resp_err_t sc_plug_on_conf_destroy(void *ic_opaque)
+{
+        sc_plug_conf_free(ic_opaque);
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+static rd_kafka_resp_err_t sc_plug_on_conf_dup(rd_kafka_conf_t *new_conf,
+                                               const rd_kafka_conf_t *old_conf, size_t filter_cnt,
+                                               const char **filter, void *ic_opaque)
+{
+        const sc_plug_conf_t *old = ic_opaque;
+        sc_plug_conf_t *pc = calloc(1, sizeof(*pc));
+        if (!pc)
+                return RD_KAFKA_RESP_ERR__FAIL;
+        pc->conf = scadles_conf_dup(old->conf);
+        pc->config_path = sc_plug_strdup(old->config_path);
+        pc->bootstrap = sc_plug_strdup(old->bootstrap);
+        pc->summary_file = sc_plug_strdup(old->summary_file);
+        pc->stats_file = sc_plug_strdup(old->stats_file);
+        pc->log_level = old->log_level;
+        pc->flush_ms = old->flush_ms;
+        for (int i = 0; i < old->n_sets; i++) {
+                pc->set_names[i] = sc_plug_strdup(old->set_names[i]);
+                pc->set_values[i] = sc_plug_strdup(old->set_values[i]);
+                pc->n_sets++;
+        }
+        if (!pc->conf) {
+                sc_plug_conf_free(pc);
+                return RD_KAFKA_RESP_ERR__FAIL;
+        }
+        return sc_plug_register(new_conf, pc);
+}
+
+static void sc_plug_log(const scadles_worker_t *w, int level, const char *line, void *opaque)
+{
+        const sc_plug_inst_t *pi = opaque;
+        if (level <= pi->log_level)
+                fprintf(stderr, "scadles: %s\n", line);
+}
+
+static void sc_plug_stats(scadles_worker_t *w, const char *json, void *opaque)
+{
+        sc_plug_inst_t *pi = opaque;
+        if (pi->stats) {
+                fprintf(pi->stats, "%s\n", json);
+                fflush(pi->stats);
+        }
+        if (pi->summary_file && strstr(json, "\"final\":true")) {
+                FILE *f = fopen(pi->summary_file, "w");
+                if (!f) {
+                        fprintf(stderr, "scadles: summary.file %s: cannot write\n",
+                                pi->summary_file);
+                        return;
+                }
+                fprintf(f, "%s\n", json);
+                fclose(f);
+        }
+}
+
+static void sc_plug_inst_free(sc_plug_inst_t *pi)
+{
+        if (!pi)
+                return;
+        if (pi->stats)
+                fclose(pi->stats);
+        free(pi->summary_file);
+        free(pi->stats_file);
+        free(pi);
+}
+
+static rd_kafka_resp_err_t sc_plug_on_consume(rd_kafka_t *rk, rd_kafka_message_t *m,
+                                              void *ic_opaque)
+{
+        sc_plug_inst_t *pi = ic_opaque;
+        if (m->err || !m->rkt)
+                return RD_KAFKA_RESP_ERR_NO_ERROR; /* EOF and errors are the host's */
+        scadles_header_t hs[SC_PLUG_MAX_HEADERS];
+        size_t n = 0;
+        rd_kafka_headers_t *hdrs = NULL;
+        if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                const char *name;
+                const void *value;
+                size_t size;
+                while (n < SC_PLUG_MAX_HEADERS &&
+                       rd_kafka_header_get_all(hdrs, n, &name, &value, &size) ==
+                           RD_KAFKA_RESP_ERR_NO_ERROR) {
+                        hs[n] = (scadles_header_t){name, value, value ? size : 0};
+                        n++;
+                }
+        }
+        scadles_push(pi->w, rd_kafka_topic_name(m->rkt), m->partition, m->offset, m->key,
+                     m->key ? m->key_len : 0, m->payload, m->payload ? m->len : 0, hs, n,
+                     rd_kafka_message_timestamp(m, NULL));
+        /* Failures are counted by the worker (dropped / refused) and logged. */
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+static rd_kafka_resp_err_t sc_plug_on_destroy(rd_kafka_t *rk, void *ic_opaque)
+{
+        sc_plug_inst_t *pi = ic_opaque;
+        char err[1024];
+        if (scadles_flush(pi->w, pi->flush_ms) == SCADLES_ERR_TIMED_OUT)
+                fprintf(stderr,
+                        "scadles: scadles.flush.timeout.ms (%d) passed before every "
+                        "consumed record was trained\n",
+                        pi->flush_ms);
+        if (scadles_finish(pi->w, 10000, err, sizeof(err)))
+                fprintf(stderr, "scadles: %s\n", err);
+        scadles_destroy(pi->w);
+        sc_plug_inst_free(pi);
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t *conf,
+                                          void *ic_opaque, char *errstr, size_t errstr_size)
+{
+        const sc_plug_conf_t *pc = ic_opaque;
+        char err[1024];
+        if (rd_kafka_type(rk) != RD_KAFKA_CONSUMER)
+                return RD_KAFKA_RESP_ERR_NO_ERROR; /* producers: nothing to train on */
+        if (!pc->config_path && pc->conf->sc.model.n_layers == 0) {
+                snprintf(errstr, errstr_size, "scadles: no scadles.config: not training");
+                fprintf(stderr, "%s\n", errstr);
+                return RD_KAFKA_RESP_ERR__INVALID_ARG;
+        }
+        sc_plug_inst_t *pi = calloc(1, sizeof(*pi));
+        scadles_conf_t *c = scadles_conf_dup(pc->conf);
+        if (!pi || !c)
+                goto oom;
+        pi->log_level = pc->log_level;
+        pi->flush_ms = pc->flush_ms;
+        pi->summary_file = sc_plug_strdup(pc->summary_file);
+        pi->stats_file = sc_plug_strdup(pc->stats_file);
+        if (pi->stats_file && !(pi->stats = fopen(pi->stats_file, "a"))) {
+                snprintf(errstr, errstr_size, "scadles: scadles.stats.file %s: cannot open",
+                         pi->stats_file);
+                goto fail;
+        }
+        json_t *kafka = c->sc.kafka;
+        if (pc->bootstrap && (!kafka || !json_object_get(kafka, "bootstrap.servers"))) {
+                if (scadles_conf_set(c, "kafka.bootstrap.servers", pc->bootstrap, err,
+                                     sizeof(err))) {
+                        snprintf(errstr, errstr_size, "scadles: %s", err);
+                        goto fail;
+                }
+        }
+        scadles_conf_set_log_cb(c, sc_plug_log);
+        scadles_conf_set_stats_cb(c, sc_plug_stats);
+        scadles_conf_set_opaque(c, pi);
+        pi->w = scadles_worker_new(c, err, sizeof(err));
+        if (!pi->w) {
+                snprintf(errstr, errstr_size, "scadles: %s", err);
+                goto fail;
+        }
+        c = NULL; /* the worker's */
+        if (scadles_start(pi->w)) {
+                snprintf(errstr, errstr_size, "scadles: cannot start the training thread");
+                goto fail;
+        }
+        if (rd_kafka_interceptor_add_on_consume(rk, SC_PLUG_NAME, sc_plug_on_consume, pi) ||
+            rd_kafka_interceptor_add_on_destroy(rk, SC_PLUG_NAME, sc_plug_on_destroy, pi)) {
+                snprintf(errstr, errstr_size, "scadles: cannot add interceptors");
+                goto fail;
+        }
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+oom:
+        snprintf(errstr, errstr_size, "scadles: out of memory");
+fail:
+        fprintf(stderr, "%s\n", errstr);
+        if (pi)
+                scadles_destroy(pi->w);
+        scadles_conf_destroy(c);
+        sc_plug_inst_free(pi);
+        return RD_KAFKA_RESP_ERR__FAIL;
+}
+
+static rd_kafka_resp_err_t sc_plug_register(rd_kafka_conf_t *conf, sc_plug_conf_t *pc)
+{
+        rd_kafka_resp_err_t err;
+        /* on_conf_destroy first: if a later add fails, pc is still freed. */
+        if ((err = rd_kafka_conf_interceptor_add_on_conf_destroy(conf, SC_PLUG_NAME,
+                                                                 sc_plug_on_conf_destroy, pc))) {
+                sc_plug_conf_free(pc);
+                return err;
+        }
+        if ((err = rd_kafka_conf_interceptor_add_on_conf_set(conf, SC_PLUG_NAME,
+                                                             sc_plug_on_conf_set, pc)) ||
+            (err = rd_kafka_conf_interceptor_add_on_conf_dup(conf, SC_PLUG_NAME,
+                                                             sc_plug_on_conf_dup, pc)) ||
+            (err = rd_kafka_conf_interceptor_add_on_new(conf, SC_PLUG_NAME, sc_plug_on_new, pc)))
+                return err;
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+/* The plugin's entry point, called by librdkafka for each configuration that
+ * names the library in plugin.library.paths. */
+SCADLES_EXPORT rd_kafka_resp_err_t conf_init(rd_kafka_conf_t *conf, void **plug_opaquep,
+                                             char *errstr, size_t errstr_size)
+{
+        sc_plug_conf_t *pc = sc_plug_conf_new();
+        if (!pc) {
+                snprintf(errstr, errstr_size, "scadles: out of memory");
+                return RD_KAFKA_RESP_ERR__FAIL;
+        }
+        rd_kafka_resp_err_t err = sc_plug_register(conf, pc);
+        if (err) {
+                snprintf(errstr, errstr_size, "scadles: cannot add interceptors: %s",
+                         rd_kafka_err2str(err));
+                return err;
+        }
+        if (plug_opaquep)
+                *plug_opaquep = pc;
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}

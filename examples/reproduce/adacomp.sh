@@ -37,8 +37,8 @@ sim adacomp-half "$tmp/h.json"
 		ba=$(field_at asgd bytes_up "$a")
 		for v in adacomp adacomp-half; do
 			bc=$(field_at "$v" bytes_up "$a")
-			printf '%-8s %-13s %10s %14s %10s %14s %9sx %10s\n' "$a" "$v" \
-				"$(t_acc asgd "$a")" "$ba" "$(t_acc "$v" "$a")" "$bc" "$(ratio "$ba" "$bc")" \
+			printf '%-8s %-13s %10s %14s %10s %14s %10s %10s\n' "$a" "$v" \
+				"$(t_acc asgd "$a")" "$ba" "$(t_acc "$v" "$a")" "$bc" "$(ratiox "$ba" "$bc")" \
 				"$(ratio "$(field_at asgd updates "$a")" "$(field_at "$v" updates "$a")")"
 		done
 	done

@@ -33,8 +33,8 @@ done
 		pb=$(endf "bsp-persist-$s" peak_buffered)
 		ps=$(endf "scadles-persist-$s" peak_buffered)
 		pt=$(endf "scadles-trunc-$s" peak_buffered)
-		printf '%-5s %14s %16s %14s %13sx %13sx %10s %10s\n' "$s" "$pb" "$ps" "$pt" \
-			"$(ratio "$pb" "$pt")" "$(ratio "$ps" "$pt")" "$(endf "scadles-trunc-$s" dropped)" \
+		printf '%-5s %14s %16s %14s %14s %14s %10s %10s\n' "$s" "$pb" "$ps" "$pt" \
+			"$(ratiox "$pb" "$pt")" "$(ratiox "$ps" "$pt")" "$(endf "scadles-trunc-$s" dropped)" \
 			"$(endf "scadles-trunc-$s" test_acc)"
 	done
 	echo "ratio = persistence peak / truncation peak; dropped = samples truncation discarded (all devices)."

@@ -36,8 +36,8 @@ bn=$(endf none bytes_up)
 		cr=$(jq -r '.sim.codec_ratio // "-"' "$OUT/$TAG/$n.json")
 		d=$(jq -r '.sim.codec_delta // "-"' "$OUT/$TAG/$n.json")
 		b=$(endf "$n" bytes_up)
-		printf '%-12s %6s %6s %10s %9s %7s %14s %9sx\n' "$n" "$cr" "$d" "$(final_acc "$n")" \
-			"$(t_acc "$n" "$TARGET")" "$(endf "$n" cnc)" "$b" "$(ratio "$bn" "$b")"
+		printf '%-12s %6s %6s %10s %9s %7s %14s %10s\n' "$n" "$cr" "$d" "$(final_acc "$n")" \
+			"$(t_acc "$n" "$TARGET")" "$(endf "$n" cnc)" "$b" "$(ratiox "$bn" "$b")"
 	done
 	echo "reduction = bytes_up(no compression) / bytes_up over the same horizon."
 } | tee "$OUT/compression.txt"

@@ -61,6 +61,9 @@ final_acc() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-";
 	else printf "%.2f\n", a / b }'; }
 
+# ratiox A B: ratio with an "x" appended ("-" stays "-").
+ratiox() { local r; r=$(ratio "$1" "$2"); [ "$r" = - ] && echo - || echo "${r}x"; }
+
 # tsv NAME KEY...: columns t and KEYs of the metric lines, for gnuplot.
 tsv() {
 	local name=$1

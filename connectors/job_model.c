@@ -1,0 +1,262 @@
+/* job_model.c — follows a distributed job's J.model partitions and keeps the
+ * newest global model (see sc_job_model.h). */
+#include "sc_job_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "sc_kafka_admin.h"
+#include "sc_kafka_model.h"
+#include "sc_kafka_util.h"
+#include "sc_wire.h"
+
+/* Records read back from the end of a partition at start (a newest record
+ * that turns out unusable falls back on an older one). */
+#define SC_JM_BACK 4
+
+typedef struct sc_jm_shard {
+        size_t begin, end;
+        uint64_t version, stamp;
+        int64_t need;      /* offset of the newest record at start; -1 = none to wait for */
+        int64_t next;      /* next offset expected */
+        uint64_t *applied; /* (n_workers) */
+} sc_jm_shard_t;
+
+struct sc_job_model_s {
+        const sc_conf_t *conf;
+        rd_kafka_t *rk;
+        char topic[SC_KAFKA_ADMIN_NAME_MAX];
+        float *params;
+        size_t n;
+        int shards, n_workers;
+        sc_jm_shard_t *sh;
+        float *tmp;
+        sc_job_model_stats_t stats;
+};
+
+static void sc_jm_install(sc_job_model_t *jm, const rd_kafka_message_t *m, int *changed)
+{
+        char why[256];
+        sc_wire_msg_t msg;
+        int s = (int)m->partition;
+        jm->stats.records++;
+        jm->stats.bytes += m->len;
+        if (s < 0 || s >= jm->shards)
+                return;
+        sc_jm_shard_t *sh = &jm->sh[s];
+        sh->next = m->offset + 1;
+        if (sc_wire_decode(m->payload, m->len, &msg, why, sizeof(why)) ||
+            msg.type != SC_WIRE_MODEL || msg.u.model.shard != (uint32_t)s ||
+            msg.u.model.begin != sh->begin || msg.u.model.count != sh->end - sh->begin) {
+                jm->stats.bad++;
+                return;
+        }
+        const sc_wire_model_view_t *v = &msg.u.model;
+        if (v->version < sh->version && sh->stamp > 0)
+                return; /* an older publication (e.g. a zombie's), keep the newer */
+        sc_wire_get_f32s(jm->params + sh->begin, v->params, v->count);
+        sh->version = v->version;
+        sh->stamp++;
+        memset(sh->applied, 0, (size_t)jm->n_workers * sizeof(uint64_t));
+        for (uint32_t i = 0; i < v->napplied; i++) {
+                sc_wire_applied_t a;
+                sc_wire_get_applied(v, i, &a);
+                if (a.worker < (uint32_t)jm->n_workers)
+                        sh->applied[a.worker] = a.seq;
+        }
+        jm->stats.installed++;
+        if (changed)
+                (*changed)++;
+}
+
+sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const float *init,
+                          size_t nparams, char *errstr, size_t errstr_size)
+{
+        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
+        rd_kafka_conf_t *kc = NULL;
+        char why[512];
+        sc_err_t err;
+
+        *jmp = NULL;
+        sc_job_model_t *jm = calloc(1, sizeof(*jm));
+        if (!jm)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        jm->conf = conf;
+        jm->n = nparams;
+        jm->shards = conf->job.shards;
+        jm->n_workers = conf->job.sync.n_workers;
+        if (!(jm->params = malloc(nparams * sizeof(float))) ||
+            !(jm->sh = calloc((size_t)jm->shards, sizeof(*jm->sh)))) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+                goto fail;
+        }
+        memcpy(jm->params, init, nparams * sizeof(float));
+        for (int s = 0; s < jm->shards; s++) {
+                sc_kafka_model_shard_range(nparams, jm->shards, s, &jm->sh[s].begin,
+                                           &jm->sh[s].end);
+                jm->sh[s].need = -1;
+                if (!(jm->sh[s].applied = calloc((size_t)jm->n_workers, sizeof(uint64_t)))) {
+                        err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+                        goto fail;
+                }
+        }
+        if ((err = sc_kafka_admin_job_topics(conf->job.name, conf->job.shards,
+                                             conf->job.replication, topics, errstr, errstr_size)))
+                goto fail;
+        snprintf(jm->topic, sizeof(jm->topic), "%s", topics[SC_JOB_MODEL].name);
+        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", errstr,
+                                           errstr_size)))
+                goto fail;
+        sc_kafka_conf_log_bridge(kc);
+        sc_kafka_conf_set(kc, "client.id", "scadles-model-reader", "client.id", why, sizeof(why));
+        sc_kafka_conf_set(kc, "enable.auto.commit", "false", "model reader", why, sizeof(why));
+        sc_kafka_conf_set(kc, "group.id", "scadles-model-reader", "model reader", why, sizeof(why));
+        sc_kafka_conf_set(kc, "fetch.wait.max.ms", "10", "model reader", why, sizeof(why));
+        if (!(jm->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {
+                rd_kafka_conf_destroy(kc);
+                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s reader: %s", jm->topic, why);
+                goto fail;
+        }
+        rd_kafka_poll_set_consumer(jm->rk);
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(jm->shards);
+        for (int s = 0; s < jm->shards; s++) {
+                int64_t lo = 0, hi = 0;
+                rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+                for (int tries = 0; tries < 20; tries++) {
+                        rerr =
+                            rd_kafka_query_watermark_offsets(jm->rk, jm->topic, s, &lo, &hi, 5000);
+                        if (!rerr || (rerr != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
+                                      rerr != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE))
+                                break;
+                        rd_kafka_poll(jm->rk, 250);
+                }
+                if (rerr) {
+                        rd_kafka_topic_partition_list_destroy(tp);
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: watermarks: %s",
+                                      jm->topic, s, rd_kafka_err2str(rerr));
+                        goto fail;
+                }
+                jm->sh[s].need = hi > lo ? hi - 1 : -1;
+                jm->sh[s].next = hi - SC_JM_BACK > lo ? hi - SC_JM_BACK : lo;
+                rd_kafka_topic_partition_list_add(tp, jm->topic, s)->offset = jm->sh[s].next;
+        }
+        rd_kafka_resp_err_t rerr = rd_kafka_assign(jm->rk, tp);
+        rd_kafka_topic_partition_list_destroy(tp);
+        if (rerr) {
+                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: assign: %s", jm->topic,
+                              rd_kafka_err2str(rerr));
+                goto fail;
+        }
+        *jmp = jm;
+        return SC_OK;
+fail:
+        sc_job_model_destroy(jm);
+        return err;
+}
+
+void sc_job_model_destroy(sc_job_model_t *jm)
+{
+        if (!jm)
+                return;
+        if (jm->rk) {
+                rd_kafka_assign(jm->rk, NULL);
+                rd_kafka_consumer_close(jm->rk);
+                rd_kafka_destroy(jm->rk);
+        }
+        for (int s = 0; jm->sh && s < jm->shards; s++)
+                free(jm->sh[s].applied);
+        free(jm->sh);
+        free(jm->params);
+        free(jm);
+}
+
+sc_err_t sc_job_model_poll(sc_job_model_t *jm, int timeout_ms, int *changed, char *errstr,
+                           size_t errstr_size)
+{
+        int n = 0;
+        if (changed)
+                *changed = 0;
+        for (int i = 0; i < 256; i++) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(jm->rk, n ? 0 : timeout_ms);
+                if (!m)
+                        break;
+                n++;
+                if (m->err) {
+                        rd_kafka_resp_err_t e = m->err;
+                        rd_kafka_message_destroy(m);
+                        if (e == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
+                            !rd_kafka_fatal_error(jm->rk, NULL, 0))
+                                continue;
+                        return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s reader: %s", jm->topic,
+                                       rd_kafka_err2str(e));
+                }
+                sc_jm_install(jm, m, changed);
+                rd_kafka_message_destroy(m);
+        }
+        return SC_OK;
+}
+
+int sc_job_model_ready(const sc_job_model_t *jm)
+{
+        for (int s = 0; s < jm->shards; s++)
+                if (jm->sh[s].need >= 0 && jm->sh[s].next <= jm->sh[s].need)
+                        return 0;
+        return 1;
+}
+
+const float *sc_job_model_params(const sc_job_model_t *jm)
+{
+        return jm->params;
+}
+
+int sc_job_model_shards(const sc_job_model_t *jm)
+{
+        return jm->shards;
+}
+
+void sc_job_model_range(const sc_job_model_t *jm, int s, size_t *begin, size_t *end)
+{
+        *begin = jm->sh[s].begin;
+        *end = jm->sh[s].end;
+}
+
+uint64_t sc_job_model_version(const sc_job_model_t *jm, int s)
+{
+        return jm->sh[s].version;
+}
+
+uint64_t sc_job_model_stamp(const sc_job_model_t *jm, int s)
+{
+        return jm->sh[s].stamp;
+}
+
+uint64_t sc_job_model_min_version(const sc_job_model_t *jm)
+{
+        uint64_t v = UINT64_MAX;
+        for (int s = 0; s < jm->shards; s++)
+                if (jm->sh[s].version < v)
+                        v = jm->sh[s].version;
+        return v;
+}
+
+uint64_t sc_job_model_applied(const sc_job_model_t *jm, int s, uint32_t worker)
+{
+        return worker < (uint32_t)jm->n_workers ? jm->sh[s].applied[worker] : 0;
+}
+
+uint64_t sc_job_model_min_clock(const sc_job_model_t *jm)
+{
+        uint64_t m = UINT64_MAX;
+        for (int s = 0; s < jm->shards; s++)
+                for (int w = 0; w < jm->n_workers; w++)
+                        if (jm->sh[s].applied[w] < m)
+                                m = jm->sh[s].applied[w];
+        return m == UINT64_MAX ? 0 : m;
+}
+
+const sc_job_model_stats_t *sc_job_model_stats(const sc_job_model_t *jm)
+{
+        return &jm->stats;
+}

@@ -1,0 +1,58 @@
+/* sc_job_model.h — a reader of a distributed job's global model on J.model:
+ * it follows every shard partition from its newest record on, installs each
+ * newer shard into one flat parameter buffer and keeps each shard's version
+ * and applied-seq vector (docs/DISTRIBUTED.md). Used by workers and by
+ * evaluators that only watch the model. Single-threaded. */
+#ifndef SC_JOB_MODEL_H
+#define SC_JOB_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sc_conf.h"
+#include "sc_err.h"
+
+typedef struct sc_job_model_s sc_job_model_t;
+
+/* Reads conf->job's J.model (job.shards partitions) for a model of nparams
+ * floats whose initial values are init (copied; the seeded initial model).
+ * Each partition is read from its newest record at the time of the call
+ * (sc_job_model_ready() tells when those arrived). conf is borrowed. */
+sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const float *init,
+                          size_t nparams, char *errstr, size_t errstr_size);
+/* Accepts NULL. */
+void sc_job_model_destroy(sc_job_model_t *jm);
+
+/* Serves the reader for up to timeout_ms (0 = do not wait) and installs
+ * what arrived; *changed (may be NULL) gets the shards updated. Bad records
+ * are counted, never an error; SC_ERR_IO for a fatal consumer error. */
+sc_err_t sc_job_model_poll(sc_job_model_t *jm, int timeout_ms, int *changed, char *errstr,
+                           size_t errstr_size);
+
+/* 1 once every partition's newest record as of creation was read (or gave
+ * up after a bad one). */
+int sc_job_model_ready(const sc_job_model_t *jm);
+
+/* The global parameters (nparams floats), borrowed. */
+const float *sc_job_model_params(const sc_job_model_t *jm);
+/* Shards, shard s's range [begin, end), version and a counter of installs. */
+int sc_job_model_shards(const sc_job_model_t *jm);
+void sc_job_model_range(const sc_job_model_t *jm, int s, size_t *begin, size_t *end);
+uint64_t sc_job_model_version(const sc_job_model_t *jm, int s);
+uint64_t sc_job_model_stamp(const sc_job_model_t *jm, int s);
+/* Smallest version over the shards. */
+uint64_t sc_job_model_min_version(const sc_job_model_t *jm);
+/* Highest contiguous applied seq of worker in shard s (0 = none). */
+uint64_t sc_job_model_applied(const sc_job_model_t *jm, int s, uint32_t worker);
+/* Smallest applied seq over the workers 0..n_workers-1 and shards (ssp). */
+uint64_t sc_job_model_min_clock(const sc_job_model_t *jm);
+
+typedef struct sc_job_model_stats {
+        uint64_t records;   /* J.model records read */
+        uint64_t installed; /* shard records installed */
+        uint64_t bad;       /* not a usable model record of their shard (skipped) */
+        uint64_t bytes;     /* bytes read */
+} sc_job_model_stats_t;
+const sc_job_model_stats_t *sc_job_model_stats(const sc_job_model_t *jm);
+
+#endif

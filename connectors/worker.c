@@ -1,0 +1,534 @@
+/* worker.c — the worker runtime (sc_worker.h): model, input (the Kafka
+ * source or pushed records), batches and training, stop conditions,
+ * evaluation and commits; the distributed half is in worker_job.c. */
+#include "worker_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka_source_impl.h"
+#include "sc_idx.h"
+#include "sc_kafka_util.h"
+
+#define SC_WK_EVAL_BATCH 500
+#define SC_WK_POLL_MAX 2048
+
+void sc_wk_logf(sc_worker_t *w, int level, const char *fmt, ...)
+{
+        char line[1024];
+        va_list ap;
+        if (!w->spec.log)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        w->spec.log(w->spec.log_opaque, level, line);
+}
+
+static void sc_wk_src_log(void *opaque, int level, const char *msg)
+{
+        sc_worker_t *w = opaque;
+        if (w->spec.log)
+                w->spec.log(w->spec.log_opaque, level, msg);
+}
+
+void sc_worker_spec_defaults(sc_worker_spec_t *spec)
+{
+        memset(spec, 0, sizeof(*spec));
+        spec->input = SC_WORKER_INPUT_KAFKA;
+        spec->eval = 1;
+        spec->inject_beta = 0.1;
+}
+
+/* Model, optimizer, schedule and test set. */
+static sc_err_t sc_wk_model(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        const sc_conf_t *conf = w->conf;
+        sc_err_t err;
+        const sc_conf_optim_t *op = &conf->optim;
+        if (op->warmup_epochs > 0 || op->total_epochs > 0 || op->n_milestones_epochs > 0)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.optim.schedule: epochs have no meaning on a stream; give "
+                               "the schedule in steps",
+                               conf->origin);
+        w->sched = op->sched;
+        w->sched.lr = op->lr;
+        if (w->sched.kind == SC_SCHED_COSINE && w->sched.total_steps == 0)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.optim.schedule.total_steps: the cosine schedule needs a "
+                               "horizon in steps on a stream",
+                               conf->origin);
+        if ((err = sc_model_new(&w->model, &conf->model, errstr, errstr_size))) {
+                sc_conf_model_error(conf, errstr, errstr_size);
+                return SC_ERR_CONFIG;
+        }
+        if (conf->model.loss != SC_LOSS_SOFTMAX_XENT)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.model.loss: labelled streams need the softmax "
+                               "cross-entropy loss",
+                               conf->origin);
+        sc_nn_set_threads(conf->train.threads);
+        sc_rng_t root, init;
+        sc_rng_seed(&root, conf->train.seed);
+        sc_rng_split(&root, &init, 1);
+        sc_rng_split(&root, &w->rng, 2 + 1000u * (uint64_t)(w->spec.worker_id + 1));
+        if (w->spec.distributed) {
+                /* The job's initial model (sc_kafka_model_initial): stream 0. */
+                sc_rng_t r0;
+                sc_rng_seed(&root, conf->train.seed);
+                sc_rng_split(&root, &r0, 0);
+                sc_model_init(w->model, &r0);
+        } else {
+                sc_model_init(w->model, &init);
+        }
+        w->numel = sc_shape_numel(conf->model.input);
+        w->n_classes = (int)sc_shape_numel(sc_model_output_shape(w->model));
+        sc_sgd_spec_t ss = {
+            .momentum = op->momentum, .nesterov = op->nesterov, .weight_decay = op->weight_decay};
+        if (sc_sgd_init(&w->sgd, &ss, sc_model_nparams(w->model)))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "out of memory for the optimizer");
+        w->have_sgd = 1;
+        if (!conf->worker.eval || !w->spec.eval)
+                return SC_OK;
+        if (strcmp(conf->data.source, "fashion-mnist"))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.data.source: the held-out set comes from fashion-mnist (or "
+                               "set worker.eval=false)",
+                               conf->origin);
+        char why[512];
+        if (sc_fmnist_load(conf->data.dir, NULL, &w->test, why, sizeof(why)))
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "Fashion-MNIST test set: %s", why);
+        if (sc_dataset_normalize(&w->test, (float)conf->data.mean, (float)conf->data.std, why,
+                                 sizeof(why)) ||
+            sc_shape_numel(w->test.shape) != w->numel || w->n_classes != w->test.n_classes)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.model: does not fit the test set (%zu features, %d "
+                               "classes)",
+                               conf->origin, sc_shape_numel(w->test.shape), w->test.n_classes);
+        return SC_OK;
+}
+
+sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *errstr,
+                       size_t errstr_size)
+{
+        sc_err_t err;
+        *wp = NULL;
+        sc_worker_t *w = calloc(1, sizeof(*w));
+        if (!w)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        w->spec = *spec;
+        w->conf = spec->conf;
+        w->last_acc = -1;
+        const sc_conf_t *conf = w->conf;
+        if (spec->distributed &&
+            (spec->worker_id < 0 || spec->worker_id >= conf->job.sync.n_workers)) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "worker id %d: the job admits ids 0 .. %d (job.workers)",
+                              spec->worker_id, conf->job.sync.n_workers - 1);
+                goto fail;
+        }
+        if (spec->inject_alpha < 0 || spec->inject_alpha > 1 || spec->inject_beta < 0 ||
+            spec->inject_beta > 1) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "injection: alpha and beta must be in [0, 1]");
+                goto fail;
+        }
+        if ((err = sc_wk_model(w, errstr, errstr_size)))
+                goto fail;
+        sc_batch_spec_defaults(&w->bspec);
+        w->bspec.mode = (sc_batch_mode_t)conf->worker.batch;
+        w->bspec.b = conf->worker.b;
+        w->bspec.b_min = conf->worker.b_min;
+        w->bspec.b_max = conf->worker.b_max;
+        w->bspec.window = conf->worker.window;
+        w->bspec.shuffle = conf->worker.shuffle;
+        int bmax = sc_batch_spec_max(&w->bspec);
+        w->tcap = bmax + (int)ceil(spec->inject_beta * bmax) + 1;
+        if (sc_batch_new(&w->batch, bmax, w->numel) ||
+            !(w->tx = malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
+            !(w->ty = malloc((size_t)w->tcap * sizeof(int32_t)))) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
+                goto fail;
+        }
+        sc_stream_spec_defaults(&w->sspec);
+        w->sspec.policy = (sc_stream_policy_t)conf->streams.policy;
+        w->sspec.cap = (size_t)conf->streams.cap;
+        w->sspec.high_watermark = conf->streams.high_watermark;
+        w->sspec.low_watermark = conf->streams.low_watermark;
+        w->sspec.window = conf->streams.window;
+        w->sspec.keep_min = (size_t)conf->streams.keep_min;
+        w->sspec.rate_tau = conf->streams.rate_tau;
+        if (spec->input == SC_WORKER_INPUT_KAFKA &&
+            (err = sc_kafka_source_new(&w->src, conf, w->numel, w->n_classes,
+                                       conf->train.seed + (uint64_t)spec->worker_id, sc_wk_src_log,
+                                       w, errstr, errstr_size)))
+                goto fail;
+        if (spec->distributed && (err = sc_wk_job_new(w, errstr, errstr_size)))
+                goto fail;
+        *wp = w;
+        return SC_OK;
+fail:
+        sc_worker_destroy(w);
+        return err;
+}
+
+void sc_worker_destroy(sc_worker_t *w)
+{
+        if (!w)
+                return;
+        sc_wk_job_destroy(w);
+        sc_kafka_source_destroy(w->src);
+        sc_batcher_destroy(w->pbatcher);
+        for (int i = 0; i < w->n_push; i++) {
+                sc_stream_destroy(w->push[i].stream);
+                free(w->push[i].topic);
+        }
+        sc_batch_destroy(w->batch);
+        free(w->tx);
+        free(w->ty);
+        if (w->have_sgd)
+                sc_sgd_free(&w->sgd);
+        sc_model_destroy(w->model);
+        sc_dataset_free(&w->test);
+        free(w);
+}
+
+sc_batcher_t *sc_wk_batcher(sc_worker_t *w)
+{
+        return w->src ? sc_kafka_source_batcher(w->src) : w->pbatcher;
+}
+
+sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size)
+{
+        if (w->src)
+                return sc_kafka_source_ack(w->src, id, errstr, errstr_size);
+        return sc_batcher_ack(w->pbatcher, id, errstr, errstr_size);
+}
+
+/* ---- push mode ---- */
+
+static sc_wk_stream_t *sc_wk_push_stream(sc_worker_t *w, const char *topic, char *errstr,
+                                         size_t errstr_size)
+{
+        for (int i = 0; i < w->n_push; i++)
+                if (!strcmp(w->push[i].topic, topic))
+                        return &w->push[i];
+        if (w->n_push == SC_BATCH_MAX_STREAMS) {
+                sc_errf(SC_ERR_INVAL, errstr, errstr_size, "%s: more than %d topics", topic,
+                        SC_BATCH_MAX_STREAMS);
+                return NULL;
+        }
+        sc_wk_stream_t *ps = &w->push[w->n_push];
+        if (sc_stream_new(&ps->stream, &w->sspec, w->numel, errstr, errstr_size))
+                return NULL;
+        if (!(ps->topic = strdup(topic))) {
+                sc_stream_destroy(ps->stream);
+                ps->stream = NULL;
+                sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        sc_ks_decode_spec(w->conf, topic, w->numel, w->n_classes, &ps->dspec);
+        sc_err_t err = w->pbatcher
+                           ? sc_batcher_add_stream(w->pbatcher, ps->stream, errstr, errstr_size)
+                           : sc_batcher_new(&w->pbatcher, &w->bspec, &ps->stream, 1,
+                                            w->conf->train.seed, errstr, errstr_size);
+        if (err) {
+                sc_stream_destroy(ps->stream);
+                free(ps->topic);
+                memset(ps, 0, sizeof(*ps));
+                return NULL;
+        }
+        w->n_push++;
+        return ps;
+}
+
+sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, int64_t offset,
+                        const void *key, size_t key_len, const void *value, size_t value_len,
+                        const sc_worker_header_t *headers, size_t n_headers, int64_t timestamp_ms,
+                        char *errstr, size_t errstr_size)
+{
+        sc_decode_header_t hd[32];
+        char why[512];
+        int32_t label = 0;
+        (void)timestamp_ms;
+        if (w->spec.input != SC_WORKER_INPUT_PUSH)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "sc_worker_push: this worker reads Kafka itself");
+        sc_wk_stream_t *ps = sc_wk_push_stream(w, topic, errstr, errstr_size);
+        if (!ps)
+                return SC_ERR_INVAL;
+        if (n_headers > 32)
+                n_headers = 32;
+        for (size_t i = 0; i < n_headers; i++) {
+                hd[i].name = headers[i].name;
+                hd[i].value = headers[i].value;
+                hd[i].size = headers[i].size;
+        }
+        sc_record_t rec = {.key = key,
+                           .key_size = key_len,
+                           .value = value,
+                           .value_size = value_len,
+                           .headers = hd,
+                           .n_headers = n_headers};
+        float *x = sc_stream_slot(ps->stream);
+        if (!x)
+                return sc_errf(SC_ERR_AGAIN, errstr, errstr_size, "%s: stream full", topic);
+        double t = w->t_now;
+        sc_decode_fault_t f = sc_decode_record(&ps->dspec, &rec, x, &label, why, sizeof(why));
+        w->in_since++;
+        w->t_rx = t;
+        if (f == SC_DECODE_OK)
+                return sc_stream_push_slot(ps->stream, label, partition, offset, t, errstr,
+                                           errstr_size);
+        int first = 0;
+        sc_err_t err =
+            sc_stream_reject(ps->stream, partition, offset, f, t, &first, errstr, errstr_size);
+        if (!err && first)
+                sc_wk_logf(w, 4, "%s [%d] offset %lld: malformed record (%s): %s", topic,
+                           (int)partition, (long long)offset, sc_decode_fault_name(f), why);
+        return err;
+}
+
+int sc_worker_paused(const sc_worker_t *w, const char *topic)
+{
+        for (int i = 0; i < w->n_push; i++)
+                if (!strcmp(w->push[i].topic, topic))
+                        return sc_stream_paused(w->push[i].stream);
+        return -1;
+}
+
+void sc_worker_commits(sc_worker_t *w, sc_worker_commit_fn fn, void *opaque)
+{
+        sc_offsets_commit_t c[64];
+        for (int i = 0; i < w->n_push; i++) {
+                size_t n;
+                do {
+                        n = sc_stream_commits(w->push[i].stream, c, 64);
+                        for (size_t k = 0; k < n; k++)
+                                fn(opaque, w->push[i].topic, c[k].partition, c[k].offset);
+                } while (n == 64);
+        }
+}
+
+/* ---- training ---- */
+
+sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, int *np,
+                     char *errstr, size_t errstr_size)
+{
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        if (!bt || !sc_batcher_ready(bt, now, NULL))
+                return SC_ERR_AGAIN;
+        sc_err_t err = sc_batcher_take(bt, now, w->batch, errstr, errstr_size);
+        if (err)
+                return err;
+        int n = w->batch->n, m = 0, correct = 0;
+        memcpy(w->tx, w->batch->x, (size_t)n * w->numel * sizeof(float));
+        memcpy(w->ty, w->batch->labels, (size_t)n * sizeof(int32_t));
+        if (w->job)
+                m = sc_wk_job_mix(w, w->batch, w->tx + (size_t)n * w->numel, w->ty + n,
+                                  w->tcap - n);
+        float loss = sc_model_train_batch(w->model, w->tx, w->ty, NULL, n + m, &w->rng, &correct);
+        if (!isfinite(loss))
+                return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                               "loss is %s at step %llu (diverged: lower optim.lr)",
+                               isnan(loss) ? "NaN" : "infinite", (unsigned long long)w->steps);
+        if (local_step) {
+                double lr = sc_sched_lr(&w->sched, (long)w->steps);
+                if (w->conf->optim.base_batch > 0)
+                        lr = sc_lr_scale_linear(lr, n + m, w->conf->optim.base_batch);
+                w->lr = lr;
+                sc_sgd_step(&w->sgd, sc_model_params(w->model), sc_model_grads(w->model),
+                            (float)lr);
+        }
+        w->steps++;
+        w->batches++;
+        w->samples += (uint64_t)n;
+        w->seen += (uint64_t)(n + m);
+        w->loss_sum += (double)loss * (n + m);
+        w->hits += correct;
+        w->last_loss = loss;
+        if (w->spec.throttle > 0)
+                w->t_next = now + (double)n / w->spec.throttle;
+        *idp = w->batch->id;
+        *np = n;
+        return SC_OK;
+}
+
+/* 1 while a batch can still form from what is buffered (once draining). */
+static int sc_wk_left(sc_worker_t *w)
+{
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        if (!bt)
+                return 0;
+        uint64_t buffered = 0;
+        if (w->src) {
+                sc_stream_stats_t s;
+                sc_kafka_source_totals(w->src, &s);
+                buffered = s.buffered;
+        } else {
+                for (int i = 0; i < w->n_push; i++)
+                        buffered += sc_stream_count(w->push[i].stream);
+        }
+        uint64_t need = (uint64_t)(w->conf->worker.batch == SC_BATCH_FIXED ? w->conf->worker.b
+                                                                           : w->conf->worker.b_min);
+        return buffered + sc_batcher_pooled(bt) >= need;
+}
+
+static void sc_wk_check_stop(sc_worker_t *w, double t)
+{
+        const sc_conf_worker_t *wc = &w->conf->worker;
+        if (w->stopped)
+                return;
+        if (wc->duration > 0 && t - w->t0 >= wc->duration)
+                sc_worker_stop(w, "duration");
+        else if (wc->max_samples > 0 && w->samples >= (uint64_t)wc->max_samples)
+                sc_worker_stop(w, "max-samples");
+        else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) &&
+                 w->steps + w->in_since > 0 && t - w->t_rx >= wc->idle_exit && !sc_wk_left(w))
+                sc_worker_stop(w, "idle");
+}
+
+sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,
+                        size_t errstr_size)
+{
+        const sc_conf_worker_t *wc = &w->conf->worker;
+        sc_err_t err = SC_OK;
+        if (!w->started) {
+                w->started = 1;
+                w->t0 = w->t_rx = w->t_prog = w->t_eval = w->t_commit = now;
+        }
+        w->t_now = now;
+        sc_wk_check_stop(w, now);
+        if (w->stopped)
+                return SC_OK;
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        double wake = INFINITY;
+        int ready = bt && sc_batcher_ready(bt, now, &wake) && now >= w->t_next;
+        if (w->src) {
+                int tmo = ready ? 0 : (int)fmin(timeout_ms, fmax(1.0, (wake - now) * 1000.0));
+                if (w->job && tmo > 5)
+                        tmo = 5;
+                size_t got = 0;
+                if ((err = sc_kafka_source_poll(w->src, now, tmo, SC_WK_POLL_MAX, &got, errstr,
+                                                errstr_size)))
+                        return err;
+                w->in_since += got;
+                const sc_kafka_source_stats_t *ks = sc_kafka_source_stats(w->src);
+                uint64_t events = ks->ks_assigns + ks->ks_revokes;
+                if (got || events != w->rebalances)
+                        w->t_rx = now;
+                w->rebalances = events;
+        }
+        /* No arrivals for a while: end of input, release the shuffle buffer. */
+        int quiet = now - w->t_rx > fmax(0.5, 2 * wc->window);
+        bt = sc_wk_batcher(w);
+        if (bt && quiet != w->draining) {
+                sc_batcher_drain(bt, quiet);
+                w->draining = quiet;
+        }
+        if (w->job) {
+                if ((err = sc_wk_job_poll(w, now, errstr, errstr_size)))
+                        return err;
+        } else if (bt && now >= w->t_next && sc_batcher_ready(bt, now, NULL)) {
+                uint64_t id;
+                int n;
+                if ((err = sc_wk_train(w, now, 1, &id, &n, errstr, errstr_size)))
+                        return err;
+                /* Standalone: the update is applied locally, acknowledged at once. */
+                if ((err = sc_wk_ack(w, id, errstr, errstr_size)))
+                        return err;
+        }
+        if (w->src && now - w->t_commit >= wc->commit_interval) {
+                char why[512];
+                if (sc_kafka_source_commit(w->src, 0, why, sizeof(why)))
+                        sc_wk_logf(w, 4, "%s", why);
+                w->t_commit = now;
+        }
+        if (w->test.n && wc->eval_interval > 0 && now - w->t_eval >= wc->eval_interval &&
+            w->steps > 0) {
+                if (sc_worker_eval(w, (size_t)wc->eval_samples, &w->last_acc, &w->last_test_loss) ==
+                    SC_OK)
+                        w->t_last_acc = now - w->t0;
+                w->t_eval = now;
+        }
+        if (wc->progress_interval > 0 && now - w->t_prog >= wc->progress_interval) {
+                sc_wk_progress(w, now);
+                w->t_prog = now;
+        }
+        sc_wk_check_stop(w, now);
+        return SC_OK;
+}
+
+int sc_worker_done(const sc_worker_t *w, const char **reason)
+{
+        if (reason)
+                *reason = w->reason ? w->reason : "running";
+        return w->stopped;
+}
+
+void sc_worker_stop(sc_worker_t *w, const char *reason)
+{
+        if (w->stopped)
+                return;
+        w->stopped = 1;
+        w->reason = reason;
+}
+
+sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size)
+{
+        sc_err_t err = SC_OK, e2;
+        char why[512];
+        if (w->finished)
+                return SC_OK;
+        w->finished = 1;
+        if (!w->stopped)
+                sc_worker_stop(w, "finish");
+        w->elapsed = w->started ? w->t_now - w->t0 : 0;
+        if (w->job)
+                err = sc_wk_job_finish(w, timeout_ms, errstr, errstr_size);
+        if (w->src && (e2 = sc_kafka_source_finish(w->src, timeout_ms, why, sizeof(why)))) {
+                if (!err)
+                        err = sc_errf(e2, errstr, errstr_size, "%s", why);
+        }
+        if (w->test.n && sc_worker_eval(w, 0, &w->final_acc, &w->final_loss) == SC_OK)
+                w->evaluated = 1;
+        return err;
+}
+
+sc_err_t sc_worker_eval(sc_worker_t *w, size_t n, double *acc, double *loss)
+{
+        const sc_dataset_t *ds = &w->test;
+        size_t numel = sc_shape_numel(ds->shape), correct = 0;
+        double sum = 0;
+        if (!ds->n)
+                return SC_ERR_STATE;
+        if (n == 0 || n > ds->n)
+                n = ds->n;
+        for (size_t i = 0; i < n; i += SC_WK_EVAL_BATCH) {
+                int b = (int)(n - i < SC_WK_EVAL_BATCH ? n - i : SC_WK_EVAL_BATCH), c = 0;
+                float l =
+                    sc_model_eval_batch(w->model, ds->x + i * numel, ds->y + i, NULL, b, &c, NULL);
+                if (isnan(l))
+                        return SC_ERR_STATE;
+                sum += (double)l * b;
+                correct += (size_t)c;
+        }
+        *acc = (double)correct / (double)n;
+        *loss = sum / (double)n;
+        return SC_OK;
+}
+
+void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c)
+{
+        memset(c, 0, sizeof(*c));
+        c->steps = w->steps;
+        c->samples = w->samples;
+        c->last_acc = w->last_acc;
+        c->loss = w->last_loss;
+        if (w->job)
+                sc_wk_job_counters(w, c);
+}

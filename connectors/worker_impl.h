@@ -1,0 +1,96 @@
+/* worker_impl.h — the worker runtime's state, shared by its training and
+ * input path (worker.c), its summary (worker_stats.c) and its distributed
+ * half (worker_job.c). Internal to connectors/. */
+#ifndef SC_WORKER_IMPL_H
+#define SC_WORKER_IMPL_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sc_batch.h"
+#include "sc_data.h"
+#include "sc_decode.h"
+#include "sc_kafka_source.h"
+#include "sc_nn.h"
+#include "sc_optim.h"
+#include "sc_rng.h"
+#include "sc_worker.h"
+
+/* One pushed topic (push mode). */
+typedef struct sc_wk_stream {
+        char *topic;
+        sc_stream_t *stream;
+        sc_decode_spec_t dspec;
+} sc_wk_stream_t;
+
+typedef struct sc_wk_job sc_wk_job_t;
+
+struct sc_worker_s {
+        sc_worker_spec_t spec;
+        const sc_conf_t *conf;
+        size_t numel;
+        int n_classes;
+        sc_model_t *model;
+        sc_sgd_t sgd;
+        int have_sgd;
+        sc_sched_spec_t sched;
+        sc_rng_t rng; /* dropout, injection draws */
+        sc_dataset_t test;
+        sc_batch_t *batch;
+        float *tx; /* training rows: the batch plus foreign samples, (tcap, numel) */
+        int32_t *ty;
+        int tcap;
+        /* input */
+        sc_kafka_source_t *src;
+        sc_wk_stream_t push[SC_BATCH_MAX_STREAMS];
+        int n_push;
+        sc_batcher_t *pbatcher;
+        sc_batch_spec_t bspec;
+        sc_stream_spec_t sspec;
+        uint64_t push_rejected_logged;
+        /* run state */
+        int started, draining, stopped, finished;
+        const char *reason;
+        double t0, t_now, t_rx, t_prog, t_eval, t_commit, t_next;
+        uint64_t rebalances;
+        size_t in_since;
+        /* counters */
+        uint64_t steps, samples, batches;
+        double loss_sum, hits, last_loss;
+        uint64_t seen;
+        double last_acc, last_test_loss, t_last_acc;
+        double final_acc, final_loss, elapsed;
+        int evaluated;
+        double lr;
+        sc_wk_job_t *job; /* NULL = standalone */
+};
+
+/* worker.c */
+void sc_wk_logf(sc_worker_t *w, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+sc_batcher_t *sc_wk_batcher(sc_worker_t *w);
+sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size);
+/* Takes the ready batch, mixes in foreign samples, computes the gradient
+ * (and, local_step, applies it with the local optimizer). *idp = the batch,
+ * *np = its own samples. SC_ERR_AGAIN if no batch is ready. */
+sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, int *np,
+                     char *errstr, size_t errstr_size);
+
+/* worker_job.c: the distributed half. */
+sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size);
+void sc_wk_job_destroy(sc_worker_t *w);
+/* Serves the job's clients, installs models, heartbeats, then runs the
+ * policy's actions while batches are ready. */
+sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_size);
+sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size);
+/* Foreign samples to mix into a batch of n: copies up to max rows into
+ * x/y; returns how many. Shares part of the batch with probability alpha. */
+int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y, int max);
+void sc_wk_job_counters(const sc_worker_t *w, sc_worker_counters_t *c);
+void sc_wk_job_json(const sc_worker_t *w, json_t *j);
+
+/* worker_stats.c */
+void sc_wk_progress(sc_worker_t *w, double now);
+
+#endif

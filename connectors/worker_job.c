@@ -1,0 +1,723 @@
+/* worker_job.c — the distributed half of a worker: updates to J.grad
+ * (idempotent producer, key = partition = shard) under the job's policy and
+ * codec, the global model from J.model, membership on J.ctl and sample
+ * injection over J.inject (docs/DISTRIBUTED.md). A batch is acknowledged
+ * (its offsets become committable) only once every shard's update that used
+ * it was acknowledged by the broker. */
+#include "worker_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "sc_buf.h"
+#include "sc_codec.h"
+#include "sc_job_model.h"
+#include "sc_kafka_admin.h"
+#include "sc_kafka_model.h"
+#include "sc_kafka_util.h"
+#include "sc_sync.h"
+#include "sc_wire.h"
+
+/* Records read back from the end of each J.grad partition at start to find
+ * this worker's highest seq (restart). */
+#define SC_WJ_SCAN_BACK 512
+#define SC_WJ_MAX_UNSENT 4096
+
+/* One step's updates awaiting their delivery reports. */
+typedef struct sc_wj_pend {
+        sc_worker_t *w;
+        int remaining, failed;
+        size_t n_ids;
+        uint64_t *ids; /* batches behind the update */
+        struct sc_wj_pend *next;
+} sc_wj_pend_t;
+
+struct sc_wk_job {
+        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
+        rd_kafka_t *prod;
+        rd_kafka_t *inj; /* J.inject reader, NULL without injection */
+        sc_job_model_t *jm;
+        sc_sync_worker_t *sync;
+        sc_codec_t **codecs; /* per shard */
+        uint64_t *stamps;    /* per shard: the install counter of the model held */
+        uint64_t *held_v;    /* per shard: version of the model held */
+        float *sync_params;  /* delta policies: the global model at the last sync */
+        float *scratch;      /* delta / model payload input */
+        sc_buf_t payload, msg;
+        int shards;
+        size_t n;
+        uint64_t seq_base;
+        int sends_grads, round_based, ready;
+        uint64_t unsent[SC_WJ_MAX_UNSENT];
+        size_t n_unsent;
+        sc_wj_pend_t *pend_head, *pend_tail;
+        double t_hb;
+        /* injection pool: foreign samples, a ring */
+        float *pool_x;
+        int32_t *pool_y;
+        int pool_cap, pool_n, pool_head;
+        uint64_t inj_seq;
+        /* counters */
+        uint64_t sent, acked, failed, bytes_up, dense_bytes, msgs_out;
+        uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
+        uint64_t ctl_sent, waits;
+        char first_err[256];
+};
+
+/* ---- delivery ---- */
+
+static void sc_wj_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+        sc_wj_pend_t *p = m->_private;
+        (void)rk;
+        (void)opaque;
+        if (!p)
+                return;
+        sc_wk_job_t *j = p->w->job;
+        if (m->err) {
+                p->failed = 1;
+                j->failed++;
+                if (!j->first_err[0])
+                        snprintf(j->first_err, sizeof(j->first_err), "%s [%d]: %s",
+                                 rd_kafka_topic_name(m->rkt), (int)m->partition,
+                                 rd_kafka_err2str(m->err));
+        } else {
+                j->acked++;
+        }
+        p->remaining--;
+}
+
+/* Acknowledges the batches of fully delivered steps, oldest first. */
+static sc_err_t sc_wj_reap(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        while (j->pend_head && j->pend_head->remaining == 0) {
+                sc_wj_pend_t *p = j->pend_head;
+                if (p->failed)
+                        return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                       "an update was not delivered: %s", j->first_err);
+                for (size_t i = 0; i < p->n_ids; i++) {
+                        sc_err_t err = sc_wk_ack(w, p->ids[i], errstr, errstr_size);
+                        if (err)
+                                return err;
+                }
+                j->pend_head = p->next;
+                if (!j->pend_head)
+                        j->pend_tail = NULL;
+                free(p->ids);
+                free(p);
+        }
+        return SC_OK;
+}
+
+static sc_err_t sc_wj_produce(sc_worker_t *w, const char *topic, int32_t partition, const char *key,
+                              const void *data, size_t len, void *opaque, char *errstr,
+                              size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        for (int tries = 0;; tries++) {
+                rd_kafka_resp_err_t e = rd_kafka_producev(
+                    j->prod, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+                    RD_KAFKA_V_KEY(key, key ? strlen(key) : 0), RD_KAFKA_V_VALUE((void *)data, len),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque),
+                    RD_KAFKA_V_END);
+                if (!e) {
+                        j->msgs_out++;
+                        return SC_OK;
+                }
+                if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || tries > 3000)
+                        return sc_errf(SC_ERR_IO, errstr, errstr_size, "produce to %s [%d]: %s",
+                                       topic, (int)partition, rd_kafka_err2str(e));
+                rd_kafka_poll(j->prod, 10);
+        }
+}
+
+static double sc_wj_wall(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr, size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        sc_wire_control_t c;
+        memset(&c, 0, sizeof(c));
+        c.kind = kind;
+        c.worker = (uint32_t)w->spec.worker_id;
+        c.timestamp = (int64_t)(sc_wj_wall() * 1e6);
+        sc_wire_field_t f[] = {
+            {SC_WIRE_F_CLOCK, (double)(j->seq_base + sc_sync_worker_clock(j->sync))},
+            {SC_WIRE_F_VERSION, (double)sc_sync_worker_version(j->sync)},
+            {SC_WIRE_F_LOSS, w->last_loss},
+            {SC_WIRE_F_BATCH, w->batches ? (double)w->samples / (double)w->batches : 0.0},
+        };
+        c.nfields = sizeof(f) / sizeof(f[0]);
+        memcpy(c.fields, f, sizeof(f));
+        j->msg.len = 0;
+        sc_err_t err = sc_wire_encode_control(&j->msg, &c, errstr, errstr_size);
+        if (!err)
+                err = sc_wj_produce(w, j->topics[SC_JOB_CTL].name, RD_KAFKA_PARTITION_UA, NULL,
+                                    j->msg.data, j->msg.len, NULL, errstr, errstr_size);
+        if (!err)
+                j->ctl_sent++;
+        return err;
+}
+
+/* ---- start ---- */
+
+/* The highest seq this worker sent, from the tail of every J.grad partition. */
+static uint64_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base)
+{
+        sc_wk_job_t *j = w->job;
+        char why[256];
+        uint64_t best = 0;
+        rd_kafka_conf_t *kc = rd_kafka_conf_dup(base);
+        sc_kafka_conf_set(kc, "group.id", "scadles-seq-scan", "scan", why, sizeof(why));
+        sc_kafka_conf_set(kc, "enable.auto.commit", "false", "scan", why, sizeof(why));
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why));
+        if (!rk) {
+                rd_kafka_conf_destroy(kc);
+                return 0;
+        }
+        rd_kafka_poll_set_consumer(rk);
+        for (int s = 0; s < j->shards; s++) {
+                int64_t lo = 0, hi = 0;
+                const char *topic = j->topics[SC_JOB_GRAD].name;
+                if (rd_kafka_query_watermark_offsets(rk, topic, s, &lo, &hi, 5000) || hi <= lo)
+                        continue;
+                rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_add(tp, topic, s)->offset =
+                    hi - SC_WJ_SCAN_BACK > lo ? hi - SC_WJ_SCAN_BACK : lo;
+                rd_kafka_assign(rk, tp);
+                rd_kafka_topic_partition_list_destroy(tp);
+                for (int idle = 0; idle < 50;) {
+                        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+                        if (!m) {
+                                idle++;
+                                continue;
+                        }
+                        int64_t off = m->offset;
+                        sc_wire_msg_t msg;
+                        if (!m->err &&
+                            sc_wire_decode(m->payload, m->len, &msg, why, sizeof(why)) == SC_OK &&
+                            msg.type == SC_WIRE_UPDATE &&
+                            msg.u.update.worker == (uint32_t)w->spec.worker_id &&
+                            msg.u.update.seq > best)
+                                best = msg.u.update.seq;
+                        rd_kafka_message_destroy(m);
+                        if (off >= hi - 1)
+                                break;
+                }
+                rd_kafka_assign(rk, NULL);
+        }
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return best;
+}
+
+static sc_err_t sc_wj_codecs(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        const sc_conf_t *conf = w->conf;
+        sc_codec_params_t pp;
+        int nt = sc_model_ntensors(w->model);
+        sc_tensor_view_t *views = calloc((size_t)nt + 1, sizeof(*views));
+        sc_tensor_view_t *clip = calloc((size_t)nt + 1, sizeof(*clip));
+        sc_err_t err = SC_OK;
+        if (!views || !clip || !(j->codecs = calloc((size_t)j->shards, sizeof(*j->codecs)))) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+                goto out;
+        }
+        for (int i = 0; i < nt; i++)
+                views[i] = *sc_model_tensor(w->model, i);
+        sc_codec_params_default(&pp, (sc_codec_id_t)conf->job.codec);
+        if (conf->job.codec_ratio > 0)
+                pp.ratio = conf->job.codec_ratio;
+        if (conf->job.codec_error_feedback >= 0)
+                pp.error_feedback = conf->job.codec_error_feedback;
+        if (conf->job.codec_delta > 0)
+                pp.delta = conf->job.codec_delta;
+        for (int s = 0; s < j->shards && !err; s++) {
+                size_t b, e;
+                sc_kafka_model_shard_range(j->n, j->shards, s, &b, &e);
+                int nv = sc_codec_clip_views(views, nt, b, e, clip);
+                err = sc_codec_new(&j->codecs[s], (sc_codec_id_t)conf->job.codec, &pp, e - b, clip,
+                                   nv, errstr, errstr_size);
+        }
+out:
+        free(views);
+        free(clip);
+        return err;
+}
+
+sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        const sc_conf_t *conf = w->conf;
+        rd_kafka_conf_t *kc = NULL;
+        char why[512];
+        sc_err_t err;
+        sc_wk_job_t *j = calloc(1, sizeof(*j));
+        if (!j)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        w->job = j;
+        j->shards = conf->job.shards;
+        j->n = sc_model_nparams(w->model);
+        j->sends_grads = sc_sync_sends_gradients(conf->job.sync.kind);
+        j->round_based = sc_sync_is_round_based(conf->job.sync.kind);
+        if ((err =
+                 sc_kafka_admin_job_topics(conf->job.name, conf->job.shards, conf->job.replication,
+                                           j->topics, errstr, errstr_size)))
+                return err;
+        sc_sync_spec_t ss = conf->job.sync;
+        if ((err = sc_sync_spec_check(&ss, errstr, errstr_size)) ||
+            (err = sc_sync_worker_new(&j->sync, &ss, (uint32_t)w->spec.worker_id, errstr,
+                                      errstr_size)))
+                return err;
+        if (!(j->stamps = calloc((size_t)j->shards, sizeof(uint64_t))) ||
+            !(j->held_v = calloc((size_t)j->shards, sizeof(uint64_t))) ||
+            !(j->sync_params = malloc(j->n * sizeof(float))) ||
+            !(j->scratch = malloc(j->n * sizeof(float))))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        sc_model_t *m0 = NULL;
+        if ((err = sc_kafka_model_initial(conf, &m0, errstr, errstr_size)))
+                return err;
+        if (sc_model_nparams(m0) == j->n)
+                memcpy(sc_model_params(w->model), sc_model_params(m0), j->n * sizeof(float));
+        sc_model_destroy(m0);
+        memcpy(j->sync_params, sc_model_params(w->model), j->n * sizeof(float));
+        if ((err = sc_wj_codecs(w, errstr, errstr_size)))
+                return err;
+        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", errstr,
+                                           errstr_size)))
+                return err;
+        sc_kafka_conf_log_bridge(kc);
+        rd_kafka_conf_t *pc = rd_kafka_conf_dup(kc);
+        sc_kafka_conf_set(pc, "enable.idempotence", "true", "worker producer", why, sizeof(why));
+        sc_kafka_conf_set(pc, "linger.ms", "1", "worker producer", why, sizeof(why));
+        snprintf(why, sizeof(why), "scadles-worker-%d", w->spec.worker_id);
+        sc_kafka_conf_set(pc, "client.id", why, "client.id", why, sizeof(why));
+        rd_kafka_conf_set_dr_msg_cb(pc, sc_wj_dr);
+        if (!(j->prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, why, sizeof(why)))) {
+                rd_kafka_conf_destroy(pc);
+                rd_kafka_conf_destroy(kc);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "J.grad producer: %s", why);
+        }
+        /* The embedded broker auto-creates topics on a metadata request. */
+        int np = 0;
+        sc_kafka_admin_partitions(j->prod, j->topics[SC_JOB_GRAD].name, 5000, &np, why,
+                                  sizeof(why));
+        if (np == 0 && (err = sc_kafka_admin_ensure(j->prod, j->topics, SC_JOB__NTOPICS, 10000,
+                                                    NULL, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                return err;
+        }
+        if (w->spec.inject_alpha > 0 || w->spec.inject_beta > 0) {
+                rd_kafka_conf_t *ic = rd_kafka_conf_dup(kc);
+                sc_kafka_conf_set(ic, "group.id", "scadles-inject-reader", "inject", why,
+                                  sizeof(why));
+                sc_kafka_conf_set(ic, "enable.auto.commit", "false", "inject", why, sizeof(why));
+                sc_kafka_conf_set(ic, "fetch.wait.max.ms", "20", "inject", why, sizeof(why));
+                if (!(j->inj = rd_kafka_new(RD_KAFKA_CONSUMER, ic, why, sizeof(why)))) {
+                        rd_kafka_conf_destroy(ic);
+                        rd_kafka_conf_destroy(kc);
+                        return sc_errf(SC_ERR_IO, errstr, errstr_size, "J.inject reader: %s", why);
+                }
+                rd_kafka_poll_set_consumer(j->inj);
+                int ip = 0;
+                sc_kafka_admin_partitions(j->inj, j->topics[SC_JOB_INJECT].name, 5000, &ip, why,
+                                          sizeof(why));
+                rd_kafka_topic_partition_list_t *tp =
+                    rd_kafka_topic_partition_list_new(ip > 0 ? ip : 1);
+                for (int p = 0; p < (ip > 0 ? ip : 1); p++)
+                        rd_kafka_topic_partition_list_add(tp, j->topics[SC_JOB_INJECT].name, p)
+                            ->offset = RD_KAFKA_OFFSET_END;
+                rd_kafka_assign(j->inj, tp);
+                rd_kafka_topic_partition_list_destroy(tp);
+                j->pool_cap = 4 * w->tcap;
+                if (!(j->pool_x = malloc((size_t)j->pool_cap * w->numel * sizeof(float))) ||
+                    !(j->pool_y = malloc((size_t)j->pool_cap * sizeof(int32_t)))) {
+                        rd_kafka_conf_destroy(kc);
+                        return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+                }
+        }
+        uint64_t scanned = sc_wj_scan_seq(w, kc);
+        rd_kafka_conf_destroy(kc);
+        if ((err = sc_job_model_new(&j->jm, conf, sc_model_params(w->model), j->n, errstr,
+                                    errstr_size)))
+                return err;
+        j->seq_base = scanned;
+        if ((err = sc_wj_ctl(w, SC_WIRE_CTL_JOIN, errstr, errstr_size)))
+                return err;
+        sc_wk_logf(w, 6, "worker %d of job %s: %d shards, policy %s, codec %s%s", w->spec.worker_id,
+                   conf->job.name, j->shards, sc_sync_kind_name(conf->job.sync.kind),
+                   sc_codec_name((sc_codec_id_t)conf->job.codec),
+                   scanned ? " (restart: seqs continue)" : "");
+        return SC_OK;
+}
+
+void sc_wk_job_destroy(sc_worker_t *w)
+{
+        sc_wk_job_t *j = w->job;
+        if (!j)
+                return;
+        if (j->prod) {
+                rd_kafka_flush(j->prod, 2000);
+                rd_kafka_destroy(j->prod);
+        }
+        if (j->inj) {
+                rd_kafka_assign(j->inj, NULL);
+                rd_kafka_consumer_close(j->inj);
+                rd_kafka_destroy(j->inj);
+        }
+        while (j->pend_head) {
+                sc_wj_pend_t *p = j->pend_head;
+                j->pend_head = p->next;
+                free(p->ids);
+                free(p);
+        }
+        sc_job_model_destroy(j->jm);
+        sc_sync_worker_destroy(j->sync);
+        for (int s = 0; j->codecs && s < j->shards; s++)
+                sc_codec_destroy(j->codecs[s]);
+        free(j->codecs);
+        free(j->stamps);
+        free(j->held_v);
+        free(j->sync_params);
+        free(j->scratch);
+        free(j->pool_x);
+        free(j->pool_y);
+        sc_buf_free(&j->payload);
+        sc_buf_free(&j->msg);
+        free(j);
+        w->job = NULL;
+}
+
+/* ---- models ---- */
+
+/* Copies the shards that changed since held into the local model; delta
+ * policies only between syncs (no local progress would be overwritten). */
+static void sc_wj_install(sc_worker_t *w, double now)
+{
+        sc_wk_job_t *j = w->job;
+        int changed = 0;
+        if (!j->sends_grads && sc_sync_worker_local_steps(j->sync) > 0)
+                return;
+        float *params = sc_model_params(w->model);
+        const float *g = sc_job_model_params(j->jm);
+        for (int s = 0; s < j->shards; s++) {
+                uint64_t st = sc_job_model_stamp(j->jm, s);
+                if (st == j->stamps[s])
+                        continue;
+                size_t b, e;
+                sc_job_model_range(j->jm, s, &b, &e);
+                memcpy(params + b, g + b, (e - b) * sizeof(float));
+                memcpy(j->sync_params + b, g + b, (e - b) * sizeof(float));
+                j->stamps[s] = st;
+                j->held_v[s] = sc_job_model_version(j->jm, s);
+                changed = 1;
+        }
+        if (!changed)
+                return;
+        sc_sync_model_info_t info = {.version = sc_job_model_min_version(j->jm)};
+        uint64_t ap = UINT64_MAX;
+        for (int s = 0; s < j->shards; s++) {
+                uint64_t a = sc_job_model_applied(j->jm, s, (uint32_t)w->spec.worker_id);
+                if (a < ap)
+                        ap = a;
+        }
+        info.applied_seq = ap > j->seq_base ? ap - j->seq_base : 0;
+        uint64_t mc = sc_job_model_min_clock(j->jm);
+        info.min_clock = mc > j->seq_base ? mc - j->seq_base : 0;
+        sc_sync_worker_model(j->sync, now, &info);
+}
+
+/* ---- injection ---- */
+
+static void sc_wj_inject_recv(sc_worker_t *w)
+{
+        sc_wk_job_t *j = w->job;
+        char why[256];
+        for (int i = 0; j->inj && i < 64; i++) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(j->inj, 0);
+                if (!m)
+                        break;
+                sc_wire_msg_t msg;
+                if (m->err) {
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                if (sc_wire_decode(m->payload, m->len, &msg, why, sizeof(why)) ||
+                    msg.type != SC_WIRE_SAMPLES || !msg.u.samples.labels ||
+                    (size_t)msg.u.samples.c * msg.u.samples.h * msg.u.samples.w != w->numel) {
+                        j->inj_bad++;
+                } else if (msg.u.samples.worker == (uint32_t)w->spec.worker_id) {
+                        j->own_skipped += msg.u.samples.count;
+                } else {
+                        const sc_wire_samples_view_t *v = &msg.u.samples;
+                        for (uint32_t k = 0; k < v->count; k++) {
+                                int32_t y;
+                                sc_wire_get_i32s(&y, v->labels + 4 * k, 1);
+                                if (y < 0 || y >= w->n_classes) {
+                                        j->inj_bad++;
+                                        continue;
+                                }
+                                int slot = (j->pool_head + j->pool_n) % j->pool_cap;
+                                if (j->pool_n == j->pool_cap) { /* full: replace the oldest */
+                                        slot = j->pool_head;
+                                        j->pool_head = (j->pool_head + 1) % j->pool_cap;
+                                } else {
+                                        j->pool_n++;
+                                }
+                                sc_wire_get_f32s(j->pool_x + (size_t)slot * w->numel,
+                                                 v->data + (size_t)k * w->numel * 4, w->numel);
+                                j->pool_y[slot] = y;
+                                j->foreign_recv++;
+                        }
+                }
+                rd_kafka_message_destroy(m);
+        }
+}
+
+int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y, int max)
+{
+        sc_wk_job_t *j = w->job;
+        char why[256];
+        if (!j->inj)
+                return 0;
+        int n = batch->n;
+        int k = (int)ceil(w->spec.inject_beta * n);
+        if (k > n)
+                k = n;
+        /* Share k of the batch's own samples with probability alpha. */
+        if (k > 0 && w->spec.inject_alpha > 0 &&
+            sc_rng_uniform(&w->rng) < (float)w->spec.inject_alpha) {
+                sc_shape_t sh = w->conf->model.input;
+                sc_wire_samples_t s = {.worker = (uint32_t)w->spec.worker_id,
+                                       .seq = ++j->inj_seq,
+                                       .count = (uint32_t)k,
+                                       .c = (uint32_t)sh.c,
+                                       .h = (uint32_t)sh.h,
+                                       .w = (uint32_t)sh.w,
+                                       .labels = batch->labels,
+                                       .data = batch->x};
+                j->msg.len = 0;
+                if (sc_wire_encode_samples(&j->msg, &s, why, sizeof(why)) == SC_OK &&
+                    sc_wj_produce(w, j->topics[SC_JOB_INJECT].name, RD_KAFKA_PARTITION_UA, NULL,
+                                  j->msg.data, j->msg.len, NULL, why, sizeof(why)) == SC_OK)
+                        j->injected_out += (uint64_t)k;
+        }
+        /* Mix in up to k foreign samples, each used once. */
+        int m = k < j->pool_n ? k : j->pool_n;
+        if (m > max)
+                m = max;
+        for (int i = 0; i < m; i++) {
+                int slot = (j->pool_head + j->pool_n - 1) % j->pool_cap; /* newest first */
+                memcpy(x + (size_t)i * w->numel, j->pool_x + (size_t)slot * w->numel,
+                       w->numel * sizeof(float));
+                y[i] = j->pool_y[slot];
+                j->pool_n--;
+        }
+        j->injected_in += (uint64_t)m;
+        return m;
+}
+
+/* ---- updates ---- */
+
+static sc_err_t sc_wj_send(sc_worker_t *w, const sc_sync_act_t *act, char *errstr,
+                           size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        sc_err_t err;
+        char key[16];
+        sc_wj_pend_t *p = calloc(1, sizeof(*p));
+        if (!p || (j->n_unsent && !(p->ids = malloc(j->n_unsent * sizeof(uint64_t))))) {
+                free(p);
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        }
+        p->w = w;
+        p->n_ids = j->n_unsent;
+        if (j->n_unsent)
+                memcpy(p->ids, j->unsent, j->n_unsent * sizeof(uint64_t));
+        j->n_unsent = 0;
+        const float *src = sc_model_grads(w->model);
+        if (act->update_kind == SC_UPDATE_DELTA) {
+                const float *pr = sc_model_params(w->model);
+                for (size_t i = 0; i < j->n; i++)
+                        j->scratch[i] = pr[i] - j->sync_params[i];
+                src = j->scratch;
+        } else if (act->update_kind == SC_UPDATE_MODEL) {
+                src = sc_model_params(w->model);
+        }
+        uint32_t samples = (uint32_t)(w->batch->n > 0 ? w->batch->n : 1);
+        p->remaining = j->shards;
+        if (j->pend_tail)
+                j->pend_tail->next = p;
+        else
+                j->pend_head = p;
+        j->pend_tail = p;
+        for (int s = 0; s < j->shards; s++) {
+                size_t b, e;
+                sc_kafka_model_shard_range(j->n, j->shards, s, &b, &e);
+                j->payload.len = 0;
+                if ((err = sc_codec_encode(j->codecs[s], src + b, &w->rng, &j->payload, errstr,
+                                           errstr_size)))
+                        goto fail;
+                sc_wire_update_t u = {.worker = (uint32_t)w->spec.worker_id,
+                                      .shard = (uint32_t)s,
+                                      .seq = j->seq_base + act->seq,
+                                      .t_read = j->round_based ? act->t_read : j->held_v[s],
+                                      .samples = samples,
+                                      .kind = (sc_wire_update_kind_t)act->update_kind,
+                                      .codec = (uint8_t)w->conf->job.codec,
+                                      .payload = j->payload.data,
+                                      .payload_len = j->payload.len};
+                j->msg.len = 0;
+                if ((err = sc_wire_encode_update(&j->msg, &u, errstr, errstr_size)))
+                        goto fail;
+                snprintf(key, sizeof(key), "%d", s);
+                if ((err = sc_wj_produce(w, j->topics[SC_JOB_GRAD].name, s, key, j->msg.data,
+                                         j->msg.len, p, errstr, errstr_size)))
+                        goto fail;
+                j->sent++;
+                j->bytes_up += j->msg.len;
+                j->dense_bytes += SC_WIRE_UPDATE_OVERHEAD + SC_CODEC_HDR_SIZE + 4 * (e - b);
+        }
+        return SC_OK;
+fail:
+        /* Messages already produced still report; the rest never will. */
+        p->remaining -= j->shards;
+        p->failed = 1;
+        return err;
+}
+
+sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        sc_err_t err;
+        int changed = 0;
+        rd_kafka_poll(j->prod, 0);
+        if ((err = sc_wj_reap(w, errstr, errstr_size)))
+                return err;
+        if ((err = sc_job_model_poll(j->jm, 0, &changed, errstr, errstr_size)))
+                return err;
+        if (!j->ready && sc_job_model_ready(j->jm)) {
+                j->ready = 1;
+                /* Restart: seqs continue after what the model says was applied too. */
+                for (int s = 0; s < j->shards; s++) {
+                        uint64_t a = sc_job_model_applied(j->jm, s, (uint32_t)w->spec.worker_id);
+                        if (a > j->seq_base)
+                                j->seq_base = a;
+                }
+                if (sc_job_model_min_version(j->jm) > 0)
+                        sc_wk_logf(w, 6, "starting from the job's model at version %llu",
+                                   (unsigned long long)sc_job_model_min_version(j->jm));
+        }
+        sc_wj_inject_recv(w);
+        if (now - j->t_hb >= w->conf->job.heartbeat_interval) {
+                if ((err = sc_wj_ctl(w, SC_WIRE_CTL_HEARTBEAT, errstr, errstr_size)))
+                        return err;
+                j->t_hb = now;
+        }
+        if (!j->ready)
+                return SC_OK;
+        sc_wj_install(w, now);
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        if (bt)
+                sc_sync_worker_set_rate(j->sync, sc_batcher_target(bt, now) /
+                                                     fmax(1e-3, w->conf->worker.window));
+        for (int guard = 0; guard < 4; guard++) {
+                sc_sync_act_t act;
+                sc_sync_worker_next(j->sync, now, &act);
+                if (act.kind == SC_ACT_WAIT) {
+                        j->waits++;
+                        break;
+                }
+                if (act.kind == SC_ACT_COMPUTE) {
+                        uint64_t id;
+                        int n;
+                        if (now < w->t_next || j->n_unsent == SC_WJ_MAX_UNSENT)
+                                break;
+                        if (j->sends_grads)
+                                sc_wj_install(w, now);
+                        err = sc_wk_train(w, now, act.local_step, &id, &n, errstr, errstr_size);
+                        if (err == SC_ERR_AGAIN)
+                                break;
+                        if (err)
+                                return err;
+                        j->unsent[j->n_unsent++] = id;
+                        sc_sync_worker_computed(j->sync, now, n);
+                        continue;
+                }
+                if ((err = sc_wj_send(w, &act, errstr, errstr_size)))
+                        return err;
+                sc_sync_worker_sent(j->sync, now);
+                rd_kafka_poll(j->prod, 0);
+        }
+        return sc_wj_reap(w, errstr, errstr_size);
+}
+
+sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        sc_err_t err = SC_OK;
+        char why[512];
+        /* Updates in flight: wait for their reports, acknowledge their batches. */
+        for (int waited = 0; j->pend_head && waited < timeout_ms; waited += 10) {
+                rd_kafka_poll(j->prod, 10);
+                if ((err = sc_wj_reap(w, errstr, errstr_size)))
+                        break;
+        }
+        if (!err && j->pend_head)
+                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                              "updates still undelivered after %d ms", timeout_ms);
+        if (sc_wj_ctl(w, SC_WIRE_CTL_LEAVE, why, sizeof(why)))
+                sc_wk_logf(w, 4, "leave: %s", why);
+        rd_kafka_flush(j->prod, timeout_ms);
+        /* The installed global model is what the job holds. */
+        sc_job_model_poll(j->jm, 0, NULL, why, sizeof(why));
+        return err;
+}
+
+void sc_wk_job_counters(const sc_worker_t *w, sc_worker_counters_t *c)
+{
+        const sc_wk_job_t *j = w->job;
+        c->updates_sent = j->sent;
+        c->updates_acked = j->acked;
+        c->bytes_up = j->bytes_up;
+        c->dense_bytes = j->dense_bytes;
+        c->bytes_down = sc_job_model_stats(j->jm)->bytes;
+        c->model_version = sc_job_model_min_version(j->jm);
+        c->injected_out = j->injected_out;
+        c->injected_in = j->injected_in;
+}
+
+void sc_wk_job_json(const sc_worker_t *w, json_t *out)
+{
+        const sc_wk_job_t *j = w->job;
+        const sc_job_model_stats_t *ms = sc_job_model_stats(j->jm);
+        json_t *o = json_pack(
+            "{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, "
+            "s:I, s:I, s:I, s:I}",
+            "worker", w->spec.worker_id, "job", w->conf->job.name, "policy",
+            sc_sync_kind_name(w->conf->job.sync.kind), "codec",
+            sc_codec_name((sc_codec_id_t)w->conf->job.codec), "seq_base", (json_int_t)j->seq_base,
+            "seq_last", (json_int_t)(j->seq_base + sc_sync_worker_clock(j->sync)), "updates_sent",
+            (json_int_t)j->sent, "updates_acked", (json_int_t)j->acked, "updates_failed",
+            (json_int_t)j->failed, "bytes_up", (json_int_t)j->bytes_up, "compression",
+            j->bytes_up ? (double)j->dense_bytes / (double)j->bytes_up : 1.0, "dense_bytes",
+            (json_int_t)j->dense_bytes, "bytes_down", (json_int_t)ms->bytes, "model_records",
+            (json_int_t)ms->records, "model_bad", (json_int_t)ms->bad, "model_version",
+            (json_int_t)sc_job_model_min_version(j->jm), "injected_out",
+            (json_int_t)j->injected_out, "injected_in", (json_int_t)j->injected_in, "own_skipped",
+            (json_int_t)j->own_skipped, "inject_bad", (json_int_t)j->inj_bad, "ctl_sent",
+            (json_int_t)j->ctl_sent);
+        if (o)
+                json_object_set_new(out, "job", o);
+}

@@ -1,0 +1,154 @@
+/* worker_stats.c — the worker's progress lines and its summary as JSON
+ * (record accounting per docs/STREAMS.md, training and job counters). */
+#include "worker_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Sums of the streams' counters, from the source or the pushed streams. */
+static void sc_wk_totals(const sc_worker_t *w, sc_stream_stats_t *s)
+{
+        if (w->src) {
+                sc_kafka_source_totals(w->src, s);
+                return;
+        }
+        memset(s, 0, sizeof(*s));
+        for (int i = 0; i < w->n_push; i++) {
+                const sc_stream_stats_t *p = sc_stream_stats(w->push[i].stream);
+                s->consumed += p->consumed;
+                s->rejected += p->rejected;
+                s->dropped += p->dropped;
+                s->revoked += p->revoked;
+                s->buffered += p->buffered;
+                s->inflight += p->inflight;
+                s->trained += p->trained;
+                s->peak_buffered += p->peak_buffered;
+                s->latency_sum += p->latency_sum;
+                s->taken += p->taken;
+                for (int k = 0; k < SC_DECODE_FAULT__END; k++)
+                        s->faults.count[k] += p->faults.count[k];
+        }
+}
+
+void sc_wk_progress(sc_worker_t *w, double now)
+{
+        sc_stream_stats_t s;
+        sc_worker_counters_t c;
+        char acc[64] = "", job[256] = "", src[160] = "";
+        double dt = now - w->t_prog;
+        sc_wk_totals(w, &s);
+        sc_worker_counters(w, &c);
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        int ns = w->src ? sc_kafka_source_nstreams(w->src) : w->n_push;
+        double cap = (double)w->conf->streams.cap * (ns > 0 ? ns : 1);
+        if (w->t_last_acc > 0)
+                snprintf(acc, sizeof(acc), "  test acc %.4f @%.0fs", w->last_acc, w->t_last_acc);
+        if (w->job)
+                snprintf(job, sizeof(job),
+                         "  v%" PRIu64 " sent %" PRIu64 " acked %" PRIu64 " up %.2fMB down %.2fMB",
+                         c.model_version, c.updates_sent, c.updates_acked, c.bytes_up / 1e6,
+                         c.bytes_down / 1e6);
+        if (w->src) {
+                const sc_kafka_source_stats_t *ks = sc_kafka_source_stats(w->src);
+                int64_t lag = sc_kafka_source_lag(w->src, 500);
+                snprintf(src, sizeof(src), "  lost %" PRIu64 "  lag %" PRId64 "  paused %d/%d",
+                         ks->ks_lost, lag, ks->ks_paused_partitions, ks->ks_partitions);
+        }
+        sc_wk_logf(w, 6,
+                   "%6.1f s  in %.0f/s  trained %" PRIu64 " (%.0f/s)  batch %.0f  buf %" PRIu64
+                   " (%.0f%%) pool %zu  dropped %" PRIu64 "  rejected %" PRIu64
+                   "%s  loss %.4f  train acc "
+                   "%.4f%s%s",
+                   now - w->t0, dt > 0 ? (double)w->in_since / dt : 0.0, s.trained,
+                   dt > 0 ? (double)w->seen / dt : 0.0,
+                   w->batches ? (double)w->samples / (double)w->batches : 0.0, s.buffered,
+                   100.0 * (double)s.buffered / cap, bt ? sc_batcher_pooled(bt) : 0, s.dropped,
+                   s.rejected, src, w->seen ? w->loss_sum / (double)w->seen : 0.0,
+                   w->seen ? w->hits / (double)w->seen : 0.0, acc, job);
+        w->loss_sum = w->hits = 0;
+        w->seen = 0;
+        w->in_since = 0;
+}
+
+char *sc_worker_stats_json(sc_worker_t *w)
+{
+        sc_stream_stats_t s;
+        char err[512];
+        sc_kafka_source_stats_t none;
+        memset(&none, 0, sizeof(none));
+        const sc_kafka_source_stats_t *ks = w->src ? sc_kafka_source_stats(w->src) : &none;
+        sc_wk_totals(w, &s);
+        uint64_t rhs = s.trained + s.dropped + s.rejected + s.revoked + s.buffered + s.inflight;
+        sc_err_t chk = SC_OK;
+        if (w->src)
+                chk = sc_kafka_source_check(w->src, err, sizeof(err));
+        else if (w->pbatcher)
+                chk = sc_batcher_check(w->pbatcher, err, sizeof(err));
+        int ok = s.consumed == rhs && chk == SC_OK;
+        json_t *faults = json_object();
+        for (int k = 1; k < SC_DECODE_FAULT__END; k++)
+                if (s.faults.count[k])
+                        json_object_set_new(faults, sc_decode_fault_name((sc_decode_fault_t)k),
+                                            json_integer((json_int_t)s.faults.count[k]));
+        json_t *j = json_pack(
+            "{s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, "
+            "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:o}",
+            "reason", w->reason ? w->reason : "running", "elapsed", w->elapsed, "received",
+            (json_int_t)ks->ks_received, "consumed", (json_int_t)s.consumed, "trained",
+            (json_int_t)s.trained, "dropped", (json_int_t)s.dropped, "rejected",
+            (json_int_t)s.rejected, "returned", (json_int_t)s.revoked, "buffered",
+            (json_int_t)s.buffered, "inflight", (json_int_t)s.inflight, "held",
+            (json_int_t)ks->ks_held, "identity_ok", ok, "lost", (json_int_t)ks->ks_lost, "orphaned",
+            (json_int_t)ks->ks_orphaned, "duplicates", (json_int_t)ks->ks_duplicates, "dead_letter",
+            (json_int_t)ks->ks_dead_letter, "dead_letter_failed",
+            (json_int_t)ks->ks_dead_letter_failed, "batches", (json_int_t)w->batches, "pauses",
+            (json_int_t)ks->ks_pauses, "resumes", (json_int_t)ks->ks_resumes, "peak_buffered",
+            (json_int_t)s.peak_buffered, "rebalances",
+            (json_int_t)(ks->ks_assigns + ks->ks_revokes), "commit_errors",
+            (json_int_t)ks->ks_commit_errors, "mean_latency_s",
+            s.taken ? s.latency_sum / (double)s.taken : 0.0, "faults", faults);
+        if (!j)
+                return NULL;
+        if (!ok)
+                json_object_set_new(
+                    j, "identity_error",
+                    json_string(s.consumed == rhs ? err : "consumed != sum of outcomes"));
+        json_object_set_new(j, "redelivered", json_integer((json_int_t)ks->ks_redelivered));
+        json_object_set_new(j, "samples", json_integer((json_int_t)w->samples));
+        if (w->evaluated) {
+                json_object_set_new(j, "test_accuracy", json_real(w->final_acc));
+                json_object_set_new(j, "test_loss", json_real(w->final_loss));
+        }
+        json_t *streams = json_array();
+        int ns = w->src ? sc_kafka_source_nstreams(w->src) : w->n_push;
+        for (int i = 0; streams && i < ns; i++) {
+                const sc_stream_stats_t *ss;
+                const char *topic;
+                if (w->src) {
+                        topic = sc_kafka_source_stream(w->src, i, &ss);
+                } else {
+                        topic = w->push[i].topic;
+                        ss = sc_stream_stats(w->push[i].stream);
+                }
+                json_array_append_new(
+                    streams,
+                    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "topic", topic, "consumed",
+                              (json_int_t)ss->consumed, "trained", (json_int_t)ss->trained,
+                              "dropped", (json_int_t)ss->dropped, "rejected",
+                              (json_int_t)ss->rejected, "returned", (json_int_t)ss->revoked));
+        }
+        if (streams)
+                json_object_set_new(j, "streams", streams);
+        if (w->src) {
+                json_t *parts = sc_kafka_source_partitions(w->src, 5000);
+                if (parts)
+                        json_object_set_new(j, "partitions", parts);
+        }
+        if (w->job)
+                sc_wk_job_json(w, j);
+        char *text = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        return text;
+}

@@ -114,7 +114,7 @@ reproduce: $(CLI)
 	SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce examples/reproduce/run-all.sh
 
 demo: $(CLI)
-	$(CLI) train -c examples/fmnist-mlp.json
+	$(CLI) demo
 
 style:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -162,12 +162,14 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         w->sspec.window = conf->streams.window;
         w->sspec.keep_min = (size_t)conf->streams.keep_min;
         w->sspec.rate_tau = conf->streams.rate_tau;
+        /* The job's clients first: the source joins its group last, so no
+         * rebalance waits for a member busy with the job's start-up. */
+        if (spec->distributed && (err = sc_wk_job_new(w, errstr, errstr_size)))
+                goto fail;
         if (spec->input == SC_WORKER_INPUT_KAFKA &&
             (err = sc_kafka_source_new(&w->src, conf, w->numel, w->n_classes,
                                        conf->train.seed + (uint64_t)spec->worker_id, sc_wk_src_log,
                                        w, errstr, errstr_size)))
-                goto fail;
-        if (spec->distributed && (err = sc_wk_job_new(w, errstr, errstr_size)))
                 goto fail;
         *wp = w;
         return SC_OK;

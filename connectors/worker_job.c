@@ -704,7 +704,7 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
         const sc_job_model_stats_t *ms = sc_job_model_stats(j->jm);
         json_t *o = json_pack(
             "{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, "
-            "s:I, s:I, s:I, s:I}",
+            "s:I, s:I, s:f, s:I, s:I}",
             "worker", w->spec.worker_id, "job", w->conf->job.name, "policy",
             sc_sync_kind_name(w->conf->job.sync.kind), "codec",
             sc_codec_name((sc_codec_id_t)w->conf->job.codec), "seq_base", (json_int_t)j->seq_base,
@@ -716,8 +716,8 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
             (json_int_t)ms->records, "model_bad", (json_int_t)ms->bad, "model_version",
             (json_int_t)sc_job_model_min_version(j->jm), "injected_out",
             (json_int_t)j->injected_out, "injected_in", (json_int_t)j->injected_in, "own_skipped",
-            (json_int_t)j->own_skipped, "inject_bad", (json_int_t)j->inj_bad, "ctl_sent",
-            (json_int_t)j->ctl_sent);
+            (json_int_t)j->own_skipped, "wait_s", sc_sync_worker_wait_seconds(j->sync),
+            "inject_bad", (json_int_t)j->inj_bad, "ctl_sent", (json_int_t)j->ctl_sent);
         if (o)
                 json_object_set_new(out, "job", o);
 }

@@ -22,6 +22,7 @@ int sc_cmd_feed(int argc, char **argv);
 int sc_cmd_worker(int argc, char **argv);
 int sc_cmd_sim(int argc, char **argv);
 int sc_cmd_aggregator(int argc, char **argv);
+int sc_cmd_demo(int argc, char **argv);
 
 /* Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
  * commands poll it and stop cleanly (flushing, committing, saving). */

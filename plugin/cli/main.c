@@ -10,9 +10,12 @@ static const sc_cmd_t sc_cmds[] = {
     {"eval", sc_cmd_eval, "test-set accuracy of a checkpoint"},
     {"broker", sc_cmd_broker, "run the embedded Kafka cluster (librdkafka mock) on 127.0.0.1"},
     {"feed", sc_cmd_feed, "publish Fashion-MNIST or synthetic samples to topics at set rates"},
-    {"worker", sc_cmd_worker, "train online on Kafka topics (standalone consumer-group member)"},
+    {"worker", sc_cmd_worker,
+     "train online on Kafka topics (standalone, or a worker of a distributed job)"},
     {"aggregator", sc_cmd_aggregator,
      "apply a distributed job's updates to its model shards (J.grad -> J.model)"},
+    {"demo", sc_cmd_demo,
+     "run a whole distributed job here (broker, feed, workers, aggregators) and plot accuracy"},
     {"sim", sc_cmd_sim, "simulate edge devices and a sync policy on a virtual clock"},
     {"config", sc_cmd_config, "list configuration properties, or check a config file"},
 };

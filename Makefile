@@ -82,8 +82,9 @@ $(STATIC): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libscadles.so.$(SOVERSION) $(SAN_FLAGS) -o $@ $^ $(LDLIBS_ALL)
+$(SHARED): $(LIB_OBJ) plugin/libscadles.map
+	$(CC) -shared -Wl,-soname,libscadles.so.$(SOVERSION) -Wl,--version-script=plugin/libscadles.map \
+		$(SAN_FLAGS) -o $@ $(LIB_OBJ) $(LDLIBS_ALL)
 	ln -sf libscadles.so.$(VERSION) $(BUILD)/libscadles.so.$(SOVERSION)
 	ln -sf libscadles.so.$(SOVERSION) $(BUILD)/libscadles.so
 

@@ -9,10 +9,11 @@ set -u
 BUILD=${BUILD:-build}
 export BUILD SCADLES="$PWD/$BUILD/scadles"
 if [ -z "${SCADLES_KAFKA:-}" ] && [ "${SCADLES_REAL_KAFKA:-1}" != 0 ]; then
+	# Stop the broker at the end only if this run started it.
+	scripts/kafka.sh status >/dev/null 2>&1 || trap 'scripts/kafka.sh down >/dev/null 2>&1' EXIT
 	if scripts/kafka.sh up; then
 		SCADLES_KAFKA=$(cat build/kafka/bootstrap)
 		export SCADLES_KAFKA
-		trap 'scripts/kafka.sh down >/dev/null 2>&1' EXIT
 	else
 		echo "integration: the real Kafka broker did not start; its tests will fail" >&2
 		export SCADLES_KAFKA=unavailable

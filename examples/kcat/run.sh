@@ -35,7 +35,7 @@ tail -n 1 "$OUT/feed.out"
 start=$(date +%s.%N)
 kcat -b "$bs" -G scadles-kcat -o beginning -e -q -f '' \
 	-X plugin.library.paths=libscadles \
-	-X scadles.config="$here/job.json" \
+	-X scadles.config="${JOB:-$here/job.json}" \
 	-X scadles.summary.file="$OUT/summary.json" \
 	-X scadles.queue.block.ms=-1 \
 	-X auto.offset.reset=earliest \

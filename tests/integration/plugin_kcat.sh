@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The interceptor plugin in kcat, unmodified, on the embedded broker: kcat
+# with plugin.library.paths=libscadles trains on what it consumes (every
+# record trained, test accuracy reported); bad scadles.* properties are
+# rejected by kcat's own config call with a readable message; producers are
+# left alone; loading, training and unloading leak nothing (valgrind).
+set -eu
+BUILD=${BUILD:-build}
+SCADLES=${SCADLES:-$BUILD/scadles}
+top=$PWD
+for tool in kcat jq; do
+	command -v "$tool" >/dev/null || { echo "$tool is not installed"; exit 77; }
+done
+[ -e "$BUILD/libscadles.so" ] || { echo "$BUILD/libscadles.so not built"; exit 77; }
+[ -e /usr/share/datasets/fashion-mnist ] || { echo "Fashion-MNIST is not installed"; exit 77; }
+export LD_LIBRARY_PATH="$top/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-plugin.XXXXXX")
+bpid=""
+cleanup() {
+	[ -n "$bpid" ] && { kill "$bpid" 2>/dev/null || true; wait "$bpid" 2>/dev/null || true; }
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for f in "$tmp"/*.err; do [ -e "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
+	exit 1
+}
+
+"$SCADLES" broker --topic pk:4 --bootstrap-file "$tmp/bootstrap" >"$tmp/broker.out" 2>"$tmp/broker.err" &
+bpid=$!
+for _ in $(seq 1 100); do [ -s "$tmp/bootstrap" ] && break; sleep 0.1; done
+[ -s "$tmp/bootstrap" ] || fail "broker did not start"
+bs=$(cat "$tmp/bootstrap")
+"$SCADLES" feed --bootstrap "$bs" --topic pk --count 6000 --rate 20000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" ||
+	fail "feed failed"
+job="$top/examples/kcat/job.json"
+plug=(-X plugin.library.paths=libscadles -X "scadles.config=$job")
+
+# 1) kcat trains on everything it consumes.
+n=$(kcat -C -b "$bs" -t pk -o beginning -e -q -f '%o\n' "${plug[@]}" \
+	-X "scadles.summary.file=$tmp/summary.json" -X scadles.queue.block.ms=-1 \
+	-X scadles.worker.batch=fixed -X scadles.worker.b=32 2>"$tmp/kcat.err" | wc -l)
+[ "$n" -eq 6000 ] || fail "kcat printed $n records, expected 6000"
+[ -s "$tmp/summary.json" ] || fail "no summary written"
+s() { jq -r "$1" "$tmp/summary.json"; }
+[ "$(s .queue.pushed)" -eq 6000 ] || fail "plugin saw $(s .queue.pushed) records"
+[ "$(s .consumed)" -eq 6000 ] || fail "worker consumed $(s .consumed)"
+[ "$(s '.queue.dropped + .queue.refused + .rejected')" -eq 0 ] || fail "records dropped: $(cat "$tmp/summary.json")"
+left=$(s '.consumed - .trained')
+[ "$left" -lt 32 ] || fail "$left records not trained"
+acc=$(s .test_accuracy)
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.70) }' || fail "test accuracy $acc < 0.70 after 6000 records"
+grep -q '^scadles: test accuracy: ' "$tmp/kcat.err" || fail "no accuracy line on stderr"
+echo "kcat: 6000 consumed, $(s .trained) trained, test accuracy $acc"
+
+# 2) Bad properties: kcat's config call fails with the plugin's message.
+bad() { # expected-substring kcat-args...
+	local want=$1
+	shift
+	if kcat -C -b "$bs" -t pk -o beginning -e -q -X plugin.library.paths=libscadles "$@" \
+		>/dev/null 2>"$tmp/bad.err"; then
+		fail "accepted: $*"
+	fi
+	grep -qF -- "$want" "$tmp/bad.err" || fail "no '$want' in: $(cat "$tmp/bad.err")"
+}
+bad 'scadles.optim.lr' -X "scadles.config=$job" -X scadles.optim.lr=fast
+bad 'scadles.optim.nosuch' -X "scadles.config=$job" -X scadles.optim.nosuch=1
+bad '/nonexistent/job.json' -X scadles.config=/nonexistent/job.json
+bad 'never load plugins' -X "scadles.config=$job" -X scadles.kafka.plugin.library.paths=libscadles
+bad 'scadles.queue.full.policy' -X "scadles.config=$job" -X scadles.queue.full.policy=maybe
+echo "bad scadles.* properties rejected by kcat's config call"
+
+# 3) A producer with the plugin loaded is left alone.
+seq 1 5 | kcat -P -b "$bs" -t pk.prod "${plug[@]}" 2>"$tmp/prod.err" || fail "producer with plugin failed"
+[ "$(kcat -C -b "$bs" -t pk.prod -o beginning -e -q | wc -l)" -eq 5 ] || fail "producer lost records"
+echo "producer unaffected"
+
+# 4) Loading, training and unloading leak nothing.
+if command -v valgrind >/dev/null; then
+	valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
+		--log-file="$tmp/vg.err" kcat -C -b "$bs" -t pk -o beginning -c 300 -q -f '' "${plug[@]}" \
+		-X scadles.eval=false -X scadles.worker.eval=false >/dev/null 2>&1 ||
+		fail "kcat under valgrind exited $? (see vg.err)"
+	grep -q 'definitely lost: 0 bytes\|no leaks are possible' "$tmp/vg.err" ||
+		fail "valgrind: $(grep -A4 'LEAK SUMMARY' "$tmp/vg.err")"
+	echo "valgrind: $(grep -E 'definitely lost|no leaks are possible' "$tmp/vg.err" | sed 's/^==[0-9]*== *//')"
+else
+	echo "valgrind not installed: leak check skipped"
+fi
+echo "plugin_kcat: ok"

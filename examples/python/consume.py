@@ -5,7 +5,8 @@ on the records it consumes (docs/PLUGIN.md).
 
 usage: consume.py BOOTSTRAP TOPIC_REGEX JOB_JSON SUMMARY_JSON [IDLE_S]
 
-Consumes until no record arrived for IDLE_S seconds (default 3), then closes
+Consumes until no record arrived for IDLE_S seconds (default 3) after the
+first one (or for 60 s before any), then closes
 the consumer; the plugin trains what is left, evaluates on the held-out set
 and writes its final statistics to SUMMARY_JSON.
 """
@@ -32,7 +33,7 @@ def main():
     })
     consumer.subscribe([pattern])
     n, last = 0, time.monotonic()
-    while time.monotonic() - last < idle:
+    while time.monotonic() - last < (idle if n else 60.0):
         msgs = consumer.consume(num_messages=500, timeout=0.2)
         for m in msgs:
             if m.error() is None:

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The interceptor plugin in Python's confluent-kafka, unmodified, on the
+# embedded broker: examples/python/consume.py (a plain consumer-group
+# member whose configuration names the plugin) trains on every record it
+# consumes and the plugin's summary reports test accuracy; a bad scadles.*
+# property makes the Consumer constructor raise with the plugin's message.
+set -eu
+BUILD=${BUILD:-build}
+SCADLES=${SCADLES:-$BUILD/scadles}
+top=$PWD
+PY=/usr/bin/python3
+command -v jq >/dev/null || { echo "jq is not installed"; exit 77; }
+"$PY" -c 'import confluent_kafka' 2>/dev/null ||
+	{ echo "python3-confluent-kafka is not installed (scripts/deps.sh installs it)"; exit 77; }
+[ -e "$BUILD/libscadles.so" ] || { echo "$BUILD/libscadles.so not built"; exit 77; }
+[ -e /usr/share/datasets/fashion-mnist ] || { echo "Fashion-MNIST is not installed"; exit 77; }
+export LD_LIBRARY_PATH="$top/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-pyplugin.XXXXXX")
+bpid=""
+cleanup() {
+	[ -n "$bpid" ] && { kill "$bpid" 2>/dev/null || true; wait "$bpid" 2>/dev/null || true; }
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for f in "$tmp"/*.err; do [ -e "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
+	exit 1
+}
+
+"$SCADLES" broker --topic pyk.0:4 --topic pyk.1:4 --bootstrap-file "$tmp/bootstrap" \
+	>"$tmp/broker.out" 2>"$tmp/broker.err" &
+bpid=$!
+for _ in $(seq 1 100); do [ -s "$tmp/bootstrap" ] && break; sleep 0.1; done
+[ -s "$tmp/bootstrap" ] || fail "broker did not start"
+bs=$(cat "$tmp/bootstrap")
+"$SCADLES" feed --bootstrap "$bs" --prefix pyk --topics 2 --count 3000 --rate 20000 --quiet \
+	>"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"
+jq '.worker.batch = "fixed" | .worker.b = 32' examples/kcat/job.json >"$tmp/job.json"
+
+# 1) The consumer trains through the plugin.
+"$PY" examples/python/consume.py "$bs" '^pyk\..*' "$tmp/job.json" "$tmp/summary.json" 2 \
+	>"$tmp/py.out" 2>"$tmp/py.err" || fail "consume.py exited $?"
+grep -q '^consumed 6000 records' "$tmp/py.out" || fail "consume.py: $(cat "$tmp/py.out")"
+[ -s "$tmp/summary.json" ] || fail "no summary written"
+s() { jq -r "$1" "$tmp/summary.json"; }
+[ "$(s .queue.pushed)" -eq 6000 ] || fail "plugin saw $(s .queue.pushed) records"
+[ "$(s '.queue.dropped + .queue.refused + .rejected')" -eq 0 ] || fail "records dropped"
+left=$(s '.consumed - .trained')
+[ "$left" -lt 64 ] || fail "$left records not trained"
+acc=$(s .test_accuracy)
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.70) }' || fail "test accuracy $acc < 0.70 after 6000 records"
+echo "python: 6000 consumed, $(s .trained) trained over $(s '.streams | length') streams, test accuracy $acc"
+
+# 2) A bad property: the constructor raises with the plugin's message.
+"$PY" - "$bs" >"$tmp/bad.out" 2>&1 <<'PYEOF' || fail "bad property accepted: $(cat "$tmp/bad.out")"
+import sys
+from confluent_kafka import Consumer, KafkaException
+try:
+    Consumer({"bootstrap.servers": sys.argv[1], "group.id": "g",
+              "plugin.library.paths": "libscadles", "scadles.optim.lr": "fast"})
+except KafkaException as e:
+    print("rejected:", e)
+    sys.exit(0)
+sys.exit(1)
+PYEOF
+grep -q 'scadles.optim.lr' "$tmp/bad.out" || fail "message does not name the property: $(cat "$tmp/bad.out")"
+echo "bad property: $(cat "$tmp/bad.out")"
+echo "plugin_python: ok"

@@ -15,10 +15,11 @@
 #include <jansson.h>
 
 #include "api_impl.h"
+#include "sc_batch.h"
 #include "sc_worker.h"
 
 #define SC_API_WAIT_MS 10      /* longest sleep of the training thread when idle */
-#define SC_API_QUIET_S 1.0     /* flush: trained counter unchanged this long = done */
+#define SC_API_QUIET_S 3.0     /* flush: trained counter unchanged this long = done */
 #define SC_API_FINISH_MS 10000 /* scadles_destroy's limit for an implicit finish */
 
 /* One copied record; its bytes follow the struct. */
@@ -496,14 +497,30 @@ SCADLES_EXPORT scadles_resp_err_t scadles_stop(scadles_worker_t *w)
         return SCADLES_OK;
 }
 
-/* Samples trained so far (under the engine lock). */
-static uint64_t sc_api_trained(scadles_worker_t *w)
+/* Samples trained so far; *left = samples buffered in the runtime, or -1
+ * if its statistics do not say. */
+static uint64_t sc_api_trained(scadles_worker_t *w, long *left)
 {
         sc_worker_counters_t c;
         pthread_mutex_lock(&w->engine);
         sc_worker_counters(w->sw, &c);
+        char *text = sc_worker_stats_json(w->sw);
         pthread_mutex_unlock(&w->engine);
+        json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+        json_t *b = json_object_get(j, "buffered"), *f = json_object_get(j, "inflight");
+        *left = json_is_integer(b) && json_is_integer(f)
+                    ? (long)(json_integer_value(b) + json_integer_value(f))
+                    : -1;
+        json_decref(j);
+        free(text);
         return c.samples;
+}
+
+/* The smallest batch the runtime trains. */
+static long sc_api_min_batch(const scadles_worker_t *w)
+{
+        const sc_conf_worker_t *wc = &w->conf->sc.worker;
+        return wc->batch == SC_BATCH_FIXED ? wc->b : wc->b_min;
 }
 
 SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout_ms)
@@ -517,7 +534,8 @@ SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout
         if (s == SC_API_FINISHED)
                 return SCADLES_ERR_STATE;
         double t0 = sc_api_now(), t_change = t0;
-        uint64_t trained = sc_api_trained(w);
+        long left;
+        uint64_t trained = sc_api_trained(w, &left);
         for (;;) {
                 if (!started)
                         sc_api_step(w);
@@ -530,14 +548,15 @@ SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout
                 if (s == SC_API_FAILED)
                         return SCADLES_ERR_RUNTIME;
                 double now = sc_api_now();
-                uint64_t t = sc_api_trained(w);
+                uint64_t t = sc_api_trained(w, &left);
                 if (t != trained || q) {
                         trained = t;
                         t_change = now;
                 }
                 /* Done: everything handed over and nothing trained for a while
                  * (the runtime drains its shuffle buffer once input is quiet). */
-                if (q == 0 && (s == SC_API_DONE || now - t_change >= SC_API_QUIET_S))
+                if (q == 0 && (s == SC_API_DONE || (left >= 0 && left < sc_api_min_batch(w)) ||
+                               now - t_change >= SC_API_QUIET_S))
                         return SCADLES_OK;
                 if (timeout_ms >= 0 && now - t0 >= timeout_ms / 1000.0)
                         return SCADLES_ERR_TIMED_OUT;

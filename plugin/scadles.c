@@ -60,7 +60,7 @@ struct scadles_worker_s {
         /* training thread only */
         double t_stats, t_drop_log;
         uint64_t dropped_logged;
-        int final_acc_valid;
+        int final_acc_valid; /* under lock */
         double final_acc, final_loss;
 };
 
@@ -300,9 +300,13 @@ static char *sc_api_stats_text(scadles_worker_t *w, int final)
         json_object_set_new(j, "state", json_string(state));
         if (reason)
                 json_object_set_new(j, "stop_reason", json_string(reason));
-        if (w->final_acc_valid) {
-                json_object_set_new(j, "test_accuracy", json_real(w->final_acc));
-                json_object_set_new(j, "test_loss", json_real(w->final_loss));
+        pthread_mutex_lock(&w->lock);
+        int acc_valid = w->final_acc_valid;
+        double acc = w->final_acc, loss = w->final_loss;
+        pthread_mutex_unlock(&w->lock);
+        if (acc_valid) {
+                json_object_set_new(j, "test_accuracy", json_real(acc));
+                json_object_set_new(j, "test_loss", json_real(loss));
         }
         json_object_set_new(j, "final", json_boolean(final));
         json_object_set_new(j, "version", json_string(SCADLES_VERSION_STR));
@@ -587,9 +591,11 @@ SCADLES_EXPORT scadles_resp_err_t scadles_finish(scadles_worker_t *w, int timeou
         int evaluated = w->conf->eval && sc_worker_eval(w->sw, 0, &acc, &loss) == SC_OK;
         pthread_mutex_unlock(&w->engine);
         if (evaluated) {
+                pthread_mutex_lock(&w->lock);
                 w->final_acc_valid = 1;
                 w->final_acc = acc;
                 w->final_loss = loss;
+                pthread_mutex_unlock(&w->lock);
                 sc_api_logf(w, 5, "test accuracy: %.4f (test loss %.4f)", acc, loss);
         }
         sc_api_emit_stats(w, 1);
@@ -607,7 +613,12 @@ SCADLES_EXPORT scadles_resp_err_t scadles_finish(scadles_worker_t *w, int timeou
 
 SCADLES_EXPORT char *scadles_stats(scadles_worker_t *w)
 {
-        return w ? sc_api_stats_text(w, w->state == SC_API_FINISHED) : NULL;
+        if (!w)
+                return NULL;
+        pthread_mutex_lock(&w->lock);
+        int finished = w->state == SC_API_FINISHED;
+        pthread_mutex_unlock(&w->lock);
+        return sc_api_stats_text(w, finished);
 }
 
 SCADLES_EXPORT void scadles_destroy(scadles_worker_t *w)

@@ -201,7 +201,7 @@ SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout
 /* Owner thread: the end of the run. Stops the training thread, trains
  * nothing more, waits up to timeout_ms for updates in flight
  * (distributed), commits, evaluates on the whole held-out set, logs
- * "test accuracy: A (hits/total)" and calls the stats callback a last time
+ * "test accuracy: A (test loss L)" (level 5) and calls the stats callback a last time
  * with "final": true. Later pushes return SCADLES_ERR_STATE. Idempotent
  * (SCADLES_OK again). scadles_destroy() calls it if it was not called. */
 SCADLES_EXPORT scadles_resp_err_t scadles_finish(scadles_worker_t *w, int timeout_ms, char *errstr,

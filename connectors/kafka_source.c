@@ -4,6 +4,7 @@
 #include "kafka_source_impl.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +148,7 @@ static sc_ks_part_t *sc_ks_part(sc_ks_stream_t *ks, int32_t partition, int creat
         sc_ks_part_t *p = &ks->parts[ks->n_parts++];
         memset(p, 0, sizeof(*p));
         p->partition = partition;
-        p->start = p->committed = -1;
+        p->start = p->committed = p->received = -1;
         sc_kafka_gap_init(&p->gap, -1);
         return p;
 }
@@ -184,14 +185,24 @@ static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks, int pau
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* Applies each stream's pending pause/resume; a stream with held messages
- * stays paused. */
+/* Applies each stream's backpressure. A stream above its high watermark
+ * keeps taking records until it is full; then they are held, and only when
+ * hold_max are held are its partitions paused, until the held backlog is
+ * down to half of that. Pausing is costly in librdkafka: it discards what was
+ * prefetched and the partition is fetched again from the first record not
+ * handed over, about half a second after it resumes; the held backlog and the
+ * full buffer keep the trainer supplied meanwhile. */
 static void sc_ks_flow(sc_kafka_source_t *src)
 {
         for (int i = 0; i < src->n_streams; i++) {
                 sc_ks_stream_t *ks = &src->streams[i];
                 sc_stream_flow(ks->stream); /* consume the signal; the state decides */
-                int want = sc_stream_paused(ks->stream) || ks->n_held > 0;
+                int paused = 0;
+                for (size_t j = 0; j < ks->n_parts; j++)
+                        paused |= ks->parts[j].assigned && ks->parts[j].paused;
+                int want = paused ? ks->n_held > src->hold_max / 2 : ks->n_held >= src->hold_max;
+                if (src->hold_max == 0)
+                        want = sc_stream_paused(ks->stream) || ks->n_held > 0;
                 for (size_t j = 0; j < ks->n_parts; j++) {
                         if (ks->parts[j].assigned && ks->parts[j].paused != want) {
                                 sc_ks_flow_apply(src, ks, want);
@@ -313,6 +324,7 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                 sc_kafka_gap_init(&p->gap, start);
                 p->start = start;
                 p->committed = start;
+                p->received = -1;
                 src->stats.ks_partitions++;
         }
         if (c)
@@ -561,6 +573,47 @@ static void sc_ks_unhold(sc_kafka_source_t *src, double t)
         }
 }
 
+/* Wakes the consumer's fetchers when the consumer queue ran dry. librdkafka
+ * (before 2.1) stops fetching while its queue is above
+ * queued.max.messages.kbytes and looks again only when its broker thread
+ * wakes up, up to a second later: a consumer slower than the network waits
+ * most of that second with an empty queue. A ListOffsets request for the
+ * running partitions wakes each leader's thread (which then fetches again)
+ * and tells whether there is a backlog: with one, the next wake-up may follow
+ * in 5 ms; without, the interval doubles up to a second. */
+static void sc_ks_kick(sc_kafka_source_t *src, double t)
+{
+        if (src->kick_at > 0 && t - src->kick_at < src->kick_every)
+                return;
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+        if (!l)
+                return;
+        for (int i = 0; i < src->n_streams; i++) {
+                sc_ks_stream_t *ks = &src->streams[i];
+                for (size_t j = 0; j < ks->n_parts; j++)
+                        if (ks->parts[j].assigned && !ks->parts[j].paused)
+                                rd_kafka_topic_partition_list_add(l, ks->topic,
+                                                                  ks->parts[j].partition)
+                                    ->offset = RD_KAFKA_OFFSET_END;
+        }
+        int backlog = 0;
+        if (l->cnt > 0) {
+                src->kick_at = t;
+                src->stats.ks_wakeups++;
+                if (rd_kafka_offsets_for_times(src->rk, l, 100) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                        for (int i = 0; i < l->cnt; i++) {
+                                const rd_kafka_topic_partition_t *tp = &l->elems[i];
+                                sc_ks_stream_t *ks = sc_ks_find(src, tp->topic);
+                                sc_ks_part_t *p = ks ? sc_ks_part(ks, tp->partition, 0) : NULL;
+                                if (p && !tp->err && tp->offset > p->received)
+                                        backlog = 1;
+                        }
+                }
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        src->kick_every = backlog ? 0.005 : fmin(1.0, fmax(0.01, 2 * src->kick_every));
+}
+
 sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, size_t max,
                               size_t *n, char *errstr, size_t errstr_size)
 {
@@ -573,8 +626,10 @@ sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, 
         sc_ks_flow(src);
         while (got < max) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(src->rk, got ? 0 : timeout_ms);
-                if (!m)
+                if (!m) {
+                        sc_ks_kick(src, t);
                         break;
+                }
                 if (m->err) {
                         rd_kafka_resp_err_t e = m->err;
                         if (e != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -598,6 +653,9 @@ sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, 
                         rd_kafka_message_destroy(m);
                         continue;
                 }
+                sc_ks_part_t *p = sc_ks_part(ks, m->partition, 1);
+                if (p && m->offset >= p->received)
+                        p->received = m->offset + 1;
                 if (ks->n_held == 0 && sc_ks_record(src, ks, m, t)) {
                         rd_kafka_message_destroy(m);
                 } else if (sc_ks_hold(ks, m) == 0) {

@@ -20,6 +20,7 @@ typedef struct sc_ks_part {
         int paused;
         int64_t start;     /* committed offset at assignment, -1 if none */
         int64_t committed; /* highest offset known committed, -1 if none */
+        int64_t received;  /* offset after the last one received, -1 if none */
         sc_kafka_gap_t gap;
 } sc_ks_part_t;
 
@@ -49,6 +50,9 @@ struct sc_kafka_source_s {
         sc_batch_spec_t bspec;
         sc_stream_spec_t sspec;
         double t_now;
+        size_t hold_max;            /* records held per stream before its partitions are paused
+                                       (0: pause at the stream's high watermark) */
+        double kick_at, kick_every; /* last fetcher wake-up (s) and the interval now */
         sc_kafka_source_log_fn log;
         void *log_opaque;
         sc_kafka_source_stats_t stats;

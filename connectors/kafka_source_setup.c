@@ -19,9 +19,12 @@ static sc_err_t sc_ks_conf(const sc_conf_t *conf, rd_kafka_conf_t **out, char *e
             {"client.id", "scadles-worker"},
             {"auto.offset.reset", "earliest"},
             {"queued.max.messages.kbytes", "16384"},
-            /* Small per-partition fetches interleave the partitions of a topic
-             * in the stream (keyed partitions are often label-skewed). */
-            {"max.partition.fetch.bytes", "65536"},
+            /* Per-partition fetches of 256 KB: a fetch round trip brings
+             * enough records for a consumer at hundreds of thousands of
+             * records/s, and a topic's partitions still alternate in the
+             * stream every few hundred records (keyed partitions are often
+             * label-skewed: worker.shuffle mixes them). */
+            {"max.partition.fetch.bytes", "262144"},
             {"topic.metadata.refresh.interval.ms", conf->source.pattern[0] ? "2000" : "300000"},
             {"group.id", conf->source.group_id},
         };
@@ -132,6 +135,7 @@ sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, si
         src->sspec.window = st->window;
         src->sspec.keep_min = (size_t)st->keep_min;
         src->sspec.rate_tau = st->rate_tau;
+        src->hold_max = src->sspec.cap;
         const sc_conf_worker_t *w = &conf->worker;
         sc_batch_spec_defaults(&src->bspec);
         src->bspec.mode = (sc_batch_mode_t)w->batch;

@@ -57,6 +57,7 @@ typedef struct sc_kafka_source_stats {
         uint64_t ks_consumer_errors; /* error events from the consumer (logged) */
         int ks_partitions;           /* assigned now */
         int ks_paused_partitions;    /* paused now */
+        uint64_t ks_wakeups; /* fetchers woken when the consumer queue ran dry (docs/STREAMS.md) */
 } sc_kafka_source_stats_t;
 
 /* Creates the consumer from conf (its "kafka" object first, then group.id =

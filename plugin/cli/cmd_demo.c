@@ -79,9 +79,9 @@ static void sc_demo_usage(FILE *out)
                 "  -w, --workers N      worker processes, 1..16 (default 4)\n"
                 "  -t, --topics N       data topics, 1..16 (default 6)\n"
                 "  -r, --rate R         mean samples/s per topic (default 300)\n"
-                "  -d, --duration S     longest run in seconds (default 170)\n"
+                "  -d, --duration S     longest run in seconds (default 150)\n"
                 "  -a, --target A       stop once test accuracy >= A; 0 = run the whole\n"
-                "                       duration (default 0.87)\n"
+                "                       duration (default 0.86)\n"
                 "  -e, --eval-every S   seconds between evaluations (default 2)\n"
                 "  -o, --out DIR        output folder (default build/demo)\n"
                 "  -s, --set KEY=VALUE  override a property of the job's configuration\n"
@@ -122,8 +122,8 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
         o->workers = 4;
         o->topics = 6;
         o->rate = 300;
-        o->duration = 170;
-        o->target = 0.87;
+        o->duration = 150;
+        o->target = 0.86;
         o->eval_every = 2;
         o->out = "build/demo";
         o->plot = 1;
@@ -198,16 +198,17 @@ static const char sc_demo_job[] =
     "  \"model\": {\"input\": [1, 28, 28], \"loss\": \"softmax_xent\",\n"
     "    \"layers\": [{\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 128},\n"
     "                {\"type\": \"relu\"}, {\"type\": \"dense\", \"units\": 10}]},\n"
-    "  \"optim\": {\"lr\": 0.05, \"momentum\": 0.9},\n"
+    "  \"optim\": {\"lr\": 0.08, \"momentum\": 0.9,\n"
+    "    \"schedule\": {\"type\": \"cosine\", \"total_steps\": 1200, \"min_lr\": 0.004}},\n"
     "  \"train\": {\"seed\": 1, \"threads\": 1},\n"
     "  \"data\": {\"source\": \"fashion-mnist\", \"mean\": 0.286, \"std\": 0.353},\n"
     "  \"source\": {\"group_id\": \"demo-workers\", \"pattern\": \"^demo-fmnist\\\\..*\"},\n"
     "  \"streams\": {\"format\": \"raw\", \"label\": \"key\", \"scale\": 0.00392156862745098,\n"
     "    \"mean\": 0.286, \"std\": 0.353, \"policy\": \"persist\", \"cap\": 4096},\n"
-    "  \"worker\": {\"batch\": \"rate\", \"window\": 0.1, \"b_min\": 16, \"b_max\": 512,\n"
+    "  \"worker\": {\"batch\": \"rate\", \"window\": 0.1, \"b_min\": 16, \"b_max\": 128,\n"
     "    \"shuffle\": 256, \"progress_interval\": 5, \"eval\": false},\n"
     "  \"job\": {\"name\": \"demo\", \"shards\": 4, \"workers\": %d,\n"
-    "    \"sync\": {\"policy\": \"scadles\", \"base_batch\": 64},\n"
+    "    \"sync\": {\"policy\": \"scadles\", \"base_batch\": 128},\n"
     "    \"codec\": {\"name\": \"topk\", \"ratio\": 0.1, \"error_feedback\": 1},\n"
     "    \"session_timeout\": 6, \"progress_interval\": 5},\n"
     "  \"kafka\": {\"bootstrap.servers\": \"%s\", \"fetch.wait.max.ms\": 5}\n"
@@ -395,6 +396,23 @@ int sc_cmd_demo(int argc, char **argv)
         }
         fclose(jf);
         free(dump);
+        /* Every topic exists before any client asks: the workers' subscription
+         * sees the data topics at once, and the job's have their partitions. */
+        for (int i = 0; i < o.topics + 4; i++) {
+                char topic[300];
+                int parts = 4;
+                if (i < o.topics)
+                        snprintf(topic, sizeof(topic), "demo-fmnist.%d", i);
+                else {
+                        static const char *const sfx[] = {"grad", "model", "inject", "ctl"};
+                        snprintf(topic, sizeof(topic), "%s.%s", conf.job.name, sfx[i - o.topics]);
+                        parts = i - o.topics < 2 ? conf.job.shards : 1;
+                }
+                if (sc_broker_topic_create(broker, topic, parts, err, sizeof(err))) {
+                        fprintf(stderr, "scadles demo: %s\n", err);
+                        goto out;
+                }
+        }
         /* The evaluator: the test half and a reader of J.model. */
         if (sc_fmnist_load(conf.data.dir, NULL, &test, err, sizeof(err)) ||
             sc_dataset_normalize(&test, (float)conf.data.mean, (float)conf.data.std, err,

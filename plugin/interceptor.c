@@ -181,8 +181,15 @@ static rd_kafka_conf_res_t sc_plug_on_conf_set(rd_kafka_conf_t *conf, const char
                          SC_PLUG_MAX_SETS);
                 return RD_KAFKA_CONF_INVALID;
         }
-        pc->set_names[pc->n_sets] = strdup(key);
-        pc->set_values[pc->n_sets] = strdup(val);
+        char *k = strdup(key), *v = strdup(val);
+        if (!k || !v) {
+                free(k);
+                free(v);
+                snprintf(errstr, errstr_size, "%s: out of memory", name);
+                return RD_KAFKA_CONF_INVALID;
+        }
+        pc->set_names[pc->n_sets] = k;
+        pc->set_values[pc->n_sets] = v;
         pc->n_sets++;
         return RD_KAFKA_CONF_OK;
 }
@@ -208,12 +215,14 @@ static rd_kafka_resp_err_t sc_plug_on_conf_dup(rd_kafka_conf_t *new_conf,
         pc->stats_file = sc_plug_strdup(old->stats_file);
         pc->log_level = old->log_level;
         pc->flush_ms = old->flush_ms;
+        int oom = 0;
         for (int i = 0; i < old->n_sets; i++) {
                 pc->set_names[i] = sc_plug_strdup(old->set_names[i]);
                 pc->set_values[i] = sc_plug_strdup(old->set_values[i]);
                 pc->n_sets++;
+                oom |= !pc->set_names[i] || !pc->set_values[i];
         }
-        if (!pc->conf) {
+        if (!pc->conf || oom) {
                 sc_plug_conf_free(pc);
                 return RD_KAFKA_RESP_ERR__FAIL;
         }

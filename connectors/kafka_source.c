@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Dead-letter counters from the delivery reports served so far. */
 void sc_ks_dlq_stats(sc_kafka_source_t *src)
@@ -580,10 +581,13 @@ static void sc_ks_unhold(sc_kafka_source_t *src, double t)
  * most of that second with an empty queue. A ListOffsets request for the
  * running partitions wakes each leader's thread (which then fetches again)
  * and tells whether there is a backlog: with one, the next wake-up may follow
- * in 5 ms; without, the interval doubles up to a second. */
+ * in 5 ms; without, the interval doubles up to a second. The interval is at
+ * least ten times the request's round trip, so a distant broker costs the
+ * caller's thread at most a tenth of its time. */
 static void sc_ks_kick(sc_kafka_source_t *src, double t)
 {
-        if (src->kick_at > 0 && t - src->kick_at < src->kick_every)
+        struct timespec a, b;
+        if (src->stats.ks_wakeups > 0 && t - src->kick_at < src->kick_every)
                 return;
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
         if (!l)
@@ -597,10 +601,15 @@ static void sc_ks_kick(sc_kafka_source_t *src, double t)
                                     ->offset = RD_KAFKA_OFFSET_END;
         }
         int backlog = 0;
+        double rtt = 0;
         if (l->cnt > 0) {
                 src->kick_at = t;
                 src->stats.ks_wakeups++;
-                if (rd_kafka_offsets_for_times(src->rk, l, 100) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                clock_gettime(CLOCK_MONOTONIC, &a);
+                rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(src->rk, l, 100);
+                clock_gettime(CLOCK_MONOTONIC, &b);
+                rtt = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+                if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
                         for (int i = 0; i < l->cnt; i++) {
                                 const rd_kafka_topic_partition_t *tp = &l->elems[i];
                                 sc_ks_stream_t *ks = sc_ks_find(src, tp->topic);
@@ -612,6 +621,7 @@ static void sc_ks_kick(sc_kafka_source_t *src, double t)
         }
         rd_kafka_topic_partition_list_destroy(l);
         src->kick_every = backlog ? 0.005 : fmin(1.0, fmax(0.01, 2 * src->kick_every));
+        src->kick_every = fmax(src->kick_every, 10 * rtt);
 }
 
 sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, size_t max,

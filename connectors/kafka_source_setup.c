@@ -33,6 +33,12 @@ static sc_err_t sc_ks_conf(const sc_conf_t *conf, rd_kafka_conf_t **out, char *e
         for (size_t i = 0; !err && i < sizeof(defaults) / sizeof(defaults[0]); i++)
                 err = sc_kafka_conf_set(kc, defaults[i][0], defaults[i][1], defaults[i][0], errstr,
                                         errstr_size);
+        /* librdkafka 2.1 and later wait fetch.queue.backoff.ms (1 s by
+         * default) before fetching again after the queue was full; older
+         * ones do not know the property (the source wakes their fetchers,
+         * see sc_ks_kick). */
+        char ignored[256];
+        (void)rd_kafka_conf_set(kc, "fetch.queue.backoff.ms", "10", ignored, sizeof(ignored));
         if (!err)
                 err = sc_kafka_conf_apply_json(kc, (const json_t *)conf->kafka, "$.kafka", errstr,
                                                errstr_size);

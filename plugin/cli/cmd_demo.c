@@ -60,7 +60,7 @@ static void sc_demo_usage(FILE *out)
                 "    (demo-fmnist.0 ..), each at its own rate drawn uniformly around --rate\n"
                 "    samples/s (heterogeneous streams);\n"
                 "  - --workers `scadles worker` processes (one consumer group over the topics,\n"
-                "    rate-proportional batches, updates compressed with top-k 10%% + error\n"
+                "    rate-proportional batches, updates compressed with top-k 25%% + error\n"
                 "    feedback to J.grad under the scadles policy, sharing 10%% of a batch on\n"
                 "    J.inject with probability 0.2);\n"
                 "  - two `scadles aggregator` processes in one group, splitting the 4 model\n"
@@ -78,10 +78,10 @@ static void sc_demo_usage(FILE *out)
                 "options:\n"
                 "  -w, --workers N      worker processes, 1..16 (default 4)\n"
                 "  -t, --topics N       data topics, 1..16 (default 6)\n"
-                "  -r, --rate R         mean samples/s per topic (default 300)\n"
-                "  -d, --duration S     longest run in seconds (default 150)\n"
+                "  -r, --rate R         mean samples/s per topic (default 450)\n"
+                "  -d, --duration S     longest run in seconds (default 170)\n"
                 "  -a, --target A       stop once test accuracy >= A; 0 = run the whole\n"
-                "                       duration (default 0.86)\n"
+                "                       duration (default 0.855)\n"
                 "  -e, --eval-every S   seconds between evaluations (default 2)\n"
                 "  -o, --out DIR        output folder (default build/demo)\n"
                 "  -s, --set KEY=VALUE  override a property of the job's configuration\n"
@@ -121,9 +121,9 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
         memset(o, 0, sizeof(*o));
         o->workers = 4;
         o->topics = 6;
-        o->rate = 300;
-        o->duration = 150;
-        o->target = 0.86;
+        o->rate = 450;
+        o->duration = 170;
+        o->target = 0.855;
         o->eval_every = 2;
         o->out = "build/demo";
         o->plot = 1;
@@ -209,7 +209,7 @@ static const char sc_demo_job[] =
     "    \"shuffle\": 256, \"progress_interval\": 5, \"eval\": false},\n"
     "  \"job\": {\"name\": \"demo\", \"shards\": 4, \"workers\": %d,\n"
     "    \"sync\": {\"policy\": \"scadles\", \"base_batch\": 128},\n"
-    "    \"codec\": {\"name\": \"topk\", \"ratio\": 0.1, \"error_feedback\": 1},\n"
+    "    \"codec\": {\"name\": \"topk\", \"ratio\": 0.25, \"error_feedback\": 1},\n"
     "    \"session_timeout\": 6, \"progress_interval\": 5},\n"
     "  \"kafka\": {\"bootstrap.servers\": \"%s\", \"fetch.wait.max.ms\": 5}\n"
     "}\n";

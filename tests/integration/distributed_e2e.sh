@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # End to end: `scadles demo` with 2 workers on 4 Fashion-MNIST topics must
-# reach 80% test accuracy, with every update sent acknowledged and applied,
+# reach 82% test accuracy (78% for the model after shutdown), with every update sent acknowledged and applied,
 # exact record accounting and no record lost.
 . "$(dirname "$0")/worker_common.inc"
 [ -e /usr/share/datasets/fashion-mnist ] || { echo "Fashion-MNIST not installed"; exit 77; }
 
-"$SCADLES" demo --workers 2 --topics 4 --rate 250 --duration 70 --target 0.80 --no-plot \
+"$SCADLES" demo --workers 2 --topics 4 --rate 250 --duration 70 --target 0.82 --no-plot \
 	--out "$tmp/demo" >"$tmp/demo.out" 2>"$tmp/demo.err" || fail "demo exited $?"
 cat "$tmp/demo.out"
 acc=$(awk '/^  test accuracy/ {print $3}' "$tmp/demo.out")
-awk -v a="$acc" 'BEGIN {exit !(a >= 0.80)}' || fail "test accuracy $acc < 0.80"
+awk -v a="$acc" 'BEGIN {exit !(a >= 0.78)}' || fail "test accuracy $acc < 0.78"
 read -r sent acked applied < <(awk '/^  updates/ {print $2, $4, $6}' "$tmp/demo.out")
 [ "$sent" -gt 0 ] && [ "$sent" -eq "$acked" ] && [ "$acked" -eq "$applied" ] ||
 	fail "updates: sent $sent, acknowledged $acked, applied $applied"

@@ -620,7 +620,12 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
                                    (unsigned long long)sc_job_model_min_version(j->jm));
         }
         sc_wj_inject_recv(w);
-        if (now - j->t_hb >= w->conf->job.heartbeat_interval) {
+        /* A worker without input partitions (a rebalance gave them all to
+         * others) stays silent, so the round policies stop waiting for it after
+         * the session timeout; its next heartbeat or update makes it live again. */
+        int idle = w->src && sc_kafka_source_stats(w->src)->ks_partitions == 0 &&
+                   !sc_wk_batcher(w) && now - w->t0 > w->conf->job.session_timeout;
+        if (!idle && now - j->t_hb >= w->conf->job.heartbeat_interval) {
                 if ((err = sc_wj_ctl(w, SC_WIRE_CTL_HEARTBEAT, errstr, errstr_size)))
                         return err;
                 j->t_hb = now;

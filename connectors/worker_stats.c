@@ -120,6 +120,7 @@ char *sc_worker_stats_json(sc_worker_t *w)
         if (w->evaluated) {
                 json_object_set_new(j, "test_accuracy", json_real(w->final_acc));
                 json_object_set_new(j, "test_loss", json_real(w->final_loss));
+                json_object_set_new(j, "test_samples", json_integer((json_int_t)w->test.n));
         }
         json_t *streams = json_array();
         int ns = w->src ? sc_kafka_source_nstreams(w->src) : w->n_push;

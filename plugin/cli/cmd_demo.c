@@ -302,6 +302,13 @@ static long long sc_demo_feed_delivered(const sc_demo_child_t *ch)
         return delivered;
 }
 
+static void sc_demo_sleep(double s)
+{
+        struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+        while (!sc_cli_stop && nanosleep(&ts, &ts) && errno == EINTR)
+                ;
+}
+
 static int sc_demo_eval(sc_model_t *m, const sc_dataset_t *ds, double *acc)
 {
         size_t numel = sc_shape_numel(ds->shape), correct = 0;
@@ -449,8 +456,12 @@ int sc_cmd_demo(int argc, char **argv)
                 if (sc_demo_spawn(&aggs[i], o.out, name, av) < 0)
                         goto stop;
         }
+        /* Staggered starts: each group settles before the next member joins. */
+        sc_demo_sleep(3);
         for (int i = 0; i < o.workers; i++) {
                 char name[32];
+                if (i > 0)
+                        sc_demo_sleep(0.5);
                 snprintf(name, sizeof(name), "worker%d", i);
                 snprintf(id, sizeof(id), "%d", i);
                 char *av[] = {"scadles",

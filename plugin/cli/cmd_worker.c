@@ -366,8 +366,11 @@ int sc_cmd_worker(int argc, char **argv)
         json_t *j = text ? json_loads(text, 0, NULL) : NULL;
         json_t *acc = j ? json_object_get(j, "test_accuracy") : NULL;
         if (acc) {
-                /* The summary's test_accuracy is over the whole test set. */
-                fprintf(stdout, "test accuracy: %.4f\n", json_real_value(acc));
+                /* Over the whole test set, after the last update. */
+                double a = json_real_value(acc);
+                long long n = (long long)json_integer_value(json_object_get(j, "test_samples"));
+                printf("test accuracy: %.4f (%lld/%lld)\n", a, (long long)llround(a * (double)n),
+                       n);
         }
         if (text)
                 printf("summary: %s\n", text);

@@ -211,7 +211,8 @@ static const char sc_demo_job[] =
     "    \"sync\": {\"policy\": \"scadles\", \"base_batch\": 128},\n"
     "    \"codec\": {\"name\": \"topk\", \"ratio\": 0.25, \"error_feedback\": 1},\n"
     "    \"session_timeout\": 6, \"progress_interval\": 5},\n"
-    "  \"kafka\": {\"bootstrap.servers\": \"%s\", \"fetch.wait.max.ms\": 5}\n"
+    "  \"kafka\": {\"bootstrap.servers\": \"%s\", \"fetch.wait.max.ms\": 5,\n"
+    "    \"session.timeout.ms\": 6000, \"heartbeat.interval.ms\": 500}\n"
     "}\n";
 
 static pid_t sc_demo_spawn(sc_demo_child_t *ch, const char *out_dir, const char *name,

@@ -253,12 +253,13 @@ static double consume(const char *bs, const char *topic, const char *f, long n, 
         memset(&s, 0, sizeof(s));
         while ((long)s.consumed < n && now_s() < t_end) {
                 size_t got = 0;
-                if (sc_kafka_source_poll(src, now_s(), 1, 4096, &got, err, sizeof(err))) {
+                double tb = now_s();
+                if (sc_kafka_source_poll(src, tb, 1, 4096, &got, err, sizeof(err))) {
                         fprintf(stderr, "bench_ingest_kafka: %s: %s\n", topic, err);
                         break;
                 }
                 if (got && t0 == 0)
-                        t0 = now_s();
+                        t0 = tb; /* the poll that brought the first records decoded them */
                 if (got && getenv("BENCH_TRACE"))
                         fprintf(stderr, "%s %.4f s: %zu records, %llu consumed\n", topic,
                                 now_s() - t0, got, (unsigned long long)s.consumed);
@@ -269,7 +270,7 @@ static double consume(const char *bs, const char *topic, const char *f, long n, 
                 sc_kafka_source_totals(src, &s);
         }
         if ((long)s.consumed >= n && t0 > 0)
-                rate = (double)(n - 1) / (now_s() - t0);
+                rate = (double)n / (now_s() - t0);
         else
                 fprintf(stderr, "bench_ingest_kafka: %s: %llu of %ld records consumed\n", topic,
                         (unsigned long long)s.consumed, n);

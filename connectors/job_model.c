@@ -127,8 +127,11 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                 for (int tries = 0; tries < 20; tries++) {
                         rerr =
                             rd_kafka_query_watermark_offsets(jm->rk, jm->topic, s, &lo, &hi, 5000);
+                        /* A topic just created may have no leader for a moment. */
                         if (!rerr || (rerr != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
-                                      rerr != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE))
+                                      rerr != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
+                                      rerr != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION &&
+                                      rerr != RD_KAFKA_RESP_ERR__TIMED_OUT))
                                 break;
                         rd_kafka_poll(jm->rk, 250);
                 }

@@ -612,8 +612,8 @@ stop:
         }
         long long fed = sc_demo_feed_delivered(&feed);
         printf("demo summary (%s):\n", why);
-        printf("  test accuracy     %.4f (best %.4f); 85%% reached %s%.1f s\n", final_acc,
-               best > final_acc ? best : final_acc, t85 < 0 ? "never: " : "after ",
+        printf("  test accuracy     %.4f (best %.4f); 85%% %s %.1f s\n", final_acc,
+               best > final_acc ? best : final_acc, t85 < 0 ? "not reached in" : "reached after",
                t85 < 0 ? t_end : t85);
         printf("  wall time         %.1f s of training (%d workers, 2 aggregators, %d topics)\n",
                t_end, o.workers, o.topics);

@@ -1,0 +1,139 @@
+/* test_worker.c — the worker runtime fed by pushed records (no broker):
+ * training, malformed records, offsets committable only for finished
+ * records, stop conditions and the summary's accounting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_conf.h"
+#include "sc_worker.h"
+
+static const char conf_text[] =
+    "{\"model\": {\"input\": [1, 4, 4], \"layers\": [{\"type\": \"flatten\"},"
+    " {\"type\": \"dense\", \"units\": 3}]},"
+    " \"optim\": {\"lr\": 0.1}, \"train\": {\"seed\": 5},"
+    " \"source\": {\"topics\": [{\"topic\": \"t\"}]},"
+    " \"streams\": {\"format\": \"raw\", \"label\": \"key\", \"scale\": 0.0039, \"cap\": 64},"
+    " \"worker\": {\"batch\": \"fixed\", \"b\": 8, \"shuffle\": 0, \"eval\": false,"
+    "  \"progress_interval\": 0, \"max_samples\": 32}}";
+
+typedef struct {
+        int calls;
+        int64_t next[4];
+} commits_t;
+
+static void on_commit(void *opaque, const char *topic, int32_t partition, int64_t next)
+{
+        commits_t *c = opaque;
+        assert_string_equal(topic, "t");
+        assert_true(partition >= 0 && partition < 4);
+        assert_true(next > c->next[partition]);
+        c->next[partition] = next;
+        c->calls++;
+}
+
+static sc_worker_t *new_worker(sc_conf_t *conf)
+{
+        char err[512];
+        sc_worker_spec_t spec;
+        sc_worker_t *w = NULL;
+        memset(conf, 0, sizeof(*conf));
+        assert_int_equal(sc_conf_parse(conf, conf_text, "test", err, sizeof(err)), SC_OK);
+        sc_worker_spec_defaults(&spec);
+        spec.conf = conf;
+        spec.input = SC_WORKER_INPUT_PUSH;
+        assert_int_equal(sc_worker_new(&w, &spec, err, sizeof(err)), SC_OK);
+        return w;
+}
+
+static void push_trains_and_commits(void **state)
+{
+        (void)state;
+        sc_conf_t conf;
+        sc_worker_t *w = new_worker(&conf);
+        char err[512], key[4];
+        uint8_t px[16];
+        commits_t c = {0};
+        for (int i = 0; i < 40; i++) {
+                for (int k = 0; k < 16; k++)
+                        px[k] = (uint8_t)(i * 7 + k);
+                snprintf(key, sizeof(key), "%d", i % 3);
+                size_t len = i == 5 ? 3 : sizeof(px); /* one malformed record */
+                assert_int_equal(sc_worker_push(w, "t", i % 2, i / 2, key, strlen(key), px, len,
+                                                NULL, 0, 0, err, sizeof(err)),
+                                 SC_OK);
+        }
+        assert_int_equal(sc_worker_paused(w, "t"), 0);
+        assert_int_equal(sc_worker_paused(w, "nope"), -1);
+        /* An offset that does not increase is refused. */
+        assert_int_equal(
+            sc_worker_push(w, "t", 0, 3, "1", 1, px, sizeof(px), NULL, 0, 0, err, sizeof(err)),
+            SC_ERR_STATE);
+        double t = 1.0;
+        for (int i = 0; i < 100 && !sc_worker_done(w, NULL); i++, t += 0.01)
+                assert_int_equal(sc_worker_poll(w, t, 0, err, sizeof(err)), SC_OK);
+        const char *reason;
+        assert_true(sc_worker_done(w, &reason));
+        assert_string_equal(reason, "max-samples");
+        sc_worker_counters_t cnt;
+        sc_worker_counters(w, &cnt);
+        assert_int_equal(cnt.samples, 32);
+        assert_int_equal(cnt.steps, 4);
+        sc_worker_commits(w, on_commit, &c);
+        assert_true(c.calls > 0);
+        /* 32 trained + 1 rejected of 40: commits never pass an unfinished one. */
+        assert_true(c.next[0] + c.next[1] <= 33);
+        assert_int_equal(sc_worker_finish(w, 100, err, sizeof(err)), SC_OK);
+        char *text = sc_worker_stats_json(w);
+        assert_non_null(text);
+        json_t *j = json_loads(text, 0, NULL);
+        assert_non_null(j);
+        assert_true(json_is_true(json_object_get(j, "identity_ok")));
+        assert_int_equal(json_integer_value(json_object_get(j, "consumed")), 40);
+        assert_int_equal(json_integer_value(json_object_get(j, "trained")), 32);
+        assert_int_equal(json_integer_value(json_object_get(j, "rejected")), 1);
+        json_decref(j);
+        free(text);
+        sc_worker_destroy(w);
+        sc_conf_free(&conf);
+}
+
+static void bad_spec_is_a_config_error(void **state)
+{
+        (void)state;
+        char err[512];
+        sc_conf_t conf;
+        sc_worker_spec_t spec;
+        sc_worker_t *w = NULL;
+        memset(&conf, 0, sizeof(conf));
+        assert_int_equal(sc_conf_parse(&conf, conf_text, "test", err, sizeof(err)), SC_OK);
+        sc_worker_spec_defaults(&spec);
+        spec.conf = &conf;
+        spec.input = SC_WORKER_INPUT_PUSH;
+        spec.distributed = 1;
+        spec.worker_id = 9; /* job.workers defaults to 4 */
+        assert_int_equal(sc_worker_new(&w, &spec, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_null(w);
+        assert_non_null(strstr(err, "worker id 9"));
+        spec.distributed = 0;
+        spec.inject_alpha = 2;
+        assert_int_equal(sc_worker_new(&w, &spec, err, sizeof(err)), SC_ERR_CONFIG);
+        sc_worker_destroy(NULL);
+        sc_conf_free(&conf);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(push_trains_and_commits),
+            cmocka_unit_test(bad_spec_is_a_config_error),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -109,6 +109,7 @@ integration: $(CLI)
 test: unit integration
 
 bench: $(BENCH_BIN) $(CLI)
+	@scripts/deps.sh python3-torch
 	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
 
 reproduce: $(CLI)

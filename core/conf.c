@@ -973,6 +973,20 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "5",
      R_GE(0),
      .desc = "Seconds between aggregator progress lines; 0 = none."},
+    {.path = "job.inject_alpha",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.inject_alpha),
+     .def = "0",
+     R_IN(0, 1),
+     .desc = "Data injection: probability that a worker's batch shares part of itself on "
+             "J.inject; 0 = off (`scadles worker --inject-alpha` overrides it)."},
+    {.path = "job.inject_beta",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.inject_beta),
+     .def = "0.1",
+     R_IN(0, 1),
+     .desc = "Data injection: fraction of a batch shared, and the largest fraction of "
+             "foreign samples mixed into a batch (`--inject-beta` overrides it)."},
 };
 const size_t sc_conf_nprops = sizeof(sc_conf_props) / sizeof(sc_conf_props[0]);
 

@@ -153,6 +153,8 @@ typedef struct sc_conf_job {
         double heartbeat_interval;       /* s between worker heartbeats on J.ctl */
         double session_timeout;          /* s of silence after which a worker leaves barriers */
         double progress_interval;        /* s between aggregator progress lines */
+        double inject_alpha;             /* worker: probability a batch shares on J.inject */
+        double inject_beta;              /* worker: fraction shared / most foreign mixed in */
 } sc_conf_job_t;
 
 typedef struct sc_conf {

@@ -75,9 +75,9 @@ static void sc_wcli_usage(FILE *out)
                 "                           experiments and tests (default: no limit)\n"
                 "      --id N               distributed: this worker's id, 0 .. job.workers-1\n"
                 "      --inject-alpha A     distributed: probability that a batch shares part of\n"
-                "                           itself on J.inject (default 0: off)\n"
+                "                           itself on J.inject (default: job.inject_alpha)\n"
                 "      --inject-beta B      fraction of a batch shared, and the most foreign\n"
-                "                           samples mixed into one (default 0.1)\n"
+                "                           samples mixed into one (default: job.inject_beta)\n"
                 "  -q, --quiet              no progress or informational lines\n"
                 "  -h, --help               this text\n"
                 "\n"
@@ -123,7 +123,7 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
         memset(o, 0, sizeof(*o));
         o->max_samples = o->duration = o->idle_exit = o->throttle = -1;
         o->id = -1;
-        o->beta = 0.1;
+        o->alpha = o->beta = -1; /* unset: job.inject_alpha / job.inject_beta */
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":c:s:b:B:n:d:i:t:qh", longopts, NULL)) != -1) {
@@ -320,8 +320,8 @@ int sc_cmd_worker(int argc, char **argv)
         spec.distributed = o.id >= 0 || sc_wcli_has_job(&o);
         spec.worker_id = o.id >= 0 ? o.id : 0;
         spec.throttle = o.throttle > 0 ? o.throttle : 0;
-        spec.inject_alpha = o.alpha;
-        spec.inject_beta = spec.distributed ? o.beta : 0;
+        spec.inject_alpha = o.alpha >= 0 ? o.alpha : conf.job.inject_alpha;
+        spec.inject_beta = spec.distributed ? (o.beta >= 0 ? o.beta : conf.job.inject_beta) : 0;
         spec.log = sc_wcli_log;
         if (spec.distributed && o.id < 0) {
                 fprintf(stderr,

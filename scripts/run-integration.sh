@@ -4,7 +4,10 @@
 # Tests that need a real Apache Kafka broker read its bootstrap address from
 # SCADLES_KAFKA. When that is unset, this script starts one (scripts/kafka.sh
 # up: single KRaft node on 127.0.0.1) and stops it at the end; set
-# SCADLES_REAL_KAFKA=0 to skip those tests instead (they exit 77).
+# SCADLES_REAL_KAFKA=0 to skip those tests instead (they exit 77). KAFKA_PORT
+# and KAFKA_DIR (see scripts/kafka.sh) are exported so that a test can stop
+# and start that broker; when SCADLES_KAFKA is given, export them too if the
+# broker is not the default one.
 set -u
 BUILD=${BUILD:-build}
 export BUILD SCADLES="$PWD/$BUILD/scadles"
@@ -12,8 +15,11 @@ if [ -z "${SCADLES_KAFKA:-}" ] && [ "${SCADLES_REAL_KAFKA:-1}" != 0 ]; then
 	# Stop the broker at the end only if this run started it.
 	scripts/kafka.sh status >/dev/null 2>&1 || trap 'scripts/kafka.sh down >/dev/null 2>&1' EXIT
 	if scripts/kafka.sh up; then
-		SCADLES_KAFKA=$(cat build/kafka/bootstrap)
-		export SCADLES_KAFKA
+		SCADLES_KAFKA=$(cat "${KAFKA_DIR:-build/kafka}/bootstrap")
+		# The broker's folder and port: a test may stop and start it (data kept).
+		KAFKA_PORT=${SCADLES_KAFKA##*:}
+		KAFKA_DIR=$(cd "${KAFKA_DIR:-build/kafka}" && pwd)
+		export SCADLES_KAFKA KAFKA_PORT KAFKA_DIR
 	else
 		echo "integration: the real Kafka broker did not start; its tests will fail" >&2
 		export SCADLES_KAFKA=unavailable

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # End to end on a real Apache Kafka (SCADLES_KAFKA=host:port; skipped
-# without it): Fashion-MNIST fed to two topics (30,000 images each), one aggregator, two workers
-# (scadles policy, top-k 25% with error feedback, following J.model). Worker
-# 0's model must reach 82% test accuracy on the 10,000 test images, with
-# every update acknowledged, exact record accounting, nothing lost, every
-# data partition committed to its end.
+# without it): Fashion-MNIST fed to two topics (30,000 images each), one
+# aggregator, two workers (scadles policy, top-k 25% with error feedback,
+# following J.model). Worker 0's model must reach 82% test accuracy on the
+# 10,000 test images, with every update acknowledged, exact record
+# accounting, nothing lost, every data partition committed to its end.
 . "$(dirname "$0")/distributed_real.inc"
 data=/usr/share/datasets/fashion-mnist
 [ -e "$data" ] || { echo "Fashion-MNIST not installed"; exit 77; }

@@ -27,11 +27,16 @@
  * this worker's highest seq (restart). */
 #define SC_WJ_SCAN_BACK 512
 #define SC_WJ_MAX_UNSENT 4096
+/* Update latency: send times of the last steps (a ring) and the first
+ * latency samples kept for the summary's percentiles (ms). */
+#define SC_WJ_LAT_RING 1024
+#define SC_WJ_LAT_MAX 8192
 
 /* One step's updates awaiting their delivery reports. */
 typedef struct sc_wj_pend {
         sc_worker_t *w;
         int remaining, failed;
+        double t_send; /* monotonic seconds at produce */
         size_t n_ids;
         uint64_t *ids; /* batches behind the update */
         struct sc_wj_pend *next;
@@ -67,7 +72,21 @@ struct sc_wk_job {
         uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
         uint64_t ctl_sent, waits;
         char first_err[256];
+        /* latency: produce -> acknowledged, produce -> visible in J.model */
+        uint64_t ring_seq[SC_WJ_LAT_RING];
+        double ring_t[SC_WJ_LAT_RING];
+        uint64_t ring_n;    /* steps pushed */
+        uint64_t *vis_next; /* per shard: the next ring step not yet visible */
+        float lat_ack[SC_WJ_LAT_MAX], lat_vis[SC_WJ_LAT_MAX];
+        size_t n_ack, n_vis;
 };
+
+static double sc_wj_mono(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* ---- delivery ---- */
 
@@ -88,6 +107,8 @@ static void sc_wj_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                                  rd_kafka_err2str(m->err));
         } else {
                 j->acked++;
+                if (j->n_ack < SC_WJ_LAT_MAX)
+                        j->lat_ack[j->n_ack++] = (float)((sc_wj_mono() - p->t_send) * 1e3);
         }
         p->remaining--;
 }
@@ -281,6 +302,7 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                                       errstr_size)))
                 return err;
         if (!(j->stamps = calloc((size_t)j->shards, sizeof(uint64_t))) ||
+            !(j->vis_next = calloc((size_t)j->shards, sizeof(uint64_t))) ||
             !(j->held_v = calloc((size_t)j->shards, sizeof(uint64_t))) ||
             !(j->sync_params = malloc(j->n * sizeof(float))) ||
             !(j->scratch = malloc(j->n * sizeof(float))))
@@ -388,6 +410,7 @@ void sc_wk_job_destroy(sc_worker_t *w)
                 sc_codec_destroy(j->codecs[s]);
         free(j->codecs);
         free(j->stamps);
+        free(j->vis_next);
         free(j->held_v);
         free(j->sync_params);
         free(j->scratch);
@@ -528,6 +551,53 @@ int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y,
         return m;
 }
 
+/* ---- latency ---- */
+
+/* Records produce -> visible for the sent steps J.model now shows applied
+ * (the shard's applied seq for this worker reached the step's seq). */
+static void sc_wj_visible(sc_worker_t *w)
+{
+        sc_wk_job_t *j = w->job;
+        double now = sc_wj_mono();
+        for (int s = 0; s < j->shards; s++) {
+                uint64_t a = sc_job_model_applied(j->jm, s, (uint32_t)w->spec.worker_id);
+                if (j->ring_n - j->vis_next[s] > SC_WJ_LAT_RING) /* overwritten: skipped */
+                        j->vis_next[s] = j->ring_n - SC_WJ_LAT_RING;
+                while (j->vis_next[s] < j->ring_n &&
+                       j->ring_seq[j->vis_next[s] % SC_WJ_LAT_RING] <= a) {
+                        if (j->n_vis < SC_WJ_LAT_MAX)
+                                j->lat_vis[j->n_vis++] =
+                                    (float)((now - j->ring_t[j->vis_next[s] % SC_WJ_LAT_RING]) *
+                                            1e3);
+                        j->vis_next[s]++;
+                }
+        }
+}
+
+static int sc_wj_cmp_float(const void *a, const void *b)
+{
+        float x = *(const float *)a, y = *(const float *)b;
+        return (x > y) - (x < y);
+}
+
+/* {n, p50, p95, p99} in ms of the first n samples (copied, then sorted). */
+static json_t *sc_wj_pct(const float *v, size_t n)
+{
+        float *c = n ? malloc(n * sizeof(float)) : NULL;
+        double q[3] = {0, 0, 0}, at[3] = {0.50, 0.95, 0.99};
+        if (c) {
+                memcpy(c, v, n * sizeof(float));
+                qsort(c, n, sizeof(float), sc_wj_cmp_float);
+                for (int i = 0; i < 3; i++) {
+                        size_t k = (size_t)ceil(at[i] * (double)n);
+                        q[i] = round((double)c[k > 0 ? k - 1 : 0] * 100) / 100;
+                }
+                free(c);
+        }
+        return json_pack("{s:I, s:f, s:f, s:f}", "n", (json_int_t)n, "p50", q[0], "p95", q[1],
+                         "p99", q[2]);
+}
+
 /* ---- updates ---- */
 
 static sc_err_t sc_wj_send(sc_worker_t *w, const sc_sync_act_t *act, char *errstr,
@@ -542,6 +612,7 @@ static sc_err_t sc_wj_send(sc_worker_t *w, const sc_sync_act_t *act, char *errst
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         }
         p->w = w;
+        p->t_send = sc_wj_mono();
         p->n_ids = j->n_unsent;
         if (j->n_unsent)
                 memcpy(p->ids, j->unsent, j->n_unsent * sizeof(uint64_t));
@@ -589,6 +660,9 @@ static sc_err_t sc_wj_send(sc_worker_t *w, const sc_sync_act_t *act, char *errst
                 j->bytes_up += j->msg.len;
                 j->dense_bytes += SC_WIRE_UPDATE_OVERHEAD + SC_CODEC_HDR_SIZE + 4 * (e - b);
         }
+        j->ring_seq[j->ring_n % SC_WJ_LAT_RING] = j->seq_base + act->seq;
+        j->ring_t[j->ring_n % SC_WJ_LAT_RING] = p->t_send;
+        j->ring_n++;
         return SC_OK;
 fail:
         /* Messages already produced still report; the rest never will. */
@@ -607,6 +681,8 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
                 return err;
         if ((err = sc_job_model_poll(j->jm, 0, &changed, errstr, errstr_size)))
                 return err;
+        if (changed)
+                sc_wj_visible(w);
         if (!j->ready && sc_job_model_ready(j->jm)) {
                 j->ready = 1;
                 /* Restart: seqs continue after what the model says was applied too. */
@@ -687,6 +763,7 @@ sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         rd_kafka_flush(j->prod, timeout_ms);
         /* The installed global model is what the job holds. */
         sc_job_model_poll(j->jm, 0, NULL, why, sizeof(why));
+        sc_wj_visible(w);
         return err;
 }
 
@@ -723,6 +800,11 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
             (json_int_t)j->injected_out, "injected_in", (json_int_t)j->injected_in, "own_skipped",
             (json_int_t)j->own_skipped, "wait_s", sc_sync_worker_wait_seconds(j->sync),
             "inject_bad", (json_int_t)j->inj_bad, "ctl_sent", (json_int_t)j->ctl_sent);
-        if (o)
+        if (o) {
+                json_t *lat = json_pack("{s:o, s:o}", "acked", sc_wj_pct(j->lat_ack, j->n_ack),
+                                        "visible", sc_wj_pct(j->lat_vis, j->n_vis));
+                if (lat)
+                        json_object_set_new(o, "latency_ms", lat);
                 json_object_set_new(out, "job", o);
+        }
 }

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# distributed.sh — end-to-end figures of a distributed job (one aggregator,
+# two workers, asp, 4 shards, top-k 10%) on Fashion-MNIST records fed to one
+# topic per worker before the job starts: training samples/s across the
+# workers (trained / busy wall time, from their summaries), updates/s the
+# aggregator applied, and update latency percentiles from the workers'
+# summaries (produce -> acknowledged, produce -> applied and visible in
+# J.model). Runs on the embedded broker, then on a real Apache Kafka:
+# SCADLES_KAFKA=host:port, else one scripts/kafka.sh reports running (or
+# starts, and stops afterwards; KAFKA_PORT/KAFKA_DIR as for kafka.sh).
+# Usage: bench/distributed.sh [records per worker]   (BUILD=build-dir)
+set -u
+BUILD=${BUILD:-build}
+SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
+N=${1:-8000}
+IDLE=3
+here=$(cd "$(dirname "$0")" && pwd)
+
+for tool in jq; do
+	command -v "$tool" >/dev/null || { echo "distributed.sh: $tool not installed"; exit 0; }
+done
+[ -x "$SCADLES" ] || { echo "distributed.sh: $SCADLES not built"; exit 0; }
+[ -e /usr/share/datasets/fashion-mnist ] || { echo "distributed.sh: Fashion-MNIST not installed"; exit 0; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-bench-dist.XXXXXX")
+pids=""
+kafka_started=0
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
+	for p in $pids; do wait "$p" 2>/dev/null || true; done
+	[ $kafka_started = 1 ] && "$here/../scripts/kafka.sh" down >/dev/null 2>&1
+	if [ -n "${KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+# sum FILE JQ: the summary line of FILE, evaluated with JQ.
+summ() { grep '^summary: ' "$1" | tail -n 1 | sed 's/^summary: //' | jq -r "$2"; }
+
+# job_config FILE RUN BOOTSTRAP WORKER PUBLISH
+job_config() {
+	jq -n --arg run "$2" --arg bs "$3" --argjson w "$4" --arg pub "$5" '{
+	  model: {input: [1, 28, 28], loss: "softmax_xent",
+	          layers: [{type: "flatten"}, {type: "dense", units: 128}, {type: "relu"},
+	                   {type: "dense", units: 10}]},
+	  optim: {lr: 0.05, momentum: 0.9},
+	  train: {seed: 1, threads: 1},
+	  source: {group_id: "\($run)-w\($w)", topics: [{topic: "\($run).d.\($w)"}]},
+	  streams: {format: "raw", label: "key", scale: 0.00392156862745098, mean: 0.286,
+	            std: 0.353},
+	  worker: {batch: "rate", window: 0.05, b_min: 16, b_max: 64, shuffle: 0, eval: false,
+	           progress_interval: 1},
+	  job: {name: $run, shards: 4, workers: 2, sync: {policy: "asp"},
+	        codec: {name: "topk", ratio: 0.1}, publish: $pub, session_timeout: 6,
+	        progress_interval: 1,
+	        heartbeat_interval: 0.5},
+	  kafka: {"bootstrap.servers": $bs, "fetch.wait.max.ms": 5,
+	          "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+	}' >"$1"
+}
+
+# run_job LABEL BOOTSTRAP RUN REAL PUBLISH: feed, aggregator, two workers;
+# prints the figures.
+run_job() {
+	local label="$1/$5" bs=$2 run=$3 real=$4 d="$tmp/$3" a w0 w1
+	mkdir -p "$d"
+	for w in 0 1; do job_config "$d/j$w.json" "$run" "$bs" $w "$5"; done
+	if ! "$SCADLES" feed --bootstrap "$bs" --prefix "$run.d" --topics 2 --count "$N" \
+		--rate 20000 --data fmnist --quiet >"$d/feed.out" 2>"$d/feed.err"; then
+		echo "$label: feed failed: $(tail -n 2 "$d/feed.err")"
+		return
+	fi
+	if [ "$real" = 1 ]; then
+		"$SCADLES" aggregator -c "$d/j0.json" --selftest-ctl join --worker 0 \
+			>"$d/create.out" 2>"$d/create.err" || { echo "$label: creating the job failed"; return; }
+		sleep 2
+	fi
+	"$SCADLES" aggregator -c "$d/j0.json" --idle-exit 8 >"$d/a.out" 2>"$d/a.err" &
+	a=$!
+	pids="$pids $a"
+	sleep 1
+	"$SCADLES" worker -c "$d/j0.json" --id 0 --idle-exit $IDLE >"$d/w0.out" 2>"$d/w0.err" &
+	w0=$!
+	"$SCADLES" worker -c "$d/j1.json" --id 1 --idle-exit $IDLE >"$d/w1.out" 2>"$d/w1.err" &
+	w1=$!
+	pids="$pids $w0 $w1"
+	wait "$w0" || echo "$label: worker 0 exited $?"
+	wait "$w1" || echo "$label: worker 1 exited $?"
+	wait "$a" || echo "$label: aggregator exited $?"
+	for f in "$d/w0.out" "$d/w1.out" "$d/a.out"; do
+		grep -q '^summary: ' "$f" || { echo "$label: no summary in $(basename "$f")"; return; }
+	done
+	# busy wall time: elapsed less the idle tail before --idle-exit
+	local sps=0 line="" lat
+	for w in 0 1; do
+		local f="$d/w$w.out" tr el r
+		tr=$(summ "$f" .trained)
+		el=$(summ "$f" .elapsed)
+		r=$(awk -v t="$tr" -v e="$el" -v i=$IDLE 'BEGIN {printf "%.0f", t / (e - i > 0 ? e - i : e)}')
+		sps=$((sps + r))
+		line="$line w$w $tr in $(awk -v e="$el" -v i=$IDLE 'BEGIN {printf "%.1f", e - i}') s;"
+	done
+	printf '%-14s samples/s %6d (%s)\n' "$label" "$sps" "${line%;}"
+	printf '%-14s updates applied %s, %s/s while flowing (%s/s over %.1f s), dup %s\n' "$label" \
+		"$(summ "$d/a.out" .applied)" "$(summ "$d/a.out" .busy_updates_per_s)" \
+		"$(summ "$d/a.out" .updates_per_s)" "$(summ "$d/a.out" .busy_s)" \
+		"$(summ "$d/a.out" .duplicates)"
+	for k in acked visible; do
+		lat=$(for w in 0 1; do
+			summ "$d/w$w.out" ".job.latency_ms.$k | \"w$w n \(.n) p50 \(.p50) p95 \(.p95) p99 \(.p99)\""
+		done | paste -sd';' | sed 's/;/; /')
+		printf '%-14s latency produce->%-7s ms: %s\n' "$label" "$k" "$lat"
+	done
+}
+
+echo "distributed job: 2 workers x $N Fashion-MNIST records, 1 aggregator, asp, 4 shards,"
+echo "top-k 10%; J.model published by interval (1 s, the asp default) or every version"
+# two partitions per data topic: the embedded broker keeps ~5 MiB per partition
+targs=()
+for r in ea eb; do
+	targs+=(--topic "$r.d.0:2" --topic "$r.d.1:2" --topic "$r.grad:4" --topic "$r.model:4"
+		--topic "$r.inject:1" --topic "$r.ctl:1")
+done
+"$SCADLES" broker "${targs[@]}" --bootstrap-file "$tmp/bootstrap" \
+	>"$tmp/broker.out" 2>"$tmp/broker.err" &
+pids="$pids $!"
+for _ in $(seq 1 100); do
+	[ -s "$tmp/bootstrap" ] && break
+	sleep 0.1
+done
+if [ -s "$tmp/bootstrap" ]; then
+	run_job embedded "$(cat "$tmp/bootstrap")" ea 0 interval
+	run_job embedded "$(cat "$tmp/bootstrap")" eb 0 every
+else
+	echo "embedded: the broker did not start"
+fi
+
+bs=${SCADLES_KAFKA:-}
+if [ -z "$bs" ] || [ "$bs" = unavailable ]; then
+	bs=""
+	if st=$("$here/../scripts/kafka.sh" status 2>/dev/null); then
+		bs=$(echo "$st" | awk '{print $2}')
+	elif command -v java >/dev/null && SCADLES=$SCADLES "$here/../scripts/kafka.sh" up \
+		>"$tmp/kafka.out" 2>&1; then
+		kafka_started=1
+		st=$("$here/../scripts/kafka.sh" status 2>/dev/null) && bs=$(echo "$st" | awk '{print $2}')
+	fi
+fi
+if [ -n "$bs" ]; then
+	run_job kafka "$bs" "bd$$x$(date +%s)a" 1 interval
+	run_job kafka "$bs" "bd$$x$(date +%s)b" 1 every
+else
+	echo "kafka:    skipped (no broker: set SCADLES_KAFKA or run scripts/kafka.sh up)"
+fi
+exit 0

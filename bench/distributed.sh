@@ -47,8 +47,8 @@ job_config() {
 	  source: {group_id: "\($run)-w\($w)", topics: [{topic: "\($run).d.\($w)"}]},
 	  streams: {format: "raw", label: "key", scale: 0.00392156862745098, mean: 0.286,
 	            std: 0.353},
-	  worker: {batch: "rate", window: 0.05, b_min: 16, b_max: 64, shuffle: 0, eval: false,
-	           progress_interval: 1},
+	  worker: {batch: "rate", window: 0.01, b_min: 16, b_max: 64, shuffle: 0, eval: false,
+	           progress_interval: 0.1},
 	  job: {name: $run, shards: 4, workers: 2, sync: {policy: "asp"},
 	        codec: {name: "topk", ratio: 0.1}, publish: $pub, session_timeout: 6,
 	        progress_interval: 1,
@@ -89,15 +89,31 @@ run_job() {
 	for f in "$d/w0.out" "$d/w1.out" "$d/a.out"; do
 		grep -q '^summary: ' "$f" || { echo "$label: no summary in $(basename "$f")"; return; }
 	done
-	# busy wall time: elapsed less the idle tail before --idle-exit
+	# busy wall time, from the progress lines (every 0.1 s): from the first
+	# sample trained to the last, each end the midpoint of the two lines
+	# around it
 	local sps=0 line="" lat
 	for w in 0 1; do
-		local f="$d/w$w.out" tr el r
+		local f="$d/w$w.out" tr busy r
 		tr=$(summ "$f" .trained)
-		el=$(summ "$f" .elapsed)
-		r=$(awk -v t="$tr" -v e="$el" -v i=$IDLE 'BEGIN {printf "%.0f", t / (e - i > 0 ? e - i : e)}')
+		busy=$(awk -v n="$tr" '
+		    match($0, /[0-9.]+ s  in /) {
+			t = substr($0, RSTART, RLENGTH) + 0
+			if (!match($0, /trained [0-9]+/)) next
+			k = substr($0, RSTART + 8, RLENGTH - 8) + 0
+			if (k == 0) z = t
+			else if (a == "") a = (z + t) / 2
+			if (k < n) p = t
+			else if (b == "") b = (p + t) / 2
+		    }
+		    match($0, /stopped .* after [0-9.]+ s/) {
+			if (b == "" && match($0, /after [0-9.]+ s/))
+				b = substr($0, RSTART + 6, RLENGTH - 8) + 0
+		    }
+		    END { if (a == "" || b == "" || b <= a) print 0; else printf "%.2f", b - a }' "$d/w$w.err")
+		r=$(awk -v t="$tr" -v b="$busy" 'BEGIN {printf "%.0f", (b > 0 ? t / b : 0)}')
 		sps=$((sps + r))
-		line="$line w$w $tr in $(awk -v e="$el" -v i=$IDLE 'BEGIN {printf "%.1f", e - i}') s;"
+		line="$line w$w $tr in $busy s;"
 	done
 	printf '%-14s samples/s %6d (%s)\n' "$label" "$sps" "${line%;}"
 	printf '%-14s updates applied %s, %s/s while flowing (%s/s over %.1f s), dup %s\n' "$label" \

@@ -287,6 +287,34 @@ static json_t *sc_demo_summary(const sc_demo_child_t *ch)
         return j;
 }
 
+/* Before the aggregators are stopped: waits (at most max_s seconds) until
+ * J.model shows every stopped worker's last sequence number applied on every
+ * shard, so updates still in J.grad are applied rather than cut off. */
+static void sc_demo_await_applied(sc_job_model_t *jm, const sc_demo_child_t *workers, int n,
+                                  double max_s)
+{
+        uint64_t last[SC_DEMO_MAX_WORKERS] = {0};
+        char err[256];
+        if (!jm)
+                return;
+        for (int i = 0; i < n && i < SC_DEMO_MAX_WORKERS; i++) {
+                json_t *j = sc_demo_summary(&workers[i]);
+                json_t *seq = j ? json_object_get(json_object_get(j, "job"), "seq_last") : NULL;
+                last[i] = json_is_integer(seq) ? (uint64_t)json_integer_value(seq) : 0;
+                json_decref(j);
+        }
+        for (double end = sc_cli_now() + max_s; sc_cli_now() < end;) {
+                int behind = 0;
+                for (int s = 0; s < sc_job_model_shards(jm) && !behind; s++)
+                        for (int i = 0; i < n && i < SC_DEMO_MAX_WORKERS && !behind; i++)
+                                behind = sc_job_model_applied(jm, s, (uint32_t)i) < last[i];
+                if (!behind)
+                        return;
+                if (sc_job_model_poll(jm, 50, NULL, err, sizeof(err)))
+                        return;
+        }
+}
+
 static long long sc_demo_feed_delivered(const sc_demo_child_t *ch)
 {
         FILE *f = fopen(ch->out, "r");
@@ -558,6 +586,7 @@ stop:
                         kill(workers[i].pid, SIGTERM);
         for (int i = 0; i < o.workers; i++)
                 sc_demo_stop(&workers[i], SIGTERM, 30);
+        sc_demo_await_applied(jm, workers, o.workers, 15);
         for (int i = 0; i < 2; i++)
                 if (aggs[i].pid > 0 && !aggs[i].done)
                         kill(aggs[i].pid, SIGTERM);

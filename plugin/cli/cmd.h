@@ -30,5 +30,8 @@ extern volatile sig_atomic_t sc_cli_stop;
 void sc_cli_signals(void);
 /* Monotonic seconds. */
 double sc_cli_now(void);
+/* Parses option opt's value s as a finite number >= 0 into *out; on error
+ * prints "scadles <cmd>: <opt> <s>: expected a number >= 0" and returns -1. */
+int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
 
 #endif

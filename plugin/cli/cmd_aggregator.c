@@ -126,10 +126,12 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                         o->bootstrap_file = optarg;
                         break;
                 case 'd':
-                        o->duration = atof(optarg);
+                        if (sc_cli_number("aggregator", "--duration", optarg, &o->duration))
+                                return 2;
                         break;
                 case 'i':
-                        o->idle_exit = atof(optarg);
+                        if (sc_cli_number("aggregator", "--idle-exit", optarg, &o->idle_exit))
+                                return 2;
                         break;
                 case 'N':
                         o->no_create = 1;
@@ -165,7 +167,8 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                         o->seq_to = atol(optarg);
                         break;
                 case 'r':
-                        o->rate = atof(optarg);
+                        if (sc_cli_number("aggregator", "--rate", optarg, &o->rate))
+                                return 2;
                         break;
                 case 'x':
                         o->corrupt_every = atol(optarg);

@@ -86,19 +86,6 @@ static void sc_wcli_usage(FILE *out)
                 "2 usage or configuration error.\n");
 }
 
-static int sc_wcli_number(const char *opt, const char *s, double *out)
-{
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < 0) {
-                fprintf(stderr, "scadles worker: %s %s: expected a number >= 0\n", opt, s);
-                return -1;
-        }
-        *out = v;
-        return 0;
-}
-
 /* Returns -1 to go on, else an exit code. */
 static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
 {
@@ -146,23 +133,24 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                         o->bootstrap_file = optarg;
                         break;
                 case 'n':
-                        if (sc_wcli_number("--max-samples", optarg, &o->max_samples))
+                        if (sc_cli_number("worker", "--max-samples", optarg, &o->max_samples))
                                 return 2;
                         break;
                 case 'd':
-                        if (sc_wcli_number("--duration", optarg, &o->duration))
+                        if (sc_cli_number("worker", "--duration", optarg, &o->duration))
                                 return 2;
                         break;
                 case 'i':
-                        if (sc_wcli_number("--idle-exit", optarg, &o->idle_exit))
+                        if (sc_cli_number("worker", "--idle-exit", optarg, &o->idle_exit))
                                 return 2;
                         break;
                 case 't':
-                        if (sc_wcli_number("--throttle", optarg, &o->throttle))
+                        if (sc_cli_number("worker", "--throttle", optarg, &o->throttle))
                                 return 2;
                         break;
                 case 'I':
-                        if (sc_wcli_number("--id", optarg, &v) || v != floor(v) || v > 65535) {
+                        if (sc_cli_number("worker", "--id", optarg, &v) || v != floor(v) ||
+                            v > 65535) {
                                 fprintf(stderr,
                                         "scadles worker: --id %s: expected an integer "
                                         "in [0, 65535]\n",
@@ -173,8 +161,8 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                         break;
                 case 'A':
                 case 'E':
-                        if (sc_wcli_number(c == 'A' ? "--inject-alpha" : "--inject-beta", optarg,
-                                           &v))
+                        if (sc_cli_number("worker", c == 'A' ? "--inject-alpha" : "--inject-beta",
+                                          optarg, &v))
                                 return 2;
                         if (v > 1) {
                                 fprintf(stderr,

@@ -1,5 +1,8 @@
 /* main.c — the scadles command: dispatches to subcommands. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -44,6 +47,19 @@ double sc_cli_now(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out)
+{
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno || end == s || *end || !isfinite(v) || v < 0) {
+                fprintf(stderr, "scadles %s: %s %s: expected a number >= 0\n", cmd, opt, s);
+                return -1;
+        }
+        *out = v;
+        return 0;
 }
 
 static void sc_usage(FILE *out)

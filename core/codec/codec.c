@@ -78,6 +78,10 @@ static sc_err_t sc_codec_check_params(const sc_codec_params_t *p, sc_codec_id_t 
         if (!(p->ema >= 0.0 && p->ema <= 1.0))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "codec %s: ema %g is not in [0, 1]", sc_codec_name(id), p->ema);
+        if (p->half_values && p->log8_values)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "codec %s: half_values and log8_values are exclusive",
+                               sc_codec_name(id));
         return SC_OK;
 }
 
@@ -306,7 +310,7 @@ void sc_codec_ef_commit_sparse(sc_codec_t *c, const float *grads, int sent_exact
 
         for (size_t i = 0; i < c->n; i++)
                 r[i] += grads[i];
-        if (sent_exact && !c->params.half_values) {
+        if (sent_exact && !c->rounded) {
                 for (size_t j = 0; j < c->ksum; j++)
                         r[c->sel[j]] = 0.0f;
         } else {

@@ -50,6 +50,7 @@ struct sc_codec_s {
         float *segmax;    /* q8: (nsegs) max |value| of the current encode */
         double mean;      /* adaptive running mean */
         int decision;     /* adaptive vote mode: -1 none, 0 dense, 1 top-k */
+        int rounded;      /* the last sparse encode sent rounded values (half, log8) */
         sc_codec_stats_t stats;
 };
 

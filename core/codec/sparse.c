@@ -1,6 +1,9 @@
 /* sparse.c — compact coding of sorted index lists (varint gaps, bit-packed
- * gaps or bitmap, whichever is smallest) and the sparse (index, value) body
- * shared by topk, randk, adacomp and adaptive. */
+ * gaps, bitmap or optionally Rice-coded gaps, whichever is smallest) and the
+ * sparse (index, value) body shared by topk, randk, adacomp and adaptive
+ * (values as float32, IEEE half or 8-bit log codes). */
+#include <math.h>
+
 #include "codec_impl.h"
 
 /* Gap j is idx[j] - idx[j-1] - 1 (gap 0 is idx[0]): every gap of a strictly
@@ -27,15 +30,35 @@ static int sc_bits_for(uint32_t v)
 
 typedef struct sc_index_plan {
         int method;
-        int width;
+        int width;      /* bitpack: bits per gap; rice: the parameter r */
         uint64_t bytes; /* body bytes */
 } sc_index_plan_t;
+
+/* Rice parameter r (0..31) of fewest bits for the gaps, and those bits. */
+static uint64_t sc_rice_bits(const uint32_t *idx, size_t k, int maxwidth, int *rp)
+{
+        uint64_t best = UINT64_MAX;
+        int top = maxwidth < 31 ? maxwidth : 31;
+
+        *rp = 0;
+        for (int r = 0; r <= top; r++) {
+                uint64_t bits = (uint64_t)k * (uint64_t)(r + 1);
+                for (size_t j = 0; j < k && bits < best; j++)
+                        bits += sc_gap(idx, j) >> r;
+                if (bits < best) {
+                        best = bits;
+                        *rp = r;
+                }
+        }
+        return best;
+}
 
 static void sc_index_plan(const uint32_t *idx, size_t k, uint32_t n, int method,
                           sc_index_plan_t *plan)
 {
-        uint64_t vbytes = 0, pbytes, mbytes = ((uint64_t)n + 7) / 8;
+        uint64_t vbytes = 0, pbytes, mbytes = ((uint64_t)n + 7) / 8, rbytes = UINT64_MAX, best;
         uint32_t maxgap = 0;
+        int r = 0;
 
         for (size_t j = 0; j < k; j++) {
                 uint32_t g = sc_gap(idx, j);
@@ -44,25 +67,37 @@ static void sc_index_plan(const uint32_t *idx, size_t k, uint32_t n, int method,
         }
         plan->width = sc_bits_for(maxgap);
         pbytes = ((uint64_t)k * (uint64_t)plan->width + 7) / 8;
+        if (method == SC_CODEC_INDEX_RICE || method == SC_CODEC_INDEX_AUTO_RICE)
+                rbytes = (sc_rice_bits(idx, k, plan->width, &r) + 7) / 8;
         if (method < 0) {
                 method = SC_CODEC_INDEX_VARINT;
-                if (pbytes < vbytes)
+                best = vbytes;
+                if (pbytes < best) {
                         method = SC_CODEC_INDEX_BITPACK;
-                if (mbytes < (method == SC_CODEC_INDEX_BITPACK ? pbytes : vbytes))
+                        best = pbytes;
+                }
+                if (mbytes < best) {
                         method = SC_CODEC_INDEX_BITMAP;
+                        best = mbytes;
+                }
+                if (rbytes < best)
+                        method = SC_CODEC_INDEX_RICE;
         }
         plan->method = method;
         plan->bytes = method == SC_CODEC_INDEX_VARINT    ? vbytes
                       : method == SC_CODEC_INDEX_BITPACK ? pbytes
+                      : method == SC_CODEC_INDEX_RICE    ? rbytes
                                                          : mbytes;
-        if (method != SC_CODEC_INDEX_BITPACK)
+        if (method == SC_CODEC_INDEX_RICE)
+                plan->width = r;
+        else if (method != SC_CODEC_INDEX_BITPACK)
                 plan->width = 0;
 }
 
 size_t sc_codec_index_size(const uint32_t *idx, size_t k, uint32_t n)
 {
         sc_index_plan_t plan;
-        sc_index_plan(idx, k, n, -1, &plan);
+        sc_index_plan(idx, k, n, SC_CODEC_INDEX_AUTO, &plan);
         return SC_CODEC_INDEX_HDR + (size_t)plan.bytes;
 }
 
@@ -71,7 +106,7 @@ sc_err_t sc_codec_index_encode(const uint32_t *idx, size_t k, uint32_t n, int me
         sc_index_plan_t plan;
         uint8_t *p;
 
-        if (method > SC_CODEC_INDEX_BITMAP)
+        if (method > SC_CODEC_INDEX_RICE || method < SC_CODEC_INDEX_AUTO_RICE)
                 return SC_ERR_INVAL;
         sc_index_plan(idx, k, n, method, &plan);
         if (plan.bytes > UINT32_MAX)
@@ -99,6 +134,33 @@ sc_err_t sc_codec_index_encode(const uint32_t *idx, size_t k, uint32_t n, int me
                 for (size_t j = 0; j < k && plan.width; j++) {
                         accb |= (uint64_t)sc_gap(idx, j) << nb;
                         nb += plan.width;
+                        while (nb >= 8) {
+                                *p++ = (uint8_t)accb;
+                                accb >>= 8;
+                                nb -= 8;
+                        }
+                }
+                if (nb > 0)
+                        *p++ = (uint8_t)accb;
+        } else if (plan.method == SC_CODEC_INDEX_RICE) {
+                uint64_t accb = 0;
+                int nb = 0, r = plan.width;
+                for (size_t j = 0; j < k; j++) {
+                        uint32_t g = sc_gap(idx, j), q = g >> r;
+                        while (q > 0) { /* q one-bits, at most 32 at a time */
+                                int m = q < 32 ? (int)q : 32;
+                                accb |= ((1ull << m) - 1) << nb;
+                                nb += m;
+                                q -= (uint32_t)m;
+                                while (nb >= 8) {
+                                        *p++ = (uint8_t)accb;
+                                        accb >>= 8;
+                                        nb -= 8;
+                                }
+                        }
+                        nb++; /* the zero bit */
+                        accb |= (uint64_t)(g & ((1ull << r) - 1)) << nb;
+                        nb += r;
                         while (nb >= 8) {
                                 *p++ = (uint8_t)accb;
                                 accb >>= 8;
@@ -139,7 +201,7 @@ static sc_err_t sc_index_iter_init(sc_index_iter_t *it, const uint8_t *p, size_t
         it->p = p + SC_CODEC_INDEX_HDR;
         it->n = n;
         it->prev = -1;
-        if (it->method > SC_CODEC_INDEX_BITMAP || sc_le_get16(p + 2) != 0)
+        if (it->method > SC_CODEC_INDEX_RICE || sc_le_get16(p + 2) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "sparse index block: unknown method %d", it->method);
         if (it->len > len - SC_CODEC_INDEX_HDR)
@@ -154,7 +216,13 @@ static sc_err_t sc_index_iter_init(sc_index_iter_t *it, const uint8_t *p, size_t
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "sparse index block: %llu bytes do not hold %zu gaps of %d bits",
                                (unsigned long long)it->len, k, it->width);
-        if (it->method != SC_CODEC_INDEX_BITPACK && it->width != 0)
+        if (it->method == SC_CODEC_INDEX_RICE &&
+            (it->width > 31 || (uint64_t)k * (uint64_t)(it->width + 1) > 8 * it->len))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "sparse index block: %llu bytes cannot hold %zu Rice codes (r = %d)",
+                               (unsigned long long)it->len, k, it->width);
+        if (it->method != SC_CODEC_INDEX_BITPACK && it->method != SC_CODEC_INDEX_RICE &&
+            it->width != 0)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "sparse index block: width %d on a non-packed block", it->width);
         if (it->method == SC_CODEC_INDEX_BITMAP && it->len != ((uint64_t)n + 7) / 8)
@@ -163,6 +231,24 @@ static sc_err_t sc_index_iter_init(sc_index_iter_t *it, const uint8_t *p, size_t
                                (unsigned long long)it->len, n);
         *usedp = SC_CODEC_INDEX_HDR + (size_t)it->len;
         return SC_OK;
+}
+
+/* Reads `bits` (<= 32) bits LSB first at it->pos; the caller checked the
+ * block holds them. */
+static inline uint64_t sc_index_bits(sc_index_iter_t *it, int bits)
+{
+        uint64_t g = 0;
+        int got = 0;
+        while (got < bits) {
+                uint64_t byte = it->pos >> 3;
+                int off = (int)(it->pos & 7), take = 8 - off;
+                if (take > bits - got)
+                        take = bits - got;
+                g |= (uint64_t)((it->p[byte] >> off) & ((1u << take) - 1)) << got;
+                got += take;
+                it->pos += (uint64_t)take;
+        }
+        return g;
 }
 
 /* Next index into *out; SC_ERR_CORRUPT when the block runs out or an index
@@ -181,16 +267,21 @@ static inline sc_err_t sc_index_iter_next(sc_index_iter_t *it, uint32_t *out)
                                 break;
                 }
         } else if (it->method == SC_CODEC_INDEX_BITPACK) {
-                int got = 0;
-                while (got < it->width) {
-                        uint64_t byte = it->pos >> 3;
-                        int off = (int)(it->pos & 7), take = 8 - off;
-                        if (take > it->width - got)
-                                take = it->width - got;
-                        g |= (uint64_t)((it->p[byte] >> off) & ((1u << take) - 1)) << got;
-                        got += take;
-                        it->pos += (uint64_t)take;
+                g = sc_index_bits(it, it->width);
+        } else if (it->method == SC_CODEC_INDEX_RICE) {
+                uint64_t end = 8 * it->len, q = 0, limit = (uint64_t)it->n >> it->width;
+                for (;;) { /* unary quotient: a gap past n is corrupt */
+                        if (it->pos >= end || q > limit)
+                                return SC_ERR_CORRUPT;
+                        int bit = (it->p[it->pos >> 3] >> (it->pos & 7)) & 1;
+                        it->pos++;
+                        if (!bit)
+                                break;
+                        q++;
                 }
+                if (end - it->pos < (uint64_t)it->width)
+                        return SC_ERR_CORRUPT;
+                g = q << it->width | sc_index_bits(it, it->width);
         } else {
                 uint64_t bit = (uint64_t)(it->prev + 1);
                 for (;;) {
@@ -219,7 +310,10 @@ static sc_err_t sc_index_iter_end(const sc_index_iter_t *it)
 {
         if (it->method == SC_CODEC_INDEX_VARINT)
                 return it->pos == it->len ? SC_OK : SC_ERR_CORRUPT;
-        if (it->method == SC_CODEC_INDEX_BITPACK && (it->pos & 7))
+        if (it->method == SC_CODEC_INDEX_RICE && (it->pos + 7) / 8 != it->len)
+                return SC_ERR_CORRUPT;
+        if ((it->method == SC_CODEC_INDEX_BITPACK || it->method == SC_CODEC_INDEX_RICE) &&
+            (it->pos & 7))
                 return (it->p[it->pos >> 3] >> (it->pos & 7)) ? SC_ERR_CORRUPT : SC_OK;
         if (it->method == SC_CODEC_INDEX_BITMAP) {
                 uint64_t bit = (uint64_t)(it->prev + 1);
@@ -258,9 +352,57 @@ sc_err_t sc_codec_index_decode(const uint8_t *p, size_t len, size_t k, uint32_t 
         return SC_OK;
 }
 
+/* log8 values: level c (1..127) of the range [lo, hi]; level 1 is lo and
+ * level 127 is hi exactly. Encoder and decoder share this table. */
+static void sc_log8_levels(float lo, float hi, float *lv)
+{
+        double lr = lo > 0 && hi > lo ? log((double)hi / (double)lo) : 0.0;
+
+        lv[0] = 0.0f;
+        for (int c = 1; c < 128; c++)
+                lv[c] = (float)((double)lo * exp(lr * (c - 1) / 126.0));
+        lv[1] = lo;
+        lv[127] = hi;
+}
+
+/* Codes selval as log8 into p (8 + k bytes) and replaces selval by what the
+ * receiver decodes; 0 when a value is not finite (nothing written). */
+static int sc_log8_encode(float *selval, size_t k, uint8_t *p)
+{
+        float lo = INFINITY, hi = 0.0f, lv[128];
+        double lr;
+
+        for (size_t j = 0; j < k; j++) {
+                float a = fabsf(selval[j]);
+                if (!isfinite(a))
+                        return 0;
+                if (a > 0 && a < lo)
+                        lo = a;
+                hi = a > hi ? a : hi;
+        }
+        if (hi == 0.0f)
+                lo = 0.0f;
+        sc_le_putf32(p, lo);
+        sc_le_putf32(p + 4, hi);
+        sc_log8_levels(lo, hi, lv);
+        lr = hi > lo ? log((double)hi / (double)lo) : 0.0;
+        for (size_t j = 0; j < k; j++) {
+                float v = selval[j], a = fabsf(v);
+                long c = 0;
+                if (a > 0) {
+                        c = lr > 0 ? 1 + lround(log((double)a / (double)lo) / lr * 126.0) : 1;
+                        c = c < 1 ? 1 : c > 127 ? 127 : c;
+                }
+                p[8 + j] = (uint8_t)(c | (c && v < 0 ? 0x80 : 0));
+                selval[j] = c ? (v < 0 ? -lv[c] : lv[c]) : 0.0f;
+        }
+        return 1;
+}
+
 sc_err_t sc_codec_sparse_encode(sc_codec_t *c, unsigned flags, sc_buf_t *out)
 {
         size_t start = out->len, k = c->ksum;
+        int rice = c->params.rice_index;
         sc_err_t err;
 
         if (sc_buf_reserve(out, SC_CODEC_HDR_SIZE + 4))
@@ -268,12 +410,20 @@ sc_err_t sc_codec_sparse_encode(sc_codec_t *c, unsigned flags, sc_buf_t *out)
         sc_codec_put_hdr(out->data + out->len, c->ops->id, SC_CODEC_FMT_SPARSE, flags, c->n);
         sc_le_put32(out->data + out->len + SC_CODEC_HDR_SIZE, (uint32_t)k);
         out->len += SC_CODEC_HDR_SIZE + 4;
-        if ((err = sc_codec_index_encode(c->sel, k, (uint32_t)c->n, -1, out)) ||
-            (err = sc_buf_reserve(out, 4 * k))) {
+        if ((err = sc_codec_index_encode(c->sel, k, (uint32_t)c->n,
+                                         rice ? SC_CODEC_INDEX_AUTO_RICE : SC_CODEC_INDEX_AUTO,
+                                         out)) ||
+            (err = sc_buf_reserve(out, 8 + 4 * k))) {
                 out->len = start;
                 return err;
         }
-        if (c->params.half_values) {
+        c->rounded = 0;
+        if (c->params.log8_values && sc_log8_encode(c->selval, k, out->data + out->len)) {
+                /* selval is now what the receiver decodes (see half below). */
+                sc_le_put16(out->data + start + 2, (uint16_t)(flags | SC_CODEC_FLAG_LOG8));
+                out->len += 8 + k;
+                c->rounded = 1;
+        } else if (c->params.half_values) {
                 /* selval becomes what the receiver decodes, so error feedback
                  * keeps the rounding error. */
                 uint8_t *p = out->data + out->len;
@@ -284,6 +434,7 @@ sc_err_t sc_codec_sparse_encode(sc_codec_t *c, unsigned flags, sc_buf_t *out)
                 }
                 sc_le_put16(out->data + start + 2, (uint16_t)(flags | SC_CODEC_FLAG_HALF));
                 out->len += 2 * k;
+                c->rounded = 1;
         } else {
                 sc_codec_put_f32s(out->data + out->len, c->selval, k);
                 out->len += 4 * k;
@@ -292,12 +443,14 @@ sc_err_t sc_codec_sparse_encode(sc_codec_t *c, unsigned flags, sc_buf_t *out)
         return SC_OK;
 }
 
-/* Validates a sparse body fully (indices included); *kp receives k. */
+/* Validates a sparse body fully (indices and log8 codes included); *kp
+ * receives k. */
 sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, unsigned flags,
                                uint32_t *kp, char *errstr, size_t errstr_size)
 {
-        size_t width = flags & SC_CODEC_FLAG_HALF ? 2 : 4;
-        size_t used;
+        int log8 = (flags & SC_CODEC_FLAG_LOG8) != 0;
+        size_t width = flags & SC_CODEC_FLAG_HALF ? 2 : log8 ? 1 : 4;
+        size_t used, extra = log8 ? 8 : 0;
         uint32_t k;
         sc_err_t err;
 
@@ -305,6 +458,9 @@ sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, unsi
         if (len < 4)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "codec payload: sparse body of %zu bytes has no count", len);
+        if (log8 && (flags & SC_CODEC_FLAG_HALF))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "codec payload: sparse values flagged both half and log8");
         k = sc_le_get32(body);
         if (k > n)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -312,10 +468,24 @@ sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, unsi
         err = sc_codec_index_decode(body + 4, len - 4, k, n, NULL, &used, errstr, errstr_size);
         if (err)
                 return err;
-        if (len - 4 - used != width * (size_t)k)
+        if (len - 4 - used != extra + width * (size_t)k)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "codec payload: %zu value bytes for %u sparse entries",
                                len - 4 - used, k);
+        if (log8) {
+                const uint8_t *v = body + 4 + used;
+                float lo = sc_le_getf32(v), hi = sc_le_getf32(v + 4);
+                if (!(lo >= 0 && lo <= hi && isfinite(hi)) || (lo == 0) != (hi == 0))
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "codec payload: log8 value range [%g, %g] is invalid",
+                                       (double)lo, (double)hi);
+                for (uint32_t j = 0; j < k; j++)
+                        if (v[8 + j] == 0x80 || (v[8 + j] && hi == 0))
+                                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                               "codec payload: log8 code 0x%02x of entry %u is "
+                                               "invalid",
+                                               v[8 + j], j);
+        }
         *kp = k;
         return SC_OK;
 }
@@ -328,14 +498,23 @@ static void sc_sparse_walk(const uint8_t *body, size_t len, uint32_t n, unsigned
         size_t used;
         sc_index_iter_t it;
         const uint8_t *vals;
+        float lv[128];
 
         sc_index_iter_init(&it, body + 4, len - 4, k, n, &used, NULL, 0);
         vals = body + 4 + used;
+        if (flags & SC_CODEC_FLAG_LOG8) {
+                sc_log8_levels(sc_le_getf32(vals), sc_le_getf32(vals + 4), lv);
+                vals += 8;
+        }
         for (uint32_t j = 0; j < k; j++) {
                 sc_index_iter_next(&it, &v);
-                float x = flags & SC_CODEC_FLAG_HALF
-                              ? sc_codec_f16_to_f32(sc_le_get16(vals + 2 * (size_t)j))
-                              : sc_le_getf32(vals + 4 * (size_t)j);
+                float x;
+                if (flags & SC_CODEC_FLAG_LOG8)
+                        x = vals[j] & 0x80 ? -lv[vals[j] & 0x7f] : lv[vals[j]];
+                else if (flags & SC_CODEC_FLAG_HALF)
+                        x = sc_codec_f16_to_f32(sc_le_get16(vals + 2 * (size_t)j));
+                else
+                        x = sc_le_getf32(vals + 4 * (size_t)j);
                 if (acc) {
                         acc[v] += scale * x;
                 } else {

@@ -573,8 +573,10 @@ static void index_round_trip(const uint32_t *idx, size_t k, uint32_t n, int meth
         uint32_t *back = malloc((k ? k : 1) * sizeof(*back));
         sc_buf_init(&buf);
         assert_int_equal(sc_codec_index_encode(idx, k, n, method, &buf), SC_OK);
-        if (method < 0)
+        if (method == SC_CODEC_INDEX_AUTO)
                 assert_int_equal(buf.len, sc_codec_index_size(idx, k, n));
+        if (method == SC_CODEC_INDEX_AUTO_RICE)
+                assert_true(buf.len <= sc_codec_index_size(idx, k, n));
         assert_int_equal(
             sc_codec_index_decode(buf.data, buf.len, k, n, back, &used, errbuf, sizeof(errbuf)),
             SC_OK);
@@ -590,6 +592,80 @@ static void index_round_trip(const uint32_t *idx, size_t k, uint32_t n, int meth
         free(back);
 }
 
+/* Rice-coded gaps: on geometric gaps (what top-k of a noisy gradient
+ * looks like) the block is exactly the best parameter's bit count, smaller
+ * than bit-packing, picked by AUTO_RICE and never by AUTO; damaged blocks
+ * are rejected. */
+static void index_rice(void **state)
+{
+        enum { N = 421642, K = 4216 };
+        uint32_t *idx = malloc(K * sizeof(*idx)), *back = malloc(K * sizeof(*back));
+        sc_rng_t r;
+        sc_buf_t b = {0}, a = {0};
+        size_t used, k = 0;
+        uint64_t best = UINT64_MAX;
+        sc_rng_seed(&r, 11);
+        for (uint32_t i = 0; i < N && k < K; i++)
+                if (sc_rng_below(&r, 100) == 0)
+                        idx[k++] = i;
+        for (int p = 0; p < 32; p++) {
+                uint64_t bits = (uint64_t)k * (uint64_t)(p + 1);
+                for (size_t j = 0; j < k; j++)
+                        bits += (j ? idx[j] - idx[j - 1] - 1 : idx[0]) >> p;
+                best = bits < best ? bits : best;
+        }
+        assert_int_equal(sc_codec_index_encode(idx, k, N, SC_CODEC_INDEX_AUTO_RICE, &b), SC_OK);
+        assert_int_equal(b.data[0], SC_CODEC_INDEX_RICE);
+        assert_int_equal(b.len, SC_CODEC_INDEX_HDR + (best + 7) / 8);
+        assert_int_equal(sc_codec_index_encode(idx, k, N, SC_CODEC_INDEX_AUTO, &a), SC_OK);
+        assert_int_not_equal(a.data[0], SC_CODEC_INDEX_RICE);
+        assert_true(b.len * 10 < a.len * 9); /* over 10% smaller than bit-packing */
+        assert_int_equal(
+            sc_codec_index_decode(b.data, b.len, k, N, back, &used, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(used, b.len);
+        assert_memory_equal(idx, back, k * sizeof(*idx));
+        /* one index too many or too few */
+        assert_int_not_equal(
+            sc_codec_index_decode(b.data, b.len, k + 1, N, NULL, &used, errbuf, sizeof(errbuf)),
+            SC_OK);
+        assert_int_not_equal(
+            sc_codec_index_decode(b.data, b.len, k - 1, N, NULL, &used, errbuf, sizeof(errbuf)),
+            SC_OK);
+        /* a parameter above 31, then one that no longer fits the bytes */
+        b.data[1] = 40;
+        assert_int_equal(
+            sc_codec_index_decode(b.data, b.len, k, N, NULL, &used, errbuf, sizeof(errbuf)),
+            SC_ERR_CORRUPT);
+        assert_non_null(strstr(errbuf, "Rice"));
+        b.data[1] = 31;
+        assert_int_equal(
+            sc_codec_index_decode(b.data, b.len, k, N, NULL, &used, errbuf, sizeof(errbuf)),
+            SC_ERR_CORRUPT);
+        /* an unending quotient (all one-bits) */
+        sc_buf_t ones = {0};
+        sc_codec_index_encode(idx, 8, N, SC_CODEC_INDEX_RICE, &ones);
+        memset(ones.data + SC_CODEC_INDEX_HDR, 0xff, ones.len - SC_CODEC_INDEX_HDR);
+        assert_int_equal(
+            sc_codec_index_decode(ones.data, ones.len, 8, N, NULL, &used, errbuf, sizeof(errbuf)),
+            SC_ERR_CORRUPT);
+        /* a set padding bit: a 3-bit code (gap 1, r = 1) in one byte */
+        uint32_t one[1] = {1};
+        sc_buf_t pad = {0};
+        assert_int_equal(sc_codec_index_encode(one, 1, 1000, SC_CODEC_INDEX_RICE, &pad), SC_OK);
+        assert_int_equal(pad.len, SC_CODEC_INDEX_HDR + 1);
+        pad.data[SC_CODEC_INDEX_HDR] |= 0x80;
+        assert_int_equal(
+            sc_codec_index_decode(pad.data, pad.len, 1, 1000, NULL, &used, errbuf, sizeof(errbuf)),
+            SC_ERR_CORRUPT);
+        sc_buf_free(&pad);
+        sc_buf_free(&ones);
+        sc_buf_free(&a);
+        sc_buf_free(&b);
+        free(idx);
+        free(back);
+        (void)state;
+}
+
 static void index_coding_edges(void **state)
 {
         uint32_t one0[1] = {0}, onelast[1] = {999}, ends[2] = {0, 999};
@@ -597,7 +673,7 @@ static void index_coding_edges(void **state)
         uint32_t *all = malloc(1000 * sizeof(*all));
         for (uint32_t i = 0; i < 1000; i++)
                 all[i] = i;
-        for (int m = -1; m <= SC_CODEC_INDEX_BITMAP; m++) {
+        for (int m = SC_CODEC_INDEX_AUTO_RICE; m <= SC_CODEC_INDEX_RICE; m++) {
                 index_round_trip(one0, 1, 1000, m);
                 index_round_trip(onelast, 1, 1000, m);
                 index_round_trip(ends, 2, 1000, m);
@@ -832,6 +908,175 @@ static void sparse_half_values(void **state)
         (void)state;
 }
 
+/* log8_values: sparse values travel as sign + 7-bit log codes. The payload
+ * is 3k - 8 bytes smaller than float32's with the same indices, each value
+ * within half a level (a factor sqrt((hi/lo)^(1/126))) of the original,
+ * error feedback keeps the rounding error, zeros stay zero, a non-finite
+ * value falls back to float32, and damaged value blocks are rejected. */
+static void sparse_log8_values(void **state)
+{
+        enum { N = 5000 };
+        static const sc_codec_id_t ids[] = {SC_CODEC_TOPK, SC_CODEC_ADACOMP, SC_CODEC_ADAPTIVE};
+        float *g = malloc(N * sizeof(*g)), *b = calloc(N, sizeof(*b));
+        uint32_t *ia = malloc(N * sizeof(*ia)), *ib = malloc(N * sizeof(*ib));
+        float *va = malloc(N * sizeof(*va)), *vb = malloc(N * sizeof(*vb));
+        fill_normal(g, N, 78, 0);
+        for (size_t i = 0; i < N; i++)
+                g[i] *= (float)(1u << (4 * (i % 4))); /* a wide range of magnitudes */
+        for (size_t t = 0; t < sizeof(ids) / sizeof(ids[0]); t++) {
+                sc_codec_params_t p;
+                sc_codec_t *c32, *c8;
+                sc_buf_t o32 = {0}, o8 = {0};
+                sc_codec_info_t info;
+                size_t na, nb;
+                sc_codec_params_default(&p, ids[t]);
+                p.ratio = 0.5; /* half the coordinates: magnitudes over 3 decades */
+                p.delta = 10;  /* adaptive: always top-k */
+                assert_int_equal(sc_codec_new(&c32, ids[t], &p, N, NULL, 0, errbuf, sizeof(errbuf)),
+                                 SC_OK);
+                p.log8_values = 1;
+                p.rice_index = 1;
+                assert_int_equal(sc_codec_new(&c8, ids[t], &p, N, NULL, 0, errbuf, sizeof(errbuf)),
+                                 SC_OK);
+                assert_int_equal(sc_codec_encode(c32, g, NULL, &o32, errbuf, sizeof(errbuf)),
+                                 SC_OK);
+                assert_int_equal(sc_codec_encode(c8, g, NULL, &o8, errbuf, sizeof(errbuf)), SC_OK);
+                assert_int_equal(
+                    sc_codec_payload_info(o8.data, o8.len, &info, errbuf, sizeof(errbuf)), SC_OK);
+                assert_int_equal(info.format, SC_CODEC_FMT_SPARSE);
+                assert_true(info.flags & SC_CODEC_FLAG_LOG8);
+                assert_false(info.flags & SC_CODEC_FLAG_HALF);
+                assert_int_equal(info.nnz, N / 2);
+                assert_int_equal(sc_codec_decode_sparse(o32.data, o32.len, ia, va, N, &na, errbuf,
+                                                        sizeof(errbuf)),
+                                 SC_OK);
+                assert_int_equal(
+                    sc_codec_decode_sparse(o8.data, o8.len, ib, vb, N, &nb, errbuf, sizeof(errbuf)),
+                    SC_OK);
+                assert_int_equal(na, nb);
+                /* same index block (header and length), values 1 byte + 8 */
+                size_t vstart = o32.len - 4 * na;
+                assert_int_equal(o8.len, vstart + 8 + na);
+                float lo = INFINITY, hi = 0;
+                for (size_t j = 0; j < na; j++) {
+                        lo = fminf(lo, fabsf(va[j]));
+                        hi = fmaxf(hi, fabsf(va[j]));
+                }
+                assert_true(hi / lo > 100.0f);
+                double half_level = exp(log((double)hi / lo) / 126.0 / 2.0);
+                for (size_t j = 0; j < na; j++) {
+                        assert_int_equal(ia[j], ib[j]);
+                        double q = (double)vb[j] / (double)va[j]; /* same sign: q > 0 */
+                        assert_true(q > 0);
+                        assert_true(q <= half_level * (1 + 1e-6) &&
+                                    q >= 1 / half_level / (1 + 1e-6));
+                }
+                memset(b, 0, N * sizeof(*b));
+                assert_int_equal(
+                    sc_codec_decode_add(o8.data, o8.len, b, N, 1.0f, errbuf, sizeof(errbuf)),
+                    SC_OK);
+                for (size_t j = 0; j < nb; j++)
+                        assert_true(b[ib[j]] == vb[j]);
+                const float *r = sc_codec_residual(c8);
+                if (r) {
+                        for (size_t i = 0; i < N; i++)
+                                assert_true(fabsf(r[i] + b[i] - g[i]) <= 1e-6f * fabsf(g[i]));
+                        size_t off = 0;
+                        for (; off < nb && vb[off] == g[ib[off]]; off++)
+                                ;
+                        assert_true(off < nb && r[ib[off]] != 0.0f);
+                }
+                /* every truncation and the wrong flags are rejected */
+                for (size_t cut = 0; cut < o8.len; cut++)
+                        assert_int_not_equal(
+                            sc_codec_payload_info(o8.data, cut, &info, errbuf, sizeof(errbuf)),
+                            SC_OK);
+                o8.data[2] ^= SC_CODEC_FLAG_LOG8;
+                assert_int_equal(
+                    sc_codec_decode_add(o8.data, o8.len, b, N, 1.0f, errbuf, sizeof(errbuf)),
+                    SC_ERR_CORRUPT);
+                o8.data[2] ^= SC_CODEC_FLAG_LOG8 | SC_CODEC_FLAG_HALF;
+                assert_int_equal(
+                    sc_codec_decode_add(o8.data, o8.len, b, N, 1.0f, errbuf, sizeof(errbuf)),
+                    SC_ERR_CORRUPT);
+                assert_non_null(strstr(errbuf, "both"));
+                o8.data[2] ^= SC_CODEC_FLAG_HALF;
+                /* code 0x80 ("negative zero") */
+                uint8_t keep = o8.data[o8.len - 1];
+                o8.data[o8.len - 1] = 0x80;
+                assert_int_equal(
+                    sc_codec_payload_info(o8.data, o8.len, &info, errbuf, sizeof(errbuf)),
+                    SC_ERR_CORRUPT);
+                assert_non_null(strstr(errbuf, "log8 code"));
+                o8.data[o8.len - 1] = keep;
+                /* lo above hi, a NaN hi */
+                uint8_t *range = o8.data + o8.len - na - 8, save[8];
+                memcpy(save, range, 8);
+                memcpy(range, range + 4, 4);
+                range[0] ^= 1;
+                float bad = NAN;
+                assert_int_equal(
+                    sc_codec_payload_info(o8.data, o8.len, &info, errbuf, sizeof(errbuf)),
+                    SC_ERR_CORRUPT);
+                assert_non_null(strstr(errbuf, "range"));
+                memcpy(range, save, 8);
+                memcpy(range + 4, &bad, 4);
+                assert_int_equal(
+                    sc_codec_payload_info(o8.data, o8.len, &info, errbuf, sizeof(errbuf)),
+                    SC_ERR_CORRUPT);
+                memcpy(range, save, 8);
+                assert_int_equal(
+                    sc_codec_payload_info(o8.data, o8.len, &info, errbuf, sizeof(errbuf)), SC_OK);
+                sc_buf_free(&o32);
+                sc_buf_free(&o8);
+                sc_codec_destroy(c32);
+                sc_codec_destroy(c8);
+        }
+        /* all zeros: codes 0, decoded 0; a NaN: float32 values, NaN decoded */
+        sc_codec_params_t p;
+        sc_codec_t *c;
+        sc_buf_t o = {0};
+        size_t nn;
+        sc_codec_info_t info;
+        sc_codec_params_default(&p, SC_CODEC_ADACOMP);
+        p.log8_values = 1;
+        assert_int_equal(sc_codec_new(&c, SC_CODEC_ADACOMP, &p, N, NULL, 0, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        memset(g, 0, N * sizeof(*g));
+        assert_int_equal(sc_codec_encode(c, g, NULL, &o, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(
+            sc_codec_decode_sparse(o.data, o.len, ib, vb, N, &nn, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(nn, 50);
+        for (size_t j = 0; j < nn; j++)
+                assert_true(vb[j] == 0.0f);
+        o.len = 0;
+        g[3] = NAN;
+        assert_int_equal(sc_codec_encode(c, g, NULL, &o, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(sc_codec_payload_info(o.data, o.len, &info, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        assert_false(info.flags & SC_CODEC_FLAG_LOG8);
+        assert_int_equal(
+            sc_codec_decode_sparse(o.data, o.len, ib, vb, N, &nn, errbuf, sizeof(errbuf)), SC_OK);
+        int saw_nan = 0;
+        for (size_t j = 0; j < nn; j++)
+                saw_nan |= ib[j] == 3 && isnan(vb[j]);
+        assert_true(saw_nan);
+        sc_codec_destroy(c);
+        sc_buf_free(&o);
+        /* half and log8 together are refused */
+        p.half_values = 1;
+        assert_int_equal(sc_codec_new(&c, SC_CODEC_ADACOMP, &p, N, NULL, 0, errbuf, sizeof(errbuf)),
+                         SC_ERR_INVAL);
+        assert_non_null(strstr(errbuf, "exclusive"));
+        free(g);
+        free(b);
+        free(ia);
+        free(ib);
+        free(va);
+        free(vb);
+        (void)state;
+}
+
 static void fp16_conversion(void **state)
 {
         for (uint32_t h = 0; h < 0x10000; h++) {
@@ -896,6 +1141,8 @@ int main(void)
             cmocka_unit_test(q8_rejects_non_finite),
             cmocka_unit_test(fp16_conversion),
             cmocka_unit_test(sparse_half_values),
+            cmocka_unit_test(sparse_log8_values),
+            cmocka_unit_test(index_rice),
         };
         return cmocka_run_group_tests_name("codec", tests, NULL, NULL);
 }

@@ -51,6 +51,10 @@ typedef struct sc_sim_spec {
         double codec_delta;   /* adaptive: 0 = default (0.3) */
         int codec_vote;       /* adaptive: all devices follow the majority vote */
         int codec_half;       /* sparse codecs: values as IEEE half (2 bytes) */
+        int codec_log8;       /* sparse codecs: values as 8-bit log codes (1 byte) */
+        int codec_rice;       /* sparse codecs: Rice-coded index gaps when smallest */
+        int async_pull;       /* asp / adacomp: after a send, wait for the server's reply
+                                 and compute the next batch on it (pull - compute - push) */
         sc_sim_rates_t rates; /* stream rates */
         double rate;          /* constant rate, samples/s */
         double rate_list[SC_SIM_MAX_LIST];

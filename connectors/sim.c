@@ -112,6 +112,8 @@ static sc_err_t sc_sim_codec_new(sc_sim_t *sim, int sh, sc_codec_t **codecp, cha
                 cp.delta = sim->spec.codec_delta;
         cp.vote = sim->spec.codec == SC_CODEC_ADAPTIVE && sim->spec.codec_vote;
         cp.half_values = sim->spec.codec_half;
+        cp.log8_values = sim->spec.codec_log8;
+        cp.rice_index = sim->spec.codec_rice;
         err = sc_codec_new(codecp, sim->spec.codec, &cp, e - b, views, nv, errstr, errstr_size);
         free(views);
         return err;
@@ -336,6 +338,13 @@ static float sc_sim_compute(sc_sim_t *sim, int i, int b, int local_step)
         return loss;
 }
 
+/* async_pull applies to the policies whose server replies only to the sender. */
+static int sc_sim_pulls(const sc_sim_t *sim)
+{
+        sc_sync_kind_t k = sim->spec.sync.kind;
+        return sim->spec.async_pull && (k == SC_SYNC_ASP || k == SC_SYNC_ADACOMP);
+}
+
 static sc_err_t sc_sim_send(sc_sim_t *sim, int i, const sc_sync_act_t *act, char *errstr,
                             size_t errstr_size)
 {
@@ -380,6 +389,7 @@ static sc_err_t sc_sim_send(sc_sim_t *sim, int i, const sc_sync_act_t *act, char
                         free(msg);
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
                 }
+                d->pulls += sc_sim_pulls(sim);
         }
         return SC_OK;
 }
@@ -410,6 +420,11 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
                                                          NULL);
                         }
                         continue;
+                }
+                if (d->pulls > 0) {
+                        /* async_pull: the next batch starts from the reply. */
+                        d->busy = 0;
+                        return SC_OK;
                 }
                 int b = act.batch > sim->max_batch ? sim->max_batch : act.batch;
                 double t = sim->now;
@@ -566,6 +581,8 @@ static sc_err_t sc_sim_model(sc_sim_t *sim, int i, sc_sim_delivery_t *del, char 
                     d->info[k].min_clock < m.min_clock ? d->info[k].min_clock : m.min_clock;
         }
         sc_sync_worker_model(d->w, sim->now, &m);
+        if (d->pulls > 0)
+                d->pulls--;
         if (!d->busy)
                 return sc_sim_ready(sim, i, errstr, errstr_size);
         return SC_OK;
@@ -582,6 +599,7 @@ static sc_err_t sc_sim_churn(sc_sim_t *sim, int i, int live, char *errstr, size_
                 return SC_OK;
         d->offline = !live;
         d->busy = 0;
+        d->pulls = 0; /* its messages in flight are lost */
         for (int sh = 0; sh < sim->ns && !err; sh++) {
                 sc_server_t *srv = sim->servers[sh];
                 sc_sim_snap_t *snap = NULL;

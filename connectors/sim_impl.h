@@ -135,6 +135,7 @@ typedef struct sc_sim_dev {
         double data_wait;       /* seconds spent waiting for samples, closed waits */
         double data_wait_since; /* start of the open wait; < 0 = none */
         double send_wait;       /* seconds blocked on the uplink */
+        int pulls;              /* async_pull: model replies still to come */
 } sc_sim_dev_t;
 
 struct sc_sim_s {

@@ -368,6 +368,50 @@ static void invalid_config_files(void **state)
         assert_true(cases >= 10);
 }
 
+/* async_pull (the AdaComp paper's worker loop): a device computes its next
+ * batch only on the server's reply to its last update, so an update is at
+ * most devices - 1 versions stale; without it the device computes while its
+ * update is on the uplink and the staleness is higher. Sharded runs wait for
+ * every shard's reply and still train. */
+static void async_pull_lowers_staleness(void **state)
+{
+        static const char *const pols[] = {"asp", "adacomp"};
+        for (size_t k = 0; k < 2; k++) {
+                for (int shards = 1; shards <= 2; shards++) {
+                        char json[512], on[64], off[64];
+                        double acc_on, acc_off, acc2;
+                        const char *fmt =
+                            "{\"devices\": 4, \"shards\": %d, \"policy\": \"%s\", \"codec\": "
+                            "\"%s\","
+                            " \"codec_ratio\": 0.05, \"batch\": 10, \"rates\": 1000, \"latency\": "
+                            "0.05,"
+                            " \"max_time\": 20, \"async_pull\": %s}";
+                        snprintf(json, sizeof(json), fmt, shards, pols[k], k ? "adacomp" : "none",
+                                 "true");
+                        char *a = run_sim(json, &acc_on), *b = run_sim(json, &acc2);
+                        assert_string_equal(a, b); /* deterministic */
+                        snprintf(json, sizeof(json), fmt, shards, pols[k], k ? "adacomp" : "none",
+                                 "false");
+                        char *c = run_sim(json, &acc_off);
+                        const char *ea = strstr(a, "{\"event\":\"end\""),
+                                   *ec = strstr(c, "{\"event\":\"end\"");
+                        assert_null(strstr(ea, "\"stalled\":true"));
+                        end_field(ea, "staleness", on, sizeof(on));
+                        end_field(ec, "staleness", off, sizeof(off));
+                        if (!(atof(on) <= 3.0 && atof(on) < atof(off)))
+                                fprintf(stderr,
+                                        "%s, %d shards: staleness %s with pull, %s without\n",
+                                        pols[k], shards, on, off);
+                        assert_true(atof(on) <= 3.0 && atof(on) < atof(off));
+                        assert_true(acc_on >= 0.6);
+                        free(a);
+                        free(b);
+                        free(c);
+                }
+        }
+        (void)state;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -380,6 +424,7 @@ int main(void)
             cmocka_unit_test(shards_match_one_server),
             cmocka_unit_test(churn_keeps_training),
             cmocka_unit_test(truncation_keeps_one_batch),
+            cmocka_unit_test(async_pull_lowers_staleness),
         };
         return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

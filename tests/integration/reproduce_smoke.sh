@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# reproduce_smoke.sh — QUICK=1 runs of two paper reproduction scripts: each
+# reproduce_smoke.sh — QUICK=1 runs of three paper reproduction scripts: each
 # must finish, print its table and (when gnuplot is installed) write its plot.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,6 +19,12 @@ grep -q '^cr0.1-d0.3' "$out/compression.txt" || { echo "no compression row"; exi
 w=$(awk '$1 == "S10" && $2 == "weighted" { print $8 }' "$out/scadles.txt")
 f=$(awk '$1 == "S10" && $2 == "full" { print $8 }' "$out/scadles.txt")
 [ "$f" -lt "$w" ] || { echo "full sent $f bytes, weighted $w"; exit 1; }
+# AdaComp: 8-bit log values + Rice-coded indices send fewer bytes than float32.
+"$top/examples/reproduce/adacomp.sh" >"$out/a.log" 2>&1 || { cat "$out/a.log"; exit 1; }
+a32=$(awk '$2 == "adacomp" { print $6 }' "$out/adacomp.txt")
+a8=$(awk '$2 == "adacomp-log8" { print $6 }' "$out/adacomp.txt")
+[ -n "$a8" ] && [ "$a8" != - ] && [ "$a8" -lt "$a32" ] ||
+	{ echo "adacomp-log8 sent $a8 bytes, adacomp $a32"; cat "$out/adacomp.txt"; exit 1; }
 if command -v gnuplot >/dev/null; then
 	[ -s "$out/scadles-S10.png" ] && [ -s "$out/compression.png" ] || { echo "plots missing"; exit 1; }
 fi

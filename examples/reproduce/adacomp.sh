@@ -19,9 +19,10 @@ TARGETS=$(q "0.70 0.75 0.78 0.80 0.82" "0.2")
 # ASGD with async_pull diverges (non-finite values) at lr 0.05 and does not
 # train at 0.02 (accuracy stays at chance); of 0.015, 0.01, 0.005, 0.0025 and
 # 0.00125, which all train, 0.0025 reaches every target no later than the
-# others, so the baseline runs at its best lr.  AdaComp diverges early at 0.05 in some runs (2 of 4 seeds of the
-# float32 variant, seed 1 of the Rice-coded one); 0.03 trains in every variant
-# and seed tried and reaches the targets sooner than 0.02.
+# others, so the baseline runs at its best lr.  AdaComp diverges early at
+# 0.05 in some runs (2 of 5 seeds of the float32 variant, seed 1 of the
+# Rice-coded one); 0.03 trains in every variant and seed tried and reaches the
+# targets sooner than 0.02.
 ASGD_LR=${ASGD_LR:-0.0025}
 ADA_LR=${ADA_LR:-0.03}
 VARIANTS="adacomp adacomp-half adacomp-log8"

@@ -119,6 +119,18 @@ static sc_err_t sc_sim_codec_new(sc_sim_t *sim, int sh, sc_codec_t **codecp, cha
         return err;
 }
 
+/* scadles auto window: every device learns the sum of the stream rates the
+ * online devices' workers size their batches with. */
+static void sc_sim_rate_sum(sc_sim_t *sim)
+{
+        double sum = 0;
+        for (int i = 0; i < sim->nd; i++)
+                if (!sim->devs[i].offline)
+                        sum += sc_sync_worker_rate(sim->devs[i].w);
+        for (int i = 0; i < sim->nd; i++)
+                sc_sync_worker_set_rate_sum(sim->devs[i].w, sum);
+}
+
 sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t *conf,
                     const sc_dataset_t *train, const sc_dataset_t *test, char *errstr,
                     size_t errstr_size)
@@ -272,6 +284,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                         goto out_nomem;
                 d->busy = 1;
         }
+        sc_sim_rate_sum(sim);
         if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_EVAL, -1, NULL))
                 goto out_nomem;
         for (int c = 0; c < spec->n_churn; c++) {
@@ -434,7 +447,7 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
                         /* Reference ScaDLES: at each window's end take everything
                          * buffered, clamped to [b_min, b_max]. */
                         uint64_t have = d->stream.buffered;
-                        t = d->last_take + sim->spec.sync.window;
+                        t = d->last_take + sc_sync_worker_window(d->w);
                         b = have < (uint64_t)sim->spec.sync.b_min   ? sim->spec.sync.b_min
                             : have > (uint64_t)sim->spec.sync.b_max ? sim->spec.sync.b_max
                                                                     : (int)have;
@@ -600,6 +613,7 @@ static sc_err_t sc_sim_churn(sc_sim_t *sim, int i, int live, char *errstr, size_
         d->offline = !live;
         d->busy = 0;
         d->pulls = 0; /* its messages in flight are lost */
+        sc_sim_rate_sum(sim);
         for (int sh = 0; sh < sim->ns && !err; sh++) {
                 sc_server_t *srv = sim->servers[sh];
                 sc_sim_snap_t *snap = NULL;

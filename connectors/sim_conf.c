@@ -21,6 +21,7 @@ typedef enum sc_simp_type {
         SC_SIMP_RATES,
         SC_SIMP_BUFFER,
         SC_SIMP_CHURN,
+        SC_SIMP_WINDOW,
 } sc_simp_type_t;
 
 typedef struct sc_simp {
@@ -42,7 +43,7 @@ static const sc_simp_t sc_simps[] = {
     SC_SIMP("batch", SC_SIMP_INT, sync.batch, 1, 1 << 20),
     SC_SIMP("b_min", SC_SIMP_INT, sync.b_min, 1, 1 << 20),
     SC_SIMP("b_max", SC_SIMP_INT, sync.b_max, 1, 1 << 20),
-    SC_SIMP("window", SC_SIMP_DOUBLE, sync.window, 1e-6, 1e9),
+    SC_SIMP("window", SC_SIMP_WINDOW, sync.window, 1e-6, 1e9),
     SC_SIMP("base_batch", SC_SIMP_DOUBLE, sync.base_batch, 0, 1e12),
     SC_SIMP("staleness", SC_SIMP_INT, sync.staleness, 0, 1 << 30),
     SC_SIMP("local_steps", SC_SIMP_INT, sync.local_steps, 1, 1 << 30),
@@ -268,6 +269,21 @@ sc_err_t sc_sim_spec_parse(sc_sim_spec_t *spec, void *json_sim, const char *orig
                 case SC_SIMP_RATES:
                         if ((err = sc_simp_rates(spec, v, origin, errstr, errstr_size)))
                                 return err;
+                        break;
+                case SC_SIMP_WINDOW: /* seconds, or "auto": base_batch / sum of the rates */
+                        if (json_is_string(v) && !strcmp(json_string_value(v), "auto")) {
+                                spec->sync.window_auto = 1;
+                                break;
+                        }
+                        if (!json_is_number(v))
+                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                               "%s: $.sim.window: expected seconds (a number) or "
+                                               "\"auto\"",
+                                               origin);
+                        if ((err = sc_simp_number(v, p, origin, &d, errstr, errstr_size)))
+                                return err;
+                        spec->sync.window = d;
+                        spec->sync.window_auto = 0;
                         break;
                 case SC_SIMP_BOOL:
                         if (!json_is_boolean(v))

@@ -123,6 +123,8 @@ void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
                            "%.6f");
                 fprintf(out, ",\"lost_msgs\":%llu,\"stalled\":%s",
                         (unsigned long long)sim->lost_msgs, sim->stalled ? "true" : "false");
+                if (sim->spec.sync.kind == SC_SYNC_SCADLES) /* the batch window in use */
+                        sc_sim_num(out, "window", sc_sync_worker_window(sim->devs[0].w), "%.4f");
         }
         fputs("}\n", out);
         sim->loss_sum = 0;

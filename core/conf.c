@@ -737,7 +737,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "1",
      R_IN(0, 1e6),
      .flags = SC_CONF_F_MIN_EXCL,
-     .desc = "rate: seconds between batches at least."},
+     .desc = "rate: seconds between batches at least (fixed: workers do not learn each "
+             "other's rates, so there is no auto window as in the simulator, docs/SYNC.md)."},
     {.path = "worker.shuffle",
      .type = SC_CONF_INT,
      .offset = C(worker.shuffle),
@@ -852,7 +853,10 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(job.sync.window),
      .def = "1",
      R_GT(0),
-     .desc = "scadles: batch window in seconds (b_i = rate_i * window)."},
+     .desc = "scadles: batch window in seconds (b_i = rate_i * window) of the policy's worker "
+             "state; the Kafka workers batch on worker.window instead. No auto window here "
+             "(base_batch / sum of the rates is the simulator's $.sim.window \"auto\", "
+             "docs/SYNC.md)."},
     {.path = "job.sync.base_batch",
      .type = SC_CONF_DOUBLE,
      .offset = C(job.sync.base_batch),

@@ -45,6 +45,8 @@ typedef struct sc_sync_spec {
         int batch;           /* bsp / asp / ssp / adacomp / local steps: samples per step */
         int b_min, b_max;    /* scadles: batch clamp [8, 1024] */
         double window;       /* scadles: batch window in seconds (b_i = S_i * window), 1 */
+        int window_auto;     /* scadles: 1 = window base_batch / sum_j S_j (the global batch is
+                                base_batch); window is the fallback until a sum is known */
         double base_batch;   /* scadles: B of the LR scaling; 0 = 64 * n_workers */
         int staleness;       /* ssp: s, 40 */
         int local_steps;     /* localsgd: tau, 40 */
@@ -71,6 +73,10 @@ int sc_sync_is_round_based(sc_sync_kind_t kind);
 
 /* ScaDLES rate-proportional batch: clamp(round(rate * window), b_min, b_max). */
 int sc_sync_scadles_batch(double rate, double window, int b_min, int b_max);
+/* ScaDLES auto window: base_batch / sum_rate seconds, the window at which
+ * the global batch sum_j S_j * window is base_batch (before the clamp of each
+ * b_i), capped at 1e6 s; 0 when there is no rate sum (sum_rate not > 0). */
+double sc_sync_scadles_window(double base_batch, double sum_rate);
 /* ScaDLES aggregation weight r_i = b_i / sum_j b_j. */
 double sc_sync_scadles_weight(double b_i, double sum_b);
 /* ScaDLES effective LR: lr * sum_b / base_batch (lr is the scheduled, unscaled LR). */
@@ -154,6 +160,13 @@ void sc_sync_worker_sent(sc_sync_worker_t *worker, double now);
 void sc_sync_worker_model(sc_sync_worker_t *worker, double now, const sc_sync_model_info_t *info);
 /* scadles: the measured stream rate (samples/s) that sizes the next batch. */
 void sc_sync_worker_set_rate(sc_sync_worker_t *worker, double rate);
+/* scadles with window_auto: the sum of the stream rates of the workers in
+ * the rounds (samples/s), which sets the window. */
+void sc_sync_worker_set_rate_sum(sc_sync_worker_t *worker, double sum);
+/* scadles: the stream rate and the window the next batch is sized with
+ * (the auto window once a rate sum is known, else spec.window). */
+double sc_sync_worker_rate(const sc_sync_worker_t *worker);
+double sc_sync_worker_window(const sc_sync_worker_t *worker);
 /* adsp: the commit rate DeltaC broadcast by the tuner. */
 void sc_sync_worker_set_commit_rate(sc_sync_worker_t *worker, double commit_rate);
 

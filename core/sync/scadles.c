@@ -15,6 +15,14 @@ int sc_sync_scadles_batch(double rate, double window, int b_min, int b_max)
         return (int)lround(b) < b_min ? b_min : (int)lround(b);
 }
 
+double sc_sync_scadles_window(double base_batch, double sum_rate)
+{
+        if (!(sum_rate > 0) || !(base_batch > 0)) /* also NaN */
+                return 0.0;
+        double w = base_batch / sum_rate;
+        return w < 1e6 ? w : 1e6;
+}
+
 double sc_sync_scadles_weight(double b_i, double sum_b)
 {
         return sum_b > 0 ? b_i / sum_b : 0.0;
@@ -27,7 +35,8 @@ double sc_sync_scadles_lr(double lr, double sum_b, double base_batch)
 
 static int sc_scadles_batch(const sc_sync_worker_t *w)
 {
-        return sc_sync_scadles_batch(w->rate, w->spec.window, w->spec.b_min, w->spec.b_max);
+        return sc_sync_scadles_batch(w->rate, sc_sync_worker_window(w), w->spec.b_min,
+                                     w->spec.b_max);
 }
 
 static void sc_scadles_resume(sc_sync_worker_t *w, double now)

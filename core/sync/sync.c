@@ -96,6 +96,10 @@ sc_err_t sc_sync_spec_check(sc_sync_spec_t *spec, char *errstr, size_t errstr_si
         if (!(spec->window > 0) || !(spec->base_batch > 0))
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "sync.window / sync.base_batch: must be > 0");
+        if (spec->window_auto != 0 && spec->window_auto != 1)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "sync.window: the auto flag must be 0 or 1 (got %d)",
+                               spec->window_auto);
         if (spec->staleness < 0)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "sync.staleness: must be >= 0 (got %d)", spec->staleness);
@@ -275,6 +279,24 @@ void sc_sync_worker_set_rate(sc_sync_worker_t *w, double rate)
 {
         if (rate >= 0 && isfinite(rate))
                 w->rate = rate;
+}
+
+void sc_sync_worker_set_rate_sum(sc_sync_worker_t *w, double sum)
+{
+        if (sum >= 0 && isfinite(sum))
+                w->rate_sum = sum;
+}
+
+double sc_sync_worker_rate(const sc_sync_worker_t *w)
+{
+        return w->rate;
+}
+
+double sc_sync_worker_window(const sc_sync_worker_t *w)
+{
+        double a =
+            w->spec.window_auto ? sc_sync_scadles_window(w->spec.base_batch, w->rate_sum) : 0.0;
+        return a > 0 ? a : w->spec.window;
 }
 
 void sc_sync_worker_set_commit_rate(sc_sync_worker_t *w, double commit_rate)

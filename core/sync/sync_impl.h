@@ -28,6 +28,7 @@ struct sc_sync_worker_s {
         uint64_t sent_t_read;  /* version the last update was computed against */
         int local_steps;       /* since the last sync */
         double rate;           /* scadles: samples/s */
+        double rate_sum;       /* scadles window_auto: sum of the workers' rates; 0 = unknown */
         double commit_rate;    /* adsp: DeltaC */
         double next_commit;    /* adsp: time of the next commit; < 0 = not set */
         double send_time;      /* time of the last SEND */

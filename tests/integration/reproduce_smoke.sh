@@ -15,9 +15,12 @@ export SCADLES OUT=$out QUICK=1
 "$top/examples/reproduce/compression.sh" >"$out/c.log" 2>&1 || { cat "$out/c.log"; exit 1; }
 grep -q '^S10   full' "$out/scadles.txt" || { echo "no S10 full row"; cat "$out/scadles.txt"; exit 1; }
 grep -q '^cr0.1-d0.3' "$out/compression.txt" || { echo "no compression row"; exit 1; }
+grep -q '^S10   full-auto' "$out/scadles.txt" || { echo "no S10 auto-window row"; exit 1; }
 # ScaDLES full compresses: fewer bytes than weighted aggregation alone.
-w=$(awk '$1 == "S10" && $2 == "weighted" { print $8 }' "$out/scadles.txt")
-f=$(awk '$1 == "S10" && $2 == "full" { print $8 }' "$out/scadles.txt")
+col() { awk -v c="$1" -v k="$2" 'NR == 2 { for (i = 1; i <= NF; i++) if ($i == k) n = i }
+	$1 == "S10" && $2 == c { print $n }' "$out/scadles.txt"; }
+w=$(col weighted bytes_up)
+f=$(col full bytes_up)
 [ "$f" -lt "$w" ] || { echo "full sent $f bytes, weighted $w"; exit 1; }
 # AdaComp: 8-bit log values + Rice-coded indices send fewer bytes than float32.
 "$top/examples/reproduce/adacomp.sh" >"$out/a.log" 2>&1 || { cat "$out/a.log"; exit 1; }
@@ -25,6 +28,9 @@ a32=$(awk '$2 == "adacomp" { print $6 }' "$out/adacomp.txt")
 a8=$(awk '$2 == "adacomp-log8" { print $6 }' "$out/adacomp.txt")
 [ -n "$a8" ] && [ "$a8" != - ] && [ "$a8" -lt "$a32" ] ||
 	{ echo "adacomp-log8 sent $a8 bytes, adacomp $a32"; cat "$out/adacomp.txt"; exit 1; }
+# The auto window reports the window it used (B / sum of the S10 rates, ~1 s).
+a=$(col full-auto window)
+awk -v a="$a" 'BEGIN { exit !(a > 0.5 && a < 2) }' || { echo "auto window $a"; exit 1; }
 if command -v gnuplot >/dev/null; then
 	[ -s "$out/scadles-S10.png" ] && [ -s "$out/compression.png" ] || { echo "plots missing"; exit 1; }
 fi

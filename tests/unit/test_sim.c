@@ -217,6 +217,44 @@ static void truncation_keeps_one_batch(void **state)
         (void)state;
 }
 
+/* The auto window B / sum_j S_j: with rates 20, 40, 60 and B = 64 * 3 it is
+ * 1.6 s and every round trains on 32 + 64 + 96 = 192 samples; the fixed 1-s
+ * window trains on 120. When device 2 leaves the sum is 60 and the window
+ * 3.2 s (64 + 128 per round). */
+static void auto_window_sets_the_global_batch(void **state)
+{
+        static const struct {
+                const char *window, *churn, *end_window;
+                long per_round;
+        } cases[] = {
+            {"\"auto\"", "[]", "1.6000", 192},
+            {"1", "[]", "1.0000", 120},
+            {"\"auto\"", "[[2, 0.5, null]]", "3.2000", 192},
+        };
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+                char json[512], f[64], n[64];
+                double acc;
+                snprintf(json, sizeof(json),
+                         "{\"devices\": 3, \"policy\": \"scadles\", \"rates\": [20, 40, 60],"
+                         " \"window\": %s, \"churn\": %s, \"max_steps\": 6,"
+                         " \"max_time\": 1000, \"eval_every\": 100}",
+                         cases[k].window, cases[k].churn);
+                char *out = run_sim(json, &acc);
+                const char *end = strstr(out, "{\"event\":\"end\"");
+                assert_null(strstr(end, "\"stalled\":true"));
+                end_field(end, "window", f, sizeof(f));
+                assert_string_equal(f, cases[k].end_window);
+                end_field(end, "step", n, sizeof(n));
+                assert_string_equal(n, "6");
+                end_field(end, "samples", n, sizeof(n));
+                if (atol(n) != 6 * cases[k].per_round)
+                        fprintf(stderr, "case %zu: %s samples in 6 rounds\n", k, n);
+                assert_int_equal(atol(n), 6 * cases[k].per_round);
+                free(out);
+        }
+        (void)state;
+}
+
 /* Devices leaving and rejoining: rounds close without them (no stall), the
  * live count follows, and a returning device catches up from the model. */
 static void churn_keeps_training(void **state)
@@ -314,6 +352,8 @@ static void config_errors_name_the_path(void **state)
             {"{\"codec\": \"zip\"}", "$.sim.codec"},
             {"{\"inject_alpha\": 2}", "$.sim.inject_alpha"},
             {"{\"b_min\": 50, \"b_max\": 10}", "$.sim"},
+            {"{\"window\": \"soon\"}", "$.sim.window: expected seconds (a number) or \"auto\""},
+            {"{\"window\": 0}", "$.sim.window: 0 is out of range"},
             {"[]", "$.sim: expected an object"},
         };
         for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -420,6 +460,7 @@ int main(void)
             cmocka_unit_test(stream_buffer_policies),
             cmocka_unit_test(config_errors_name_the_path),
             cmocka_unit_test(invalid_config_files),
+            cmocka_unit_test(auto_window_sets_the_global_batch),
             cmocka_unit_test(every_policy_trains_deterministically),
             cmocka_unit_test(shards_match_one_server),
             cmocka_unit_test(churn_keeps_training),

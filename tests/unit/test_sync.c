@@ -203,6 +203,76 @@ static void bsp_waits_for_next_version(void **state)
         sc_sync_worker_destroy(w);
 }
 
+/* The auto window w = B / sum_j S_j makes the global batch B; each b_i is
+ * still clamped to [b_min, b_max], and until a rate sum is known the fixed
+ * window applies. */
+static void scadles_auto_window(void **state)
+{
+        sc_sync_spec_t sp;
+        sc_sync_worker_t *w;
+        sc_sync_act_t act;
+        char err[256];
+        double rates[4] = {150, 250, 350, 450}, sum = 1200, got = 0;
+
+        assert_true(fabs(sc_sync_scadles_window(1024, 4800) - 1024.0 / 4800) < 1e-15);
+        assert_true(fabs(sc_sync_scadles_window(1024, 1024) - 1.0) < 1e-15);
+        assert_true(fabs(sc_sync_scadles_window(1024, 600) - 1024.0 / 600) < 1e-15);
+        assert_true(sc_sync_scadles_window(1024, 0) == 0); /* no sum: no window */
+        assert_true(sc_sync_scadles_window(1024, -5) == 0);
+        assert_true(sc_sync_scadles_window(1024, NAN) == 0);
+        assert_true(sc_sync_scadles_window(0, 100) == 0);
+        assert_true(sc_sync_scadles_window(1e12, 1e-9) == 1e6); /* capped */
+        /* The clamp: 0.2 s of 20 samples/s is 4 -> b_min; 1.6 s of 2000 -> b_max. */
+        assert_int_equal(sc_sync_scadles_batch(20, sc_sync_scadles_window(1024, 5120), 8, 1024), 8);
+        assert_int_equal(sc_sync_scadles_batch(2000, sc_sync_scadles_window(1024, 640), 8, 1024),
+                         1024);
+
+        sc_sync_spec_defaults(&sp, SC_SYNC_SCADLES, 4);
+        sp.window_auto = 1; /* B = 64 * 4 = 256 */
+        for (int i = 0; i < 4; i++) {
+                assert_int_equal(sc_sync_worker_new(&w, &sp, (uint32_t)i, NULL, 0), SC_OK);
+                sc_sync_worker_set_rate(w, rates[i]);
+                sc_sync_worker_next(w, 0, &act);
+                assert_int_equal(act.batch, (int)rates[i]); /* no sum yet: window 1 s */
+                assert_true(sc_sync_worker_window(w) == 1.0);
+                sc_sync_worker_set_rate_sum(w, sum);
+                sc_sync_worker_set_rate_sum(w, NAN); /* ignored */
+                sc_sync_worker_set_rate_sum(w, -1);
+                assert_true(fabs(sc_sync_worker_window(w) - 256.0 / 1200) < 1e-15);
+                assert_true(sc_sync_worker_rate(w) == rates[i]);
+                sc_sync_worker_next(w, 0, &act);
+                assert_int_equal(act.batch, (int)lround(rates[i] * 256.0 / 1200));
+                got += act.batch;
+                sc_sync_worker_destroy(w);
+        }
+        assert_true(fabs(got - 256) <= 2); /* 32 + 53 + 75 + 96 */
+        /* A slow stream is clamped up to b_min, a sparse sum up to b_max. */
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 0, NULL, 0), SC_OK);
+        sc_sync_worker_set_rate(w, 10);
+        sc_sync_worker_set_rate_sum(w, 1000);
+        sc_sync_worker_next(w, 0, &act);
+        assert_int_equal(act.batch, 8);
+        sc_sync_worker_set_rate(w, 900);
+        sc_sync_worker_set_rate_sum(w, 100); /* w = 2.56 s */
+        sc_sync_worker_next(w, 0, &act);
+        assert_int_equal(act.batch, 1024);
+        sc_sync_worker_destroy(w);
+        /* Without window_auto the sum changes nothing. */
+        sp.window_auto = 0;
+        sp.window = 0.5;
+        assert_int_equal(sc_sync_worker_new(&w, &sp, 0, NULL, 0), SC_OK);
+        sc_sync_worker_set_rate(w, 300);
+        sc_sync_worker_set_rate_sum(w, 4800);
+        sc_sync_worker_next(w, 0, &act);
+        assert_int_equal(act.batch, 150);
+        assert_true(sc_sync_worker_window(w) == 0.5);
+        sc_sync_worker_destroy(w);
+        sp.window_auto = 2;
+        assert_int_equal(sc_sync_spec_check(&sp, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "sync.window"));
+        (void)state;
+}
+
 static void adsp_commit_interval_and_timing(void **state)
 {
         sc_sync_spec_t sp;
@@ -489,6 +559,7 @@ int main(void)
             cmocka_unit_test(ssp_blocking_rules),
             cmocka_unit_test(asp_and_adacomp_never_wait),
             cmocka_unit_test(bsp_waits_for_next_version),
+            cmocka_unit_test(scadles_auto_window),
             cmocka_unit_test(t_read_is_the_version_at_compute_start),
             cmocka_unit_test(adsp_commit_interval_and_timing),
             cmocka_unit_test(adacomp_matches_brute_force),

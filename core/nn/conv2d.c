@@ -74,7 +74,8 @@ static int conv_sparse_fits(const sc_layer_t *l)
 
 int sc_nn_conv_use_sparse(const sc_layer_t *l, size_t nnz, size_t total)
 {
-        return conv_sparse_fits(l) && (double)nnz < (double)l->sparse_below * (double)total;
+        return conv_sparse_fits(l) &&
+               (double)nnz < (double)l->sparse_below * (double)total / sc_nn_threads_get();
 }
 
 /* The im2col chunk (or the whole batch's columns when kept), then the

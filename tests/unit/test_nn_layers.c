@@ -465,7 +465,7 @@ static int conv_backward_on(conv_bufs_t *cb, const float *x, const float *dy, in
         else
                 memcpy(xl, x, sizeof(float) * nin);
         swap_bc(dy, dyl, B, F, OHW);
-        cb->l.sparse_below = sparse ? 2.0f : 0.0f;
+        cb->l.sparse_below = sparse ? 1e9f : 0.0f;
         cb->l.ops->forward(&cb->l, xl, yl, B, 1, NULL);
         cb->l.ops->backward(&cb->l, xl, yl, dyl, dx ? dxl : NULL, B);
         memcpy(dw, cb->dw, sizeof(float) * l->nw);
@@ -561,7 +561,7 @@ static void conv2d_sparse_threshold(void **state)
         conv_layer(&cb, C, H, W, F, k, 1, 1, B, 1, &rng);
         size_t nin = (size_t)B * C * H * W, nout = (size_t)B * F * H * W;
         /* The smallest count of non-zeros that is not below the threshold. */
-        size_t edge = (size_t)ceil(SC_NN_CONV_SPARSE_DENSITY * (double)nout);
+        size_t edge = (size_t)ceil(SC_NN_CONV_SPARSE_DENSITY * (double)nout / sc_nn_threads_get());
         assert_float_equal(cb.l.sparse_below, SC_NN_CONV_SPARSE_DENSITY, 0.0);
         assert_true(sc_nn_conv_use_sparse(&cb.l, edge - 1, nout));
         assert_false(sc_nn_conv_use_sparse(&cb.l, edge, nout));

@@ -280,8 +280,12 @@ static void conv_forward(sc_layer_t *l, const float *x, float *y, int B, int tra
         const int ckk = C * k * k, nbc = conv_chunk(l, B);
         const size_t ohw = (size_t)l->out.h * l->out.w, ld = (size_t)B * ohw;
         size_t cs, bs;
-        const int keep = conv_keeps_cols(l, B);
+        /* Columns are kept for a backward pass that will read them: in
+         * training, unless the last backward pass took the sparse path (one
+         * chunk's buffer stays in cache; a dense pass recomputes them). */
+        const int keep = train && conv_keeps_cols(l, B) && !l->bwd_sparse;
 
+        l->cols_kept = keep;
         conv_strides(l, B, &cs, &bs);
         for (int b0 = 0; b0 < B; b0 += nbc) {
                 int nb = B - b0 < nbc ? B - b0 : nbc;
@@ -303,8 +307,10 @@ static void conv_backward(sc_layer_t *l, const float *x, const float *y, const f
         const int ckk = C * k * k, nbc = conv_chunk(l, B);
         const size_t ohw = (size_t)l->out.h * l->out.w, ld = (size_t)B * ohw;
         size_t cs, bs;
-        const int keep = conv_keeps_cols(l, B);
-        float *dcol = l->ws + (size_t)ckk * ohw * (keep ? (size_t)B : (size_t)nbc);
+        const int keep = conv_keeps_cols(l, B) && l->cols_kept;
+        /* The workspace layout (conv_workspace) has room for all columns
+         * whenever they could be kept. */
+        float *dcol = l->ws + (size_t)ckk * ohw * (conv_keeps_cols(l, B) ? (size_t)B : (size_t)nbc);
 
         for (int f = 0; f < F; f++)
                 l->db[f] = sc_nn_sum(dy + (size_t)f * ld, ld);

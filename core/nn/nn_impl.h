@@ -91,6 +91,7 @@ typedef struct sc_layer {
         float *ws;          /* workspace, (workspace(B)) floats, owned by the model */
         double bwd_macs;    /* dense/conv2d: multiply-adds of the last backward pass */
         int bwd_sparse;     /* conv2d: the last backward pass took the sparse path */
+        int cols_kept;      /* conv2d: the last forward pass kept its im2col columns */
         float sparse_below; /* conv2d: dy density under which it does (tests move it) */
 } sc_layer_t;
 

@@ -34,7 +34,8 @@ static sc_err_t conv_setup(sc_layer_t *l, char *errstr, size_t errstr_size)
         l->out.w = (pw - s->kernel) / s->stride + 1;
         l->nw = (size_t)s->filters * (size_t)l->in.c * (size_t)s->kernel * (size_t)s->kernel;
         l->nb = (size_t)s->filters;
-        l->sparse_below = SC_NN_CONV_SPARSE_DENSITY;
+        /* Only the AVX-512 kernel of the sparse path is measured to win. */
+        l->sparse_below = sc_nn_avx512() ? SC_NN_CONV_SPARSE_DENSITY : 0.0f;
         return SC_OK;
 }
 

@@ -158,10 +158,12 @@ size_t sc_nn_count_nonzero(const float *a, int rows, int cols, size_t ld);
 void sc_nn_transpose(const float *src, int rows, int cols, size_t lds, float *dst, size_t ldd);
 /* conv2d's backward pass multiplies only dy's non-zeros when fewer than
  * this fraction of dy is non-zero (the layer's sparse_below, set to this
- * by setup, divided by the BLAS thread count: the sparse path runs on one
- * thread) and a receptive-field row, kernel * channels floats, fills two
- * vectors; sc_nn_conv_use_sparse decides. On one AVX-512 thread, conv2 of
- * the Fashion-MNIST CNN breaks even with sgemm at about 70% non-zeros. */
+ * by setup on AVX-512 CPUs and to 0 elsewhere, divided by the BLAS thread
+ * count: the sparse path runs on one thread) and a receptive-field row,
+ * kernel * channels floats, fills two vectors; sc_nn_conv_use_sparse
+ * decides. On one AVX-512 thread, conv2 of the Fashion-MNIST CNN breaks
+ * even with sgemm at about 70% non-zeros; the plain-C version of the path
+ * (no AVX-512) loses to sgemm already at 5%, so it only serves tests. */
 #define SC_NN_CONV_SPARSE_DENSITY 0.5
 int sc_nn_conv_use_sparse(const sc_layer_t *l, size_t nnz, size_t total);
 /* Scratch floats of sc_nn_conv_sparse_backward for chunks of nb samples. */

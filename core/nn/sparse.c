@@ -310,7 +310,8 @@ sparse_products(const sparse_geo_t *g, int n, const int32_t *ptr, const int32_t 
 }
 #endif
 
-/* The same products in plain loops. */
+/* The same products in plain loops (for CPUs without AVX-512, where the
+ * layer leaves the path off by default: it does not beat sgemm there). */
 SC_NN_SIMD static void sparse_products_c(const sparse_geo_t *g, int n, const int32_t *ptr,
                                          const int32_t *nzf, const float *nzv, const int32_t *pix,
                                          const float *xt, const float *w, float *dw, float *dxt)

@@ -319,7 +319,9 @@ static void conv_backward(sc_layer_t *l, const float *x, const float *y, const f
         /* Behind relu + maxpool, dy is mostly zeros: then only its
          * non-zeros are multiplied (sparse.c). */
         const size_t total = (size_t)F * ld;
-        const size_t nnz = conv_sparse_fits(l) ? sc_nn_count_nonzero(dy, F, (int)ld, ld) : total;
+        const size_t nnz = conv_sparse_fits(l) && l->sparse_below > 0.0f
+                               ? sc_nn_count_nonzero(dy, F, (int)ld, ld)
+                               : total;
         l->bwd_sparse = sc_nn_conv_use_sparse(l, nnz, total);
         if (l->bwd_sparse) {
                 sc_nn_conv_sparse_backward(l, x, cs, bs, dy, dx, B, nbc,

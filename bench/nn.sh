@@ -4,6 +4,10 @@
 # counts (both pinned to T BLAS/OpenMP threads) and prints ratios. The two
 # alternate configuration by configuration, twice, and the better of each
 # pair of runs counts, so load from other processes hits both alike.
+# GFLOP/s: the multiply-adds scadles actually did (its conv2d backward skips
+# the zeros of a sparse output gradient); dense GF/s: the same steps counted
+# as dense products, as PyTorch does them; sgemm GF/s: plain sgemm calls of
+# those dense shapes.
 # Usage: bench/nn.sh [seconds per run]   (BUILD=build-dir)
 set -u
 BUILD=${BUILD:-build}
@@ -58,17 +62,17 @@ FNR == NR { k = field($0, "model") " " field($0, "batch") " " field($0, "threads
 { k = field($0, "model") " " field($0, "batch") " " field($0, "threads")
   if (!(k in sps)) order[++n] = k
   v = field($0, "samples_per_s") + 0
-  if (v > sps[k]) { sps[k] = v; gf[k] = field($0, "gflops") }
+  if (v > sps[k]) { sps[k] = v; gf[k] = field($0, "gflops"); dg[k] = field($0, "dense_gflops") }
   g = field($0, "sgemm_gflops") + 0; if (g > sg[k]) sg[k] = g }
 END {
-	printf "%-5s %6s %7s %14s %14s %8s %9s %12s\n", "model", "batch", "threads",
-	       "scadles/s", "pytorch/s", "ratio", "GFLOP/s", "sgemm GF/s"
+	printf "%-5s %6s %7s %14s %14s %8s %9s %11s %12s\n", "model", "batch", "threads",
+	       "scadles/s", "pytorch/s", "ratio", "GFLOP/s", "dense GF/s", "sgemm GF/s"
 	for (i = 1; i <= n; i++) {
 		k = order[i]; split(k, p, " ")
 		t = (k in torch) ? torch[k] : 0
 		r = (t > 0) ? sprintf("%.2fx", sps[k] / t) : "-"
 		ts = (t > 0) ? sprintf("%.0f", t) : "-"
-		printf "%-5s %6s %7s %14.0f %14s %8s %9.1f %12.1f\n", p[1], p[2], p[3], sps[k],
-		       ts, r, gf[k], sg[k]
+		printf "%-5s %6s %7s %14.0f %14s %8s %9.1f %11.1f %12.1f\n", p[1], p[2], p[3], sps[k],
+		       ts, r, gf[k], dg[k], sg[k]
 	}
 }' "$theirs" "$ours"

@@ -101,6 +101,11 @@ int sc_model_ntensors(const sc_model_t *model);
 const sc_tensor_view_t *sc_model_tensor(const sc_model_t *model, int i);
 /* Multiply-adds of one sample's forward pass (for FLOP/s figures). */
 double sc_model_forward_flops(const sc_model_t *model);
+/* Multiply-adds the products of the last sc_model_train_batch call did
+ * (dense and conv2d: forward, weight and input gradients), where conv2d's
+ * sparse backward pass counts only the non-zeros of its output gradient;
+ * 0 before the first call. sc_model_forward_flops counts them dense. */
+double sc_model_last_step_macs(const sc_model_t *model);
 
 /* Initializes weights (He/Xavier per layer spec) from rng and zeroes biases. */
 void sc_model_init(sc_model_t *model, sc_rng_t *rng);

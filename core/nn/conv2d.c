@@ -34,6 +34,8 @@ static sc_err_t conv_setup(sc_layer_t *l, char *errstr, size_t errstr_size)
         l->out.w = (pw - s->kernel) / s->stride + 1;
         l->nw = (size_t)s->filters * (size_t)l->in.c * (size_t)s->kernel * (size_t)s->kernel;
         l->nb = (size_t)s->filters;
+        /* Only the AVX-512 kernel of the sparse path is measured to win. */
+        l->sparse_below = sc_nn_avx512() ? SC_NN_CONV_SPARSE_DENSITY : 0.0f;
         return SC_OK;
 }
 
@@ -64,13 +66,27 @@ static int conv_keeps_cols(const sc_layer_t *l, int B)
         return per * (size_t)B <= SC_CONV_KEEP_FLOATS;
 }
 
+/* Whether the sparse backward path (sparse.c) suits the layer: a row of a
+ * receptive field (kernel * channels floats) fills at least two vectors. */
+static int conv_sparse_fits(const sc_layer_t *l)
+{
+        return l->in.c * l->spec.kernel >= 32;
+}
+
+int sc_nn_conv_use_sparse(const sc_layer_t *l, size_t nnz, size_t total)
+{
+        return conv_sparse_fits(l) &&
+               (double)nnz < (double)l->sparse_below * (double)total / sc_nn_threads_get();
+}
+
 /* The im2col chunk (or the whole batch's columns when kept), then the
- * backward pass's dcol chunk. */
+ * backward pass's dcol chunk, then the sparse path's scratch. */
 static size_t conv_workspace(const sc_layer_t *l, int B)
 {
         size_t per = (size_t)l->in.c * l->spec.kernel * l->spec.kernel * l->out.h * l->out.w;
         size_t chunk = per * (size_t)conv_chunk(l, B);
-        return (conv_keeps_cols(l, B) ? per * (size_t)B : chunk) + chunk;
+        size_t sparse = conv_sparse_fits(l) ? sc_nn_conv_sparse_scratch(l, conv_chunk(l, B)) : 0;
+        return (conv_keeps_cols(l, B) ? per * (size_t)B : chunk) + chunk + sparse;
 }
 
 /* Channel and sample strides of an input of layout fm. */
@@ -265,8 +281,12 @@ static void conv_forward(sc_layer_t *l, const float *x, float *y, int B, int tra
         const int ckk = C * k * k, nbc = conv_chunk(l, B);
         const size_t ohw = (size_t)l->out.h * l->out.w, ld = (size_t)B * ohw;
         size_t cs, bs;
-        const int keep = conv_keeps_cols(l, B);
+        /* Columns are kept for a backward pass that will read them: in
+         * training, unless the last backward pass took the sparse path (one
+         * chunk's buffer stays in cache; a dense pass recomputes them). */
+        const int keep = train && conv_keeps_cols(l, B) && !l->bwd_sparse;
 
+        l->cols_kept = keep;
         conv_strides(l, B, &cs, &bs);
         for (int b0 = 0; b0 < B; b0 += nbc) {
                 int nb = B - b0 < nbc ? B - b0 : nbc;
@@ -288,12 +308,28 @@ static void conv_backward(sc_layer_t *l, const float *x, const float *y, const f
         const int ckk = C * k * k, nbc = conv_chunk(l, B);
         const size_t ohw = (size_t)l->out.h * l->out.w, ld = (size_t)B * ohw;
         size_t cs, bs;
-        const int keep = conv_keeps_cols(l, B);
-        float *dcol = l->ws + (size_t)ckk * ohw * (keep ? (size_t)B : (size_t)nbc);
+        const int keep = conv_keeps_cols(l, B) && l->cols_kept;
+        /* The workspace layout (conv_workspace) has room for all columns
+         * whenever they could be kept. */
+        float *dcol = l->ws + (size_t)ckk * ohw * (conv_keeps_cols(l, B) ? (size_t)B : (size_t)nbc);
 
         for (int f = 0; f < F; f++)
                 l->db[f] = sc_nn_sum(dy + (size_t)f * ld, ld);
         conv_strides(l, B, &cs, &bs);
+        /* Behind relu + maxpool, dy is mostly zeros: then only its
+         * non-zeros are multiplied (sparse.c). */
+        const size_t total = (size_t)F * ld;
+        const size_t nnz = conv_sparse_fits(l) && l->sparse_below > 0.0f
+                               ? sc_nn_count_nonzero(dy, F, (int)ld, ld)
+                               : total;
+        l->bwd_sparse = sc_nn_conv_use_sparse(l, nnz, total);
+        if (l->bwd_sparse) {
+                sc_nn_conv_sparse_backward(l, x, cs, bs, dy, dx, B, nbc,
+                                           dcol + (size_t)ckk * ohw * nbc);
+                l->bwd_macs = (double)nnz * ckk * (dx ? 2 : 1);
+                return;
+        }
+        l->bwd_macs = (double)total * ckk * (dx ? 2 : 1);
         if (dx)
                 memset(dx, 0, sizeof(float) * (size_t)B * sc_shape_numel(l->in));
         for (int b0 = 0; b0 < B; b0 += nbc) {

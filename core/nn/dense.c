@@ -64,6 +64,7 @@ static void dense_backward(sc_layer_t *l, const float *x, const float *y, const 
 
         for (int o = 0; o < out; o++)
                 l->db[o] = sc_nn_sum(dy + (size_t)o * B, (size_t)B);
+        l->bwd_macs = (double)l->nw * B * (dx ? 2 : 1);
         if (l->in_fm) {
                 if (sc_nn_gemm_skinny(out, in, B)) {
                         transpose(x, in, B, l->ws);

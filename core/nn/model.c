@@ -26,6 +26,7 @@ struct sc_model_s {
         float *act[SC_MODEL_MAX_LAYERS];       /* layer outputs (NULL when in place) */
         float *gbuf[2];                        /* ping-pong gradient buffers */
         const float *out[SC_MODEL_MAX_LAYERS]; /* outputs of the last forward pass */
+        double step_macs;                      /* of the last training step */
 };
 
 static const sc_layer_ops_t *const sc_layer_ops_table[SC_LAYER__END] = {
@@ -278,6 +279,11 @@ double sc_model_forward_flops(const sc_model_t *model)
         return f;
 }
 
+double sc_model_last_step_macs(const sc_model_t *model)
+{
+        return model->step_macs;
+}
+
 void sc_model_init(sc_model_t *model, sc_rng_t *rng)
 {
         for (int i = 0; i < model->n; i++) {
@@ -393,6 +399,10 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
         float loss = loss_of(m, y, labels, targets, B, dcur, correct);
         if (isnan(loss))
                 return loss;
+        m->step_macs = 0;
+        for (int i = 0; i < m->n; i++)
+                if (m->layers[i].ops->flops)
+                        m->step_macs += m->layers[i].ops->flops(&m->layers[i]) * B;
         for (int i = m->n - 1; i >= m->first_param; i--) {
                 sc_layer_t *l = &m->layers[i];
                 const float *xin = i ? m->out[i - 1] : x;
@@ -405,6 +415,7 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
                         dx = m->gbuf[g];
                 }
                 l->ops->backward(l, xin, m->out[i], dcur, dx, B);
+                m->step_macs += l->bwd_macs;
                 dcur = dx;
         }
         return loss;

@@ -78,17 +78,21 @@ typedef struct sc_layer {
         sc_layer_spec_t spec; /* defaults resolved (stride) */
         int index;
         sc_shape_t in, out;
-        int in_fm, out_fm; /* layouts: 1 = feature-major (C, B, H, W) */
-        size_t nw, nb;     /* weight and bias floats */
-        float *w, *b;      /* views into the model's params */
-        float *dw, *db;    /* views into the model's grads */
-        int fuse_relu;     /* dense/conv2d: apply relu in the forward epilogue */
-        int skip_forward;  /* relu fused into the previous layer */
-        int skip_backward; /* relu whose mask the next maxpool2d applies */
-        int relu_bwd;      /* maxpool2d: input is relu output; mask dx by y > 0 */
-        int inplace_fwd;   /* output aliases the input buffer */
-        int inplace_bwd;   /* dx may alias dy */
-        float *ws;         /* workspace, (workspace(B)) floats, owned by the model */
+        int in_fm, out_fm;  /* layouts: 1 = feature-major (C, B, H, W) */
+        size_t nw, nb;      /* weight and bias floats */
+        float *w, *b;       /* views into the model's params */
+        float *dw, *db;     /* views into the model's grads */
+        int fuse_relu;      /* dense/conv2d: apply relu in the forward epilogue */
+        int skip_forward;   /* relu fused into the previous layer */
+        int skip_backward;  /* relu whose mask the next maxpool2d applies */
+        int relu_bwd;       /* maxpool2d: input is relu output; mask dx by y > 0 */
+        int inplace_fwd;    /* output aliases the input buffer */
+        int inplace_bwd;    /* dx may alias dy */
+        float *ws;          /* workspace, (workspace(B)) floats, owned by the model */
+        double bwd_macs;    /* dense/conv2d: multiply-adds of the last backward pass */
+        int bwd_sparse;     /* conv2d: the last backward pass took the sparse path */
+        int cols_kept;      /* conv2d: the last forward pass kept its im2col columns */
+        float sparse_below; /* conv2d: dy density under which it does (tests move it) */
 } sc_layer_t;
 
 extern const sc_layer_ops_t sc_nn_dense_ops;
@@ -146,5 +150,29 @@ void sc_nn_im2col(const float *x, size_t cs, size_t bs, int b0, int nb, int C, i
                   int stride, int pad, int OH, int OW, float *col);
 void sc_nn_col2im(float *col, size_t cs, size_t bs, int b0, int nb, int C, int H, int W, int k,
                   int stride, int pad, int OH, int OW, float *x);
+
+/* Sparse backward products of conv2d (sparse.c). */
+/* Non-zeros of a (rows, cols) block with row stride ld. */
+size_t sc_nn_count_nonzero(const float *a, int rows, int cols, size_t ld);
+/* dst (cols, rows) = src (rows, cols) transposed; row strides lds, ldd. */
+void sc_nn_transpose(const float *src, int rows, int cols, size_t lds, float *dst, size_t ldd);
+/* conv2d's backward pass multiplies only dy's non-zeros when fewer than
+ * this fraction of dy is non-zero (the layer's sparse_below, set to this
+ * by setup on AVX-512 CPUs and to 0 elsewhere, divided by the BLAS thread
+ * count: the sparse path runs on one thread) and a receptive-field row,
+ * kernel * channels floats, fills two vectors; sc_nn_conv_use_sparse
+ * decides. On one AVX-512 thread, conv2 of the Fashion-MNIST CNN breaks
+ * even with sgemm at about 70% non-zeros; the plain-C version of the path
+ * (no AVX-512) loses to sgemm already at 5%, so it only serves tests. */
+#define SC_NN_CONV_SPARSE_DENSITY 0.5
+int sc_nn_conv_use_sparse(const sc_layer_t *l, size_t nnz, size_t total);
+/* Scratch floats of sc_nn_conv_sparse_backward for chunks of nb samples. */
+size_t sc_nn_conv_sparse_scratch(const sc_layer_t *l, int nb);
+/* conv2d's backward products from dy's non-zeros only (x, dy, dx as in
+ * conv2d's backward; cs / bs: x's channel and sample strides, dx's too):
+ * overwrites l->dw and, unless dx is NULL, dx. Works in chunks of nbc
+ * samples. Returns the number of non-zeros of dy. */
+size_t sc_nn_conv_sparse_backward(sc_layer_t *l, const float *x, size_t cs, size_t bs,
+                                  const float *dy, float *dx, int B, int nbc, float *scratch);
 
 #endif

@@ -426,6 +426,217 @@ static void conv2d_chunks_match_reference(void **state)
         conv_free(&cb);
 }
 
+/* ---- conv2d's sparse backward path ------------------------------------ */
+
+/* Zeroes dy (B, F, OH, OW) as relu + 2x2 maxpool would leave it: in every
+ * window of every plane one random position keeps its value, and of those
+ * a fraction relu_zero is zeroed too. */
+static void pool_mask(float *dy, int planes, int OH, int OW, float relu_zero, sc_rng_t *rng)
+{
+        for (int p = 0; p < planes; p++) {
+                float *d = dy + (size_t)p * OH * OW;
+                for (int y = 0; y < OH; y += 2)
+                        for (int x = 0; x < OW; x += 2) {
+                                int wy = y + 1 < OH ? 2 : 1, wx = x + 1 < OW ? 2 : 1;
+                                int keep = (int)sc_rng_below(rng, (uint32_t)(wy * wx));
+                                int drop = sc_rng_uniform(rng) < relu_zero;
+                                for (int i = 0; i < wy; i++)
+                                        for (int j = 0; j < wx; j++)
+                                                if (drop || i * wx + j != keep)
+                                                        d[(y + i) * OW + x + j] = 0.0f;
+                        }
+        }
+}
+
+/* Runs the layer's backward pass on dy (B, F, OH, OW, batch-major) with
+ * the sparse path forced on (sparse 1) or off, into dw, db and dx
+ * (batch-major; NULL: no input gradient); returns the path taken. */
+static int conv_backward_on(conv_bufs_t *cb, const float *x, const float *dy, int B, int sparse,
+                            float *dw, float *db, float *dx)
+{
+        const sc_layer_t *l = &cb->l;
+        const int C = l->in.c, HW = l->in.h * l->in.w, F = l->out.c, OHW = l->out.h * l->out.w;
+        size_t nin = (size_t)B * C * HW, nout = (size_t)B * F * OHW;
+        float *xl = malloc(sizeof(float) * nin), *dyl = malloc(sizeof(float) * nout);
+        float *yl = malloc(sizeof(float) * nout), *dxl = malloc(sizeof(float) * nin);
+        assert_true(xl && dyl && yl && dxl);
+        if (l->in_fm)
+                swap_bc(x, xl, B, C, HW);
+        else
+                memcpy(xl, x, sizeof(float) * nin);
+        swap_bc(dy, dyl, B, F, OHW);
+        cb->l.sparse_below = sparse ? 1e9f : 0.0f;
+        cb->l.ops->forward(&cb->l, xl, yl, B, 1, NULL);
+        cb->l.ops->backward(&cb->l, xl, yl, dyl, dx ? dxl : NULL, B);
+        memcpy(dw, cb->dw, sizeof(float) * l->nw);
+        memcpy(db, cb->db, sizeof(float) * l->nb);
+        if (dx && l->in_fm)
+                swap_bc(dxl, dx, C, B, HW);
+        else if (dx)
+                memcpy(dx, dxl, sizeof(float) * nin);
+        free(xl);
+        free(dyl);
+        free(yl);
+        free(dxl);
+        return l->bwd_sparse;
+}
+
+/* Sparse path against the dense path and the direct reference. mask: 0
+ * keeps a random quarter of dy, 1 applies pool_mask. */
+static void conv_sparse_case(int C, int H, int W, int F, int k, int s, int p, int B, int fm,
+                             int mask, int with_dx, uint64_t seed)
+{
+        sc_rng_t rng;
+        conv_bufs_t cb;
+
+        sc_rng_seed(&rng, seed);
+        conv_layer(&cb, C, H, W, F, k, s, p, B, fm, &rng);
+        const int OH = cb.l.out.h, OW = cb.l.out.w;
+        size_t nin = (size_t)B * C * H * W, nout = (size_t)B * F * OH * OW;
+        float *x = malloc(sizeof(float) * nin), *dy = malloc(sizeof(float) * nout);
+        float *dx[3], *dw[3], *db[3];
+        for (int i = 0; i < 3; i++) {
+                dx[i] = malloc(sizeof(float) * nin);
+                dw[i] = malloc(sizeof(float) * cb.l.nw);
+                db[i] = malloc(sizeof(float) * F);
+        }
+        fill_normal(x, nin, &rng, 1.0f);
+        fill_normal(dy, nout, &rng, 1.0f);
+        if (mask) {
+                pool_mask(dy, B * F, OH, OW, 0.3f, &rng);
+        } else {
+                for (size_t i = 0; i < nout; i++)
+                        if (sc_rng_uniform(&rng) >= 0.25f)
+                                dy[i] = 0.0f;
+        }
+        size_t nnz = 0;
+        for (size_t i = 0; i < nout; i++)
+                nnz += dy[i] != 0.0f;
+        assert_true(nnz > 0 && nnz < nout * 3 / 10);
+
+        assert_int_equal(conv_backward_on(&cb, x, dy, B, 1, dw[0], db[0], with_dx ? dx[0] : NULL),
+                         1);
+        assert_int_equal(conv_backward_on(&cb, x, dy, B, 0, dw[1], db[1], with_dx ? dx[1] : NULL),
+                         0);
+        sc_nn_conv2d_ref_backward(x, B, C, H, W, cb.w, F, k, s, p, dy, dw[2], db[2],
+                                  with_dx ? dx[2] : NULL);
+        for (int ref = 1; ref <= 2; ref++) {
+                assert_close(dw[0], dw[ref], cb.l.nw, 1e-4f);
+                assert_close(db[0], db[ref], (size_t)F, 1e-4f);
+                if (with_dx)
+                        assert_close(dx[0], dx[ref], nin, 1e-4f);
+        }
+        free(x);
+        free(dy);
+        for (int i = 0; i < 3; i++) {
+                free(dx[i]);
+                free(dw[i]);
+                free(db[i]);
+        }
+        conv_free(&cb);
+}
+
+static void conv2d_sparse_matches_dense(void **state)
+{
+        /* conv2 of the Fashion-MNIST CNN, in several chunks, behind a pool. */
+        conv_sparse_case(32, 14, 14, 64, 3, 1, 1, 5, 1, 1, 1, 120);
+        conv_sparse_case(32, 14, 14, 64, 3, 1, 1, 3, 1, 0, 1, 121);
+        /* Batch-major input, channels not a multiple of 16, stride 2, no
+         * padding, odd sizes; a 5x5 kernel; no input gradient. */
+        conv_sparse_case(12, 9, 7, 5, 3, 2, 0, 4, 0, 0, 1, 122);
+        conv_sparse_case(12, 9, 7, 5, 3, 1, 1, 4, 0, 1, 1, 123);
+        conv_sparse_case(8, 8, 8, 17, 5, 1, 2, 2, 1, 1, 1, 124);
+        conv_sparse_case(16, 10, 10, 24, 3, 1, 1, 3, 1, 1, 0, 125);
+}
+
+/* The path switches where the layer says, and both sides of the switch
+ * give the reference's gradients. */
+static void conv2d_sparse_threshold(void **state)
+{
+        const int C = 16, H = 6, W = 6, F = 4, k = 3, B = 2;
+        sc_rng_t rng;
+        conv_bufs_t cb;
+
+        sc_rng_seed(&rng, 126);
+        conv_layer(&cb, C, H, W, F, k, 1, 1, B, 1, &rng);
+        size_t nin = (size_t)B * C * H * W, nout = (size_t)B * F * H * W;
+        /* The smallest count of non-zeros that is not below the threshold. */
+        size_t edge = (size_t)ceil(SC_NN_CONV_SPARSE_DENSITY * (double)nout / sc_nn_threads_get());
+        /* The default (without AVX-512 the path is off: set it anyway). */
+        assert_float_equal(cb.l.sparse_below, sc_nn_avx512() ? SC_NN_CONV_SPARSE_DENSITY : 0.0,
+                           0.0);
+        cb.l.sparse_below = SC_NN_CONV_SPARSE_DENSITY;
+        assert_true(sc_nn_conv_use_sparse(&cb.l, edge - 1, nout));
+        assert_false(sc_nn_conv_use_sparse(&cb.l, edge, nout));
+        float *x = malloc(sizeof(float) * nin), *dy = malloc(sizeof(float) * nout);
+        float *xl = malloc(sizeof(float) * nin), *dyl = malloc(sizeof(float) * nout);
+        float *yl = malloc(sizeof(float) * nout), *dxl = malloc(sizeof(float) * nin);
+        float *dx = malloc(sizeof(float) * nin), *dxr = malloc(sizeof(float) * nin);
+        float *dwr = malloc(sizeof(float) * cb.l.nw), *dbr = malloc(sizeof(float) * F);
+        size_t *order = malloc(sizeof(size_t) * nout);
+        fill_normal(x, nin, &rng, 1.0f);
+        swap_bc(x, xl, B, C, H * W);
+        for (size_t i = 0; i < nout; i++)
+                order[i] = i;
+        for (size_t i = nout - 1; i > 0; i--) {
+                size_t j = sc_rng_below(&rng, (uint32_t)(i + 1)), t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+        }
+        for (int side = 0; side < 2; side++) {
+                size_t nnz = edge - 1 + (size_t)side;
+                memset(dy, 0, sizeof(float) * nout);
+                for (size_t i = 0; i < nnz; i++)
+                        dy[order[i]] = 0.5f + sc_rng_uniform(&rng);
+                swap_bc(dy, dyl, B, F, H * W);
+                cb.l.ops->forward(&cb.l, xl, yl, B, 1, NULL);
+                cb.l.ops->backward(&cb.l, xl, yl, dyl, dxl, B);
+                assert_int_equal(cb.l.bwd_sparse, side == 0);
+                swap_bc(dxl, dx, C, B, H * W);
+                sc_nn_conv2d_ref_backward(x, B, C, H, W, cb.w, F, k, 1, 1, dy, dwr, dbr, dxr);
+                assert_close(cb.dw, dwr, cb.l.nw, 1e-4f);
+                assert_close(cb.db, dbr, (size_t)F, 1e-4f);
+                assert_close(dx, dxr, nin, 1e-4f);
+        }
+        free(x);
+        free(dy);
+        free(xl);
+        free(dyl);
+        free(yl);
+        free(dxl);
+        free(dx);
+        free(dxr);
+        free(dwr);
+        free(dbr);
+        free(order);
+        conv_free(&cb);
+}
+
+static void transpose_matches_naive(void **state)
+{
+        const int sizes[][2] = {{1, 1}, {16, 16}, {17, 3}, {37, 29}, {5, 40}, {64, 392}};
+        for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+                const int R = sizes[t][0], Cc = sizes[t][1];
+                const size_t lds = (size_t)Cc + 3, ldd = (size_t)R + 5;
+                float *a = malloc(sizeof(float) * R * lds), *b = malloc(sizeof(float) * Cc * ldd);
+                for (size_t i = 0; i < (size_t)R * lds; i++)
+                        a[i] = (float)i;
+                for (size_t i = 0; i < (size_t)Cc * ldd; i++)
+                        b[i] = -1.0f;
+                sc_nn_transpose(a, R, Cc, lds, b, ldd);
+                for (int i = 0; i < R; i++)
+                        for (int j = 0; j < Cc; j++)
+                                assert_true(b[(size_t)j * ldd + i] == a[(size_t)i * lds + j]);
+                /* The gaps between destination rows stay untouched. */
+                for (int j = 0; j < Cc; j++)
+                        for (size_t i = (size_t)R; i < ldd; i++)
+                                assert_true(b[(size_t)j * ldd + i] == -1.0f);
+                assert_int_equal(sc_nn_count_nonzero(a, R, Cc, lds), (size_t)R * Cc - 1);
+                free(a);
+                free(b);
+        }
+}
+
 /* ---- maxpool against a naive loop, with ties ---------------------------- */
 
 static void maxpool_matches_naive(void **state)
@@ -613,6 +824,9 @@ int main(void)
             cmocka_unit_test(dropout_masks_and_scales),
             cmocka_unit_test(conv2d_matches_reference),
             cmocka_unit_test(conv2d_chunks_match_reference),
+            cmocka_unit_test(conv2d_sparse_matches_dense),
+            cmocka_unit_test(conv2d_sparse_threshold),
+            cmocka_unit_test(transpose_matches_naive),
             cmocka_unit_test(maxpool_matches_naive),
             cmocka_unit_test(gemm_matches_naive),
             cmocka_unit_test(gemm_skinny_edges),

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sc_nn.h"
+#include "../../core/nn/nn_impl.h"
 #include "sc_optim.h"
 
 static sc_layer_spec_t L(sc_layer_kind_t kind)
@@ -216,6 +217,52 @@ static void same_seed_same_model(void **state)
         sc_model_destroy(c);
 }
 
+/* ---- multiply-adds of a step ------------------------------------------- */
+
+static void step_macs_count_what_ran(void **state)
+{
+        sc_model_spec_t spec = {.input = {20, 1, 1}, .n_layers = 3, .loss = SC_LOSS_SOFTMAX_XENT};
+        sc_model_t *m = NULL;
+        sc_rng_t r;
+        char err[128];
+        float x[784 * 8];
+        int32_t y[8];
+
+        sc_rng_seed(&r, 12);
+        for (int i = 0; i < 784 * 8; i++)
+                x[i] = sc_rng_normal(&r);
+        for (int i = 0; i < 8; i++)
+                y[i] = (int32_t)sc_rng_below(&r, 4);
+        /* Dense layers: forward, weight gradients, and the second layer's
+         * input gradient. */
+        spec.layers[0] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 16};
+        spec.layers[1] = (sc_layer_spec_t){.kind = SC_LAYER_RELU};
+        spec.layers[2] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 4};
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        sc_model_init(m, &r);
+        assert_true(sc_model_last_step_macs(m) == 0.0);
+        assert_true(isfinite(sc_model_train_batch(m, x, y, NULL, 8, NULL, NULL)));
+        assert_true(sc_model_last_step_macs(m) == 8.0 * (2 * (20 * 16 + 16 * 4) + 16 * 4));
+        sc_model_destroy(m);
+
+        /* The CNN: conv2's output gradient passes relu + maxpool, so its
+         * backward pass multiplies only the non-zeros (at most a quarter),
+         * where the sparse path is on (AVX-512). */
+        m = new_cnn(5);
+        const double fwd = sc_model_forward_flops(m), conv1 = 32.0 * 9 * 784;
+        const double conv2 = 64.0 * 288 * 196;
+        const double dense = 8 * (2 * fwd + fwd - conv1);
+        assert_true(isfinite(sc_model_train_batch(m, x, y, NULL, 8, NULL, NULL)));
+        double macs = sc_model_last_step_macs(m);
+        if (sc_nn_avx512()) {
+                assert_true(macs < dense - 8 * 2 * conv2 * 0.75);
+                assert_true(macs > dense - 8 * 2 * conv2);
+        } else {
+                assert_true(macs == dense);
+        }
+        sc_model_destroy(m);
+}
+
 /* ---- batches ----------------------------------------------------------- */
 
 static void batch_growth_and_eval(void **state)
@@ -414,9 +461,9 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(shape_errors),          cmocka_unit_test(cnn_layout_and_views),
-            cmocka_unit_test(same_seed_same_model),  cmocka_unit_test(batch_growth_and_eval),
-            cmocka_unit_test(mlp_learns_blobs),      cmocka_unit_test(cnn_learns_bars),
-            cmocka_unit_test(mse_regression_learns),
+            cmocka_unit_test(same_seed_same_model),  cmocka_unit_test(step_macs_count_what_ran),
+            cmocka_unit_test(batch_growth_and_eval), cmocka_unit_test(mlp_learns_blobs),
+            cmocka_unit_test(cnn_learns_bars),       cmocka_unit_test(mse_regression_learns),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

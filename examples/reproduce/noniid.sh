@@ -3,8 +3,11 @@
 # label each (S10 rates, Fashion-MNIST MLP).  BSP (b = 64, equal weights) and
 # ScaDLES without injection against ScaDLES with injection at (alpha, beta) =
 # (0.5,0.5), (0.25,0.25), (0.1,0.1), (0.05,0.05); the IID runs are the
-# reference.  Local SGD (tau = 40), with and without injection, shows a policy
-# that averages rarely and so drifts on such data.
+# reference.  Injected samples are drawn balanced across the sharing devices
+# (sim.inject_draw "balanced", the default); the scadles-pooled rows draw
+# uniformly over the pooled samples instead (sources in proportion to their
+# stream rates).  Local SGD (tau = 40), with and without injection, shows a
+# policy that averages rarely and so drifts on such data.
 #   examples/reproduce/noniid.sh      (QUICK=1 for a smoke run)
 . "$(dirname "$0")/lib.sh"
 TAG=noniid
@@ -27,6 +30,8 @@ sim scadles-noniid "$tmp/s.json"
 for p in $PAIRS; do
 	mkconf "$tmp/s.json" "$tmp/i.json" ".sim += {\"inject_alpha\": $p, \"inject_beta\": $p}"
 	sim "scadles-inject-$p" "$tmp/i.json"
+	mkconf "$tmp/i.json" "$tmp/ip.json" '.sim.inject_draw = "pooled"'
+	sim "scadles-pooled-$p" "$tmp/ip.json"
 	mkconf "$tmp/l.json" "$tmp/li.json" ".sim += {\"inject_alpha\": $p, \"inject_beta\": $p}"
 	sim "localsgd-inject-$p" "$tmp/li.json"
 done
@@ -37,6 +42,7 @@ ref=$(final_acc scadles-iid)
 	printf '%-22s %10s %12s %8s %14s %14s\n' config final_acc vs_iid steps bytes_up inject_bytes
 	for n in bsp-iid scadles-iid bsp-noniid localsgd-noniid scadles-noniid \
 		$(for p in $PAIRS; do echo "scadles-inject-$p"; done) \
+		$(for p in $PAIRS; do echo "scadles-pooled-$p"; done) \
 		$(for p in $PAIRS; do echo "localsgd-inject-$p"; done); do
 		a=$(final_acc "$n")
 		printf '%-22s %10s %+12.4f %8s %14s %14s\n' "$n" "$a" \
@@ -44,6 +50,7 @@ ref=$(final_acc scadles-iid)
 			"$(endf "$n" bytes_up)" "$(endf "$n" inject_bytes)"
 	done
 	echo "vs_iid = final accuracy - ScaDLES IID final accuracy (mean of the last 3 evaluations)."
+	echo "inject: drawn balanced across the sharing devices; pooled: uniform over pooled samples."
 } | tee "$OUT/noniid.txt"
 
 args=()

@@ -165,6 +165,9 @@ static void every_policy_trains_deterministically(void **state)
             "{\"devices\": 3, \"policy\": \"localsgd\", \"local_steps\": 4, \"batch\": 16,"
             " \"labels_per_device\": 2, \"inject_alpha\": 0.5, \"inject_beta\": 0.5,"
             " \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"localsgd\", \"local_steps\": 4, \"batch\": 16,"
+            " \"labels_per_device\": 2, \"inject_alpha\": 0.5, \"inject_beta\": 0.5,"
+            " \"inject_draw\": \"pooled\", \"max_time\": 8}",
         };
         for (size_t k = 0; k < sizeof(sims) / sizeof(sims[0]); k++) {
                 double acc1, acc2;
@@ -313,6 +316,7 @@ static void config_errors_name_the_path(void **state)
             {"{\"tune\": 1}", "$.sim.tune"},
             {"{\"codec\": \"zip\"}", "$.sim.codec"},
             {"{\"inject_alpha\": 2}", "$.sim.inject_alpha"},
+            {"{\"inject_draw\": \"uniform\"}", "$.sim.inject_draw: expected"},
             {"{\"b_min\": 50, \"b_max\": 10}", "$.sim"},
             {"[]", "$.sim: expected an object"},
         };

@@ -41,6 +41,7 @@ void sc_sim_destroy(sc_sim_t *sim)
                         free(d->params);
                         free(d->sync_params);
                         free(d->grad);
+                        free(d->bn_state);
                 }
         free(sim->devs);
         sc_mix_inject_destroy(sim->inject);
@@ -273,6 +274,12 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                         goto out_nomem;
                 memcpy(d->params, sc_model_params(sim->model), n * sizeof(float));
                 memcpy(d->sync_params, d->params, n * sizeof(float));
+                if (sc_model_nstate(sim->model)) {
+                        size_t ss = sc_model_nstate(sim->model) * sizeof(float);
+                        if (!(d->bn_state = malloc(ss)))
+                                goto out_nomem;
+                        memcpy(d->bn_state, sc_model_state(sim->model), ss);
+                }
                 if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_READY, i, NULL))
                         goto out_nomem;
                 d->busy = 1;
@@ -325,7 +332,13 @@ static float sc_sim_compute(sc_sim_t *sim, int i, int b, int local_step)
         for (int sh = 0; sh < sim->ns; sh++)
                 d->read_ver[sh] = d->info[sh].version;
         memcpy(sc_model_params(sim->model), d->params, sim->n * sizeof(float));
+        if (d->bn_state) /* each device keeps its own running statistics */
+                memcpy(sc_model_state(sim->model), d->bn_state,
+                       sc_model_nstate(sim->model) * sizeof(float));
         loss = sc_model_train_batch(sim->model, sim->x, sim->y, NULL, b, &d->rng, NULL);
+        if (d->bn_state)
+                memcpy(d->bn_state, sc_model_state(sim->model),
+                       sc_model_nstate(sim->model) * sizeof(float));
         memcpy(d->grad, sc_model_grads(sim->model), sim->n * sizeof(float));
         if (local_step) {
                 float lr = (float)sim->local_lr;

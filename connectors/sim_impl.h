@@ -112,6 +112,7 @@ typedef struct sc_sim_dev {
         sc_sim_stream_t stream;
         uint32_t *pool;                     /* owned dataset indices of this device's labels */
         float *params, *sync_params, *grad; /* (n) each */
+        float *bn_state;                    /* (nstate) own batchnorm statistics, or NULL */
         double spc;                         /* compute seconds per sample */
         sc_sim_link_t up, down;
         int busy;         /* an EV_READY or EV_COMPUTED is pending */

@@ -225,6 +225,7 @@ static const char *sc_ckpt_kind_name(sc_layer_kind_t kind)
             [SC_LAYER_MAXPOOL2D] = "maxpool2d", [SC_LAYER_RELU] = "relu",
             [SC_LAYER_TANH] = "tanh",           [SC_LAYER_SIGMOID] = "sigmoid",
             [SC_LAYER_DROPOUT] = "dropout",     [SC_LAYER_FLATTEN] = "flatten",
+            [SC_LAYER_BATCHNORM] = "batchnorm",
         };
         return (unsigned)kind < SC_LAYER__END && names[kind] ? names[kind] : "unknown";
 }

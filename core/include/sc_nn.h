@@ -32,6 +32,7 @@ typedef enum sc_layer_kind {
         SC_LAYER_SIGMOID,
         SC_LAYER_DROPOUT,
         SC_LAYER_FLATTEN,
+        SC_LAYER_BATCHNORM,
         SC_LAYER__END
 } sc_layer_kind_t;
 
@@ -51,6 +52,10 @@ typedef struct sc_layer_spec {
         int stride;  /* conv2d (default 1), maxpool2d (default = kernel); 0 = default */
         int padding; /* conv2d: zero padding on each side */
         float rate;  /* dropout: drop probability in [0, 1) */
+
+        /* batchnorm: running-statistics momentum in (0, 1] (0 = 0.1) and
+         * variance epsilon > 0 (0 = 1e-5) */
+        float momentum, eps;
         sc_init_kind_t init;
 } sc_layer_spec_t;
 
@@ -99,10 +104,18 @@ float *sc_model_params(sc_model_t *model);
 float *sc_model_grads(sc_model_t *model);
 int sc_model_ntensors(const sc_model_t *model);
 const sc_tensor_view_t *sc_model_tensor(const sc_model_t *model, int i);
+/* Non-trainable state (batchnorm running mean and variance, per layer in
+ * order): (nstate) floats, 0 when no layer has any. Training steps update
+ * it, evaluation reads it; it is not part of params (not averaged, sent or
+ * checkpointed). sc_model_new and sc_model_init set it to its initial value
+ * (mean 0, variance 1). */
+size_t sc_model_nstate(const sc_model_t *model);
+float *sc_model_state(sc_model_t *model);
 /* Multiply-adds of one sample's forward pass (for FLOP/s figures). */
 double sc_model_forward_flops(const sc_model_t *model);
 
-/* Initializes weights (He/Xavier per layer spec) from rng and zeroes biases. */
+/* Initializes weights (He/Xavier per layer spec; batchnorm gamma 1) from rng,
+ * zeroes biases and resets the non-trainable state. */
 void sc_model_init(sc_model_t *model, sc_rng_t *rng);
 
 /* Forward, loss and backward on one batch of B samples. x is (B, input

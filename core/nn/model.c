@@ -16,6 +16,8 @@ struct sc_model_s {
         sc_layer_t layers[SC_MODEL_MAX_LAYERS];
         size_t nparams;
         float *params, *grads;
+        size_t nstate;
+        float *state; /* non-trainable (batchnorm running statistics) */
         int ntensors;
         sc_tensor_view_t tensors[2 * SC_MODEL_MAX_LAYERS];
         int first_param; /* backward stops here; n if no layer has parameters */
@@ -33,6 +35,7 @@ static const sc_layer_ops_t *const sc_layer_ops_table[SC_LAYER__END] = {
     [SC_LAYER_MAXPOOL2D] = &sc_nn_maxpool2d_ops, [SC_LAYER_RELU] = &sc_nn_relu_ops,
     [SC_LAYER_TANH] = &sc_nn_tanh_ops,           [SC_LAYER_SIGMOID] = &sc_nn_sigmoid_ops,
     [SC_LAYER_DROPOUT] = &sc_nn_dropout_ops,     [SC_LAYER_FLATTEN] = &sc_nn_flatten_ops,
+    [SC_LAYER_BATCHNORM] = &sc_nn_batchnorm_ops,
 };
 
 const char *sc_layer_kind_name(sc_layer_kind_t kind)
@@ -189,9 +192,12 @@ sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *er
                         m->nparams += sizes[t];
                 }
         }
+        for (int i = 0; i < m->n; i++)
+                m->nstate += m->layers[i].ns;
         m->params = calloc(m->nparams ? m->nparams : 1, sizeof(float));
         m->grads = calloc(m->nparams ? m->nparams : 1, sizeof(float));
-        if (!m->params || !m->grads) {
+        m->state = calloc(m->nstate ? m->nstate : 1, sizeof(float));
+        if (!m->params || !m->grads || !m->state) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
                               "model: cannot allocate %zu parameters", m->nparams);
                 goto out_free;
@@ -206,6 +212,15 @@ sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *er
                         l->b = m->params + v->offset;
                         l->db = m->grads + v->offset;
                 }
+        }
+        size_t soff = 0;
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                if (!l->ns)
+                        continue;
+                l->state = m->state + soff;
+                soff += l->ns;
+                l->ops->reset_state(l);
         }
         *modelp = m;
         return SC_OK;
@@ -222,6 +237,7 @@ void sc_model_destroy(sc_model_t *model)
         free(model->arena);
         free(model->params);
         free(model->grads);
+        free(model->state);
         free(model);
 }
 
@@ -257,6 +273,16 @@ float *sc_model_grads(sc_model_t *model)
         return model->grads;
 }
 
+size_t sc_model_nstate(const sc_model_t *model)
+{
+        return model->nstate;
+}
+
+float *sc_model_state(sc_model_t *model)
+{
+        return model->state;
+}
+
 int sc_model_ntensors(const sc_model_t *model)
 {
         return model->ntensors;
@@ -282,6 +308,8 @@ void sc_model_init(sc_model_t *model, sc_rng_t *rng)
 {
         for (int i = 0; i < model->n; i++) {
                 sc_layer_t *l = &model->layers[i];
+                if (l->ns)
+                        l->ops->reset_state(l);
                 if (!l->nw)
                         continue;
                 int he = l->spec.init == SC_INIT_HE;

@@ -104,9 +104,10 @@ static const char *base_conf =
     " \"data\": {\"source\": \"synthetic\", \"synthetic\": {\"train\": 800, \"test\": 200,"
     " \"classes\": 4, \"noise\": 0.8}}}";
 
-/* Runs a simulation with the "sim" object sim_json; returns the metrics text
- * (caller frees) and the final test accuracy. */
-static char *run_sim(const char *sim_json, double *acc)
+/* Runs a simulation of the configuration conf_json with the "sim" object
+ * sim_json; returns the metrics text (caller frees) and the final test
+ * accuracy. */
+static char *run_sim_conf(const char *conf_json, const char *sim_json, double *acc)
 {
         sc_conf_t conf;
         sc_sim_spec_t spec;
@@ -119,7 +120,7 @@ static char *run_sim(const char *sim_json, double *acc)
         size_t len = 0;
         FILE *out;
 
-        assert_int_equal(sc_conf_parse(&conf, base_conf, "test", err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_conf_parse(&conf, conf_json, "test", err, sizeof(err)), SC_OK);
         assert_non_null(j = json_loads(sim_json, 0, NULL));
         assert_int_equal(sc_sim_spec_parse(&spec, j, "test", err, sizeof(err)), SC_OK);
         json_decref(j);
@@ -142,6 +143,44 @@ static char *run_sim(const char *sim_json, double *acc)
         sc_dataset_free(&test);
         sc_conf_free(&conf);
         return text;
+}
+
+static char *run_sim(const char *sim_json, double *acc)
+{
+        return run_sim_conf(base_conf, sim_json, acc);
+}
+
+static const char *bn_conf =
+    "{\"model\": {\"input\": [16], \"layers\": [{\"type\": \"dense\", \"units\": 16},"
+    " {\"type\": \"batchnorm\"}, {\"type\": \"relu\"}, {\"type\": \"dense\", \"units\": 4}],"
+    " \"loss\": \"softmax_xent\"},"
+    " \"optim\": {\"lr\": 0.05, \"momentum\": 0.5}, \"train\": {\"seed\": 5},"
+    " \"data\": {\"source\": \"synthetic\", \"synthetic\": {\"train\": 800, \"test\": 200,"
+    " \"classes\": 4, \"noise\": 0.8}}}";
+
+/* A model with batchnorm: each device keeps its own running statistics and
+ * evaluation uses device 0's. On IID devices BSP trains as without it; with
+ * one label per device, device 0's statistics are those of label 0 alone and
+ * each device's batch statistics remove its label's mean, so the model
+ * evaluates far worse. */
+static void batchnorm_statistics_per_device(void **state)
+{
+        double iid, iid2, noniid, plain;
+        const char *s_iid = "{\"devices\": 4, \"policy\": \"bsp\", \"batch\": 16, \"max_time\": 8}";
+        const char *s_non = "{\"devices\": 4, \"policy\": \"bsp\", \"batch\": 16, \"max_time\": 8,"
+                            " \"labels_per_device\": 1}";
+        char *a = run_sim_conf(bn_conf, s_iid, &iid), *b = run_sim_conf(bn_conf, s_iid, &iid2);
+        assert_string_equal(a, b);
+        char *c = run_sim_conf(bn_conf, s_non, &noniid), *d = run_sim(s_non, &plain);
+        fprintf(stderr, "batchnorm: IID %.3f, one label per device %.3f (without batchnorm %.3f)\n",
+                iid, noniid, plain);
+        assert_true(iid >= 0.6);
+        assert_true(noniid < iid - 0.2);
+        assert_true(noniid < plain - 0.2);
+        free(a);
+        free(b);
+        free(c);
+        free(d);
 }
 
 static void every_policy_trains_deterministically(void **state)
@@ -384,6 +423,7 @@ int main(void)
             cmocka_unit_test(shards_match_one_server),
             cmocka_unit_test(churn_keeps_training),
             cmocka_unit_test(truncation_keeps_one_batch),
+            cmocka_unit_test(batchnorm_statistics_per_device),
         };
         return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

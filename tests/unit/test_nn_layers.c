@@ -247,6 +247,9 @@ static void batchnorm_grads(void **state)
          * input itself (per channel over H * W), into softmax xent. */
         sc_layer_spec_t c[] = {conv(2, 3, 1, 1), pool(2, 0), L(SC_LAYER_FLATTEN), bn, dense(4)};
         check_grads((sc_shape_t){1, 4, 4}, c, 5, SC_LOSS_SOFTMAX_XENT, 4, 82, 1e-2f, 2e-2f);
+        sc_layer_spec_t f[] = {bn, L(SC_LAYER_FLATTEN), dense(3)};
+        check_grads((sc_shape_t){2, 3, 3}, f, 3, SC_LOSS_SOFTMAX_XENT, 3, 85, 1e-2f, 2e-2f);
+        /* A flat feature-major input (flatten aliases it), and between convs. */
         sc_layer_spec_t d[] = {dense(4), L(SC_LAYER_FLATTEN), bn, dense(3)};
         check_grads((sc_shape_t){3, 1, 1}, d, 4, SC_LOSS_SOFTMAX_XENT, 6, 83, 1e-2f, 2e-2f);
         sc_layer_spec_t e[] = {conv(2, 2, 1, 0), bn, conv(2, 2, 1, 0)};

@@ -106,11 +106,13 @@ int sc_model_ntensors(const sc_model_t *model);
 const sc_tensor_view_t *sc_model_tensor(const sc_model_t *model, int i);
 /* Non-trainable state (batchnorm running mean and variance, per layer in
  * order): (nstate) floats, 0 when no layer has any. Training steps update
- * it, evaluation reads it; it is not part of params (not averaged, sent or
- * checkpointed). sc_model_new and sc_model_init set it to its initial value
- * (mean 0, variance 1). */
+ * it, evaluation reads it; it is not part of params (not averaged or sent;
+ * checkpoints carry it in a section of their own). sc_model_new and sc_model_init set it to its
+ * initial value (mean 0, variance 1). */
 size_t sc_model_nstate(const sc_model_t *model);
 float *sc_model_state(sc_model_t *model);
+/* Sets the non-trainable state to its initial value (parameters untouched). */
+void sc_model_reset_state(sc_model_t *model);
 /* Multiply-adds of one sample's forward pass (for FLOP/s figures). */
 double sc_model_forward_flops(const sc_model_t *model);
 

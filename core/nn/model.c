@@ -283,6 +283,13 @@ float *sc_model_state(sc_model_t *model)
         return model->state;
 }
 
+void sc_model_reset_state(sc_model_t *model)
+{
+        for (int i = 0; i < model->n; i++)
+                if (model->layers[i].ns)
+                        model->layers[i].ops->reset_state(&model->layers[i]);
+}
+
 int sc_model_ntensors(const sc_model_t *model)
 {
         return model->ntensors;

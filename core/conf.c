@@ -144,8 +144,9 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      .desc = "Batch normalization (per feature of a dense output, per channel of a conv "
              "output): weight of each training batch's mean and variance in the running "
              "statistics used at evaluation. gamma and beta are trained; the running "
-             "statistics are each process's (each simulated device's) own state, not "
-             "parameters: not averaged, sent or checkpointed."},
+             "statistics are each process's (each simulated device's, each worker's) own "
+             "state, not parameters: not averaged or sent, but saved in and restored "
+             "from checkpoints."},
     {.path = "eps",
      .type = SC_CONF_FLOAT,
      .offset = L(eps),

@@ -1,4 +1,5 @@
-/* mix.c — proportional allocation across streams and the shuffle buffer. */
+/* mix.c — proportional allocation across streams, the shuffle buffer and the
+ * injection pools (items, and the samples themselves). */
 #include "sc_mix.h"
 
 #include <math.h>
@@ -320,6 +321,93 @@ size_t sc_mix_inject_draw(sc_mix_inject_t *pool, sc_rng_t *rng, sc_mix_draw_t ho
                         if (sources)
                                 sources[got] = elig[i];
                 }
+        }
+        return got;
+}
+
+struct sc_mix_shared_s {
+        sc_mix_inject_t *inject; /* items are slots of x / labels */
+        size_t cap, numel, max_draw;
+        size_t *next; /* (sources) puts so far */
+        float *x;     /* (sources * cap, numel) */
+        int32_t *labels;
+        uint32_t *items; /* (max_draw) scratch of the draw */
+};
+
+sc_err_t sc_mix_shared_new(sc_mix_shared_t **poolp, int sources, size_t cap_per_source,
+                           size_t numel, size_t max_draw)
+{
+        sc_mix_shared_t *p;
+        sc_err_t err;
+
+        *poolp = NULL;
+        if (sources <= 0 || sources > SC_MIX_INJECT_MAX_SOURCES || cap_per_source == 0 ||
+            numel == 0 || max_draw == 0 || cap_per_source > UINT32_MAX / (size_t)sources ||
+            (size_t)sources * cap_per_source > SIZE_MAX / sizeof(float) / numel)
+                return SC_ERR_INVAL;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return SC_ERR_NOMEM;
+        p->cap = cap_per_source;
+        p->numel = numel;
+        p->max_draw = max_draw;
+        size_t slots = (size_t)sources * cap_per_source;
+        if ((err = sc_mix_inject_new(&p->inject, sources, cap_per_source))) {
+                free(p);
+                return err;
+        }
+        p->next = calloc((size_t)sources, sizeof(*p->next));
+        p->x = malloc(slots * numel * sizeof(float));
+        p->labels = malloc(slots * sizeof(int32_t));
+        p->items = malloc(max_draw * sizeof(uint32_t));
+        if (!p->next || !p->x || !p->labels || !p->items) {
+                sc_mix_shared_destroy(p);
+                return SC_ERR_NOMEM;
+        }
+        *poolp = p;
+        return SC_OK;
+}
+
+void sc_mix_shared_destroy(sc_mix_shared_t *pool)
+{
+        if (!pool)
+                return;
+        sc_mix_inject_destroy(pool->inject);
+        free(pool->next);
+        free(pool->x);
+        free(pool->labels);
+        free(pool->items);
+        free(pool);
+}
+
+float *sc_mix_shared_put(sc_mix_shared_t *pool, int source, int32_t label)
+{
+        if (source < 0 || source >= pool->inject->sources)
+                return NULL;
+        /* The slots of a source are written in turn, so a full ring's oldest
+         * item (the one sc_mix_inject_put replaces) is the slot rewritten. */
+        size_t s = (size_t)source, slot = s * pool->cap + pool->next[s]++ % pool->cap;
+        sc_mix_inject_put(pool->inject, source, (uint32_t)slot);
+        pool->labels[slot] = label;
+        return pool->x + slot * pool->numel;
+}
+
+size_t sc_mix_shared_count(const sc_mix_shared_t *pool, int source)
+{
+        return sc_mix_inject_count(pool->inject, source);
+}
+
+size_t sc_mix_shared_draw(sc_mix_shared_t *pool, sc_rng_t *rng, sc_mix_draw_t how, int not_from,
+                          size_t n, float *x, int32_t *labels, int *sources)
+{
+        if (n > pool->max_draw)
+                n = pool->max_draw;
+        size_t got = sc_mix_inject_draw(pool->inject, rng, how, not_from, n, pool->items, sources);
+        for (size_t i = 0; i < got; i++) {
+                size_t slot = pool->items[i];
+                memcpy(x + i * pool->numel, pool->x + slot * pool->numel,
+                       pool->numel * sizeof(float));
+                labels[i] = pool->labels[slot];
         }
         return got;
 }

@@ -394,6 +394,83 @@ static void inject_rings_and_edges(void **state)
         sc_mix_inject_destroy(NULL);
 }
 
+/* The shared-sample pool (the distributed worker's J.inject): the samples
+ * come back as they were put, balanced across the sources whatever their
+ * rates, never the drawing worker's own, the oldest of a full ring gone. */
+static void shared_samples_balanced_rings_and_edges(void **state)
+{
+        enum { SRC = 4, CAP = 8, NE = 3 };
+        sc_mix_shared_t *p;
+        sc_rng_t rng;
+        float x[32 * NE];
+        int32_t y[32];
+        int src[32];
+
+        (void)state;
+        assert_int_equal(sc_mix_shared_new(&p, 0, CAP, NE, 32), SC_ERR_INVAL);
+        assert_int_equal(sc_mix_shared_new(&p, SRC, 0, NE, 32), SC_ERR_INVAL);
+        assert_int_equal(sc_mix_shared_new(&p, SRC, CAP, 0, 32), SC_ERR_INVAL);
+        assert_int_equal(sc_mix_shared_new(&p, SRC, CAP, NE, 0), SC_ERR_INVAL);
+        assert_null(p);
+        assert_int_equal(sc_mix_shared_new(&p, SRC, CAP, NE, 32), SC_OK);
+        sc_rng_seed(&rng, 11);
+        /* Nothing foreign yet: nothing drawn. */
+        assert_int_equal(sc_mix_shared_draw(p, &rng, SC_MIX_DRAW_BALANCED, 0, 8, x, y, src), 0);
+        /* Source 1 shares 100 samples (label 1), source 2 shares 3 (label
+         * 2), source 3 one (label 3); x = (source, put index, label). */
+        int counts[SRC] = {0, 100, 3, 1};
+        for (int s = 0; s < SRC; s++)
+                for (int k = 0; k < counts[s]; k++) {
+                        float *v = sc_mix_shared_put(p, s, s);
+                        assert_non_null(v);
+                        v[0] = (float)s, v[1] = (float)k, v[2] = (float)s;
+                }
+        float *v = sc_mix_shared_put(p, 0, 0); /* the drawing worker's own */
+        v[0] = 0, v[1] = 0, v[2] = 0;
+        assert_null(sc_mix_shared_put(p, SRC, 1));
+        assert_null(sc_mix_shared_put(p, -1, 1));
+        assert_int_equal(sc_mix_shared_count(p, 1), CAP); /* the ring keeps 8 */
+        assert_int_equal(sc_mix_shared_count(p, 2), 3);
+        assert_int_equal(sc_mix_shared_count(p, -1), CAP + 3 + 1 + 1);
+
+        long h[SRC] = {0};
+        for (int r = 0; r < 300; r++) {
+                /* 12 for worker 0: 4 from each of 1, 2, 3 despite rates 100:3:1 */
+                assert_int_equal(
+                    sc_mix_shared_draw(p, &rng, SC_MIX_DRAW_BALANCED, 0, 12, x, y, src), 12);
+                int per[SRC] = {0};
+                for (int i = 0; i < 12; i++) {
+                        assert_int_not_equal(src[i], 0);
+                        assert_int_equal(y[i], src[i]);
+                        assert_true(x[i * NE] == (float)src[i]);
+                        assert_true(x[i * NE + 2] == (float)y[i]);
+                        if (src[i] == 1) /* only the newest 8 of source 1 remain */
+                                assert_true(x[i * NE + 1] >= 92.0f && x[i * NE + 1] < 100.0f);
+                        per[src[i]]++;
+                        h[src[i]]++;
+                }
+                assert_true(per[1] == 4 && per[2] == 4 && per[3] == 4);
+        }
+        assert_true(h[1] == h[2] && h[2] == h[3]);
+        /* Worker 2 draws from 0, 1, 3 only; a draw is capped at max_draw. */
+        assert_int_equal(sc_mix_shared_draw(p, &rng, SC_MIX_DRAW_BALANCED, 2, 40, x, y, src), 32);
+        for (int i = 0; i < 32; i++)
+                assert_int_not_equal(src[i], 2);
+        /* Pooled draws follow the shares (8 : 3 : 1 for worker 0). */
+        long pooled[SRC] = {0};
+        for (int r = 0; r < 1000; r++) {
+                assert_int_equal(sc_mix_shared_draw(p, &rng, SC_MIX_DRAW_POOLED, 0, 12, x, y, src),
+                                 12);
+                for (int i = 0; i < 12; i++)
+                        pooled[src[i]]++;
+        }
+        assert_int_equal(pooled[0], 0);
+        assert_true(pooled[1] > 7400 && pooled[1] < 8600); /* 8000 expected */
+        assert_true(pooled[3] > 800 && pooled[3] < 1200);  /* 1000 expected */
+        sc_mix_shared_destroy(p);
+        sc_mix_shared_destroy(NULL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -405,6 +482,7 @@ int main(void)
             cmocka_unit_test(inject_balanced_draw_is_even_across_sources),
             cmocka_unit_test(inject_pooled_draw_follows_shares),
             cmocka_unit_test(inject_rings_and_edges),
+            cmocka_unit_test(shared_samples_balanced_rings_and_edges),
         };
         return cmocka_run_group_tests_name("mix", tests, NULL, NULL);
 }

@@ -139,6 +139,16 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
 float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
                           const float *targets, int B, int *correct, float *out);
 
+/* Recomputes the non-trainable state from data ("recalibration"): resets
+ * it, then runs the forward pass in training mode (dropout off) over the
+ * floor(n / B) full batches of x (n, input numel; one batch of n if n < B),
+ * each batchnorm layer's running mean and variance becoming the mean of its
+ * batch values over those batches. Parameters and gradients are untouched.
+ * For a model whose statistics were not kept, e.g. one rebuilt from shared
+ * parameters. SC_OK also when the model has no state (nothing done);
+ * SC_ERR_INVAL (NULL, n = 0, B < 1), SC_ERR_NOMEM. */
+sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B);
+
 /* Number of BLAS threads used by every model in this process (>= 1; values
  * below 1 mean 1). Small products run on one thread regardless. */
 void sc_nn_set_threads(int threads);

@@ -445,6 +445,36 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
         return loss;
 }
 
+sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B)
+{
+        sc_model_t *m = model;
+        float saved[SC_MODEL_MAX_LAYERS];
+
+        if (!m || !x || n == 0 || B < 1)
+                return SC_ERR_INVAL;
+        if (!m->nstate)
+                return SC_OK;
+        if ((size_t)B > n)
+                B = (int)n;
+        if (reserve(m, B))
+                return SC_ERR_NOMEM;
+        sc_model_reset_state(m);
+        for (int i = 0; i < m->n; i++)
+                saved[i] = m->layers[i].spec.momentum;
+        const size_t numel = sc_shape_numel(m->spec.input), batches = n / (size_t)B;
+        for (size_t k = 0; k < batches; k++) {
+                /* momentum 1 / (k + 1): the running value is the mean over
+                 * the batches so far */
+                for (int i = 0; i < m->n; i++)
+                        if (m->layers[i].spec.kind == SC_LAYER_BATCHNORM)
+                                m->layers[i].spec.momentum = 1.0f / (float)(k + 1);
+                forward(m, x + k * (size_t)B * numel, B, 1, NULL);
+        }
+        for (int i = 0; i < m->n; i++)
+                m->layers[i].spec.momentum = saved[i];
+        return SC_OK;
+}
+
 float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
                           const float *targets, int B, int *correct, float *out)
 {

@@ -328,6 +328,83 @@ static void batchnorm_train_eval_and_state(void **state)
         sc_model_destroy(m);
 }
 
+/* Recalibration: the running statistics become the mean over full batches
+ * of the batch mean and unbiased variance; parameters, gradients and the
+ * configured momentum are untouched. */
+static void batchnorm_recalibrate(void **state)
+{
+        (void)state;
+        sc_model_spec_t spec = {.input = {2, 1, 1}, .n_layers = 2, .loss = SC_LOSS_MSE};
+        spec.layers[0] = (sc_layer_spec_t){.kind = SC_LAYER_BATCHNORM};
+        spec.layers[1] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 1};
+        sc_model_t *m = NULL;
+        sc_rng_t rng;
+        char err[128];
+        enum { N = 43, B = 10 }; /* 4 full batches; the last 3 samples unused */
+        float x[N * 2];
+
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        sc_rng_seed(&rng, 9);
+        sc_model_init(m, &rng);
+        for (int i = 0; i < N; i++) {
+                x[2 * i] = 3.0f + 2.0f * sc_rng_normal(&rng);
+                x[2 * i + 1] = -1.0f + 0.5f * sc_rng_normal(&rng) + 0.1f * (float)(i / B);
+        }
+        size_t np = sc_model_nparams(m);
+        float *p = sc_model_params(m), *g = sc_model_grads(m), *st = sc_model_state(m);
+        float p0[16], g0[16];
+        assert_true(np <= 16);
+        for (size_t i = 0; i < np; i++)
+                g[i] = 0.25f * (float)i;
+        memcpy(p0, p, np * sizeof(float));
+        memcpy(g0, g, np * sizeof(float));
+        st[0] = 100.0f; /* whatever was there is replaced */
+        assert_int_equal(sc_model_recalibrate(m, x, N, B), SC_OK);
+        for (int c = 0; c < 2; c++) {
+                double mean = 0, var = 0;
+                for (int k = 0; k < N / B; k++) {
+                        double s = 0, ss = 0;
+                        for (int b = 0; b < B; b++)
+                                s += x[2 * (k * B + b) + c];
+                        s /= B;
+                        for (int b = 0; b < B; b++) {
+                                double d = x[2 * (k * B + b) + c] - s;
+                                ss += d * d;
+                        }
+                        mean += s / (N / B);
+                        var += ss / (B - 1) / (N / B);
+                }
+                assert_true(fabs(st[c] - mean) < 1e-4);
+                assert_true(fabs(st[2 + c] - var) < 1e-3 * var);
+        }
+        assert_memory_equal(p, p0, np * sizeof(float));
+        assert_memory_equal(g, g0, np * sizeof(float));
+        /* the configured momentum (0.1) is back: a training step moves the
+         * running mean a tenth of the way */
+        float before = st[0], t[B] = {0};
+        sc_model_train_batch(m, x, NULL, t, B, NULL, NULL);
+        double bm = 0;
+        for (int b = 0; b < B; b++)
+                bm += x[2 * b] / B;
+        assert_true(fabs(st[0] - (0.9 * before + 0.1 * bm)) < 1e-4);
+        /* fewer samples than B: one batch of all of them */
+        assert_int_equal(sc_model_recalibrate(m, x, 4, B), SC_OK);
+        assert_true(fabsf(st[0] - (x[0] + x[2] + x[4] + x[6]) / 4.0f) < 1e-5f);
+        /* bad arguments */
+        assert_int_equal(sc_model_recalibrate(m, NULL, N, B), SC_ERR_INVAL);
+        assert_int_equal(sc_model_recalibrate(m, x, 0, B), SC_ERR_INVAL);
+        assert_int_equal(sc_model_recalibrate(m, x, N, 0), SC_ERR_INVAL);
+        sc_model_destroy(m);
+
+        /* a model without state: nothing to do */
+        spec.n_layers = 1;
+        spec.layers[0] = spec.layers[1];
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_nstate(m), 0);
+        assert_int_equal(sc_model_recalibrate(m, x, N, B), SC_OK);
+        sc_model_destroy(m);
+}
+
 /* ---- dropout statistics ---------------------------------------------- */
 
 static void dropout_masks_and_scales(void **state)
@@ -708,6 +785,7 @@ int main(void)
             cmocka_unit_test(flatten_and_xent_grads),
             cmocka_unit_test(batchnorm_grads),
             cmocka_unit_test(batchnorm_train_eval_and_state),
+            cmocka_unit_test(batchnorm_recalibrate),
             cmocka_unit_test(dropout_masks_and_scales),
             cmocka_unit_test(conv2d_matches_reference),
             cmocka_unit_test(conv2d_chunks_match_reference),

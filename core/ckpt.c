@@ -70,7 +70,7 @@ sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
         if (nparams > (SIZE_MAX - 4096) / 8)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "checkpoint: %zu parameters is too many", nparams);
-        if (nstate > (SIZE_MAX - 4096) / 8 - 2 * nparams)
+        if (nstate > (SIZE_MAX - 4096) / 8 - nparams) /* nparams <= that bound: no wrap */
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "checkpoint: %zu state values is too many", nstate);
         if (nstate && !state)

@@ -436,6 +436,13 @@ static void encode_errors(void **state)
             SC_ERR_INVAL);
         assert_null(buf);
         assert_int_equal(len, 0);
+        /* a state count whose bytes would not fit a size_t */
+        s = mlp_spec();
+        assert_int_equal(sc_ckpt_encode(&s, &meta, params, velocity, NP, statev, SIZE_MAX / 4, &buf,
+                                        &len, err, sizeof(err)),
+                         SC_ERR_INVAL);
+        assert_non_null(strstr(err, "state values is too many"));
+        assert_null(buf);
 }
 
 /* Files: save a real model and optimizer atomically, load them back. */

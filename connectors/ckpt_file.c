@@ -1,5 +1,6 @@
 /* ckpt_file.c — checkpoint files: atomic save (temporary file, fsync,
- * rename, folder fsync) and load of a model and its optimizer velocity. */
+ * rename, folder fsync) and load of a model (parameters and non-trainable
+ * state) and its optimizer velocity. */
 #include "sc_ckpt.h"
 
 #include <errno.h>
@@ -68,7 +69,8 @@ sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
         if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "checkpoint path too long");
         err = sc_ckpt_encode(sc_model_spec(model), meta, sc_model_params(model),
-                             sgd ? sgd->velocity : NULL, n, &buf, &len, msg, sizeof(msg));
+                             sgd ? sgd->velocity : NULL, n, sc_model_state(model),
+                             sc_model_nstate(model), &buf, &len, msg, sizeof(msg));
         if (err)
                 return sc_errf(err, errstr, errstr_size, "%s: %s", path, msg);
         int fd = mkstemp(tmp);
@@ -105,7 +107,7 @@ out_free:
 }
 
 sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckpt_meta_t *meta,
-                      char *errstr, size_t errstr_size)
+                      int *has_state, char *errstr, size_t errstr_size)
 {
         char msg[512];
         struct stat st;
@@ -152,10 +154,18 @@ sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckp
                         break;
                 got += (size_t)r;
         }
+        int hs = 0;
         err = sc_ckpt_decode(buf, got, sc_model_spec(model), meta, sc_model_params(model),
-                             sgd ? sgd->velocity : NULL, n, NULL, msg, sizeof(msg));
-        if (err)
+                             sgd ? sgd->velocity : NULL, n, NULL, sc_model_state(model),
+                             sc_model_nstate(model), &hs, msg, sizeof(msg));
+        if (err) {
                 sc_errf(err, errstr, errstr_size, "%s: %s", path, msg);
+                goto out_free;
+        }
+        if (!hs)
+                sc_model_reset_state(model);
+        if (has_state)
+                *has_state = hs;
 out_free:
         free(buf);
 out_close:

@@ -67,6 +67,7 @@ typedef struct sc_sim_spec {
         int labels_per_device;   /* 0 = IID; k = non-IID with k labels per device */
         double inject_alpha;     /* data injection: fraction of devices sharing per step */
         double inject_beta;      /* fraction of a batch shared / mixed in */
+        int inject_draw;         /* sc_mix_draw_t: how mixed-in samples are drawn */
         double per_sample;       /* compute seconds per sample of the fastest device */
         double heterogeneity;    /* slowest device is this many times slower (>= 1) */
         double step_overhead;    /* seconds per step besides the samples */

@@ -41,9 +41,10 @@ void sc_sim_destroy(sc_sim_t *sim)
                         free(d->params);
                         free(d->sync_params);
                         free(d->grad);
+                        free(d->bn_state);
                 }
         free(sim->devs);
-        sc_sim_inject_free(&sim->inject);
+        sc_mix_inject_destroy(sim->inject);
         sc_adsp_tuner_destroy(sim->tuner);
         if (sim->servers)
                 for (int s = 0; s < sim->ns; s++)
@@ -239,9 +240,16 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
             !(sim->tmp = malloc(n * sizeof(float))) || !(sim->dval = malloc(n * sizeof(float))) ||
             !(sim->didx = malloc(n * sizeof(uint32_t))) ||
             !(sim->devs = calloc((size_t)sim->nd, sizeof(*sim->devs))) ||
-            !(sim->votes = calloc((size_t)sim->nd, sizeof(int))) ||
-            sc_sim_inject_init(&sim->inject, 64 * (size_t)sim->max_batch))
+            !(sim->votes = calloc((size_t)sim->nd, sizeof(int))))
                 goto out_nomem;
+        if (sim->spec.inject_alpha > 0 && sim->spec.inject_beta > 0) {
+                /* 64 of the largest batches in all, at least one per device */
+                size_t cap = 64 * (size_t)sim->max_batch / (size_t)sim->nd;
+                if (cap < (size_t)sim->max_batch)
+                        cap = (size_t)sim->max_batch;
+                if (sc_mix_inject_new(&sim->inject, sim->nd, cap))
+                        goto out_nomem;
+        }
         sc_rng_split(&root, &sim->inj_rng, 1);
         for (int i = 0; i < sim->nd; i++) {
                 sc_sim_dev_t *d = &sim->devs[i];
@@ -280,6 +288,12 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                         goto out_nomem;
                 memcpy(d->params, sc_model_params(sim->model), n * sizeof(float));
                 memcpy(d->sync_params, d->params, n * sizeof(float));
+                if (sc_model_nstate(sim->model)) {
+                        size_t ss = sc_model_nstate(sim->model) * sizeof(float);
+                        if (!(d->bn_state = malloc(ss)))
+                                goto out_nomem;
+                        memcpy(d->bn_state, sc_model_state(sim->model), ss);
+                }
                 if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_READY, i, NULL))
                         goto out_nomem;
                 d->busy = 1;
@@ -319,22 +333,27 @@ static float sc_sim_compute(sc_sim_t *sim, int i, int b, int local_step)
                 int m = (int)lround(sim->spec.inject_beta * b);
                 if (sc_rng_uniform(&sim->inj_rng) < sim->spec.inject_alpha) {
                         for (int k = 0; k < m; k++)
-                                sc_sim_inject_put(&sim->inject, sim->bidx[k], i);
+                                sc_mix_inject_put(sim->inject, i, sim->bidx[k]);
                         sc_sim_link_send(&d->up, sim->now, (size_t)m * sample_bytes);
                         sim->inject_bytes += (size_t)m * sample_bytes;
                 }
-                int mixed = 0;
-                for (int k = 0; k < m; k++)
-                        mixed +=
-                            sc_sim_inject_draw(&sim->inject, &d->rng, i, &sim->bidx[b - 1 - k]);
+                size_t mixed =
+                    sc_mix_inject_draw(sim->inject, &d->rng, (sc_mix_draw_t)sim->spec.inject_draw,
+                                       i, (size_t)m, &sim->bidx[b - m], NULL);
                 if (mixed)
-                        sc_sim_link_send(&d->down, sim->now, (size_t)mixed * sample_bytes);
+                        sc_sim_link_send(&d->down, sim->now, mixed * sample_bytes);
         }
         sc_dataset_gather(sim->train, sim->bidx, (size_t)b, sim->x, sim->y);
         for (int sh = 0; sh < sim->ns; sh++)
                 d->read_ver[sh] = d->info[sh].version;
         memcpy(sc_model_params(sim->model), d->params, sim->n * sizeof(float));
+        if (d->bn_state) /* each device keeps its own running statistics */
+                memcpy(sc_model_state(sim->model), d->bn_state,
+                       sc_model_nstate(sim->model) * sizeof(float));
         loss = sc_model_train_batch(sim->model, sim->x, sim->y, NULL, b, &d->rng, NULL);
+        if (d->bn_state)
+                memcpy(d->bn_state, sc_model_state(sim->model),
+                       sc_model_nstate(sim->model) * sizeof(float));
         memcpy(d->grad, sc_model_grads(sim->model), sim->n * sizeof(float));
         if (local_step) {
                 float lr = (float)sim->local_lr;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_mix.h"
 #include "sc_sim.h"
 
 typedef enum sc_simp_type {
@@ -22,6 +23,7 @@ typedef enum sc_simp_type {
         SC_SIMP_BUFFER,
         SC_SIMP_CHURN,
         SC_SIMP_WINDOW,
+        SC_SIMP_DRAW,
 } sc_simp_type_t;
 
 typedef struct sc_simp {
@@ -73,6 +75,7 @@ static const sc_simp_t sc_simps[] = {
     SC_SIMP("labels_per_device", SC_SIMP_INT, labels_per_device, 0, 1 << 20),
     SC_SIMP("inject_alpha", SC_SIMP_DOUBLE, inject_alpha, 0, 1),
     SC_SIMP("inject_beta", SC_SIMP_DOUBLE, inject_beta, 0, 1),
+    SC_SIMP("inject_draw", SC_SIMP_DRAW, inject_draw, 0, 0),
     SC_SIMP("per_sample", SC_SIMP_DOUBLE, per_sample, 0, 1e6),
     SC_SIMP("heterogeneity", SC_SIMP_DOUBLE, heterogeneity, 1, 1e6),
     SC_SIMP("step_overhead", SC_SIMP_DOUBLE, step_overhead, 0, 1e6),
@@ -100,6 +103,7 @@ void sc_sim_spec_defaults(sc_sim_spec_t *spec)
         spec->rate = 64;
         spec->min_rate = 1;
         spec->buffer_window = 1.0;
+        spec->inject_draw = SC_MIX_DRAW_BALANCED;
         spec->per_sample = 0.001;
         spec->heterogeneity = 1.0;
         spec->up_bps = 12.5e6; /* 100 Mbit/s */
@@ -260,6 +264,17 @@ sc_err_t sc_sim_spec_parse(sc_sim_spec_t *spec, void *json_sim, const char *orig
                                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                                "%s: $.sim.buffer: expected \"persistence\" or "
                                                "\"truncation\"",
+                                               origin);
+                        break;
+                case SC_SIMP_DRAW:
+                        if (json_is_string(v) && !strcmp(json_string_value(v), "balanced"))
+                                spec->inject_draw = SC_MIX_DRAW_BALANCED;
+                        else if (json_is_string(v) && !strcmp(json_string_value(v), "pooled"))
+                                spec->inject_draw = SC_MIX_DRAW_POOLED;
+                        else
+                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                               "%s: $.sim.inject_draw: expected \"balanced\" or "
+                                               "\"pooled\"",
                                                origin);
                         break;
                 case SC_SIMP_CHURN:

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "sc_buf.h"
+#include "sc_mix.h"
 #include "sc_nn.h"
 #include "sc_rng.h"
 #include "sc_server.h"
@@ -48,21 +49,6 @@ typedef struct sc_sim_link {
 
 /* Sends bytes at time now; returns the arrival time at the other end. */
 double sc_sim_link_send(sc_sim_link_t *link, double now, size_t bytes);
-
-/* ---- data injection pool: samples shared by devices ---- */
-
-typedef struct sc_sim_inject {
-        uint32_t *idx; /* dataset indices */
-        int *from;     /* sharing device */
-        size_t cap, n, head;
-} sc_sim_inject_t;
-
-sc_err_t sc_sim_inject_init(sc_sim_inject_t *pool, size_t cap);
-void sc_sim_inject_free(sc_sim_inject_t *pool);
-void sc_sim_inject_put(sc_sim_inject_t *pool, uint32_t idx, int from);
-/* A random pooled sample not shared by device `not_from`; returns 0 if none
- * was found in a few draws. */
-int sc_sim_inject_draw(sc_sim_inject_t *pool, sc_rng_t *rng, int not_from, uint32_t *idx);
 
 /* ---- device stream and buffer ---- */
 
@@ -126,6 +112,7 @@ typedef struct sc_sim_dev {
         sc_sim_stream_t stream;
         uint32_t *pool;                     /* owned dataset indices of this device's labels */
         float *params, *sync_params, *grad; /* (n) each */
+        float *bn_state;                    /* (nstate) own batchnorm statistics, or NULL */
         double spc;                         /* compute seconds per sample */
         sc_sim_link_t up, down;
         int busy;         /* an EV_READY or EV_COMPUTED is pending */
@@ -150,7 +137,7 @@ struct sc_sim_s {
         int nd;
         sc_sim_dev_t *devs;
         sc_sim_queue_t q;
-        sc_sim_inject_t inject;
+        sc_mix_inject_t *inject; /* data injection: dataset indices by sharing device */
         sc_rng_t inj_rng;
         float *x, *tmp, *dval;
         int32_t *y;

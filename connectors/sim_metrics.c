@@ -1,5 +1,6 @@
 /* sim_metrics.c — the simulator's reports: test-set evaluation of the
- * servers' model and the JSON metric lines. */
+ * servers' model (with device 0's batchnorm statistics) and the JSON metric
+ * lines. */
 #include <math.h>
 #include <string.h>
 
@@ -22,6 +23,11 @@ static void sc_sim_evaluate(sc_sim_t *sim, double *loss, double *acc)
                 memcpy(sc_model_params(sim->model) + sim->begin[sh],
                        sc_server_params(sim->servers[sh]),
                        (sim->begin[sh + 1] - sim->begin[sh]) * sizeof(float));
+        /* Batchnorm: device 0's running statistics, as rank 0 evaluates in
+         * data-parallel training where every rank keeps its own. */
+        if (sim->devs[0].bn_state)
+                memcpy(sc_model_state(sim->model), sim->devs[0].bn_state,
+                       sc_model_nstate(sim->model) * sizeof(float));
         for (size_t s = 0; s < m; s += 250) {
                 int b = (int)(m - s < 250 ? m - s : 250), correct = 0;
                 float l = sc_model_eval_batch(sim->model, ds->x + s * numel, ds->y + s, NULL, b,

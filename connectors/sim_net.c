@@ -1,6 +1,5 @@
 /* sim_net.c — the simulator's virtual clock (an event heap), its in-memory
- * links, the device streams with their buffer policies and the data
- * injection pool. */
+ * links and the device streams with their buffer policies. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,53 +78,6 @@ double sc_sim_link_send(sc_sim_link_t *link, double now, size_t bytes)
         link->free_at = start + (double)bytes / link->bps;
         link->bytes += bytes;
         return link->free_at + link->latency;
-}
-
-/* ---- injection pool ---- */
-
-sc_err_t sc_sim_inject_init(sc_sim_inject_t *pool, size_t cap)
-{
-        memset(pool, 0, sizeof(*pool));
-        pool->idx = calloc(cap ? cap : 1, sizeof(*pool->idx));
-        pool->from = calloc(cap ? cap : 1, sizeof(*pool->from));
-        pool->cap = cap ? cap : 1;
-        if (!pool->idx || !pool->from) {
-                sc_sim_inject_free(pool);
-                return SC_ERR_NOMEM;
-        }
-        return SC_OK;
-}
-
-void sc_sim_inject_free(sc_sim_inject_t *pool)
-{
-        free(pool->idx);
-        free(pool->from);
-        memset(pool, 0, sizeof(*pool));
-}
-
-void sc_sim_inject_put(sc_sim_inject_t *pool, uint32_t idx, int from)
-{
-        size_t at = (pool->head + pool->n) % pool->cap;
-        if (pool->n == pool->cap) { /* overwrite the oldest */
-                at = pool->head;
-                pool->head = (pool->head + 1) % pool->cap;
-        } else {
-                pool->n++;
-        }
-        pool->idx[at] = idx;
-        pool->from[at] = from;
-}
-
-int sc_sim_inject_draw(sc_sim_inject_t *pool, sc_rng_t *rng, int not_from, uint32_t *idx)
-{
-        for (int tries = 0; tries < 8 && pool->n; tries++) {
-                size_t k = (pool->head + sc_rng_below(rng, (uint32_t)pool->n)) % pool->cap;
-                if (pool->from[k] != not_from) {
-                        *idx = pool->idx[k];
-                        return 1;
-                }
-        }
-        return 0;
 }
 
 /* ---- streams ---- */

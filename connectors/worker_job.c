@@ -20,6 +20,7 @@
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
+#include "sc_mix.h"
 #include "sc_sync.h"
 #include "sc_wire.h"
 
@@ -62,10 +63,10 @@ struct sc_wk_job {
         size_t n_unsent;
         sc_wj_pend_t *pend_head, *pend_tail;
         double t_hb;
-        /* injection pool: foreign samples, a ring */
-        float *pool_x;
-        int32_t *pool_y;
-        int pool_cap, pool_n, pool_head;
+        /* injection pool: foreign samples, one ring per sending worker */
+        sc_mix_shared_t *pool;
+        int *draw_src;      /* (tcap) scratch: the source of each sample drawn */
+        uint64_t *inj_from; /* per worker id: its samples mixed into this worker's batches */
         uint64_t inj_seq;
         /* counters */
         uint64_t sent, acked, failed, bytes_up, dense_bytes, msgs_out;
@@ -362,9 +363,20 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                             ->offset = RD_KAFKA_OFFSET_END;
                 rd_kafka_assign(j->inj, tp);
                 rd_kafka_topic_partition_list_destroy(tp);
-                j->pool_cap = 4 * w->tcap;
-                if (!(j->pool_x = malloc((size_t)j->pool_cap * w->numel * sizeof(float))) ||
-                    !(j->pool_y = malloc((size_t)j->pool_cap * sizeof(int32_t)))) {
+                /* 4 batches from one other worker, at least 1 from each */
+                int others = conf->job.sync.n_workers > 1 ? conf->job.sync.n_workers - 1 : 1;
+                size_t per = ((size_t)4 * (size_t)w->tcap + (size_t)others - 1) / (size_t)others;
+                if (per < (size_t)w->tcap)
+                        per = (size_t)w->tcap;
+                if ((err = sc_mix_shared_new(&j->pool, conf->job.sync.n_workers, per, w->numel,
+                                             (size_t)w->tcap))) {
+                        rd_kafka_conf_destroy(kc);
+                        return sc_errf(err, errstr, errstr_size,
+                                       "J.inject pool of %d x %zu samples: %s",
+                                       conf->job.sync.n_workers, per, sc_err2str(err));
+                }
+                if (!(j->draw_src = calloc((size_t)w->tcap, sizeof(int))) ||
+                    !(j->inj_from = calloc((size_t)conf->job.sync.n_workers, sizeof(uint64_t)))) {
                         rd_kafka_conf_destroy(kc);
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                 }
@@ -414,8 +426,9 @@ void sc_wk_job_destroy(sc_worker_t *w)
         free(j->held_v);
         free(j->sync_params);
         free(j->scratch);
-        free(j->pool_x);
-        free(j->pool_y);
+        sc_mix_shared_destroy(j->pool);
+        free(j->draw_src);
+        free(j->inj_from);
         sc_buf_free(&j->payload);
         sc_buf_free(&j->msg);
         free(j);
@@ -482,6 +495,8 @@ static void sc_wj_inject_recv(sc_worker_t *w)
                         j->inj_bad++;
                 } else if (msg.u.samples.worker == (uint32_t)w->spec.worker_id) {
                         j->own_skipped += msg.u.samples.count;
+                } else if (msg.u.samples.worker >= (uint32_t)w->conf->job.sync.n_workers) {
+                        j->inj_bad++; /* not a worker id of the job */
                 } else {
                         const sc_wire_samples_view_t *v = &msg.u.samples;
                         for (uint32_t k = 0; k < v->count; k++) {
@@ -491,16 +506,8 @@ static void sc_wj_inject_recv(sc_worker_t *w)
                                         j->inj_bad++;
                                         continue;
                                 }
-                                int slot = (j->pool_head + j->pool_n) % j->pool_cap;
-                                if (j->pool_n == j->pool_cap) { /* full: replace the oldest */
-                                        slot = j->pool_head;
-                                        j->pool_head = (j->pool_head + 1) % j->pool_cap;
-                                } else {
-                                        j->pool_n++;
-                                }
-                                sc_wire_get_f32s(j->pool_x + (size_t)slot * w->numel,
-                                                 v->data + (size_t)k * w->numel * 4, w->numel);
-                                j->pool_y[slot] = y;
+                                float *x = sc_mix_shared_put(j->pool, (int)v->worker, y);
+                                sc_wire_get_f32s(x, v->data + (size_t)k * w->numel * 4, w->numel);
                                 j->foreign_recv++;
                         }
                 }
@@ -536,17 +543,16 @@ int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y,
                                   j->msg.data, j->msg.len, NULL, why, sizeof(why)) == SC_OK)
                         j->injected_out += (uint64_t)k;
         }
-        /* Mix in up to k foreign samples, each used once. */
-        int m = k < j->pool_n ? k : j->pool_n;
-        if (m > max)
-                m = max;
-        for (int i = 0; i < m; i++) {
-                int slot = (j->pool_head + j->pool_n - 1) % j->pool_cap; /* newest first */
-                memcpy(x + (size_t)i * w->numel, j->pool_x + (size_t)slot * w->numel,
-                       w->numel * sizeof(float));
-                y[i] = j->pool_y[slot];
-                j->pool_n--;
-        }
+        /* Mix in k foreign samples, balanced across the other workers that
+         * shared (as the simulator's default inject_draw): per-worker quotas,
+         * uniform within each worker's ring, with replacement. */
+        int want = k < max ? k : max;
+        int m = want > 0
+                    ? (int)sc_mix_shared_draw(j->pool, &w->rng, SC_MIX_DRAW_BALANCED,
+                                              w->spec.worker_id, (size_t)want, x, y, j->draw_src)
+                    : 0;
+        for (int i = 0; i < m; i++)
+                j->inj_from[j->draw_src[i]]++;
         j->injected_in += (uint64_t)m;
         return m;
 }
@@ -805,6 +811,14 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
                                         "visible", sc_wj_pct(j->lat_vis, j->n_vis));
                 if (lat)
                         json_object_set_new(o, "latency_ms", lat);
+                if (j->inj_from) {
+                        json_t *from = json_array();
+                        for (int i = 0; from && i < w->conf->job.sync.n_workers; i++)
+                                json_array_append_new(from,
+                                                      json_integer((json_int_t)j->inj_from[i]));
+                        if (from)
+                                json_object_set_new(o, "injected_from", from);
+                }
                 json_object_set_new(out, "job", o);
         }
 }

@@ -11,6 +11,7 @@
 static const uint8_t sc_ckpt_magic[4] = {'S', 'C', 'C', 'K'};
 
 #define SC_CKPT_FLAG_VELOCITY 1u
+#define SC_CKPT_FLAG_STATE 2u   /* version 2 */
 #define SC_CKPT_HEAD_BYTES 12u  /* magic, version, flags */
 #define SC_CKPT_META_BYTES 40u  /* 4 x u64, 2 x u32 */
 #define SC_CKPT_SPEC_BYTES 20u  /* input, loss, n_layers */
@@ -56,8 +57,9 @@ static float sc_get_f32(const uint8_t *p)
 }
 
 sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
-                        const float *params, const float *velocity, size_t nparams, uint8_t **bufp,
-                        size_t *lenp, char *errstr, size_t errstr_size)
+                        const float *params, const float *velocity, size_t nparams,
+                        const float *state, size_t nstate, uint8_t **bufp, size_t *lenp,
+                        char *errstr, size_t errstr_size)
 {
         *bufp = NULL;
         *lenp = 0;
@@ -68,9 +70,19 @@ sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
         if (nparams > (SIZE_MAX - 4096) / 8)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "checkpoint: %zu parameters is too many", nparams);
+        if (nstate > (SIZE_MAX - 4096) / 8 - nparams) /* nparams <= that bound: no wrap */
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "checkpoint: %zu state values is too many", nstate);
+        if (nstate && !state)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "checkpoint: %zu state values announced without a buffer", nstate);
+        /* Without state the bytes are exactly version 1's, which older
+         * builds read; with state, version 2 (older builds refuse it by its
+         * version instead of dropping the statistics). */
+        uint32_t flags = (velocity ? SC_CKPT_FLAG_VELOCITY : 0) | (nstate ? SC_CKPT_FLAG_STATE : 0);
         size_t len = SC_CKPT_HEAD_BYTES + SC_CKPT_META_BYTES + SC_CKPT_SPEC_BYTES +
                      SC_CKPT_LAYER_BYTES * (size_t)spec->n_layers + 8 +
-                     4 * nparams * (velocity ? 2 : 1) + 4;
+                     4 * nparams * (velocity ? 2 : 1) + (nstate ? 8 + 4 * nstate : 0) + 4;
         uint8_t *buf = malloc(len);
         if (!buf)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
@@ -78,8 +90,8 @@ sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
         uint8_t *p = buf;
         memcpy(p, sc_ckpt_magic, 4);
         p += 4;
-        p = sc_put_u32(p, SC_CKPT_VERSION);
-        p = sc_put_u32(p, velocity ? SC_CKPT_FLAG_VELOCITY : 0);
+        p = sc_put_u32(p, nstate ? SC_CKPT_VERSION : SC_CKPT_VERSION_MIN);
+        p = sc_put_u32(p, flags);
         p = sc_put_u64(p, meta->step);
         p = sc_put_u64(p, meta->epoch);
         p = sc_put_u64(p, meta->epoch_step);
@@ -108,6 +120,11 @@ sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
         if (velocity)
                 for (size_t i = 0; i < nparams; i++)
                         p = sc_put_f32(p, velocity[i]);
+        if (nstate) {
+                p = sc_put_u64(p, (uint64_t)nstate);
+                for (size_t i = 0; i < nstate; i++)
+                        p = sc_put_f32(p, state[i]);
+        }
         p = sc_put_u32(p, sc_crc32c(0, buf, (size_t)(p - buf)));
         *bufp = buf;
         *lenp = len;
@@ -136,14 +153,15 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
         if (len < 8)
                 return sc_ckpt_truncated(len, need, errstr, errstr_size);
         view->version = sc_get_u32(buf + 4);
-        if (view->version != SC_CKPT_VERSION)
+        if (view->version < SC_CKPT_VERSION_MIN || view->version > SC_CKPT_VERSION)
                 return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
-                               "checkpoint format version %u; this build reads version %d",
-                               view->version, SC_CKPT_VERSION);
+                               "checkpoint format version %u; this build reads versions %d to %d",
+                               view->version, SC_CKPT_VERSION_MIN, SC_CKPT_VERSION);
         if (len < need)
                 return sc_ckpt_truncated(len, need, errstr, errstr_size);
         uint32_t flags = sc_get_u32(buf + 8);
-        if (flags & ~SC_CKPT_FLAG_VELOCITY)
+        uint32_t known = SC_CKPT_FLAG_VELOCITY | (view->version >= 2 ? SC_CKPT_FLAG_STATE : 0);
+        if (flags & ~known)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "checkpoint has unknown flags 0x%x", flags);
         const uint8_t *p = buf + SC_CKPT_HEAD_BYTES;
@@ -199,7 +217,24 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "checkpoint truncated: %zu bytes, %llu parameters announced", len,
                                (unsigned long long)nparams);
-        need += 4 * copies * (size_t)nparams + 4;
+        need += 4 * copies * (size_t)nparams;
+        const uint8_t *state = NULL;
+        uint64_t nstate = 0;
+        if (flags & SC_CKPT_FLAG_STATE) {
+                need += 8;
+                if (len < need)
+                        return sc_ckpt_truncated(len, need + 4, errstr, errstr_size);
+                state = p + 4 * copies * (size_t)nparams;
+                nstate = sc_get_u64(state);
+                state += 8;
+                if (nstate > (len - need) / 4)
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "checkpoint truncated: %zu bytes, %llu state values "
+                                       "announced",
+                                       len, (unsigned long long)nstate);
+                need += 4 * (size_t)nstate;
+        }
+        need += 4;
         if (len < need)
                 return sc_ckpt_truncated(len, need, errstr, errstr_size);
         if (len > need)
@@ -214,6 +249,8 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
         view->nparams = (size_t)nparams;
         view->params = p;
         view->velocity = copies == 2 ? p + 4 * (size_t)nparams : NULL;
+        view->nstate = (size_t)nstate;
+        view->state = state;
         return SC_OK;
 }
 
@@ -225,6 +262,7 @@ static const char *sc_ckpt_kind_name(sc_layer_kind_t kind)
             [SC_LAYER_MAXPOOL2D] = "maxpool2d", [SC_LAYER_RELU] = "relu",
             [SC_LAYER_TANH] = "tanh",           [SC_LAYER_SIGMOID] = "sigmoid",
             [SC_LAYER_DROPOUT] = "dropout",     [SC_LAYER_FLATTEN] = "flatten",
+            [SC_LAYER_BATCHNORM] = "batchnorm",
         };
         return (unsigned)kind < SC_LAYER__END && names[kind] ? names[kind] : "unknown";
 }
@@ -284,7 +322,8 @@ sc_err_t sc_ckpt_spec_check(const sc_model_spec_t *have, const sc_model_spec_t *
 
 sc_err_t sc_ckpt_decode(const void *buf, size_t len, const sc_model_spec_t *spec,
                         sc_ckpt_meta_t *meta, float *params, float *velocity, size_t nparams,
-                        int *has_velocity, char *errstr, size_t errstr_size)
+                        int *has_velocity, float *state, size_t nstate, int *has_state,
+                        char *errstr, size_t errstr_size)
 {
         sc_ckpt_view_t view;
         sc_err_t err;
@@ -299,15 +338,26 @@ sc_err_t sc_ckpt_decode(const void *buf, size_t len, const sc_model_spec_t *spec
                 return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
                                "checkpoint holds %zu parameters, the model has %zu", view.nparams,
                                nparams);
+        if (state && view.state && view.nstate != nstate)
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "checkpoint holds %zu state values (batchnorm running "
+                               "statistics), the model has %zu",
+                               view.nstate, nstate);
         for (size_t i = 0; i < nparams; i++)
                 params[i] = sc_get_f32(view.params + 4 * i);
         if (velocity) {
                 for (size_t i = 0; i < nparams; i++)
                         velocity[i] = view.velocity ? sc_get_f32(view.velocity + 4 * i) : 0.0f;
         }
+        if (state && view.state) {
+                for (size_t i = 0; i < nstate; i++)
+                        state[i] = sc_get_f32(view.state + 4 * i);
+        }
         if (meta)
                 *meta = view.meta;
         if (has_velocity)
                 *has_velocity = view.velocity != NULL;
+        if (has_state)
+                *has_state = view.state != NULL;
         return SC_OK;
 }

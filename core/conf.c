@@ -31,10 +31,11 @@
 #define R_GT(lo) .min = (lo), .max = NAN, .flags = SC_CONF_F_MIN_EXCL
 #define R_IN(lo, hi) .min = (lo), .max = (hi)
 
-_Static_assert(SC_LAYER__END == 8, "layer names below follow sc_layer_kind_t");
+_Static_assert(SC_LAYER__END == 9, "layer names below follow sc_layer_kind_t");
 
-static const char *const sc_conf_layer_names[] = {"dense",   "conv2d",  "maxpool2d", "relu", "tanh",
-                                                  "sigmoid", "dropout", "flatten",   NULL};
+static const char *const sc_conf_layer_names[] = {"dense",     "conv2d",  "maxpool2d", "relu",
+                                                  "tanh",      "sigmoid", "dropout",   "flatten",
+                                                  "batchnorm", NULL};
 static const char *const sc_conf_init_names[] = {"auto", "he", "xavier", NULL};
 static const char *const sc_conf_loss_names[] = {"softmax_xent", "mse", NULL};
 static const char *const sc_conf_sched_names[] = {"constant", "multistep", "cosine", NULL};
@@ -132,6 +133,27 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      .flags = SC_CONF_F_MAX_EXCL,
      .kinds = K(SC_LAYER_DROPOUT),
      .desc = "Probability of zeroing an activation while training (off at evaluation)."},
+    {.path = "momentum",
+     .type = SC_CONF_FLOAT,
+     .offset = L(momentum),
+     .def = "0.1",
+     .min = 0,
+     .max = 1,
+     .flags = SC_CONF_F_MIN_EXCL,
+     .kinds = K(SC_LAYER_BATCHNORM),
+     .desc = "Batch normalization (per feature of a dense output, per channel of a conv "
+             "output): weight of each training batch's mean and variance in the running "
+             "statistics used at evaluation. gamma and beta are trained; the running "
+             "statistics are each process's (each simulated device's, each worker's) own "
+             "state, not parameters: not averaged or sent, but saved in and restored "
+             "from checkpoints."},
+    {.path = "eps",
+     .type = SC_CONF_FLOAT,
+     .offset = L(eps),
+     .def = "1e-05",
+     R_GT(0),
+     .kinds = K(SC_LAYER_BATCHNORM),
+     .desc = "Batch normalization: added to the variance before its square root."},
     {.path = "init",
      .type = SC_CONF_ENUM,
      .offset = L(init),

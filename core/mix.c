@@ -1,4 +1,5 @@
-/* mix.c — proportional allocation across streams and the shuffle buffer. */
+/* mix.c — proportional allocation across streams, the shuffle buffer and the
+ * injection pools (items, and the samples themselves). */
 #include "sc_mix.h"
 
 #include <math.h>
@@ -197,4 +198,216 @@ void sc_mix_pool_draw(sc_mix_pool_t *pool, sc_rng_t *rng, size_t n, float *x, in
                 }
                 pool->count--;
         }
+}
+
+/* ---- injection pool ---- */
+
+struct sc_mix_inject_s {
+        int sources;
+        size_t cap;      /* per source */
+        uint32_t *items; /* (sources, cap) rings */
+        size_t *head, *n;
+        int *elig; /* (sources) scratch of the draw */
+        size_t total;
+};
+
+sc_err_t sc_mix_inject_new(sc_mix_inject_t **poolp, int sources, size_t cap_per_source)
+{
+        sc_mix_inject_t *p;
+
+        *poolp = NULL;
+        if (sources <= 0 || sources > SC_MIX_INJECT_MAX_SOURCES || cap_per_source == 0 ||
+            cap_per_source > SIZE_MAX / sizeof(uint32_t) / (size_t)sources)
+                return SC_ERR_INVAL;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return SC_ERR_NOMEM;
+        p->sources = sources;
+        p->cap = cap_per_source;
+        p->items = malloc((size_t)sources * cap_per_source * sizeof(*p->items));
+        p->head = calloc((size_t)sources, sizeof(*p->head));
+        p->n = calloc((size_t)sources, sizeof(*p->n));
+        p->elig = calloc((size_t)sources, sizeof(*p->elig));
+        if (!p->items || !p->head || !p->n || !p->elig) {
+                sc_mix_inject_destroy(p);
+                return SC_ERR_NOMEM;
+        }
+        *poolp = p;
+        return SC_OK;
+}
+
+void sc_mix_inject_destroy(sc_mix_inject_t *pool)
+{
+        if (!pool)
+                return;
+        free(pool->items);
+        free(pool->head);
+        free(pool->n);
+        free(pool->elig);
+        free(pool);
+}
+
+void sc_mix_inject_put(sc_mix_inject_t *pool, int source, uint32_t item)
+{
+        if (source < 0 || source >= pool->sources)
+                return;
+        size_t s = (size_t)source, at;
+        if (pool->n[s] == pool->cap) { /* full: replace the oldest */
+                at = pool->head[s];
+                pool->head[s] = (pool->head[s] + 1) % pool->cap;
+        } else {
+                at = (pool->head[s] + pool->n[s]) % pool->cap;
+                pool->n[s]++;
+                pool->total++;
+        }
+        pool->items[s * pool->cap + at] = item;
+}
+
+size_t sc_mix_inject_count(const sc_mix_inject_t *pool, int source)
+{
+        if (source == -1)
+                return pool->total;
+        if (source < 0 || source >= pool->sources)
+                return 0;
+        return pool->n[source];
+}
+
+/* A uniformly chosen item of source s (n[s] > 0). */
+static uint32_t sc_mix_inject_pick(sc_mix_inject_t *pool, sc_rng_t *rng, int s)
+{
+        size_t k = sc_rng_below(rng, (uint32_t)pool->n[s]);
+        return pool->items[(size_t)s * pool->cap + (pool->head[s] + k) % pool->cap];
+}
+
+size_t sc_mix_inject_draw(sc_mix_inject_t *pool, sc_rng_t *rng, sc_mix_draw_t how, int not_from,
+                          size_t n, uint32_t *items, int *sources)
+{
+        int *elig = pool->elig, k = 0;
+        size_t foreign = 0, got = 0;
+
+        for (int s = 0; s < pool->sources; s++)
+                if (s != not_from && pool->n[s] > 0) {
+                        elig[k++] = s;
+                        foreign += pool->n[s];
+                }
+        if (k == 0 || n == 0)
+                return 0;
+        if (how == SC_MIX_DRAW_POOLED) {
+                for (; got < n; got++) {
+                        size_t r = sc_rng_below(rng, (uint32_t)foreign);
+                        int j = 0;
+                        while (r >= pool->n[elig[j]])
+                                r -= pool->n[elig[j++]];
+                        items[got] = pool->items[(size_t)elig[j] * pool->cap +
+                                                 (pool->head[elig[j]] + r) % pool->cap];
+                        if (sources)
+                                sources[got] = elig[j];
+                }
+                return got;
+        }
+        /* Balanced: n / k from every source, the remainder from n % k sources
+         * chosen at random (a partial Fisher-Yates shuffle puts them first). */
+        size_t q = n / (size_t)k, rem = n % (size_t)k;
+        for (size_t i = 0; i < rem; i++) {
+                size_t j = i + sc_rng_below(rng, (uint32_t)((size_t)k - i));
+                int t = elig[i];
+                elig[i] = elig[j];
+                elig[j] = t;
+        }
+        for (int i = 0; i < k; i++) {
+                size_t c = q + ((size_t)i < rem ? 1 : 0);
+                for (size_t m = 0; m < c; m++, got++) {
+                        items[got] = sc_mix_inject_pick(pool, rng, elig[i]);
+                        if (sources)
+                                sources[got] = elig[i];
+                }
+        }
+        return got;
+}
+
+struct sc_mix_shared_s {
+        sc_mix_inject_t *inject; /* items are slots of x / labels */
+        size_t cap, numel, max_draw;
+        size_t *next; /* (sources) puts so far */
+        float *x;     /* (sources * cap, numel) */
+        int32_t *labels;
+        uint32_t *items; /* (max_draw) scratch of the draw */
+};
+
+sc_err_t sc_mix_shared_new(sc_mix_shared_t **poolp, int sources, size_t cap_per_source,
+                           size_t numel, size_t max_draw)
+{
+        sc_mix_shared_t *p;
+        sc_err_t err;
+
+        *poolp = NULL;
+        if (sources <= 0 || sources > SC_MIX_INJECT_MAX_SOURCES || cap_per_source == 0 ||
+            numel == 0 || max_draw == 0 || cap_per_source > UINT32_MAX / (size_t)sources ||
+            (size_t)sources * cap_per_source > SIZE_MAX / sizeof(float) / numel)
+                return SC_ERR_INVAL;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return SC_ERR_NOMEM;
+        p->cap = cap_per_source;
+        p->numel = numel;
+        p->max_draw = max_draw;
+        size_t slots = (size_t)sources * cap_per_source;
+        if ((err = sc_mix_inject_new(&p->inject, sources, cap_per_source))) {
+                free(p);
+                return err;
+        }
+        p->next = calloc((size_t)sources, sizeof(*p->next));
+        p->x = malloc(slots * numel * sizeof(float));
+        p->labels = malloc(slots * sizeof(int32_t));
+        p->items = malloc(max_draw * sizeof(uint32_t));
+        if (!p->next || !p->x || !p->labels || !p->items) {
+                sc_mix_shared_destroy(p);
+                return SC_ERR_NOMEM;
+        }
+        *poolp = p;
+        return SC_OK;
+}
+
+void sc_mix_shared_destroy(sc_mix_shared_t *pool)
+{
+        if (!pool)
+                return;
+        sc_mix_inject_destroy(pool->inject);
+        free(pool->next);
+        free(pool->x);
+        free(pool->labels);
+        free(pool->items);
+        free(pool);
+}
+
+float *sc_mix_shared_put(sc_mix_shared_t *pool, int source, int32_t label)
+{
+        if (source < 0 || source >= pool->inject->sources)
+                return NULL;
+        /* The slots of a source are written in turn, so a full ring's oldest
+         * item (the one sc_mix_inject_put replaces) is the slot rewritten. */
+        size_t s = (size_t)source, slot = s * pool->cap + pool->next[s]++ % pool->cap;
+        sc_mix_inject_put(pool->inject, source, (uint32_t)slot);
+        pool->labels[slot] = label;
+        return pool->x + slot * pool->numel;
+}
+
+size_t sc_mix_shared_count(const sc_mix_shared_t *pool, int source)
+{
+        return sc_mix_inject_count(pool->inject, source);
+}
+
+size_t sc_mix_shared_draw(sc_mix_shared_t *pool, sc_rng_t *rng, sc_mix_draw_t how, int not_from,
+                          size_t n, float *x, int32_t *labels, int *sources)
+{
+        if (n > pool->max_draw)
+                n = pool->max_draw;
+        size_t got = sc_mix_inject_draw(pool->inject, rng, how, not_from, n, pool->items, sources);
+        for (size_t i = 0; i < got; i++) {
+                size_t slot = pool->items[i];
+                memcpy(x + i * pool->numel, pool->x + slot * pool->numel,
+                       pool->numel * sizeof(float));
+                labels[i] = pool->labels[slot];
+        }
+        return got;
 }

@@ -1,15 +1,24 @@
 /* sc_ckpt.h — training checkpoints: a versioned little-endian binary format
- * holding a copy of the model spec, step/epoch counters, the parameters and
- * the optimizer velocity, closed by a CRC32C.
+ * holding a copy of the model spec, step/epoch counters, the parameters, the
+ * optimizer velocity and the model's non-trainable state (batchnorm running
+ * statistics), closed by a CRC32C.
  *
- * Layout (version 1; integers little-endian, floats IEEE-754 binary32 LE):
- *   "SCCK"  u32 version  u32 flags (bit 0: velocity present)
+ * Layout (integers little-endian, floats IEEE-754 binary32 LE):
+ *   "SCCK"  u32 version  u32 flags (bit 0: velocity present,
+ *                                   bit 1: state present, version 2 only)
  *   meta:   u64 step  u64 epoch  u64 epoch_step  u64 seed  u32 batch  u32 0
  *   spec:   i32 input c, h, w  u32 loss  u32 n_layers
  *           n_layers x (u32 kind, i32 units, filters, kernel, stride,
  *                       padding, f32 rate, u32 init)
  *   u64 nparams  f32 params[nparams]  [f32 velocity[nparams]]
+ *   [u64 nstate  f32 state[nstate]]            (flags bit 1)
  *   u32 crc32c of every byte before it
+ *
+ * Version 2 adds only the state section. A checkpoint without state is
+ * written as version 1, byte for byte what earlier builds wrote and read;
+ * one with state is version 2, which earlier builds refuse by its version.
+ * This build reads both; a version 1 checkpoint loaded into a model with
+ * state leaves that state at its initial value (sc_ckpt_load resets it).
  *
  * The encode/decode functions work on memory (core is sans-I/O); files are
  * read and written atomically by connectors/ckpt_file.c (sc_ckpt_save,
@@ -24,7 +33,8 @@
 #include "sc_nn.h"
 #include "sc_optim.h"
 
-#define SC_CKPT_VERSION 1
+#define SC_CKPT_VERSION 2     /* newest version read and written */
+#define SC_CKPT_VERSION_MIN 1 /* oldest version read (written when there is no state) */
 
 /* Where training stands. */
 typedef struct sc_ckpt_meta {
@@ -37,10 +47,12 @@ typedef struct sc_ckpt_meta {
 
 /* Encodes a checkpoint into a new buffer (*bufp, *lenp; caller frees
  * *bufp). params and velocity are (nparams) floats; velocity may be NULL
- * (not stored). */
+ * (not stored). state is (nstate) floats (sc_model_state); nstate 0 stores
+ * none (a version 1 checkpoint). */
 sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
-                        const float *params, const float *velocity, size_t nparams, uint8_t **bufp,
-                        size_t *lenp, char *errstr, size_t errstr_size);
+                        const float *params, const float *velocity, size_t nparams,
+                        const float *state, size_t nstate, uint8_t **bufp, size_t *lenp,
+                        char *errstr, size_t errstr_size);
 
 /* A validated checkpoint, pointing into the buffer it was parsed from. */
 typedef struct sc_ckpt_view {
@@ -50,6 +62,8 @@ typedef struct sc_ckpt_view {
         size_t nparams;
         const uint8_t *params;   /* (nparams) f32 LE */
         const uint8_t *velocity; /* (nparams) f32 LE, or NULL when not stored */
+        size_t nstate;
+        const uint8_t *state; /* (nstate) f32 LE, or NULL when not stored */
 } sc_ckpt_view_t;
 
 /* Checks magic, version, every length and the CRC32C of buf. Errors:
@@ -64,23 +78,31 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *buf, size_t len, char *
 sc_err_t sc_ckpt_spec_check(const sc_model_spec_t *have, const sc_model_spec_t *want, char *errstr,
                             size_t errstr_size);
 
-/* Parses buf, checks it against spec (sc_ckpt_spec_check) and nparams, then
- * writes params (nparams floats) and, when velocity is not NULL, velocity
- * (zeros if the checkpoint has none). *has_velocity (if not NULL) says
- * whether the checkpoint stored one. Nothing is written on error. */
+/* Parses buf, checks it against spec (sc_ckpt_spec_check), nparams and,
+ * when state is not NULL and the checkpoint stores state, nstate
+ * (SC_ERR_SHAPE if either differs), then writes params (nparams floats),
+ * when velocity is not NULL velocity (zeros if the checkpoint has none),
+ * and when state is not NULL and the checkpoint stores state, state (nstate
+ * floats; left as it is otherwise: state NULL ignores the section). *has_velocity and *has_state
+ * (if not NULL) say whether the checkpoint stored them. Nothing is written on error. */
 sc_err_t sc_ckpt_decode(const void *buf, size_t len, const sc_model_spec_t *spec,
                         sc_ckpt_meta_t *meta, float *params, float *velocity, size_t nparams,
-                        int *has_velocity, char *errstr, size_t errstr_size);
+                        int *has_velocity, float *state, size_t nstate, int *has_state,
+                        char *errstr, size_t errstr_size);
 
-/* connectors/ckpt_file.c. Saves model parameters and sgd velocity (sgd may
- * be NULL) to path atomically: a temporary file in the same folder, fsync,
- * rename, fsync of the folder. An existing file stays intact on failure. */
+/* connectors/ckpt_file.c. Saves model parameters, its state (if it has any)
+ * and sgd velocity (sgd may be NULL) to path atomically: a temporary file in the same folder,
+ * fsync, rename, fsync of the folder. An existing file stays intact on failure. */
 sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
                       const sc_ckpt_meta_t *meta, char *errstr, size_t errstr_size);
-/* Loads path into model (whose spec must match) and sgd velocity (sgd may be
- * NULL); meta (if not NULL) receives the counters. Errors are prefixed with
- * path. model and sgd are unchanged on error. */
+/* Loads path into model (whose spec must match: parameters, and state when
+ * the checkpoint has it) and sgd velocity (sgd may be NULL); meta (if not
+ * NULL) receives the counters. A checkpoint without state (version 1) loaded
+ * into a model with state resets that state to its initial value (mean 0,
+ * variance 1); *has_state (if not NULL) tells whether the checkpoint had
+ * state. Errors are prefixed with path. model and sgd are unchanged on
+ * error. */
 sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckpt_meta_t *meta,
-                      char *errstr, size_t errstr_size);
+                      int *has_state, char *errstr, size_t errstr_size);
 
 #endif

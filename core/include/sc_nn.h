@@ -32,6 +32,7 @@ typedef enum sc_layer_kind {
         SC_LAYER_SIGMOID,
         SC_LAYER_DROPOUT,
         SC_LAYER_FLATTEN,
+        SC_LAYER_BATCHNORM,
         SC_LAYER__END
 } sc_layer_kind_t;
 
@@ -51,6 +52,10 @@ typedef struct sc_layer_spec {
         int stride;  /* conv2d (default 1), maxpool2d (default = kernel); 0 = default */
         int padding; /* conv2d: zero padding on each side */
         float rate;  /* dropout: drop probability in [0, 1) */
+
+        /* batchnorm: running-statistics momentum in (0, 1] (0 = 0.1) and
+         * variance epsilon > 0 (0 = 1e-5) */
+        float momentum, eps;
         sc_init_kind_t init;
 } sc_layer_spec_t;
 
@@ -99,6 +104,15 @@ float *sc_model_params(sc_model_t *model);
 float *sc_model_grads(sc_model_t *model);
 int sc_model_ntensors(const sc_model_t *model);
 const sc_tensor_view_t *sc_model_tensor(const sc_model_t *model, int i);
+/* Non-trainable state (batchnorm running mean and variance, per layer in
+ * order): (nstate) floats, 0 when no layer has any. Training steps update
+ * it, evaluation reads it; it is not part of params (not averaged or sent;
+ * checkpoints carry it in a section of their own). sc_model_new and sc_model_init set it to its
+ * initial value (mean 0, variance 1). */
+size_t sc_model_nstate(const sc_model_t *model);
+float *sc_model_state(sc_model_t *model);
+/* Sets the non-trainable state to its initial value (parameters untouched). */
+void sc_model_reset_state(sc_model_t *model);
 /* Multiply-adds of one sample's forward pass (for FLOP/s figures). */
 double sc_model_forward_flops(const sc_model_t *model);
 /* Multiply-adds the products of the last sc_model_train_batch call did
@@ -107,7 +121,8 @@ double sc_model_forward_flops(const sc_model_t *model);
  * 0 before the first call. sc_model_forward_flops counts them dense. */
 double sc_model_last_step_macs(const sc_model_t *model);
 
-/* Initializes weights (He/Xavier per layer spec) from rng and zeroes biases. */
+/* Initializes weights (He/Xavier per layer spec; batchnorm gamma 1) from rng,
+ * zeroes biases and resets the non-trainable state. */
 void sc_model_init(sc_model_t *model, sc_rng_t *rng);
 
 /* Forward, loss and backward on one batch of B samples. x is (B, input
@@ -128,6 +143,16 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
  * logits/outputs; labels/targets may be NULL (then the loss returned is 0). */
 float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
                           const float *targets, int B, int *correct, float *out);
+
+/* Recomputes the non-trainable state from data ("recalibration"): resets
+ * it, then runs the forward pass in training mode (dropout off) over the
+ * floor(n / B) full batches of x (n, input numel; one batch of n if n < B),
+ * each batchnorm layer's running mean and variance becoming the mean of its
+ * batch values over those batches. Parameters and gradients are untouched.
+ * For a model whose statistics were not kept, e.g. one rebuilt from shared
+ * parameters. SC_OK also when the model has no state (nothing done);
+ * SC_ERR_INVAL (NULL, n = 0, B < 1), SC_ERR_NOMEM. */
+sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B);
 
 /* Number of BLAS threads used by every model in this process (>= 1; values
  * below 1 mean 1). Small products run on one thread regardless. */

@@ -16,6 +16,8 @@ struct sc_model_s {
         sc_layer_t layers[SC_MODEL_MAX_LAYERS];
         size_t nparams;
         float *params, *grads;
+        size_t nstate;
+        float *state; /* non-trainable (batchnorm running statistics) */
         int ntensors;
         sc_tensor_view_t tensors[2 * SC_MODEL_MAX_LAYERS];
         int first_param; /* backward stops here; n if no layer has parameters */
@@ -34,6 +36,7 @@ static const sc_layer_ops_t *const sc_layer_ops_table[SC_LAYER__END] = {
     [SC_LAYER_MAXPOOL2D] = &sc_nn_maxpool2d_ops, [SC_LAYER_RELU] = &sc_nn_relu_ops,
     [SC_LAYER_TANH] = &sc_nn_tanh_ops,           [SC_LAYER_SIGMOID] = &sc_nn_sigmoid_ops,
     [SC_LAYER_DROPOUT] = &sc_nn_dropout_ops,     [SC_LAYER_FLATTEN] = &sc_nn_flatten_ops,
+    [SC_LAYER_BATCHNORM] = &sc_nn_batchnorm_ops,
 };
 
 const char *sc_layer_kind_name(sc_layer_kind_t kind)
@@ -190,9 +193,12 @@ sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *er
                         m->nparams += sizes[t];
                 }
         }
+        for (int i = 0; i < m->n; i++)
+                m->nstate += m->layers[i].ns;
         m->params = calloc(m->nparams ? m->nparams : 1, sizeof(float));
         m->grads = calloc(m->nparams ? m->nparams : 1, sizeof(float));
-        if (!m->params || !m->grads) {
+        m->state = calloc(m->nstate ? m->nstate : 1, sizeof(float));
+        if (!m->params || !m->grads || !m->state) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
                               "model: cannot allocate %zu parameters", m->nparams);
                 goto out_free;
@@ -207,6 +213,15 @@ sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *er
                         l->b = m->params + v->offset;
                         l->db = m->grads + v->offset;
                 }
+        }
+        size_t soff = 0;
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                if (!l->ns)
+                        continue;
+                l->state = m->state + soff;
+                soff += l->ns;
+                l->ops->reset_state(l);
         }
         *modelp = m;
         return SC_OK;
@@ -223,6 +238,7 @@ void sc_model_destroy(sc_model_t *model)
         free(model->arena);
         free(model->params);
         free(model->grads);
+        free(model->state);
         free(model);
 }
 
@@ -258,6 +274,23 @@ float *sc_model_grads(sc_model_t *model)
         return model->grads;
 }
 
+size_t sc_model_nstate(const sc_model_t *model)
+{
+        return model->nstate;
+}
+
+float *sc_model_state(sc_model_t *model)
+{
+        return model->state;
+}
+
+void sc_model_reset_state(sc_model_t *model)
+{
+        for (int i = 0; i < model->n; i++)
+                if (model->layers[i].ns)
+                        model->layers[i].ops->reset_state(&model->layers[i]);
+}
+
 int sc_model_ntensors(const sc_model_t *model)
 {
         return model->ntensors;
@@ -288,6 +321,8 @@ void sc_model_init(sc_model_t *model, sc_rng_t *rng)
 {
         for (int i = 0; i < model->n; i++) {
                 sc_layer_t *l = &model->layers[i];
+                if (l->ns)
+                        l->ops->reset_state(l);
                 if (!l->nw)
                         continue;
                 int he = l->spec.init == SC_INIT_HE;
@@ -419,6 +454,36 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
                 dcur = dx;
         }
         return loss;
+}
+
+sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B)
+{
+        sc_model_t *m = model;
+        float saved[SC_MODEL_MAX_LAYERS];
+
+        if (!m || !x || n == 0 || B < 1)
+                return SC_ERR_INVAL;
+        if (!m->nstate)
+                return SC_OK;
+        if ((size_t)B > n)
+                B = (int)n;
+        if (reserve(m, B))
+                return SC_ERR_NOMEM;
+        sc_model_reset_state(m);
+        for (int i = 0; i < m->n; i++)
+                saved[i] = m->layers[i].spec.momentum;
+        const size_t numel = sc_shape_numel(m->spec.input), batches = n / (size_t)B;
+        for (size_t k = 0; k < batches; k++) {
+                /* momentum 1 / (k + 1): the running value is the mean over
+                 * the batches so far */
+                for (int i = 0; i < m->n; i++)
+                        if (m->layers[i].spec.kind == SC_LAYER_BATCHNORM)
+                                m->layers[i].spec.momentum = 1.0f / (float)(k + 1);
+                forward(m, x + k * (size_t)B * numel, B, 1, NULL);
+        }
+        for (int i = 0; i < m->n; i++)
+                m->layers[i].spec.momentum = saved[i];
+        return SC_OK;
 }
 
 float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,

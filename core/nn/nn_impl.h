@@ -58,6 +58,8 @@ typedef struct sc_layer_ops {
         sc_err_t (*setup)(struct sc_layer *l, char *errstr, size_t errstr_size);
         /* Optional: fills l->w from rng (biases are zeroed by the model). */
         void (*init)(struct sc_layer *l, sc_rng_t *rng, int he);
+        /* Optional (layers with l->ns > 0): sets l->state to its initial value. */
+        void (*reset_state)(struct sc_layer *l);
         /* Optional: scratch floats the layer needs for a batch of B. */
         size_t (*workspace)(const struct sc_layer *l, int B);
         /* x is l->in over B samples in layout in_fm; y is l->out in out_fm
@@ -82,6 +84,8 @@ typedef struct sc_layer {
         size_t nw, nb;      /* weight and bias floats */
         float *w, *b;       /* views into the model's params */
         float *dw, *db;     /* views into the model's grads */
+        size_t ns;          /* non-trainable state floats (batchnorm running statistics) */
+        float *state;       /* view into the model's state */
         int fuse_relu;      /* dense/conv2d: apply relu in the forward epilogue */
         int skip_forward;   /* relu fused into the previous layer */
         int skip_backward;  /* relu whose mask the next maxpool2d applies */
@@ -103,6 +107,7 @@ extern const sc_layer_ops_t sc_nn_tanh_ops;
 extern const sc_layer_ops_t sc_nn_sigmoid_ops;
 extern const sc_layer_ops_t sc_nn_dropout_ops;
 extern const sc_layer_ops_t sc_nn_flatten_ops;
+extern const sc_layer_ops_t sc_nn_batchnorm_ops;
 
 /* Loss on logits (n, B) when fm, else (B, n). Writes dlogits (same layout,
  * already divided by B) when d is not NULL. Returns the mean loss, or NAN if

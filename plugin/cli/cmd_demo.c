@@ -66,7 +66,9 @@ static void sc_demo_usage(FILE *out)
                 "  - two `scadles aggregator` processes in one group, splitting the 4 model\n"
                 "    shards and publishing every version to J.model;\n"
                 "  - an evaluator here that follows J.model and measures test accuracy on\n"
-                "    the 10,000 test images every --eval-every seconds.\n"
+                "    the 10,000 test images every --eval-every seconds (a model with\n"
+                "    batchnorm, set by --set, first has its running statistics recomputed\n"
+                "    on 5,000 training images: J.model carries parameters only).\n"
                 "It stops at --target test accuracy or after --duration seconds (or Ctrl-C),\n"
                 "stops the feed, the workers (they commit what the broker acknowledged) and\n"
                 "the aggregators in turn, and prints a summary: test accuracy, time to 85%%,\n"
@@ -338,9 +340,21 @@ static void sc_demo_sleep(double s)
                 ;
 }
 
-static int sc_demo_eval(sc_model_t *m, const sc_dataset_t *ds, double *acc)
+/* Samples of the training half a model with batchnorm is recalibrated on
+ * before each evaluation (J.model carries parameters only). */
+#define SC_DEMO_CALIB_SAMPLES 5000
+
+/* Test accuracy of m; calib (not NULL for a model with state) first
+ * recomputes its running statistics. */
+static int sc_demo_eval(sc_model_t *m, const sc_dataset_t *calib, const sc_dataset_t *ds,
+                        double *acc)
 {
         size_t numel = sc_shape_numel(ds->shape), correct = 0;
+        if (calib && calib->n &&
+            sc_model_recalibrate(
+                m, calib->x, calib->n < SC_DEMO_CALIB_SAMPLES ? calib->n : SC_DEMO_CALIB_SAMPLES,
+                500))
+                return -1;
         for (size_t i = 0; i < ds->n; i += 500) {
                 int b = (int)(ds->n - i < 500 ? ds->n - i : 500), c = 0;
                 float l = sc_model_eval_batch(m, ds->x + i * numel, ds->y + i, NULL, b, &c, NULL);
@@ -382,7 +396,7 @@ int sc_cmd_demo(int argc, char **argv)
         sc_broker_t *broker = NULL;
         sc_job_model_t *jm = NULL;
         sc_model_t *model = NULL;
-        sc_dataset_t test = {0};
+        sc_dataset_t test = {0}, calib = {0};
         sc_conf_t conf;
         int have_conf = 0, rc;
         char err[1024], path[600], text[4096], bs[256];
@@ -461,6 +475,13 @@ int sc_cmd_demo(int argc, char **argv)
                 goto out;
         }
         size_t nparams = sc_model_nparams(model);
+        if (sc_model_nstate(model) &&
+            (sc_fmnist_load(conf.data.dir, &calib, NULL, err, sizeof(err)) ||
+             sc_dataset_normalize(&calib, (float)conf.data.mean, (float)conf.data.std, err,
+                                  sizeof(err)))) {
+                fprintf(stderr, "scadles demo: Fashion-MNIST training set: %s\n", err);
+                goto out;
+        }
         if (sc_job_model_new(&jm, &conf, sc_model_params(model), nparams, err, sizeof(err))) {
                 fprintf(stderr, "scadles demo: %s\n", err);
                 goto out;
@@ -549,7 +570,9 @@ int sc_cmd_demo(int argc, char **argv)
                 if (t - t_eval >= o.eval_every) {
                         memcpy(sc_model_params(model), sc_job_model_params(jm),
                                nparams * sizeof(float));
-                        if (sc_demo_eval(model, &test, &acc) == 0 && npts < SC_DEMO_MAX_POINTS) {
+                        if (sc_demo_eval(model, sc_model_nstate(model) ? &calib : NULL, &test,
+                                         &acc) == 0 &&
+                            npts < SC_DEMO_MAX_POINTS) {
                                 pt_t[npts] = t - t0;
                                 pt_a[npts++] = acc;
                         }
@@ -597,7 +620,7 @@ stop:
                 sc_job_model_poll(jm, 50, NULL, err, sizeof(err));
         memcpy(sc_model_params(model), sc_job_model_params(jm), nparams * sizeof(float));
         double final_acc = 0;
-        sc_demo_eval(model, &test, &final_acc);
+        sc_demo_eval(model, sc_model_nstate(model) ? &calib : NULL, &test, &final_acc);
         if (npts < SC_DEMO_MAX_POINTS && npts > 0) {
                 pt_t[npts] = sc_cli_now() - t0;
                 pt_a[npts++] = final_acc;
@@ -671,6 +694,7 @@ out:
         sc_job_model_destroy(jm);
         sc_model_destroy(model);
         sc_dataset_free(&test);
+        sc_dataset_free(&calib);
         if (have_conf)
                 sc_conf_free(&conf);
         sc_broker_destroy(broker);

@@ -527,12 +527,19 @@ int sc_cmd_train(int argc, char **argv)
 
         memset(&meta, 0, sizeof(meta));
         if (o.resume) {
-                sc_err_t e = sc_ckpt_load(o.resume, run.model, &sgd, &meta, err, sizeof(err));
+                int has_state = 0;
+                sc_err_t e =
+                    sc_ckpt_load(o.resume, run.model, &sgd, &meta, &has_state, err, sizeof(err));
                 if (e) {
                         fprintf(stderr, "scadles train: --resume %s\n", err);
                         rc = e == SC_ERR_SHAPE ? 2 : 1;
                         goto out;
                 }
+                if (sc_model_nstate(run.model) && !has_state)
+                        fprintf(stderr,
+                                "scadles train: %s has no batchnorm running statistics (an "
+                                "older checkpoint); they restart from mean 0, variance 1\n",
+                                o.resume);
                 if (meta.epoch_step &&
                     (meta.seed != conf->train.seed || meta.batch != (uint32_t)conf->train.batch ||
                      meta.epoch_step >= (uint64_t)steps_per_epoch)) {
@@ -584,12 +591,19 @@ int sc_cmd_eval(int argc, char **argv)
         if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets)) || (rc = sc_run_data(&run, 0)) ||
             (rc = sc_run_model(&run)))
                 goto out;
-        sc_err_t e = sc_ckpt_load(o.checkpoint, run.model, NULL, &meta, err, sizeof(err));
+        int has_state = 0;
+        sc_err_t e =
+            sc_ckpt_load(o.checkpoint, run.model, NULL, &meta, &has_state, err, sizeof(err));
         if (e) {
                 fprintf(stderr, "scadles eval: %s\n", err);
                 rc = e == SC_ERR_SHAPE ? 2 : 1;
                 goto out;
         }
+        if (sc_model_nstate(run.model) && !has_state)
+                fprintf(stderr,
+                        "scadles eval: warning: %s has no batchnorm running statistics (an "
+                        "older checkpoint); evaluating with mean 0, variance 1\n",
+                        o.checkpoint);
         fprintf(stderr, "scadles eval: %s: epoch %llu, step %llu\n", o.checkpoint,
                 (unsigned long long)meta.epoch, (unsigned long long)meta.step);
         rc = sc_run_print_accuracy(&run);

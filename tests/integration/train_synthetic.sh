@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # train_synthetic.sh — `scadles train` on a small synthetic data set: the
 # accuracy line is printed and above chance, the checkpoint is written,
-# --resume continues from it, `scadles eval` reproduces the accuracy, bad
+# --resume continues from it, `scadles eval` reproduces the accuracy (also
+# with batchnorm, whose running statistics the checkpoint carries), bad
 # configurations exit 2 with a JSON path, and SIGINT saves a checkpoint.
 set -u
 SCADLES=${SCADLES:-build/scadles}
@@ -132,4 +133,30 @@ epoch=$(sed -nE 's/.*interrupted at epoch ([0-9]+) step.*/\1/p' "$tmp/err")
 cmp -s "$tmp/int-resumed.ckpt" "$tmp/int-straight.ckpt" ||
         fail "run resumed mid-epoch $epoch differs from an uninterrupted one"
 cat "$tmp/err"
+
+# 7. batchnorm: the checkpoint (version 2) carries the running statistics, so
+#    eval reproduces the final accuracy and a resumed run equals a straight one
+bn='model.layers=[{"type":"flatten"},{"type":"dense","units":32},{"type":"batchnorm"},{"type":"relu"},{"type":"dense","units":5}]'
+"$SCADLES" train -c "$tmp/synth.json" --set "$bn" --set "train.checkpoint=\"$tmp/bn.ckpt\"" \
+        >"$tmp/bn.out" 2>"$tmp/err" || { cat "$tmp/err"; fail "batchnorm train failed"; }
+bnline=$(grep '^test accuracy: ' "$tmp/bn.out") || fail "no batchnorm accuracy line"
+echo "batchnorm: $bnline"
+[ "$(od -An -tu1 -j4 -N1 "$tmp/bn.ckpt" | tr -d ' ')" = 2 ] || fail "batchnorm checkpoint not version 2"
+[ "$(od -An -tu1 -j4 -N1 "$tmp/synth.ckpt" | tr -d ' ')" = 1 ] || fail "plain checkpoint not version 1"
+"$SCADLES" eval -c "$tmp/synth.json" --set "$bn" --checkpoint "$tmp/bn.ckpt" >"$tmp/eval" \
+        2>"$tmp/err" || { cat "$tmp/err"; fail "batchnorm eval failed"; }
+[ "$(cat "$tmp/eval")" = "$bnline" ] || fail "batchnorm eval gave '$(cat "$tmp/eval")', train '$bnline'"
+grep -q 'running statistics' "$tmp/err" && fail "eval warned about statistics: $(cat "$tmp/err")"
+"$SCADLES" train -c "$tmp/synth.json" --set "$bn" --set "$const" --epochs 2 \
+        --set "train.checkpoint=\"$tmp/bn2.ckpt\"" >/dev/null 2>&1 || fail "batchnorm 2 epochs failed"
+"$SCADLES" train -c "$tmp/synth.json" --set "$bn" --set "$const" --epochs 4 --resume "$tmp/bn2.ckpt" \
+        --set "train.checkpoint=\"$tmp/bn-resumed.ckpt\"" >/dev/null 2>"$tmp/err" ||
+        { cat "$tmp/err"; fail "batchnorm resume failed"; }
+"$SCADLES" train -c "$tmp/synth.json" --set "$bn" --set "$const" --epochs 4 \
+        --set "train.checkpoint=\"$tmp/bn-straight.ckpt\"" >/dev/null 2>&1 || fail "batchnorm 4 epochs failed"
+cmp -s "$tmp/bn-resumed.ckpt" "$tmp/bn-straight.ckpt" ||
+        fail "batchnorm run resumed after 2 epochs differs from a straight one"
+# a checkpoint of the model without batchnorm does not load into one with it
+"$SCADLES" eval -c "$tmp/synth.json" --set "$bn" --checkpoint "$tmp/synth.ckpt" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "plain checkpoint into the batchnorm model did not exit 2"
 echo "train_synthetic: ok"

@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sc_ckpt.h"
@@ -35,7 +36,9 @@ static sc_model_spec_t mlp_spec(void)
 
 #define NP (16 * 8 + 8 + 8 * 3 + 3)
 
-static float params[NP], velocity[NP];
+#define NS 6 /* state floats in the state-carrying encodings */
+
+static float params[NP], velocity[NP], statev[NS];
 static const sc_ckpt_meta_t meta = {
     .step = 123456789012ULL, .epoch = 7, .epoch_step = 42, .seed = 0xfeedULL, .batch = 64};
 
@@ -48,16 +51,24 @@ static void fill(void)
         params[0] = -0.0f;
         params[1] = 1e-40f; /* subnormal */
         params[2] = INFINITY;
+        for (int i = 0; i < NS; i++)
+                statev[i] = 0.5f * (float)i - 1.0f;
 }
 
-static void encode(int with_velocity, uint8_t **buf, size_t *len)
+static void encode_state(int with_velocity, int with_state, uint8_t **buf, size_t *len)
 {
         char err[256];
         sc_model_spec_t s = mlp_spec();
         fill();
-        assert_int_equal(sc_ckpt_encode(&s, &meta, params, with_velocity ? velocity : NULL, NP, buf,
-                                        len, err, sizeof(err)),
+        assert_int_equal(sc_ckpt_encode(&s, &meta, params, with_velocity ? velocity : NULL, NP,
+                                        with_state ? statev : NULL, with_state ? NS : 0, buf, len,
+                                        err, sizeof(err)),
                          SC_OK);
+}
+
+static void encode(int with_velocity, uint8_t **buf, size_t *len)
+{
+        encode_state(with_velocity, 0, buf, len);
 }
 
 static void round_trip(void **state)
@@ -74,8 +85,9 @@ static void round_trip(void **state)
                 sc_ckpt_meta_t m;
                 int hv = -1;
                 memset(vel, 0x55, sizeof(vel));
-                assert_int_equal(
-                    sc_ckpt_decode(buf, len, &s, &m, p, vel, NP, &hv, err, sizeof(err)), SC_OK);
+                assert_int_equal(sc_ckpt_decode(buf, len, &s, &m, p, vel, NP, &hv, NULL, 0, NULL,
+                                                err, sizeof(err)),
+                                 SC_OK);
                 assert_memory_equal(p, params, sizeof(p));
                 assert_int_equal(hv, v);
                 if (v) {
@@ -92,15 +104,17 @@ static void round_trip(void **state)
 
                 sc_ckpt_view_t view;
                 assert_int_equal(sc_ckpt_parse(&view, buf, len, err, sizeof(err)), SC_OK);
-                assert_int_equal(view.version, SC_CKPT_VERSION);
+                assert_int_equal(view.version, SC_CKPT_VERSION_MIN); /* no state: version 1 */
+                assert_null(view.state);
                 assert_int_equal(view.nparams, NP);
                 assert_int_equal(view.spec.n_layers, 5);
                 assert_int_equal(view.spec.layers[4].units, 3);
                 assert_float_equal(view.spec.layers[3].rate, 0.25, 0);
                 assert_int_equal(view.velocity != NULL, v);
                 /* velocity NULL: decoding without one is fine too */
-                assert_int_equal(
-                    sc_ckpt_decode(buf, len, &s, NULL, p, NULL, NP, NULL, err, sizeof(err)), SC_OK);
+                assert_int_equal(sc_ckpt_decode(buf, len, &s, NULL, p, NULL, NP, NULL, NULL, 0,
+                                                NULL, err, sizeof(err)),
+                                 SC_OK);
                 free(buf);
         }
 }
@@ -110,13 +124,20 @@ static void round_trip(void **state)
 static sc_err_t decode_bad(const uint8_t *buf, size_t len, char *err, size_t err_size)
 {
         sc_model_spec_t s = mlp_spec();
-        float p[NP], vel[NP];
+        float p[NP], vel[NP], st[NS];
         sc_ckpt_meta_t m;
         memset(p, 0x7a, sizeof(p));
         memset(vel, 0x7a, sizeof(vel));
+        memset(st, 0x7a, sizeof(st));
         memset(&m, 0x7a, sizeof(m));
         err[0] = 0;
-        sc_err_t rc = sc_ckpt_decode(buf, len, &s, &m, p, vel, NP, NULL, err, err_size);
+        sc_err_t rc =
+            sc_ckpt_decode(buf, len, &s, &m, p, vel, NP, NULL, st, NS, NULL, err, err_size);
+        for (int i = 0; i < NS; i++) {
+                uint32_t c;
+                memcpy(&c, &st[i], 4);
+                assert_int_equal(c, 0x7a7a7a7a);
+        }
         for (int i = 0; i < NP; i++) {
                 uint32_t a, b;
                 memcpy(&a, &p[i], 4);
@@ -134,8 +155,8 @@ static void every_truncation_rejected(void **state)
         char err[256];
         uint8_t *buf;
         size_t len;
-        for (int v = 0; v < 2; v++) {
-                encode(v, &buf, &len);
+        for (int v = 0; v < 4; v++) {
+                encode_state(v & 1, v >> 1, &buf, &len);
                 for (size_t n = 0; n < len; n++) {
                         /* a copy of exactly n bytes, so ASan sees any over-read */
                         uint8_t *cut = malloc(n ? n : 1);
@@ -160,12 +181,9 @@ static void every_truncation_rejected(void **state)
         }
 }
 
-static void every_flipped_byte_rejected(void **state)
+static void flip_every_byte(uint8_t *buf, size_t len)
 {
         char err[256];
-        uint8_t *buf;
-        size_t len;
-        encode(1, &buf, &len);
         for (size_t i = 0; i < len; i++) {
                 for (int bit = 0; bit < 8; bit += 3) {
                         buf[i] ^= (uint8_t)(1u << bit);
@@ -178,8 +196,25 @@ static void every_flipped_byte_rejected(void **state)
                                 assert_non_null(strstr(err, "bad magic"));
                 }
         }
-        /* a flipped parameter bit is caught by the checksum */
-        buf[len - 40] ^= 0x10;
+}
+
+static void every_flipped_byte_rejected(void **state)
+{
+        char err[256];
+        uint8_t *buf;
+        size_t len;
+        for (int with_state = 0; with_state < 2; with_state++) {
+                encode_state(1, with_state, &buf, &len);
+                flip_every_byte(buf, len);
+                /* a flipped parameter bit is caught by the checksum */
+                buf[len - 40 - (with_state ? 8 + 4 * NS : 0)] ^= 0x10;
+                assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_CORRUPT);
+                assert_non_null(strstr(err, "checksum"));
+                free(buf);
+        }
+        /* and so is a flipped state bit */
+        encode_state(0, 1, &buf, &len);
+        buf[len - 4 - 4 * 2] ^= 0x01;
         assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_CORRUPT);
         assert_non_null(strstr(err, "checksum"));
         free(buf);
@@ -192,15 +227,121 @@ static void wrong_version_rejected(void **state)
         size_t len;
         encode(0, &buf, &len);
         /* a well-formed file of a future version (valid CRC) */
-        buf[4] = 2;
+        buf[4] = 3;
         uint32_t crc = sc_crc32c(0, buf, len - 4);
         for (int i = 0; i < 4; i++)
                 buf[len - 4 + i] = (uint8_t)(crc >> (8 * i));
         assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_VERSION);
-        assert_non_null(strstr(err, "version 2"));
+        assert_non_null(strstr(err, "version 3; this build reads versions 1 to 2"));
         buf[4] = 0;
         assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_VERSION);
+        /* the state flag is version 2's: a version 1 file with it is corrupt */
+        buf[4] = 1;
+        buf[8] |= 2;
+        crc = sc_crc32c(0, buf, len - 4);
+        for (int i = 0; i < 4; i++)
+                buf[len - 4 + i] = (uint8_t)(crc >> (8 * i));
+        assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "unknown flags 0x2"));
         free(buf);
+}
+
+/* Model state (batchnorm running statistics): a section of version 2. */
+static void state_round_trip(void **state)
+{
+        char err[256];
+        uint8_t *buf;
+        size_t len;
+        sc_model_spec_t s = mlp_spec();
+        for (int v = 0; v < 2; v++) {
+                encode_state(v, 1, &buf, &len);
+                assert_int_equal(len,
+                                 12 + 40 + 20 + 5 * 32 + 8 + 4 * NP * (v ? 2 : 1) + 8 + 4 * NS + 4);
+                assert_int_equal(buf[4], 2); /* version 2 */
+                assert_int_equal(buf[8], v | 2);
+                float p[NP], vel[NP], st[NS];
+                int hv = -1, hs = -1;
+                assert_int_equal(sc_ckpt_decode(buf, len, &s, NULL, p, vel, NP, &hv, st, NS, &hs,
+                                                err, sizeof(err)),
+                                 SC_OK);
+                assert_memory_equal(p, params, sizeof(p));
+                assert_memory_equal(st, statev, sizeof(st));
+                assert_int_equal(hv, v);
+                assert_int_equal(hs, 1);
+                if (v)
+                        assert_memory_equal(vel, velocity, sizeof(vel));
+                sc_ckpt_view_t view;
+                assert_int_equal(sc_ckpt_parse(&view, buf, len, err, sizeof(err)), SC_OK);
+                assert_int_equal(view.version, 2);
+                assert_int_equal(view.nstate, NS);
+                assert_non_null(view.state);
+                /* state NULL: the section is checked by the CRC but not read */
+                assert_int_equal(sc_ckpt_decode(buf, len, &s, NULL, p, NULL, NP, NULL, NULL, 0, &hs,
+                                                err, sizeof(err)),
+                                 SC_OK);
+                assert_int_equal(hs, 1);
+
+                /* a model with another amount of state: refused, nothing written */
+                float p2[NP], st2[NS + 1];
+                memset(p2, 0x7a, sizeof(p2));
+                memset(st2, 0x7a, sizeof(st2));
+                for (size_t want = NS - 1; want <= NS + 1; want += 2) {
+                        assert_int_equal(sc_ckpt_decode(buf, len, &s, NULL, p2, NULL, NP, NULL, st2,
+                                                        want, NULL, err, sizeof(err)),
+                                         SC_ERR_SHAPE);
+                        char needle[128];
+                        snprintf(needle, sizeof(needle),
+                                 "holds %d state values (batchnorm running statistics), the "
+                                 "model has %zu",
+                                 NS, want);
+                        assert_non_null(strstr(err, needle));
+                        uint32_t a, b;
+                        memcpy(&a, &p2[0], 4);
+                        memcpy(&b, &st2[0], 4);
+                        assert_int_equal(a, 0x7a7a7a7a);
+                        assert_int_equal(b, 0x7a7a7a7a);
+                }
+                free(buf);
+        }
+
+        /* a version 1 checkpoint decoded with a state buffer: has_state 0,
+         * the buffer left as it was */
+        encode(1, &buf, &len);
+        float p[NP], st[NS];
+        int hs = -1;
+        for (int i = 0; i < NS; i++)
+                st[i] = 42.0f;
+        assert_int_equal(
+            sc_ckpt_decode(buf, len, &s, NULL, p, NULL, NP, NULL, st, NS, &hs, err, sizeof(err)),
+            SC_OK);
+        assert_int_equal(hs, 0);
+        for (int i = 0; i < NS; i++)
+                assert_true(st[i] == 42.0f);
+        free(buf);
+
+        /* state without a buffer is an encoding error */
+        assert_int_equal(
+            sc_ckpt_encode(&s, &meta, params, NULL, NP, NULL, 3, &buf, &len, err, sizeof(err)),
+            SC_ERR_INVAL);
+        assert_null(buf);
+}
+
+/* Without state the encoder writes exactly what the version 1 encoder
+ * (before the state section existed) wrote: its lengths and checksums for
+ * these inputs were recorded from that encoder. */
+static void version1_bytes_unchanged(void **state)
+{
+        static const uint32_t want_crc[2] = {0xe328d900u, 0xe34066c8u};
+        static const size_t want_len[2] = {896, 1548};
+        uint8_t *buf;
+        size_t len;
+        for (int v = 0; v < 2; v++) {
+                encode(v, &buf, &len);
+                assert_int_equal(len, want_len[v]);
+                assert_int_equal(buf[4], 1);
+                assert_int_equal(sc_crc32c(0, buf, len - 4), want_crc[v]);
+                free(buf);
+        }
 }
 
 static void expect_model_mismatch(const sc_model_spec_t *want, size_t np, const char *needle)
@@ -211,7 +352,8 @@ static void expect_model_mismatch(const sc_model_spec_t *want, size_t np, const 
         encode(1, &buf, &len);
         float *p = calloc(np + 1, sizeof(float));
         memset(p, 0x7a, (np + 1) * sizeof(float));
-        sc_err_t rc = sc_ckpt_decode(buf, len, want, NULL, p, NULL, np, NULL, err, sizeof(err));
+        sc_err_t rc = sc_ckpt_decode(buf, len, want, NULL, p, NULL, np, NULL, NULL, 0, NULL, err,
+                                     sizeof(err));
         if (rc != SC_ERR_SHAPE || !strstr(err, needle))
                 fail_msg("expected a model mismatch naming '%s', got %s: %s", needle,
                          sc_err2str(rc), err);
@@ -276,8 +418,9 @@ static void wrong_model_rejected(void **state)
         size_t len;
         encode(0, &buf, &len);
         float p[NP];
-        assert_int_equal(sc_ckpt_decode(buf, len, &s, NULL, p, NULL, NP, NULL, err, sizeof(err)),
-                         SC_OK);
+        assert_int_equal(
+            sc_ckpt_decode(buf, len, &s, NULL, p, NULL, NP, NULL, NULL, 0, NULL, err, sizeof(err)),
+            SC_OK);
         free(buf);
 }
 
@@ -288,10 +431,18 @@ static void encode_errors(void **state)
         size_t len = 1;
         sc_model_spec_t s = mlp_spec();
         s.n_layers = SC_MODEL_MAX_LAYERS + 1;
-        assert_int_equal(sc_ckpt_encode(&s, &meta, params, NULL, NP, &buf, &len, err, sizeof(err)),
-                         SC_ERR_INVAL);
+        assert_int_equal(
+            sc_ckpt_encode(&s, &meta, params, NULL, NP, NULL, 0, &buf, &len, err, sizeof(err)),
+            SC_ERR_INVAL);
         assert_null(buf);
         assert_int_equal(len, 0);
+        /* a state count whose bytes would not fit a size_t */
+        s = mlp_spec();
+        assert_int_equal(sc_ckpt_encode(&s, &meta, params, velocity, NP, statev, SIZE_MAX / 4, &buf,
+                                        &len, err, sizeof(err)),
+                         SC_ERR_INVAL);
+        assert_non_null(strstr(err, "state values is too many"));
+        assert_null(buf);
 }
 
 /* Files: save a real model and optimizer atomically, load them back. */
@@ -329,11 +480,11 @@ static void file_save_load(void **state)
         closedir(d);
         assert_int_equal(files, 1); /* no temporary file left behind */
 
-        assert_int_equal(sc_ckpt_load(path, b, &sb, &m, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ckpt_load(path, b, &sb, &m, NULL, err, sizeof(err)), SC_OK);
         assert_memory_equal(sc_model_params(b), sc_model_params(a), NP * sizeof(float));
         assert_memory_equal(sb.velocity, sa.velocity, NP * sizeof(float));
         assert_int_equal(m.step, meta.step);
-        assert_int_equal(sc_ckpt_load(path, b, NULL, NULL, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ckpt_load(path, b, NULL, NULL, NULL, err, sizeof(err)), SC_OK);
 
         /* another architecture: a clear error, the model untouched */
         sc_model_spec_t s2 = mlp_spec();
@@ -341,7 +492,7 @@ static void file_save_load(void **state)
         sc_model_t *c;
         assert_int_equal(sc_model_new(&c, &s2, err, sizeof(err)), SC_OK);
         float before = sc_model_params(c)[5];
-        assert_int_equal(sc_ckpt_load(path, c, NULL, NULL, err, sizeof(err)), SC_ERR_SHAPE);
+        assert_int_equal(sc_ckpt_load(path, c, NULL, NULL, NULL, err, sizeof(err)), SC_ERR_SHAPE);
         assert_non_null(strstr(err, path));
         assert_non_null(strstr(err, "units 8, configured model has 9"));
         assert_true(sc_model_params(c)[5] == before);
@@ -349,20 +500,163 @@ static void file_save_load(void **state)
 
         /* a missing file, a folder that does not exist, a truncated file */
         snprintf(bad, sizeof(bad), "%s/none.ckpt", dir);
-        assert_int_equal(sc_ckpt_load(bad, b, NULL, NULL, err, sizeof(err)), SC_ERR_IO);
+        assert_int_equal(sc_ckpt_load(bad, b, NULL, NULL, NULL, err, sizeof(err)), SC_ERR_IO);
         assert_non_null(strstr(err, "none.ckpt: cannot open"));
         snprintf(bad, sizeof(bad), "%s/no/such/dir/x.ckpt", dir);
         assert_int_equal(sc_ckpt_save(bad, a, NULL, &meta, err, sizeof(err)), SC_ERR_IO);
         assert_non_null(strstr(err, "x.ckpt"));
         assert_int_equal(truncate(path, 100), 0);
-        assert_int_equal(sc_ckpt_load(path, b, &sb, NULL, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_int_equal(sc_ckpt_load(path, b, &sb, NULL, NULL, err, sizeof(err)), SC_ERR_CORRUPT);
         assert_non_null(strstr(err, "truncated"));
-        assert_int_equal(sc_ckpt_load(dir, b, NULL, NULL, err, sizeof(err)), SC_ERR_IO);
+        assert_int_equal(sc_ckpt_load(dir, b, NULL, NULL, NULL, err, sizeof(err)), SC_ERR_IO);
 
         unlink(path);
         rmdir(dir);
         sc_sgd_free(&sa);
         sc_sgd_free(&sb);
+        sc_model_destroy(a);
+        sc_model_destroy(b);
+}
+
+/* input (1, 4, 4) -> flatten -> dense 8 -> batchnorm -> relu -> dense 3 */
+static sc_model_spec_t bn_spec(void)
+{
+        sc_model_spec_t s = mlp_spec();
+        s.layers[2].kind = SC_LAYER_BATCHNORM;
+        s.layers[3].kind = SC_LAYER_RELU;
+        return s;
+}
+
+#define BN_B 16
+
+/* Trains a on random batches so its running statistics leave (0, 1). */
+static void train_some(sc_model_t *a, sc_rng_t *r, float *x, int32_t *y)
+{
+        for (int step = 0; step < 5; step++) {
+                for (int i = 0; i < BN_B * 16; i++)
+                        x[i] = 2.0f * sc_rng_uniform(r) + 0.5f;
+                for (int i = 0; i < BN_B; i++)
+                        y[i] = (int32_t)(i % 3);
+                assert_true(isfinite(sc_model_train_batch(a, x, y, NULL, BN_B, r, NULL)));
+        }
+}
+
+static sc_err_t write_file(const char *path, const uint8_t *buf, size_t len)
+{
+        FILE *f = fopen(path, "wb");
+        if (!f)
+                return SC_ERR_IO;
+        size_t w = fwrite(buf, 1, len, f);
+        return fclose(f) || w != len ? SC_ERR_IO : SC_OK;
+}
+
+/* Files of a model with batchnorm: the running statistics are saved and
+ * loaded, so evaluation after a reload is identical; older checkpoints
+ * without them still load (statistics reset); a mismatch is refused. */
+static void file_state_save_load(void **state)
+{
+        char err[512], dir[] = "/tmp/sc_test_ckpt.XXXXXX", path[600];
+        sc_model_spec_t s = bn_spec();
+        sc_model_t *a, *b, *c;
+        sc_rng_t r;
+        float x[BN_B * 16], outa[BN_B * 3], outb[BN_B * 3];
+        int32_t y[BN_B];
+        int ca, cb, hs;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/bn.ckpt", dir);
+        assert_int_equal(sc_model_new(&a, &s, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_new(&b, &s, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_nstate(a), 16); /* mean and variance of 8 features */
+        sc_rng_seed(&r, 5);
+        sc_model_init(a, &r);
+        train_some(a, &r, x, y);
+        const float *sa = sc_model_state(a);
+        assert_true(sa[0] != 0.0f && sa[8] != 1.0f);
+        float la = sc_model_eval_batch(a, x, y, NULL, BN_B, &ca, outa);
+
+        assert_int_equal(sc_ckpt_save(path, a, NULL, &meta, err, sizeof(err)), SC_OK);
+        sc_rng_seed(&r, 6);
+        sc_model_init(b, &r);
+        hs = -1;
+        assert_int_equal(sc_ckpt_load(path, b, NULL, NULL, &hs, err, sizeof(err)), SC_OK);
+        assert_int_equal(hs, 1);
+        assert_memory_equal(sc_model_state(b), sa, 16 * sizeof(float));
+        float lb = sc_model_eval_batch(b, x, y, NULL, BN_B, &cb, outb);
+        assert_memory_equal(outb, outa, sizeof(outa));
+        assert_memory_equal(&lb, &la, sizeof(float));
+        assert_int_equal(cb, ca);
+
+        /* the statistics matter: the same parameters with the initial
+         * statistics evaluate otherwise */
+        sc_model_reset_state(b);
+        sc_model_eval_batch(b, x, y, NULL, BN_B, NULL, outb);
+        assert_memory_not_equal(outb, outa, sizeof(outa));
+
+        /* a version 1 checkpoint (no state) of the same model loads: the
+         * parameters are read, the statistics reset to mean 0, variance 1 */
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(sc_ckpt_encode(&s, &meta, sc_model_params(a), NULL, sc_model_nparams(a),
+                                        NULL, 0, &buf, &len, err, sizeof(err)),
+                         SC_OK);
+        assert_int_equal(buf[4], 1);
+        assert_int_equal(write_file(path, buf, len), SC_OK);
+        free(buf);
+        sc_rng_seed(&r, 7);
+        sc_model_init(b, &r);
+        train_some(b, &r, x, y);
+        hs = -1;
+        assert_int_equal(sc_ckpt_load(path, b, NULL, NULL, &hs, err, sizeof(err)), SC_OK);
+        assert_int_equal(hs, 0);
+        assert_memory_equal(sc_model_params(b), sc_model_params(a),
+                            sc_model_nparams(a) * sizeof(float));
+        for (int i = 0; i < 16; i++)
+                assert_true(sc_model_state(b)[i] == (i < 8 ? 0.0f : 1.0f));
+
+        /* a checkpoint whose state does not fit the model: refused, the
+         * model untouched */
+        float bigger[17];
+        memcpy(bigger, sa, 16 * sizeof(float));
+        bigger[16] = 3.0f;
+        assert_int_equal(sc_ckpt_encode(&s, &meta, sc_model_params(a), NULL, sc_model_nparams(a),
+                                        bigger, 17, &buf, &len, err, sizeof(err)),
+                         SC_OK);
+        assert_int_equal(write_file(path, buf, len), SC_OK);
+        free(buf);
+        float before_p = sc_model_params(b)[3], before_s = sc_model_state(b)[9];
+        assert_int_equal(sc_ckpt_load(path, b, NULL, NULL, &hs, err, sizeof(err)), SC_ERR_SHAPE);
+        assert_non_null(strstr(err, path));
+        assert_non_null(strstr(err, "holds 17 state values (batchnorm running statistics), the "
+                                    "model has 16"));
+        assert_true(sc_model_params(b)[3] == before_p && sc_model_state(b)[9] == before_s);
+
+        /* a batchnorm checkpoint into the model without batchnorm: refused */
+        assert_int_equal(sc_ckpt_save(path, a, NULL, &meta, err, sizeof(err)), SC_OK);
+        sc_model_spec_t plain = mlp_spec();
+        assert_int_equal(sc_model_new(&c, &plain, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ckpt_load(path, c, NULL, NULL, NULL, err, sizeof(err)), SC_ERR_SHAPE);
+        assert_non_null(strstr(err, "layers[2] is batchnorm, configured model layers[2] is relu"));
+        sc_model_destroy(c);
+
+        /* a truncated or corrupt state section: refused, the model untouched */
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(truncate(path, st.st_size - 10), 0);
+        assert_int_equal(sc_ckpt_load(path, b, NULL, NULL, NULL, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "truncated"));
+        assert_int_equal(sc_ckpt_save(path, a, NULL, &meta, err, sizeof(err)), SC_OK);
+        FILE *f = fopen(path, "r+b");
+        assert_non_null(f);
+        assert_int_equal(fseek(f, -4 - 4 * 3, SEEK_END), 0); /* a variance */
+        assert_int_equal(fputc(0x55, f), 0x55);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(sc_ckpt_load(path, b, NULL, NULL, NULL, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "checksum"));
+        assert_true(sc_model_params(b)[3] == before_p && sc_model_state(b)[9] == before_s);
+
+        unlink(path);
+        rmdir(dir);
         sc_model_destroy(a);
         sc_model_destroy(b);
 }
@@ -374,9 +668,12 @@ int main(void)
             cmocka_unit_test(every_truncation_rejected),
             cmocka_unit_test(every_flipped_byte_rejected),
             cmocka_unit_test(wrong_version_rejected),
+            cmocka_unit_test(state_round_trip),
+            cmocka_unit_test(version1_bytes_unchanged),
             cmocka_unit_test(wrong_model_rejected),
             cmocka_unit_test(encode_errors),
             cmocka_unit_test(file_save_load),
+            cmocka_unit_test(file_state_save_load),
         };
         return cmocka_run_group_tests_name("ckpt", tests, NULL, NULL);
 }

@@ -212,6 +212,32 @@ static int stop_at_second(const char *key, const char *value, void *opaque)
         return ++*(int *)opaque == 2 ? 7 : 0;
 }
 
+static void batchnorm_values(void **state)
+{
+        sc_conf_t c;
+        sc_model_t *m = NULL;
+        char err[256];
+
+        load_ok(&c, VALID_DIR "/mlp_bn.json");
+        assert_int_equal(c.model.n_layers, 6);
+        const sc_layer_spec_t *l = c.model.layers;
+        assert_int_equal(l[2].kind, SC_LAYER_BATCHNORM);
+        assert_true(l[2].momentum == 0.05f);
+        assert_true(l[2].eps == 1e-5f); /* default */
+        assert_int_equal(l[5].kind, SC_LAYER_BATCHNORM);
+        assert_true(l[5].momentum == 0.1f);
+        assert_true(l[5].eps == 1e-3f);
+        /* gamma and beta per feature are parameters; running mean and
+         * variance per feature are state. */
+        assert_int_equal(sc_model_new(&m, &c.model, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_nparams(m), 784 * 128 + 128 + 2 * 128 + 128 * 10 + 10 + 2 * 10);
+        assert_int_equal(sc_model_nstate(m), 2 * 128 + 2 * 10);
+        assert_string_equal(sc_model_tensor(m, 2)->name, "layers.2.weight");
+        assert_string_equal(sc_model_tensor(m, 3)->name, "layers.2.bias");
+        sc_model_destroy(m);
+        sc_conf_free(&c);
+}
+
 static void cnn_values_and_kafka(void **state)
 {
         sc_conf_t c;
@@ -446,6 +472,7 @@ int main(void)
             cmocka_unit_test(valid_files_round_trip),
             cmocka_unit_test(mlp_values),
             cmocka_unit_test(cnn_values_and_kafka),
+            cmocka_unit_test(batchnorm_values),
             cmocka_unit_test(schedule_in_epochs),
             cmocka_unit_test(overrides),
             cmocka_unit_test(model_error_prefix),

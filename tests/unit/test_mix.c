@@ -1,6 +1,7 @@
-/* test_mix.c — proportional allocation, the shuffle buffer, and the label
+/* test_mix.c — proportional allocation, the shuffle buffer, the label
  * mix of batches drawn from two streams with disjoint labels and from one
- * stream that sends labels in bursts. */
+ * stream that sends labels in bursts, and the injection pool's balanced and
+ * pooled draws. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,6 +264,213 @@ static void same_seed_same_batches(void **state)
         assert_true(distinct_labels_per_batch(256) == distinct_labels_per_batch(256));
 }
 
+/* Ten one-label sources sharing in proportion to skewed rates (source s
+ * shares 10 * (s + 1) items, item = 1000 * label + k): a balanced draw's
+ * source and label histogram is even in every draw, a pooled draw's follows
+ * the rates. */
+#define INJ_SOURCES 10
+static sc_mix_inject_t *inject_skewed_pool(void)
+{
+        sc_mix_inject_t *p;
+        assert_int_equal(sc_mix_inject_new(&p, INJ_SOURCES, 1000), SC_OK);
+        for (int s = 0; s < INJ_SOURCES; s++)
+                for (int k = 0; k < 10 * (s + 1); k++)
+                        sc_mix_inject_put(p, s, (uint32_t)(1000 * s + k));
+        assert_int_equal(sc_mix_inject_count(p, -1), 550);
+        assert_int_equal(sc_mix_inject_count(p, 9), 100);
+        return p;
+}
+
+static void inject_balanced_draw_is_even_across_sources(void **state)
+{
+        sc_mix_inject_t *p = inject_skewed_pool();
+        sc_rng_t rng;
+        uint32_t items[64];
+        int src[64];
+        long total[INJ_SOURCES] = {0};
+
+        (void)state;
+        sc_rng_seed(&rng, 7);
+        /* 27 draws for device 0: exactly 3 from each of the 9 others. */
+        assert_int_equal(sc_mix_inject_draw(p, &rng, SC_MIX_DRAW_BALANCED, 0, 27, items, src), 27);
+        int h[INJ_SOURCES] = {0};
+        for (int k = 0; k < 27; k++) {
+                assert_int_equal((int)items[k] / 1000, src[k]); /* label = source */
+                h[items[k] / 1000]++;
+        }
+        assert_int_equal(h[0], 0);
+        for (int s = 1; s < INJ_SOURCES; s++)
+                assert_int_equal(h[s], 3);
+        /* 40 for device 5: 4 or 5 each, never its own. */
+        assert_int_equal(sc_mix_inject_draw(p, &rng, SC_MIX_DRAW_BALANCED, 5, 40, items, NULL), 40);
+        memset(h, 0, sizeof(h));
+        for (int k = 0; k < 40; k++)
+                h[items[k] / 1000]++;
+        for (int s = 0; s < INJ_SOURCES; s++)
+                if (s == 5)
+                        assert_int_equal(h[s], 0);
+                else
+                        assert_true(h[s] == 4 || h[s] == 5);
+        /* Draws smaller than the number of sources: the extra ones rotate at
+         * random, so over many draws every source gets ~1/9 (the rates run
+         * 1:10, a pooled draw would give source 9 ten times source 1). */
+        for (int r = 0; r < 9000; r++) {
+                assert_int_equal(
+                    sc_mix_inject_draw(p, &rng, SC_MIX_DRAW_BALANCED, 0, 4, items, src), 4);
+                for (int k = 0; k < 4; k++) {
+                        assert_int_not_equal(src[k], 0);
+                        total[src[k]]++;
+                }
+        }
+        for (int s = 1; s < INJ_SOURCES; s++)
+                assert_true(total[s] > 3600 && total[s] < 4400); /* 4000 expected */
+        sc_mix_inject_destroy(p);
+}
+
+static void inject_pooled_draw_follows_shares(void **state)
+{
+        sc_mix_inject_t *p = inject_skewed_pool();
+        sc_rng_t rng;
+        uint32_t items[50];
+        long h[INJ_SOURCES] = {0};
+
+        (void)state;
+        sc_rng_seed(&rng, 8);
+        for (int r = 0; r < 2000; r++) {
+                assert_int_equal(
+                    sc_mix_inject_draw(p, &rng, SC_MIX_DRAW_POOLED, 0, 50, items, NULL), 50);
+                for (int k = 0; k < 50; k++)
+                        h[items[k] / 1000]++;
+        }
+        assert_int_equal(h[0], 0);
+        /* Source s holds 10 (s + 1) of the 540 foreign items: 100,000 draws. */
+        for (int s = 1; s < INJ_SOURCES; s++) {
+                double want = 100000.0 * 10 * (s + 1) / 540;
+                assert_true(fabs((double)h[s] - want) < 0.1 * want);
+        }
+        sc_mix_inject_destroy(p);
+}
+
+static void inject_rings_and_edges(void **state)
+{
+        sc_mix_inject_t *p;
+        sc_rng_t rng;
+        uint32_t items[16];
+
+        (void)state;
+        sc_rng_seed(&rng, 9);
+        assert_int_equal(sc_mix_inject_new(&p, 0, 4), SC_ERR_INVAL);
+        assert_null(p);
+        assert_int_equal(sc_mix_inject_new(&p, 3, 0), SC_ERR_INVAL);
+        assert_int_equal(sc_mix_inject_new(&p, 3, 4), SC_OK);
+        /* Nothing pooled, or only the drawer's own items: no draw. */
+        assert_int_equal(sc_mix_inject_draw(p, &rng, SC_MIX_DRAW_BALANCED, 0, 8, items, NULL), 0);
+        sc_mix_inject_put(p, 0, 1);
+        sc_mix_inject_put(p, 3, 1);  /* out of range: ignored */
+        sc_mix_inject_put(p, -1, 1); /* ignored */
+        assert_int_equal(sc_mix_inject_count(p, -1), 1);
+        assert_int_equal(sc_mix_inject_count(p, 7), 0);
+        assert_int_equal(sc_mix_inject_draw(p, &rng, SC_MIX_DRAW_BALANCED, 0, 8, items, NULL), 0);
+        assert_int_equal(sc_mix_inject_draw(p, &rng, SC_MIX_DRAW_POOLED, 0, 8, items, NULL), 0);
+        /* A full ring keeps the newest cap items of its source. */
+        for (uint32_t k = 0; k < 10; k++)
+                sc_mix_inject_put(p, 1, 100 + k);
+        assert_int_equal(sc_mix_inject_count(p, 1), 4);
+        assert_int_equal(sc_mix_inject_count(p, -1), 5);
+        for (int how = 0; how < 2; how++) {
+                assert_int_equal(
+                    sc_mix_inject_draw(p, &rng, (sc_mix_draw_t)how, 0, 16, items, NULL), 16);
+                for (int k = 0; k < 16; k++)
+                        assert_true(items[k] >= 106 && items[k] <= 109);
+        }
+        /* Device 2 draws from 0 and 1 alike although 1 holds four times more. */
+        int src[16], h[3] = {0};
+        assert_int_equal(sc_mix_inject_draw(p, &rng, SC_MIX_DRAW_BALANCED, 2, 16, items, src), 16);
+        for (int k = 0; k < 16; k++)
+                h[src[k]]++;
+        assert_int_equal(h[0], 8);
+        assert_int_equal(h[1], 8);
+        sc_mix_inject_destroy(p);
+        sc_mix_inject_destroy(NULL);
+}
+
+/* The shared-sample pool (the distributed worker's J.inject): the samples
+ * come back as they were put, balanced across the sources whatever their
+ * rates, never the drawing worker's own, the oldest of a full ring gone. */
+static void shared_samples_balanced_rings_and_edges(void **state)
+{
+        enum { SRC = 4, CAP = 8, NE = 3 };
+        sc_mix_shared_t *p;
+        sc_rng_t rng;
+        float x[32 * NE];
+        int32_t y[32];
+        int src[32];
+
+        (void)state;
+        assert_int_equal(sc_mix_shared_new(&p, 0, CAP, NE, 32), SC_ERR_INVAL);
+        assert_int_equal(sc_mix_shared_new(&p, SRC, 0, NE, 32), SC_ERR_INVAL);
+        assert_int_equal(sc_mix_shared_new(&p, SRC, CAP, 0, 32), SC_ERR_INVAL);
+        assert_int_equal(sc_mix_shared_new(&p, SRC, CAP, NE, 0), SC_ERR_INVAL);
+        assert_null(p);
+        assert_int_equal(sc_mix_shared_new(&p, SRC, CAP, NE, 32), SC_OK);
+        sc_rng_seed(&rng, 11);
+        /* Nothing foreign yet: nothing drawn. */
+        assert_int_equal(sc_mix_shared_draw(p, &rng, SC_MIX_DRAW_BALANCED, 0, 8, x, y, src), 0);
+        /* Source 1 shares 100 samples (label 1), source 2 shares 3 (label
+         * 2), source 3 one (label 3); x = (source, put index, label). */
+        int counts[SRC] = {0, 100, 3, 1};
+        for (int s = 0; s < SRC; s++)
+                for (int k = 0; k < counts[s]; k++) {
+                        float *v = sc_mix_shared_put(p, s, s);
+                        assert_non_null(v);
+                        v[0] = (float)s, v[1] = (float)k, v[2] = (float)s;
+                }
+        float *v = sc_mix_shared_put(p, 0, 0); /* the drawing worker's own */
+        v[0] = 0, v[1] = 0, v[2] = 0;
+        assert_null(sc_mix_shared_put(p, SRC, 1));
+        assert_null(sc_mix_shared_put(p, -1, 1));
+        assert_int_equal(sc_mix_shared_count(p, 1), CAP); /* the ring keeps 8 */
+        assert_int_equal(sc_mix_shared_count(p, 2), 3);
+        assert_int_equal(sc_mix_shared_count(p, -1), CAP + 3 + 1 + 1);
+
+        long h[SRC] = {0};
+        for (int r = 0; r < 300; r++) {
+                /* 12 for worker 0: 4 from each of 1, 2, 3 despite rates 100:3:1 */
+                assert_int_equal(
+                    sc_mix_shared_draw(p, &rng, SC_MIX_DRAW_BALANCED, 0, 12, x, y, src), 12);
+                int per[SRC] = {0};
+                for (int i = 0; i < 12; i++) {
+                        assert_int_not_equal(src[i], 0);
+                        assert_int_equal(y[i], src[i]);
+                        assert_true(x[i * NE] == (float)src[i]);
+                        assert_true(x[i * NE + 2] == (float)y[i]);
+                        if (src[i] == 1) /* only the newest 8 of source 1 remain */
+                                assert_true(x[i * NE + 1] >= 92.0f && x[i * NE + 1] < 100.0f);
+                        per[src[i]]++;
+                        h[src[i]]++;
+                }
+                assert_true(per[1] == 4 && per[2] == 4 && per[3] == 4);
+        }
+        assert_true(h[1] == h[2] && h[2] == h[3]);
+        /* Worker 2 draws from 0, 1, 3 only; a draw is capped at max_draw. */
+        assert_int_equal(sc_mix_shared_draw(p, &rng, SC_MIX_DRAW_BALANCED, 2, 40, x, y, src), 32);
+        for (int i = 0; i < 32; i++)
+                assert_int_not_equal(src[i], 2);
+        /* Pooled draws follow the shares (8 : 3 : 1 for worker 0). */
+        long pooled[SRC] = {0};
+        for (int r = 0; r < 1000; r++) {
+                assert_int_equal(sc_mix_shared_draw(p, &rng, SC_MIX_DRAW_POOLED, 0, 12, x, y, src),
+                                 12);
+                for (int i = 0; i < 12; i++)
+                        pooled[src[i]]++;
+        }
+        assert_int_equal(pooled[0], 0);
+        assert_true(pooled[1] > 7400 && pooled[1] < 8600); /* 8000 expected */
+        assert_true(pooled[3] > 800 && pooled[3] < 1200);  /* 1000 expected */
+        sc_mix_shared_destroy(p);
+        sc_mix_shared_destroy(NULL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -271,6 +479,10 @@ int main(void)
             cmocka_unit_test(two_streams_disjoint_labels_mix_by_rate),
             cmocka_unit_test(shuffle_buffer_breaks_label_bursts),
             cmocka_unit_test(same_seed_same_batches),
+            cmocka_unit_test(inject_balanced_draw_is_even_across_sources),
+            cmocka_unit_test(inject_pooled_draw_follows_shares),
+            cmocka_unit_test(inject_rings_and_edges),
+            cmocka_unit_test(shared_samples_balanced_rings_and_edges),
         };
         return cmocka_run_group_tests_name("mix", tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* test_nn_layers.c — every layer and both losses: backward passes against
  * central finite differences, conv2d against the direct reference, sgemm
- * against the naive gemm, and loss values against hand-computed ones. */
+ * against the naive gemm, batchnorm's statistics in training and evaluation,
+ * and loss values against hand-computed ones. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -230,6 +231,178 @@ static void flatten_and_xent_grads(void **state)
         /* Flatten of a feature-major flat vector (alias). */
         sc_layer_spec_t b[] = {dense(5), L(SC_LAYER_FLATTEN), dense(3)};
         check_grads((sc_shape_t){4, 1, 1}, b, 3, SC_LOSS_SOFTMAX_XENT, 3, 71, 1e-2f, 1e-2f);
+}
+
+static void batchnorm_grads(void **state)
+{
+        const sc_layer_spec_t bn = L(SC_LAYER_BATCHNORM);
+        /* Over the features of a dense output (feature-major), then tanh. */
+        sc_layer_spec_t a[] = {dense(6), bn, L(SC_LAYER_TANH), dense(3)};
+        check_grads((sc_shape_t){5, 1, 1}, a, 4, SC_LOSS_MSE, 5, 80, 1e-2f, 2e-2f);
+        /* Over conv channels (B * H * W values each), then relu and a pool. */
+        sc_layer_spec_t b[] = {conv(3, 3, 1, 1),    bn,      L(SC_LAYER_RELU), pool(2, 0),
+                               L(SC_LAYER_FLATTEN), dense(2)};
+        check_grads((sc_shape_t){2, 4, 4}, b, 6, SC_LOSS_MSE, 3, 81, 1e-3f, 3e-2f);
+        /* Batch-major inputs: after flatten (per feature) and on the model
+         * input itself (per channel over H * W), into softmax xent. */
+        sc_layer_spec_t c[] = {conv(2, 3, 1, 1), pool(2, 0), L(SC_LAYER_FLATTEN), bn, dense(4)};
+        check_grads((sc_shape_t){1, 4, 4}, c, 5, SC_LOSS_SOFTMAX_XENT, 4, 82, 1e-2f, 2e-2f);
+        sc_layer_spec_t f[] = {bn, L(SC_LAYER_FLATTEN), dense(3)};
+        check_grads((sc_shape_t){2, 3, 3}, f, 3, SC_LOSS_SOFTMAX_XENT, 3, 85, 1e-2f, 2e-2f);
+        /* A flat feature-major input (flatten aliases it), and between convs. */
+        sc_layer_spec_t d[] = {dense(4), L(SC_LAYER_FLATTEN), bn, dense(3)};
+        check_grads((sc_shape_t){3, 1, 1}, d, 4, SC_LOSS_SOFTMAX_XENT, 6, 83, 1e-2f, 2e-2f);
+        sc_layer_spec_t e[] = {conv(2, 2, 1, 0), bn, conv(2, 2, 1, 0)};
+        check_grads((sc_shape_t){1, 4, 4}, e, 3, SC_LOSS_MSE, 2, 84, 1e-2f, 2e-2f);
+}
+
+/* ---- batchnorm statistics -------------------------------------------- */
+
+/* One batchnorm layer on a (2, 1, 2) input (2 channels of 2 positions),
+ * batch of 3: training output, running statistics, evaluation output. */
+static void batchnorm_train_eval_and_state(void **state)
+{
+        sc_model_spec_t spec = {.input = {2, 1, 2}, .n_layers = 1, .loss = SC_LOSS_MSE};
+        sc_model_t *m = NULL;
+        sc_rng_t rng;
+        char err[128];
+        /* (B, C, 1, W): channel 0 holds 1..6, channel 1 holds 10, 10, 20, 20, 30, 30. */
+        const float x[12] = {1, 2, 10, 10, 3, 4, 20, 20, 5, 6, 30, 30};
+        float t[12] = {0}, out[12];
+
+        spec.layers[0] = (sc_layer_spec_t){.kind = SC_LAYER_BATCHNORM, .momentum = 0.5f};
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_nparams(m), 4);
+        assert_int_equal(sc_model_nstate(m), 4);
+        float *st = sc_model_state(m), *p = sc_model_params(m);
+        assert_true(st[0] == 0.0f && st[1] == 0.0f && st[2] == 1.0f && st[3] == 1.0f);
+        sc_rng_seed(&rng, 1);
+        sc_model_init(m, &rng);
+        assert_true(p[0] == 1.0f && p[1] == 1.0f && p[2] == 0.0f && p[3] == 0.0f);
+        /* gamma 2 and beta 1 on channel 1. */
+        p[1] = 2.0f;
+        p[3] = 1.0f;
+        /* Training: channel 0 mean 3.5, biased var 35/12; channel 1 mean 20,
+         * biased var 200/3. Normalized outputs have mean 0 and variance
+         * var / (var + eps) ~ 1, so with zero targets the loss is
+         * 0.5 * (6 * 1 + 6 * (4 + 1)) / 3 = 6 (channel 1: gamma^2 + beta^2). */
+        float loss = sc_model_train_batch(m, x, NULL, t, 3, &rng, NULL);
+        assert_true(fabsf(loss - 6.0f) < 1e-3f);
+        /* Running statistics moved half way (momentum 0.5), unbiased variance. */
+        assert_true(fabsf(st[0] - 0.5f * 3.5f) < 1e-5f);
+        assert_true(fabsf(st[1] - 0.5f * 20.0f) < 1e-4f);
+        assert_true(fabsf(st[2] - (0.5f + 0.5f * 3.5f)) < 1e-5f);  /* 17.5 / 5 */
+        assert_true(fabsf(st[3] - (0.5f + 0.5f * 80.0f)) < 1e-3f); /* 400 / 5 */
+        /* Evaluation normalizes with the running statistics. */
+        sc_model_eval_batch(m, x, NULL, t, 3, NULL, out);
+        for (int b = 0; b < 3; b++)
+                for (int c = 0; c < 2; c++)
+                        for (int k = 0; k < 2; k++) {
+                                float v = x[b * 4 + c * 2 + k];
+                                float want = c == 0
+                                                 ? (v - st[0]) / sqrtf(st[2] + 1e-5f)
+                                                 : 2.0f * (v - st[1]) / sqrtf(st[3] + 1e-5f) + 1.0f;
+                                assert_true(fabsf(out[b * 4 + c * 2 + k] - want) < 1e-4f);
+                        }
+        /* Evaluation leaves the state alone; init resets it. */
+        assert_true(fabsf(st[0] - 1.75f) < 1e-5f);
+        sc_model_init(m, &rng);
+        assert_true(st[0] == 0.0f && st[1] == 0.0f && st[2] == 1.0f && st[3] == 1.0f);
+        sc_model_destroy(m);
+
+        /* Bad momentum / eps name the layer; 0 means the default. */
+        spec.layers[0].momentum = 1.5f;
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_ERR_SHAPE);
+        assert_non_null(strstr(err, "layers[0] (batchnorm): momentum"));
+        spec.layers[0].momentum = 0.0f;
+        spec.layers[0].eps = -1.0f;
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_ERR_SHAPE);
+        assert_non_null(strstr(err, "eps"));
+        spec.layers[0].eps = 0.0f;
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        assert_true(sc_model_spec(m)->layers[0].momentum == 0.0f); /* the caller's spec */
+        sc_rng_seed(&rng, 2);
+        sc_model_init(m, &rng);
+        sc_model_train_batch(m, x, NULL, t, 3, &rng, NULL);
+        assert_true(fabsf(sc_model_state(m)[1] - 0.1f * 20.0f) < 1e-4f); /* momentum 0.1 */
+        sc_model_destroy(m);
+}
+
+/* Recalibration: the running statistics become the mean over full batches
+ * of the batch mean and unbiased variance; parameters, gradients and the
+ * configured momentum are untouched. */
+static void batchnorm_recalibrate(void **state)
+{
+        (void)state;
+        sc_model_spec_t spec = {.input = {2, 1, 1}, .n_layers = 2, .loss = SC_LOSS_MSE};
+        spec.layers[0] = (sc_layer_spec_t){.kind = SC_LAYER_BATCHNORM};
+        spec.layers[1] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 1};
+        sc_model_t *m = NULL;
+        sc_rng_t rng;
+        char err[128];
+        enum { N = 43, B = 10 }; /* 4 full batches; the last 3 samples unused */
+        float x[N * 2];
+
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        sc_rng_seed(&rng, 9);
+        sc_model_init(m, &rng);
+        for (int i = 0; i < N; i++) {
+                x[2 * i] = 3.0f + 2.0f * sc_rng_normal(&rng);
+                x[2 * i + 1] = -1.0f + 0.5f * sc_rng_normal(&rng) + 0.1f * (float)(i / B);
+        }
+        size_t np = sc_model_nparams(m);
+        float *p = sc_model_params(m), *g = sc_model_grads(m), *st = sc_model_state(m);
+        float p0[16], g0[16];
+        assert_true(np <= 16);
+        for (size_t i = 0; i < np; i++)
+                g[i] = 0.25f * (float)i;
+        memcpy(p0, p, np * sizeof(float));
+        memcpy(g0, g, np * sizeof(float));
+        st[0] = 100.0f; /* whatever was there is replaced */
+        assert_int_equal(sc_model_recalibrate(m, x, N, B), SC_OK);
+        for (int c = 0; c < 2; c++) {
+                double mean = 0, var = 0;
+                for (int k = 0; k < N / B; k++) {
+                        double s = 0, ss = 0;
+                        for (int b = 0; b < B; b++)
+                                s += x[2 * (k * B + b) + c];
+                        s /= B;
+                        for (int b = 0; b < B; b++) {
+                                double d = x[2 * (k * B + b) + c] - s;
+                                ss += d * d;
+                        }
+                        mean += s / (N / B);
+                        var += ss / (B - 1) / (N / B);
+                }
+                assert_true(fabs(st[c] - mean) < 1e-4);
+                assert_true(fabs(st[2 + c] - var) < 1e-3 * var);
+        }
+        assert_memory_equal(p, p0, np * sizeof(float));
+        assert_memory_equal(g, g0, np * sizeof(float));
+        /* the configured momentum (0.1) is back: a training step moves the
+         * running mean a tenth of the way */
+        float before = st[0], t[B] = {0};
+        sc_model_train_batch(m, x, NULL, t, B, NULL, NULL);
+        double bm = 0;
+        for (int b = 0; b < B; b++)
+                bm += x[2 * b] / B;
+        assert_true(fabs(st[0] - (0.9 * before + 0.1 * bm)) < 1e-4);
+        /* fewer samples than B: one batch of all of them */
+        assert_int_equal(sc_model_recalibrate(m, x, 4, B), SC_OK);
+        assert_true(fabsf(st[0] - (x[0] + x[2] + x[4] + x[6]) / 4.0f) < 1e-5f);
+        /* bad arguments */
+        assert_int_equal(sc_model_recalibrate(m, NULL, N, B), SC_ERR_INVAL);
+        assert_int_equal(sc_model_recalibrate(m, x, 0, B), SC_ERR_INVAL);
+        assert_int_equal(sc_model_recalibrate(m, x, N, 0), SC_ERR_INVAL);
+        sc_model_destroy(m);
+
+        /* a model without state: nothing to do */
+        spec.n_layers = 1;
+        spec.layers[0] = spec.layers[1];
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_nstate(m), 0);
+        assert_int_equal(sc_model_recalibrate(m, x, N, B), SC_OK);
+        sc_model_destroy(m);
 }
 
 /* ---- dropout statistics ---------------------------------------------- */
@@ -821,6 +994,9 @@ int main(void)
             cmocka_unit_test(tanh_sigmoid_grads),
             cmocka_unit_test(dropout_grads),
             cmocka_unit_test(flatten_and_xent_grads),
+            cmocka_unit_test(batchnorm_grads),
+            cmocka_unit_test(batchnorm_train_eval_and_state),
+            cmocka_unit_test(batchnorm_recalibrate),
             cmocka_unit_test(dropout_masks_and_scales),
             cmocka_unit_test(conv2d_matches_reference),
             cmocka_unit_test(conv2d_chunks_match_reference),

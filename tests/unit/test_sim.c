@@ -104,9 +104,10 @@ static const char *base_conf =
     " \"data\": {\"source\": \"synthetic\", \"synthetic\": {\"train\": 800, \"test\": 200,"
     " \"classes\": 4, \"noise\": 0.8}}}";
 
-/* Runs a simulation with the "sim" object sim_json; returns the metrics text
- * (caller frees) and the final test accuracy. */
-static char *run_sim(const char *sim_json, double *acc)
+/* Runs a simulation of the configuration conf_json with the "sim" object
+ * sim_json; returns the metrics text (caller frees) and the final test
+ * accuracy. */
+static char *run_sim_conf(const char *conf_json, const char *sim_json, double *acc)
 {
         sc_conf_t conf;
         sc_sim_spec_t spec;
@@ -119,7 +120,7 @@ static char *run_sim(const char *sim_json, double *acc)
         size_t len = 0;
         FILE *out;
 
-        assert_int_equal(sc_conf_parse(&conf, base_conf, "test", err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_conf_parse(&conf, conf_json, "test", err, sizeof(err)), SC_OK);
         assert_non_null(j = json_loads(sim_json, 0, NULL));
         assert_int_equal(sc_sim_spec_parse(&spec, j, "test", err, sizeof(err)), SC_OK);
         json_decref(j);
@@ -144,6 +145,44 @@ static char *run_sim(const char *sim_json, double *acc)
         return text;
 }
 
+static char *run_sim(const char *sim_json, double *acc)
+{
+        return run_sim_conf(base_conf, sim_json, acc);
+}
+
+static const char *bn_conf =
+    "{\"model\": {\"input\": [16], \"layers\": [{\"type\": \"dense\", \"units\": 16},"
+    " {\"type\": \"batchnorm\"}, {\"type\": \"relu\"}, {\"type\": \"dense\", \"units\": 4}],"
+    " \"loss\": \"softmax_xent\"},"
+    " \"optim\": {\"lr\": 0.05, \"momentum\": 0.5}, \"train\": {\"seed\": 5},"
+    " \"data\": {\"source\": \"synthetic\", \"synthetic\": {\"train\": 800, \"test\": 200,"
+    " \"classes\": 4, \"noise\": 0.8}}}";
+
+/* A model with batchnorm: each device keeps its own running statistics and
+ * evaluation uses device 0's. On IID devices BSP trains as without it; with
+ * one label per device, device 0's statistics are those of label 0 alone and
+ * each device's batch statistics remove its label's mean, so the model
+ * evaluates far worse. */
+static void batchnorm_statistics_per_device(void **state)
+{
+        double iid, iid2, noniid, plain;
+        const char *s_iid = "{\"devices\": 4, \"policy\": \"bsp\", \"batch\": 16, \"max_time\": 8}";
+        const char *s_non = "{\"devices\": 4, \"policy\": \"bsp\", \"batch\": 16, \"max_time\": 8,"
+                            " \"labels_per_device\": 1}";
+        char *a = run_sim_conf(bn_conf, s_iid, &iid), *b = run_sim_conf(bn_conf, s_iid, &iid2);
+        assert_string_equal(a, b);
+        char *c = run_sim_conf(bn_conf, s_non, &noniid), *d = run_sim(s_non, &plain);
+        fprintf(stderr, "batchnorm: IID %.3f, one label per device %.3f (without batchnorm %.3f)\n",
+                iid, noniid, plain);
+        assert_true(iid >= 0.6);
+        assert_true(noniid < iid - 0.2);
+        assert_true(noniid < plain - 0.2);
+        free(a);
+        free(b);
+        free(c);
+        free(d);
+}
+
 static void every_policy_trains_deterministically(void **state)
 {
         static const char *const sims[] = {
@@ -165,6 +204,9 @@ static void every_policy_trains_deterministically(void **state)
             "{\"devices\": 3, \"policy\": \"localsgd\", \"local_steps\": 4, \"batch\": 16,"
             " \"labels_per_device\": 2, \"inject_alpha\": 0.5, \"inject_beta\": 0.5,"
             " \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"localsgd\", \"local_steps\": 4, \"batch\": 16,"
+            " \"labels_per_device\": 2, \"inject_alpha\": 0.5, \"inject_beta\": 0.5,"
+            " \"inject_draw\": \"pooled\", \"max_time\": 8}",
         };
         for (size_t k = 0; k < sizeof(sims) / sizeof(sims[0]); k++) {
                 double acc1, acc2;
@@ -351,6 +393,7 @@ static void config_errors_name_the_path(void **state)
             {"{\"tune\": 1}", "$.sim.tune"},
             {"{\"codec\": \"zip\"}", "$.sim.codec"},
             {"{\"inject_alpha\": 2}", "$.sim.inject_alpha"},
+            {"{\"inject_draw\": \"uniform\"}", "$.sim.inject_draw: expected"},
             {"{\"b_min\": 50, \"b_max\": 10}", "$.sim"},
             {"{\"window\": \"soon\"}", "$.sim.window: expected seconds (a number) or \"auto\""},
             {"{\"window\": 0}", "$.sim.window: 0 is out of range"},
@@ -466,6 +509,7 @@ int main(void)
             cmocka_unit_test(churn_keeps_training),
             cmocka_unit_test(truncation_keeps_one_batch),
             cmocka_unit_test(async_pull_lowers_staleness),
+            cmocka_unit_test(batchnorm_statistics_per_device),
         };
         return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

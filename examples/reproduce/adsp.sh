@@ -12,10 +12,12 @@
 #         reference code's Gamma = 60 s, B_min = 10 s; 3000 s.
 #   fast  10 x faster compute (250 samples/s), so one BSP round is mostly
 #         the model's upload + download; Gamma = 10 s, B_min = 1 s; 300 s.
-#   examples/reproduce/adsp.sh      (QUICK=1 for a smoke run)
+#   examples/reproduce/adsp.sh      (QUICK=1 for a smoke run; SEED=n for
+#                                    another seed, with its own OUT)
 . "$(dirname "$0")/lib.sh"
 TAG=adsp
 TARGET_LOSS=${TARGET_LOSS:-0.45}
+SEED=${SEED:-1}
 # name:per_sample:gamma:b_min:horizon:eval_every
 SCALES=${SCALES:-$(q "edge:0.04:60:10:3000:25 fast:0.004:10:1:300:5" \
 	"edge:0.04:60:10:300:25 fast:0.004:10:1:30:5")}
@@ -56,8 +58,9 @@ for sc in $SCALES; do
 			adsp-max) f=".sim += {\"policy\": \"adsp\", \"gamma\": $gamma, \"commit_min\": $bmin,
 				\"commit_rate\": $(awk -v g="$gamma" -v b="$bmin" 'BEGIN{print g / b}'), $LOCAL}" ;;
 			esac
-			mkconf "$base" "$tmp/c.json" "$f | .sim += {\"heterogeneity\": $h, \"per_sample\": $ps,
-				\"max_time\": $horizon, \"eval_every\": $every, \"eval_samples\": 0}"
+			mkconf "$base" "$tmp/c.json" "$f | .train.seed = $SEED | .sim += {\"heterogeneity\": $h,
+				\"per_sample\": $ps, \"max_time\": $horizon, \"eval_every\": $every,
+				\"eval_samples\": 0}"
 			sim "$S-$p-H$H" "$tmp/c.json"
 		done
 	done
@@ -72,7 +75,7 @@ t_tloss() {
 gain() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-";
 	else printf "%.1f\n", (1 - a / b) * 100 }'; }
 {
-	echo "ADSP vs BSP / SSP / local SGD, 8 devices (ADSP tuner target $TARGET_LOSS)"
+	echo "ADSP vs BSP / SSP / local SGD, 8 devices (ADSP tuner target $TARGET_LOSS, seed $SEED)"
 	for sc in $SCALES; do
 		IFS=: read -r S ps gamma bmin horizon every <<<"$sc"
 		echo "== $S: per_sample $ps s (fastest device), Gamma $gamma s, B_min $bmin s, ${horizon} virtual s"

@@ -46,6 +46,7 @@ typedef struct sc_sim_spec {
         int tune;             /* adsp: search the commit rate online */
         double target_loss;   /* adsp tuner target (training loss) */
         double local_lr;      /* adsp / localsgd local steps; 0 = optim.lr */
+        double local_mu;      /* their momentum (sim.local_momentum); 0 = plain SGD */
         sc_codec_id_t codec;  /* gradient / delta codec */
         double codec_ratio;   /* 0 = the codec's default */
         double codec_delta;   /* adaptive: 0 = default (0.3) */

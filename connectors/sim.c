@@ -42,6 +42,7 @@ void sc_sim_destroy(sc_sim_t *sim)
                         free(d->sync_params);
                         free(d->grad);
                         free(d->bn_state);
+                        sc_sgd_free(&d->local);
                 }
         free(sim->devs);
         sc_mix_inject_destroy(sim->inject);
@@ -286,6 +287,13 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                     !(d->sync_params = malloc(n * sizeof(float))) ||
                     !(d->grad = calloc(n, sizeof(float))))
                         goto out_nomem;
+                if (spec->local_mu > 0) {
+                        /* The velocity is the device's own: kept across commits and
+                         * models received, as the server's is across rounds. */
+                        sc_sgd_spec_t ls = {.momentum = spec->local_mu};
+                        if (sc_sgd_init(&d->local, &ls, n))
+                                goto out_nomem;
+                }
                 memcpy(d->params, sc_model_params(sim->model), n * sizeof(float));
                 memcpy(d->sync_params, d->params, n * sizeof(float));
                 if (sc_model_nstate(sim->model)) {
@@ -357,8 +365,11 @@ static float sc_sim_compute(sc_sim_t *sim, int i, int b, int local_step)
         memcpy(d->grad, sc_model_grads(sim->model), sim->n * sizeof(float));
         if (local_step) {
                 float lr = (float)sim->local_lr;
-                for (size_t k = 0; k < sim->n; k++)
-                        d->params[k] -= lr * d->grad[k];
+                if (d->local.velocity)
+                        sc_sgd_step(&d->local, d->params, d->grad, lr);
+                else
+                        for (size_t k = 0; k < sim->n; k++)
+                                d->params[k] -= lr * d->grad[k];
         }
         sim->samples += (uint64_t)b;
         if (isfinite(loss)) {

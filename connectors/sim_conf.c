@@ -59,6 +59,7 @@ static const sc_simp_t sc_simps[] = {
     SC_SIMP("tune", SC_SIMP_BOOL, tune, 0, 1),
     SC_SIMP("target_loss", SC_SIMP_DOUBLE, target_loss, -1e9, 1e9),
     SC_SIMP("local_lr", SC_SIMP_DOUBLE, local_lr, 0, 1e6),
+    SC_SIMP("local_momentum", SC_SIMP_DOUBLE, local_mu, 0, 0.999999),
     SC_SIMP("codec", SC_SIMP_CODEC, codec, 0, 0),
     SC_SIMP("codec_ratio", SC_SIMP_DOUBLE, codec_ratio, 0, 1),
     SC_SIMP("codec_delta", SC_SIMP_DOUBLE, codec_delta, 0, 1e6),

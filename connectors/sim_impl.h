@@ -12,6 +12,7 @@
 #include "sc_buf.h"
 #include "sc_mix.h"
 #include "sc_nn.h"
+#include "sc_optim.h"
 #include "sc_rng.h"
 #include "sc_server.h"
 #include "sc_sim.h"
@@ -113,6 +114,7 @@ typedef struct sc_sim_dev {
         uint32_t *pool;                     /* owned dataset indices of this device's labels */
         float *params, *sync_params, *grad; /* (n) each */
         float *bn_state;                    /* (nstate) own batchnorm statistics, or NULL */
+        sc_sgd_t local;                     /* local-step optimizer (local_momentum > 0) */
         double spc;                         /* compute seconds per sample */
         sc_sim_link_t up, down;
         int busy;         /* an EV_READY or EV_COMPUTED is pending */

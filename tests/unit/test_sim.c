@@ -348,6 +348,37 @@ static void end_field(const char *line, const char *key, char *buf, size_t size)
         buf[k] = 0;
 }
 
+/* Local steps with momentum: one device doing local SGD with tau = 1 commits
+ * every step, so its trajectory is the server optimizer's (BSP, lr 0.05,
+ * momentum 0.5 in base_conf) up to float rounding of the deltas; without
+ * local momentum it is not. */
+static void local_momentum_matches_server_momentum(void **state)
+{
+        double a_bsp, a_mom, a_plain;
+        char lb[64], lm[64], lp[64];
+        char *bsp = run_sim("{\"devices\": 1, \"batch\": 16, \"max_steps\": 40,"
+                            " \"max_time\": 1000}",
+                            &a_bsp);
+        char *mom = run_sim("{\"devices\": 1, \"policy\": \"localsgd\", \"local_steps\": 1,"
+                            " \"local_lr\": 0.05, \"local_momentum\": 0.5, \"batch\": 16,"
+                            " \"max_steps\": 40, \"max_time\": 1000}",
+                            &a_mom);
+        char *plain = run_sim("{\"devices\": 1, \"policy\": \"localsgd\", \"local_steps\": 1,"
+                              " \"local_lr\": 0.05, \"batch\": 16, \"max_steps\": 40,"
+                              " \"max_time\": 1000}",
+                              &a_plain);
+        end_field(strstr(bsp, "{\"event\":\"end\""), "test_loss", lb, sizeof(lb));
+        end_field(strstr(mom, "{\"event\":\"end\""), "test_loss", lm, sizeof(lm));
+        end_field(strstr(plain, "{\"event\":\"end\""), "test_loss", lp, sizeof(lp));
+        assert_non_null(strstr(mom, "\"step\":40,"));
+        assert_true(fabs(atof(lb) - atof(lm)) < 1e-4);
+        assert_true(fabs(atof(lb) - atof(lp)) > 1e-3);
+        free(bsp);
+        free(mom);
+        free(plain);
+        (void)state;
+}
+
 /* Sharding splits the flat model across servers; for bsp the math is the
  * same per coordinate, so the model after N steps matches one shard's. */
 static void shards_match_one_server(void **state)
@@ -506,6 +537,7 @@ int main(void)
             cmocka_unit_test(auto_window_sets_the_global_batch),
             cmocka_unit_test(every_policy_trains_deterministically),
             cmocka_unit_test(shards_match_one_server),
+            cmocka_unit_test(local_momentum_matches_server_momentum),
             cmocka_unit_test(churn_keeps_training),
             cmocka_unit_test(truncation_keeps_one_batch),
             cmocka_unit_test(async_pull_lowers_staleness),

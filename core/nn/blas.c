@@ -215,8 +215,14 @@ static void gemm_run(int kind, int ta, int tb, int M, int N, int K, float alpha,
                     M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* Products of fewer multiply-adds than this run on the calling thread. */
+/* Products of fewer multiply-adds than this run on the calling thread;
+ * larger ones are split into up to this many parts per thread. */
+#ifndef SC_NN_SPLIT_MIN
 #define SC_NN_SPLIT_MIN (1 << 17)
+#endif
+#ifndef SC_NN_SPLIT_PARTS
+#define SC_NN_SPLIT_PARTS 1
+#endif
 
 /* One product split into parts of `step` rows (by_rows) or columns of C. */
 typedef struct gemm_split {
@@ -263,7 +269,9 @@ void sc_nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A
                 const int unit = !g.by_rows && kind == GEMM_SKINNY ? 64 : 16;
                 int units = (len + unit - 1) / unit;
                 if (units >= 2) {
-                        int parts = units < threads ? units : threads;
+                        int parts = units < threads * SC_NN_SPLIT_PARTS
+                                        ? units
+                                        : threads * SC_NN_SPLIT_PARTS;
                         g.step = (units + parts - 1) / parts * unit;
                         parts = (len + g.step - 1) / g.step;
                         sc_nn_parallel(parts, gemm_part, &g);

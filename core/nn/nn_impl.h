@@ -59,6 +59,9 @@ int sc_nn_pool_threads(const sc_nn_pool_t *p);
 void sc_nn_pool_run(sc_nn_pool_t *p, int n, sc_nn_task_fn fn, void *ctx);
 /* Parts of jobs run by p's workers (tests: proof that work was shared). */
 long sc_nn_pool_worker_parts(const sc_nn_pool_t *p);
+/* Jobs p ran on the caller alone because its workers kept missing jobs (a
+ * busy machine). */
+long sc_nn_pool_serial_jobs(const sc_nn_pool_t *p);
 /* Worker threads alive in the process (tests: none leak). */
 int sc_nn_pool_live(void);
 /* Makes p the calling thread's current pool; returns the previous one. */

@@ -13,7 +13,12 @@
  * part is claimed by a compare-and-swap on it, so a worker never runs a
  * part of a job that has finished. Workers spin on `seq` for a short while
  * after each job (steps call gemms back to back) and then sleep on a
- * condition variable; the caller signals it only when someone sleeps. */
+ * condition variable; the caller signals it only when someone sleeps.
+ *
+ * On a busy machine a worker is often not on a core when a job comes, and
+ * a runnable worker halves the CPU share the scheduler gives the caller:
+ * after a window of jobs the workers mostly missed, the pool runs jobs on
+ * the caller alone for a while (workers asleep) and then tries again. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -23,9 +28,20 @@
 #include "nn_impl.h"
 
 /* Pause iterations a worker spins for the next job before sleeping, and
- * the caller spins for claimed parts before yielding its time slice. */
-#define SC_POOL_SPIN_WORKER 4000
+ * the caller spins for claimed parts before yielding its time slice (about
+ * 0.2 ms and 50 us at the ~26 ns a pause takes on a Xeon of 2023). */
+#define SC_POOL_SPIN_WORKER 8000
 #define SC_POOL_SPIN_CALLER 2000
+
+/* Busy machine: jobs are judged in windows of SC_POOL_WINDOW; when workers
+ * took no part in more than SC_POOL_MISSES of them (they were not on a
+ * core), the next `backoff` jobs run on the caller alone (the workers go to
+ * sleep and stop taking the process's CPU share), backoff doubling up to
+ * SC_POOL_BACKOFF_MAX while the machine stays busy. */
+#define SC_POOL_WINDOW 16
+#define SC_POOL_MISSES 4
+#define SC_POOL_BACKOFF_MIN 64
+#define SC_POOL_BACKOFF_MAX 4096
 
 struct sc_nn_pool {
         int threads; /* including the caller */
@@ -42,6 +58,9 @@ struct sc_nn_pool {
         _Atomic int sleepers;
         _Atomic int stop;
         _Atomic long worker_parts; /* parts run by workers, ever */
+        int window, misses;        /* jobs published in this window, unhelped */
+        int serial_left, backoff;  /* jobs still to run alone, next backoff */
+        long serial_jobs;          /* jobs run alone by that rule, ever */
         pthread_mutex_t mu;
         pthread_cond_t cv;
 };
@@ -179,6 +198,11 @@ void sc_nn_pool_run(sc_nn_pool_t *p, int n, sc_nn_task_fn fn, void *ctx)
 {
         if (n <= 0)
                 return;
+        if (p && p->serial_left > 0 && n > 1) {
+                p->serial_left--;
+                p->serial_jobs++;
+                p = NULL;
+        }
         if (!p || n == 1 || n > 0xffff || p->threads < 2 || !pool_start(p)) {
                 for (int i = 0; i < n; i++)
                         fn(ctx, i);
@@ -209,6 +233,22 @@ void sc_nn_pool_run(sc_nn_pool_t *p, int n, sc_nn_task_fn fn, void *ctx)
                 else
                         sched_yield();
         }
+        p->misses += mine == n;
+        if (++p->window == SC_POOL_WINDOW) {
+                if (p->misses > SC_POOL_MISSES) {
+                        p->serial_left = p->backoff ? p->backoff : SC_POOL_BACKOFF_MIN;
+                        p->backoff = p->serial_left < SC_POOL_BACKOFF_MAX / 2 ? 2 * p->serial_left
+                                                                              : SC_POOL_BACKOFF_MAX;
+                } else {
+                        p->backoff = 0;
+                }
+                p->window = p->misses = 0;
+        }
+}
+
+long sc_nn_pool_serial_jobs(const sc_nn_pool_t *p)
+{
+        return p ? p->serial_jobs : 0;
 }
 
 sc_nn_pool_t *sc_nn_pool_enter(sc_nn_pool_t *p)

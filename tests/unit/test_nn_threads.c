@@ -52,7 +52,7 @@ static void meet_part(void *ctx, int i)
         atomic_fetch_add(&p->started, 1);
         double t0 = now();
         while (atomic_load(&p->started) < 2) {
-                if (now() - t0 > 1.0) {
+                if (now() - t0 > 5.0) {
                         p->waited_out = 1;
                         return;
                 }
@@ -69,19 +69,22 @@ static void pool_runs_parts(void **state)
         sc_nn_pool_t *pool = sc_nn_pool_new(2);
         assert_non_null(pool);
         assert_int_equal(sc_nn_pool_live(), 0); /* started on first use */
-        for (int rep = 0; rep < 200; rep++) {
+        /* The first jobs of a pool always go to its workers. */
+        sc_nn_pool_run(pool, 2, meet_part, p);
+        assert_int_equal(sc_nn_pool_live(), 1);
+        assert_false(p->waited_out);
+        assert_int_equal(atomic_load(&p->started), 2);
+        assert_false(pthread_equal(p->who[0], p->who[1]));
+        assert_true(sc_nn_pool_worker_parts(pool) >= 1);
+        /* Every part runs once, whoever runs it (on a busy machine some of
+         * these jobs run on the caller alone). */
+        for (int rep = 0; rep < 2000; rep++) {
                 int n = 1 + rep % 256;
                 memset(p->runs, 0, sizeof(p->runs));
                 sc_nn_pool_run(pool, n, count_part, p);
                 for (int i = 0; i < 256; i++)
                         assert_int_equal(atomic_load(&p->runs[i]), i < n);
         }
-        assert_int_equal(sc_nn_pool_live(), 1);
-        sc_nn_pool_run(pool, 2, meet_part, p);
-        assert_false(p->waited_out);
-        assert_int_equal(atomic_load(&p->started), 2);
-        assert_false(pthread_equal(p->who[0], p->who[1]));
-        assert_true(sc_nn_pool_worker_parts(pool) >= 1);
         sc_nn_pool_free(pool);
         assert_int_equal(sc_nn_pool_live(), 0);
         /* NULL runs in order on the caller. */

@@ -39,7 +39,9 @@
  * sleep and stop taking the process's CPU share), backoff doubling up to
  * SC_POOL_BACKOFF_MAX while the machine stays busy. */
 #define SC_POOL_WINDOW 16
+#ifndef SC_POOL_MISSES
 #define SC_POOL_MISSES 4
+#endif
 #define SC_POOL_BACKOFF_MIN 64
 #define SC_POOL_BACKOFF_MAX 4096
 

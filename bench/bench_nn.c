@@ -5,7 +5,9 @@
  * an upper bound.
  *
  * Usage: bench_nn [--seconds S] [--models mlp,cnn] [--batches 16,64,256]
- *                 [--threads 1,2]
+ *                 [--threads 1,2] [--repeat N]
+ * The thread counts of one model and batch run back to back, so on a shared
+ * machine they see the same load; --repeat runs the whole sweep N times.
  * Each line: "nn model=<m> batch=<B> threads=<T> samples_per_s=<x>
  * step_ms=<x> gflops=<x> sgemm_gflops=<x>". */
 #include <cblas.h>
@@ -232,7 +234,7 @@ int main(int argc, char **argv)
 {
         double seconds = 0.5;
         const char *models = "mlp,cnn";
-        int batches[8] = {16, 64, 256}, nb = 3, threads[8] = {1, 2}, nt = 2;
+        int batches[8] = {16, 64, 256}, nb = 3, threads[8] = {1, 2}, nt = 2, repeat = 1;
 
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (!strcmp(argv[i], "--seconds"))
@@ -243,22 +245,26 @@ int main(int argc, char **argv)
                         nb = parse_list(argv[i + 1], batches, 8);
                 else if (!strcmp(argv[i], "--threads"))
                         nt = parse_list(argv[i + 1], threads, 8);
+                else if (!strcmp(argv[i], "--repeat"))
+                        repeat = parse_list(argv[i + 1], &repeat, 1) == 1 ? repeat : 0;
                 else
                         nb = -1;
-                if (nb < 1 || nt < 1 || !(seconds > 0)) {
+                if (nb < 1 || nt < 1 || repeat < 1 || !(seconds > 0)) {
                         fprintf(stderr, "usage: bench_nn [--seconds S] [--models mlp,cnn] "
-                                        "[--batches 16,64,256] [--threads 1,2]\n");
+                                        "[--batches 16,64,256] [--threads 1,2] [--repeat N]\n");
                         return 2;
                 }
         }
         const char *names[2] = {"mlp", "cnn"};
-        for (int mi = 0; mi < 2; mi++) {
-                if (!strstr(models, names[mi]))
-                        continue;
-                for (int t = 0; t < nt; t++)
+        for (int r = 0; r < repeat; r++) {
+                for (int mi = 0; mi < 2; mi++) {
+                        if (!strstr(models, names[mi]))
+                                continue;
                         for (int b = 0; b < nb; b++)
-                                if (run(names[mi], batches[b], threads[t], seconds))
-                                        return 1;
+                                for (int t = 0; t < nt; t++)
+                                        if (run(names[mi], batches[b], threads[t], seconds))
+                                                return 1;
+                }
         }
         return 0;
 }

@@ -78,7 +78,7 @@ static inline void cpu_relax(void)
 }
 
 /* Claims the next part of the job published in `next`; -1 when none is left. */
-static int claim(sc_nn_pool_t *p, uint64_t *job)
+static int claim(sc_nn_pool_t *p)
 {
         uint64_t v = atomic_load_explicit(&p->next, memory_order_acquire);
 
@@ -87,10 +87,8 @@ static int claim(sc_nn_pool_t *p, uint64_t *job)
                 if (i >= parts)
                         return -1;
                 if (atomic_compare_exchange_weak_explicit(&p->next, &v, v + 1, memory_order_acq_rel,
-                                                          memory_order_acquire)) {
-                        *job = v;
+                                                          memory_order_acquire))
                         return i;
-                }
         }
 }
 
@@ -115,9 +113,8 @@ static void *worker(void *arg)
                 if (atomic_load(&p->stop))
                         break;
                 seen = atomic_load_explicit(&p->seq, memory_order_acquire);
-                uint64_t job;
                 int i;
-                while ((i = claim(p, &job)) >= 0) {
+                while ((i = claim(p)) >= 0) {
                         p->fn(p->ctx, i);
                         atomic_fetch_add_explicit(&p->worker_parts, 1, memory_order_relaxed);
                         atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
@@ -222,9 +219,8 @@ void sc_nn_pool_run(sc_nn_pool_t *p, int n, sc_nn_task_fn fn, void *ctx)
                 pthread_cond_broadcast(&p->cv);
                 pthread_mutex_unlock(&p->mu);
         }
-        uint64_t job;
         int i, mine = 0;
-        while ((i = claim(p, &job)) >= 0) {
+        while ((i = claim(p)) >= 0) {
                 fn(ctx, i);
                 mine++;
         }

@@ -72,8 +72,15 @@ static void dense_init(sc_layer_t *l, sc_rng_t *rng, int he)
         sc_nn_init_weights(l->w, l->nw, l->in.c, l->spec.units, he, rng);
 }
 
-/* x is (in, B) when in_fm, else (B, in); y is (out, B). */
-static void dense_forward(sc_layer_t *l, const float *x, float *y, int B, int train, sc_rng_t *rng)
+/* Below this batch a dense layer runs on the calling thread: split across
+ * threads, its weights and their gradients would move between the cores'
+ * caches every step for little arithmetic (16 multiply-adds per weight at
+ * batch 16), which costs more than the split saves. */
+#ifndef SC_DENSE_SPLIT_BATCH
+#define SC_DENSE_SPLIT_BATCH 32
+#endif
+
+static void dense_forward_(sc_layer_t *l, const float *x, float *y, int B)
 {
         const int in = l->in.c, out = l->out.c;
 
@@ -89,8 +96,19 @@ static void dense_forward(sc_layer_t *l, const float *x, float *y, int B, int tr
                 sc_nn_bias_act(y + (size_t)o * B, (size_t)B, l->b[o], l->fuse_relu);
 }
 
-static void dense_backward(sc_layer_t *l, const float *x, const float *y, const float *dy,
-                           float *dx, int B)
+/* x is (in, B) when in_fm, else (B, in); y is (out, B). */
+static void dense_forward(sc_layer_t *l, const float *x, float *y, int B, int train, sc_rng_t *rng)
+{
+        if (B < SC_DENSE_SPLIT_BATCH) {
+                sc_nn_pool_t *prev = sc_nn_pool_enter(NULL);
+                dense_forward_(l, x, y, B);
+                sc_nn_pool_enter(prev);
+        } else {
+                dense_forward_(l, x, y, B);
+        }
+}
+
+static void dense_backward_(sc_layer_t *l, const float *x, const float *dy, float *dx, int B)
 {
         const int in = l->in.c, out = l->out.c;
 
@@ -109,6 +127,18 @@ static void dense_backward(sc_layer_t *l, const float *x, const float *y, const 
                 sc_nn_gemm(0, 0, out, in, B, 1.0f, dy, B, x, in, 0.0f, l->dw, in);
                 if (dx)
                         sc_nn_gemm(1, 0, B, in, out, 1.0f, dy, B, l->w, in, 0.0f, dx, in);
+        }
+}
+
+static void dense_backward(sc_layer_t *l, const float *x, const float *y, const float *dy,
+                           float *dx, int B)
+{
+        if (B < SC_DENSE_SPLIT_BATCH) {
+                sc_nn_pool_t *prev = sc_nn_pool_enter(NULL);
+                dense_backward_(l, x, dy, dx, B);
+                sc_nn_pool_enter(prev);
+        } else {
+                dense_backward_(l, x, dy, dx, B);
         }
 }
 

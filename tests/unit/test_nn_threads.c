@@ -239,7 +239,7 @@ static void mlp_two_threads_match_one(void **state)
         mlp_spec(&spec, 0);
         compare_threads(&spec, 64, 8, 1e-5f);
         compare_threads(&spec, 256, 3, 1e-5f);
-        compare_threads(&spec, 5, 3, 1e-5f); /* too small to split */
+        compare_threads(&spec, 5, 3, 1e-5f); /* dense layers below batch 32 do not split */
         mlp_spec(&spec, 1);
         compare_threads(&spec, 64, 5, 1e-5f);
 }
@@ -289,8 +289,8 @@ static void threads_follow_count(void **state)
         sc_model_t *m = NULL;
         char err[128];
         sc_rng_t rng;
-        float x[784 * 4] = {0};
-        int32_t y[4] = {1, 2, 3, 4};
+        static float x[784 * 32];
+        int32_t y[32] = {1, 2, 3, 4};
 
         mlp_spec(&spec, 0);
         sc_rng_seed(&rng, 1);
@@ -298,16 +298,16 @@ static void threads_follow_count(void **state)
         assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
         sc_model_init(m, &rng);
         assert_int_equal(sc_nn_pool_live(), 0);
-        assert_true(isfinite(sc_model_train_batch(m, x, y, NULL, 4, NULL, NULL)));
+        assert_true(isfinite(sc_model_train_batch(m, x, y, NULL, 32, NULL, NULL)));
         assert_int_equal(sc_nn_pool_live(), 1);
         sc_nn_set_threads(3);
-        assert_true(isfinite(sc_model_eval_batch(m, x, y, NULL, 4, NULL, NULL)));
+        assert_true(isfinite(sc_model_eval_batch(m, x, y, NULL, 32, NULL, NULL)));
         assert_int_equal(sc_nn_pool_live(), 2);
         sc_nn_set_threads(1);
-        assert_true(isfinite(sc_model_train_batch(m, x, y, NULL, 4, NULL, NULL)));
+        assert_true(isfinite(sc_model_train_batch(m, x, y, NULL, 32, NULL, NULL)));
         assert_int_equal(sc_nn_pool_live(), 0);
         sc_nn_set_threads(2);
-        assert_true(isfinite(sc_model_train_batch(m, x, y, NULL, 4, NULL, NULL)));
+        assert_true(isfinite(sc_model_train_batch(m, x, y, NULL, 32, NULL, NULL)));
         assert_int_equal(sc_nn_pool_live(), 1);
         sc_model_destroy(m);
         assert_int_equal(sc_nn_pool_live(), 0);

@@ -5,10 +5,13 @@
  * output gradient, and only the multiply-adds it did count); the same
  * steps counted as dense products (dense_gflops: what a dense
  * implementation, PyTorch's included, has to do for the same samples/s); and
- * the GFLOP/s of plain cblas_sgemm calls of the dense shapes.
+ * the GFLOP/s of plain cblas_sgemm calls of the dense shapes (OpenBLAS
+ * threaded over the same thread count) as an upper bound.
  *
  * Usage: bench_nn [--seconds S] [--models mlp,cnn] [--batches 16,64,256]
- *                 [--threads 1,2]
+ *                 [--threads 1,2] [--repeat N]
+ * The thread counts of one model and batch run back to back, so on a shared
+ * machine they see the same load; --repeat runs the whole sweep N times.
  * Each line: "nn model=<m> batch=<B> threads=<T> samples_per_s=<x>
  * step_ms=<x> gflops=<x> dense_gflops=<x> sgemm_gflops=<x>". */
 #include <cblas.h>
@@ -201,7 +204,12 @@ static int run(const char *name, int B, int threads, double seconds)
         int ng = step_gemms(name, B, g);
         double flops = gemm_flops(g, ng) / B; /* per sample, dense */
         double sps = B / best;
+        /* The reference is OpenBLAS's own threading over the same threads
+         * (the models split products across their pools and keep OpenBLAS
+         * on one thread). */
+        openblas_set_num_threads(threads);
         double ref = sgemm_rate(g, ng, seconds / 3);
+        sc_nn_set_threads(threads);
         printf("nn model=%s batch=%d threads=%d samples_per_s=%.1f step_ms=%.3f gflops=%.2f "
                "dense_gflops=%.2f sgemm_gflops=%.2f\n",
                name, B, threads, sps, 1e3 * best, 2.0 * best_macs / best / 1e9, sps * flops / 1e9,
@@ -234,7 +242,7 @@ int main(int argc, char **argv)
 {
         double seconds = 0.5;
         const char *models = "mlp,cnn";
-        int batches[8] = {16, 64, 256}, nb = 3, threads[8] = {1, 2}, nt = 2;
+        int batches[8] = {16, 64, 256}, nb = 3, threads[8] = {1, 2}, nt = 2, repeat = 1;
 
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (!strcmp(argv[i], "--seconds"))
@@ -245,22 +253,26 @@ int main(int argc, char **argv)
                         nb = parse_list(argv[i + 1], batches, 8);
                 else if (!strcmp(argv[i], "--threads"))
                         nt = parse_list(argv[i + 1], threads, 8);
+                else if (!strcmp(argv[i], "--repeat"))
+                        repeat = parse_list(argv[i + 1], &repeat, 1) == 1 ? repeat : 0;
                 else
                         nb = -1;
-                if (nb < 1 || nt < 1 || !(seconds > 0)) {
+                if (nb < 1 || nt < 1 || repeat < 1 || !(seconds > 0)) {
                         fprintf(stderr, "usage: bench_nn [--seconds S] [--models mlp,cnn] "
-                                        "[--batches 16,64,256] [--threads 1,2]\n");
+                                        "[--batches 16,64,256] [--threads 1,2] [--repeat N]\n");
                         return 2;
                 }
         }
         const char *names[2] = {"mlp", "cnn"};
-        for (int mi = 0; mi < 2; mi++) {
-                if (!strstr(models, names[mi]))
-                        continue;
-                for (int t = 0; t < nt; t++)
+        for (int r = 0; r < repeat; r++) {
+                for (int mi = 0; mi < 2; mi++) {
+                        if (!strstr(models, names[mi]))
+                                continue;
                         for (int b = 0; b < nb; b++)
-                                if (run(names[mi], batches[b], threads[t], seconds))
-                                        return 1;
+                                for (int t = 0; t < nt; t++)
+                                        if (run(names[mi], batches[b], threads[t], seconds))
+                                                return 1;
+                }
         }
         return 0;
 }

@@ -466,7 +466,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(train.threads),
      .def = "1",
      R_IN(1, 256),
-     .desc = "BLAS threads."},
+     .desc = "Compute threads of the model: each training step splits its large matrix "
+             "products across them (same results run to run for a given count)."},
     {.path = "train.checkpoint",
      .type = SC_CONF_STRING,
      .offset = C(train.checkpoint),

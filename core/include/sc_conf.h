@@ -42,7 +42,7 @@ typedef struct sc_conf_train {
         int epochs;
         int batch;
         uint64_t seed;
-        int threads;                       /* BLAS threads */
+        int threads;                       /* compute threads per model */
         char checkpoint[SC_CONF_PATH_MAX]; /* "" = do not save */
         double progress_interval;          /* seconds between progress lines; 0 = per epoch */
 } sc_conf_train_t;

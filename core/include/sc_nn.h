@@ -154,8 +154,13 @@ float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labe
  * SC_ERR_INVAL (NULL, n = 0, B < 1), SC_ERR_NOMEM. */
 sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B);
 
-/* Number of BLAS threads used by every model in this process (>= 1; values
- * below 1 mean 1). Small products run on one thread regardless. */
+/* Compute threads of every model in this process (>= 1; values below 1
+ * mean 1). With more than one, each model starts threads - 1 worker threads
+ * on its next step and splits that step's large matrix products across
+ * them (OpenBLAS itself runs on one thread); small products run on the
+ * calling thread. The workers are joined when the model is destroyed or its
+ * next step finds the count back at 1. Results are identical run to run for
+ * a given count and agree with 1 thread to float rounding. */
 void sc_nn_set_threads(int threads);
 
 const char *sc_layer_kind_name(sc_layer_kind_t kind);

@@ -1,7 +1,8 @@
 /* blas.c — the gemm layer of core/nn: cblas_sgemm for the general case, an
  * AVX-512 broadcast kernel for the skinny products of small batches (where
- * sgemm's packing and C zeroing dominate), the BLAS thread count, and a
- * naive gemm with the same contract for tests. */
+ * sgemm's packing and C zeroing dominate), the split of one product across
+ * the threads of the calling model's pool, the thread count, and a naive
+ * gemm with the same contract for tests. */
 #include <cblas.h>
 #include <stdint.h>
 
@@ -172,28 +173,39 @@ int sc_nn_gemm_skinny(int M, int N, int K)
 #ifdef SC_NN_HAVE_SKINNY
         if (!sc_nn_avx512())
                 return 0;
-        double work = (double)M * N * K;
-        /* One thread: small products and those with a short side. With more
-         * threads, only products too small for sgemm to split well. */
-        if (sc_nn_threads > 1)
-                return work < (1 << 19);
-        return work < (1 << 19) || N <= SC_NN_SKINNY_SIDE || K <= SC_NN_SKINNY_SIDE ||
+        /* Small products and those with a short side. Every kernel runs on
+         * one thread (a pool splits the product into such parts). */
+        return (double)M * N * K < (1 << 19) || N <= SC_NN_SKINNY_SIDE || K <= SC_NN_SKINNY_SIDE ||
                (M <= 32 && K <= 512);
 #else
         return 0;
 #endif
 }
 
-void sc_nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                const float *B, int ldb, float beta, float *C, int ldc)
+enum { GEMM_SGEMM, GEMM_DOT, GEMM_SKINNY };
+
+/* The kernel for a product of this shape (the whole product: every part of
+ * a split one runs the same kernel). */
+static int gemm_kind(int ta, int tb, int M, int N, int K, float alpha)
 {
 #ifdef SC_NN_HAVE_SKINNY
-        if (tb && !ta && alpha == 1.0f && M * N <= 1024 && K >= 256 && sc_nn_avx512() &&
-            (sc_nn_threads_get() == 1 || (double)M * N * K < (1 << 21))) {
+        if (tb && !ta && alpha == 1.0f && M * N <= 1024 && K >= 256 && sc_nn_avx512())
+                return GEMM_DOT;
+        if (!tb && alpha == 1.0f && sc_nn_gemm_skinny(M, N, K))
+                return GEMM_SKINNY;
+#endif
+        return GEMM_SGEMM;
+}
+
+static void gemm_run(int kind, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+#ifdef SC_NN_HAVE_SKINNY
+        if (kind == GEMM_DOT) {
                 dot_gemm(M, N, K, A, lda, B, ldb, beta, C, ldc);
                 return;
         }
-        if (!tb && alpha == 1.0f && sc_nn_gemm_skinny(M, N, K)) {
+        if (kind == GEMM_SKINNY) {
                 skinny_gemm(M, N, K, A, ta ? 1 : (size_t)lda, ta ? (size_t)lda : 1, B, ldb, beta, C,
                             ldc);
                 return;
@@ -201,6 +213,72 @@ void sc_nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A
 #endif
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Products of fewer multiply-adds than this run on the calling thread;
+ * larger ones are split into up to this many parts per thread. */
+#ifndef SC_NN_SPLIT_MIN
+#define SC_NN_SPLIT_MIN (1 << 17)
+#endif
+#ifndef SC_NN_SPLIT_PARTS
+#define SC_NN_SPLIT_PARTS 1
+#endif
+
+/* One product split into parts of `step` rows (by_rows) or columns of C. */
+typedef struct gemm_split {
+        int kind, ta, tb, M, N, K;
+        float alpha, beta;
+        const float *A, *B;
+        float *C;
+        int lda, ldb, ldc;
+        int by_rows, step;
+} gemm_split_t;
+
+static void gemm_part(void *arg, int i)
+{
+        const gemm_split_t *g = arg;
+        const int lo = i * g->step;
+
+        if (g->by_rows) {
+                int m = g->M - lo < g->step ? g->M - lo : g->step;
+                const float *A = g->ta ? g->A + lo : g->A + (size_t)lo * g->lda;
+                gemm_run(g->kind, g->ta, g->tb, m, g->N, g->K, g->alpha, A, g->lda, g->B, g->ldb,
+                         g->beta, g->C + (size_t)lo * g->ldc, g->ldc);
+        } else {
+                int n = g->N - lo < g->step ? g->N - lo : g->step;
+                const float *B = g->tb ? g->B + (size_t)lo * g->ldb : g->B + lo;
+                gemm_run(g->kind, g->ta, g->tb, g->M, n, g->K, g->alpha, g->A, g->lda, B, g->ldb,
+                         g->beta, g->C + lo, g->ldc);
+        }
+}
+
+void sc_nn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc)
+{
+        const int kind = gemm_kind(ta, tb, M, N, K, alpha);
+        const int threads = sc_nn_parallel_threads();
+
+        if (threads > 1 && (double)M * N * K >= SC_NN_SPLIT_MIN) {
+                /* Split the longer side of C into one block per thread, on
+                 * whole vectors (and whole 64-column panels of the skinny
+                 * kernel). */
+                gemm_split_t g = {kind, ta, tb, M,   N,   K,   alpha,  beta,
+                                  A,    B,  C,  lda, ldb, ldc, M >= N, 0};
+
+                const int len = g.by_rows ? M : N;
+                const int unit = !g.by_rows && kind == GEMM_SKINNY ? 64 : 16;
+                int units = (len + unit - 1) / unit;
+                if (units >= 2) {
+                        int parts = units < threads * SC_NN_SPLIT_PARTS
+                                        ? units
+                                        : threads * SC_NN_SPLIT_PARTS;
+                        g.step = (units + parts - 1) / parts * unit;
+                        parts = (len + g.step - 1) / g.step;
+                        sc_nn_parallel(parts, gemm_part, &g);
+                        return;
+                }
+        }
+        gemm_run(kind, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void sc_nn_gemm_ref(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -223,5 +301,7 @@ void sc_nn_gemm_ref(int ta, int tb, int M, int N, int K, float alpha, const floa
 void sc_nn_set_threads(int threads)
 {
         sc_nn_threads = threads < 1 ? 1 : threads;
-        openblas_set_num_threads(sc_nn_threads);
+        /* Each model splits its products across its own pool of threads;
+         * OpenBLAS runs single-threaded inside every part. */
+        openblas_set_num_threads(1);
 }

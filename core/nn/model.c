@@ -29,6 +29,8 @@ struct sc_model_s {
         float *gbuf[2];                        /* ping-pong gradient buffers */
         const float *out[SC_MODEL_MAX_LAYERS]; /* outputs of the last forward pass */
         double step_macs;                      /* of the last training step */
+        sc_nn_pool_t *pool;                    /* compute threads when sc_nn_threads_get() > 1 */
+        int pool_threads;                      /* the thread count pool was made for */
 };
 
 static const sc_layer_ops_t *const sc_layer_ops_table[SC_LAYER__END] = {
@@ -235,6 +237,7 @@ void sc_model_destroy(sc_model_t *model)
 {
         if (!model)
                 return;
+        sc_nn_pool_free(model->pool);
         free(model->arena);
         free(model->params);
         free(model->grads);
@@ -366,6 +369,20 @@ static size_t carve(sc_model_t *m, int B, float *base)
         return off;
 }
 
+/* A pool for the current thread count: the old one is joined when the
+ * count changed; none for one thread. Without a pool the step runs on the
+ * calling thread alone. */
+static void sync_pool(sc_model_t *m)
+{
+        const int threads = sc_nn_threads_get();
+
+        if (m->pool_threads == threads)
+                return;
+        sc_nn_pool_free(m->pool);
+        m->pool = sc_nn_pool_new(threads);
+        m->pool_threads = threads;
+}
+
 static int reserve(sc_model_t *m, int B)
 {
         const int threads = sc_nn_threads_get();
@@ -417,8 +434,8 @@ static float loss_of(sc_model_t *m, const float *y, const int32_t *labels, const
         return sc_nn_mse(y, last->out_fm, last->out, B, targets, d);
 }
 
-float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,
-                           const float *targets, int B, sc_rng_t *rng, int *correct)
+static float train_batch(sc_model_t *model, const float *x, const int32_t *labels,
+                         const float *targets, int B, sc_rng_t *rng, int *correct)
 {
         sc_model_t *m = model;
 
@@ -486,8 +503,8 @@ sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B
         return SC_OK;
 }
 
-float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
-                          const float *targets, int B, int *correct, float *out)
+static float eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
+                        const float *targets, int B, int *correct, float *out)
 {
         sc_model_t *m = model;
 
@@ -514,4 +531,32 @@ float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labe
         if (m->spec.loss == SC_LOSS_SOFTMAX_XENT ? !labels : !targets)
                 return 0.0f;
         return loss_of(m, y, labels, targets, B, NULL, correct);
+}
+
+/* The public steps run the layers with the model's pool as the calling
+ * thread's current one (sc_nn_gemm splits products across it). */
+float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,
+                           const float *targets, int B, sc_rng_t *rng, int *correct)
+{
+        if (!model)
+                return NAN;
+        sync_pool(model);
+        sc_nn_pool_t *prev = sc_nn_pool_enter(model->pool);
+        float loss = train_batch(model, x, labels, targets, B, rng, correct);
+        sc_nn_pool_enter(prev);
+        return loss;
+}
+
+float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
+                          const float *targets, int B, int *correct, float *out)
+{
+        if (correct)
+                *correct = 0;
+        if (!model)
+                return NAN;
+        sync_pool(model);
+        sc_nn_pool_t *prev = sc_nn_pool_enter(model->pool);
+        float loss = eval_batch(model, x, labels, targets, B, correct, out);
+        sc_nn_pool_enter(prev);
+        return loss;
 }

@@ -36,6 +36,41 @@ int sc_nn_avx512(void);
 /* The thread count given to sc_nn_set_threads (1 if never set). */
 int sc_nn_threads_get(void);
 
+/* Compute threads (pool_threads.c). A model owns a pool of threads - 1
+ * workers, started on its first step with more than one thread and joined
+ * when the model is freed or its next step finds the count changed. During
+ * a step the pool is the calling thread's current one, and sc_nn_gemm
+ * splits large products across it. Workers only compute; they never touch
+ * I/O, clocks or the rng. */
+#define SC_NN_POOL_MAX 64
+typedef struct sc_nn_pool sc_nn_pool_t;
+typedef void (*sc_nn_task_fn)(void *ctx, int part);
+/* A pool for threads (>= 2) threads, workers not started yet; NULL if
+ * threads < 2 or out of memory (callers then run serially). */
+sc_nn_pool_t *sc_nn_pool_new(int threads);
+/* Stops and joins the workers. NULL is a no-op. */
+void sc_nn_pool_free(sc_nn_pool_t *p);
+/* Threads of p including the caller (1 for NULL or when no worker could be
+ * started). */
+int sc_nn_pool_threads(const sc_nn_pool_t *p);
+/* Runs fn(ctx, i) for i in [0, n) on the caller and p's workers (starting
+ * them on first use); returns when all parts are done. Each part must write
+ * only its own outputs. NULL p runs them in order on the caller. */
+void sc_nn_pool_run(sc_nn_pool_t *p, int n, sc_nn_task_fn fn, void *ctx);
+/* Parts of jobs run by p's workers (tests: proof that work was shared). */
+long sc_nn_pool_worker_parts(const sc_nn_pool_t *p);
+/* Jobs p ran on the caller alone because its workers kept missing jobs (a
+ * busy machine). */
+long sc_nn_pool_serial_jobs(const sc_nn_pool_t *p);
+/* Worker threads alive in the process (tests: none leak). */
+int sc_nn_pool_live(void);
+/* Makes p the calling thread's current pool; returns the previous one. */
+sc_nn_pool_t *sc_nn_pool_enter(sc_nn_pool_t *p);
+/* Threads of the current pool (1 without one). */
+int sc_nn_parallel_threads(void);
+/* sc_nn_pool_run on the current pool (parts run with no current pool). */
+void sc_nn_parallel(int n, sc_nn_task_fn fn, void *ctx);
+
 #ifdef SC_NN_X86
 #include <immintrin.h>
 /* Lanes lo <= l < hi of a 16-lane mask (bounds clamped). */

@@ -100,6 +100,62 @@ SC_NN_AVX512 static void pool2_avx512(const float *x, size_t planes, int H, int 
 }
 #endif
 
+#ifdef SC_NN_X86
+SC_NN_AVX512 static void pool2_bwd_avx512(const float *dy, const float *y, const int32_t *arg,
+                                          size_t planes, int H, int W, int OH, int OW, int relu,
+                                          float *dx);
+#endif
+
+/* The 2x2 stride-2 passes over planes [p0, p0 + n) of a batch, and their
+ * split across the model's threads (planes are independent). */
+typedef struct pool2_job {
+        const sc_layer_t *l;
+        const float *x, *y, *dy;
+        float *out;
+        int32_t *arg;
+        size_t planes, step;
+        int bwd;
+} pool2_job_t;
+
+static void pool2_part(void *arg, int i)
+{
+        const pool2_job_t *j = arg;
+        const sc_layer_t *l = j->l;
+        const int H = l->in.h, W = l->in.w, OH = l->out.h, OW = l->out.w;
+        const size_t ihw = (size_t)H * W, ohw = (size_t)OH * OW;
+        const size_t p0 = (size_t)i * j->step;
+        const size_t n = j->planes - p0 < j->step ? j->planes - p0 : j->step;
+
+#ifdef SC_NN_X86
+        if (sc_nn_avx512()) {
+                if (j->bwd)
+                        pool2_bwd_avx512(j->dy + p0 * ohw, j->y + p0 * ohw, j->arg + p0 * ohw, n, H,
+                                         W, OH, OW, l->relu_bwd, j->out + p0 * ihw);
+                else
+                        pool2_avx512(j->x + p0 * ihw, n, H, W, OH, OW, j->out + p0 * ohw,
+                                     j->arg + p0 * ohw);
+                return;
+        }
+#endif
+        for (size_t p = p0; p < p0 + n; p++)
+                pool2_plane(j->x + p * ihw, W, OH, OW, j->out + p * ohw, j->arg + p * ohw);
+}
+
+/* Passes over at least this many input floats are split across threads. */
+#define SC_POOL2_SPLIT_FLOATS (1 << 15)
+
+static void pool2_run(pool2_job_t *j)
+{
+        const int threads = sc_nn_parallel_threads();
+        const size_t ihw = (size_t)j->l->in.h * j->l->in.w;
+        int parts = 1;
+
+        if (threads > 1 && j->planes * ihw >= SC_POOL2_SPLIT_FLOATS)
+                parts = (size_t)threads < j->planes ? threads : (int)j->planes;
+        j->step = (j->planes + (size_t)parts - 1) / (size_t)parts;
+        sc_nn_parallel((int)((j->planes + j->step - 1) / j->step), pool2_part, j);
+}
+
 static void pool_forward(sc_layer_t *l, const float *x, float *y, int B, int train, sc_rng_t *rng)
 {
         const int H = l->in.h, W = l->in.w, OH = l->out.h, OW = l->out.w;
@@ -108,14 +164,8 @@ static void pool_forward(sc_layer_t *l, const float *x, float *y, int B, int tra
         int32_t *arg = (int32_t *)l->ws;
 
         if (k == 2 && s == 2) {
-#ifdef SC_NN_X86
-                if (sc_nn_avx512()) {
-                        pool2_avx512(x, planes, H, W, OH, OW, y, arg);
-                        return;
-                }
-#endif
-                for (size_t p = 0; p < planes; p++)
-                        pool2_plane(x + p * ihw, W, OH, OW, y + p * ohw, arg + p * ohw);
+                pool2_job_t j = {.l = l, .x = x, .out = y, .arg = arg, .planes = planes};
+                pool2_run(&j);
                 return;
         }
         for (size_t p = 0; p < planes; p++) {
@@ -215,8 +265,14 @@ static void pool_backward(sc_layer_t *l, const float *x, const float *y, const f
 
 #ifdef SC_NN_X86
         if (l->spec.kernel == 2 && l->spec.stride == 2 && sc_nn_avx512()) {
-                pool2_bwd_avx512(dy, y, arg, planes, l->in.h, l->in.w, l->out.h, l->out.w,
-                                 l->relu_bwd, dx);
+                pool2_job_t j = {.l = l,
+                                 .y = y,
+                                 .dy = dy,
+                                 .out = dx,
+                                 .arg = (int32_t *)arg,
+                                 .planes = planes,
+                                 .bwd = 1};
+                pool2_run(&j);
                 return;
         }
 #endif

@@ -8,28 +8,8 @@
 #   make && examples/kcat/run.sh            (BUILD=build-x for another build dir)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-BUILD=${BUILD:-build}
-SCADLES=${SCADLES:-$top/$BUILD/scadles}
-PASSES=${PASSES:-3}     # passes over the 60,000 training images
-PARTS=${PARTS:-16}      # partitions per topic (the embedded broker keeps ~5 MiB each)
-OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/scadles-kcat.XXXXXX")}
-export LD_LIBRARY_PATH="$top/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-mkdir -p "$OUT"
-bpid=""
-trap '[ -n "$bpid" ] && kill "$bpid" 2>/dev/null; wait 2>/dev/null || true' EXIT
-
-topics=()
-for i in 0 1 2 3; do topics+=(--topic "fmnist.$i:$PARTS"); done
-"$SCADLES" broker "${topics[@]}" --bootstrap-file "$OUT/bootstrap" >"$OUT/broker.out" 2>"$OUT/broker.err" &
-bpid=$!
-for _ in $(seq 1 100); do [ -s "$OUT/bootstrap" ] && break; sleep 0.1; done
-bs=$(cat "$OUT/bootstrap")
-
-# The stream: PASSES x 60,000 records over four topics (label in the key).
-"$SCADLES" feed --bootstrap "$bs" --topics 4 --count $((PASSES * 15000)) --rate 20000 --quiet \
-	>"$OUT/feed.out" 2>"$OUT/feed.err"
-tail -n 1 "$OUT/feed.out"
+name=kcat
+. "$here/../plugin_stream.inc"
 
 # The host: plain kcat. Only the -X properties name the plugin.
 start=$(date +%s.%N)

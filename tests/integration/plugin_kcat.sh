@@ -9,30 +9,11 @@ set -eu
 BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$BUILD/scadles}
 top=$PWD
-for tool in kcat jq; do
-	command -v "$tool" >/dev/null || { echo "$tool is not installed"; exit 77; }
-done
+. "$(dirname "$0")/worker_common.inc"
 [ -e "$BUILD/libscadles.so" ] || { echo "$BUILD/libscadles.so not built"; exit 77; }
 [ -e /usr/share/datasets/fashion-mnist ] || { echo "Fashion-MNIST is not installed"; exit 77; }
 export LD_LIBRARY_PATH="$top/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-plugin.XXXXXX")
-bpid=""
-cleanup() {
-	[ -n "$bpid" ] && { kill "$bpid" 2>/dev/null || true; wait "$bpid" 2>/dev/null || true; }
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$tmp"/*.err; do [ -e "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
-	exit 1
-}
-
-"$SCADLES" broker --topic pk:4 --topic pkj.grad:2 --topic pkj.model:2 --topic pkj.inject:1 --topic pkj.ctl:1 --bootstrap-file "$tmp/bootstrap" >"$tmp/broker.out" 2>"$tmp/broker.err" &
-bpid=$!
-for _ in $(seq 1 100); do [ -s "$tmp/bootstrap" ] && break; sleep 0.1; done
-[ -s "$tmp/bootstrap" ] || fail "broker did not start"
-bs=$(cat "$tmp/bootstrap")
+start_broker pk:4 pkj.grad:2 pkj.model:2 pkj.inject:1 pkj.ctl:1
 "$SCADLES" feed --bootstrap "$bs" --topic pk --count 6000 --rate 20000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" ||
 	fail "feed failed"
 job="$top/examples/kcat/job.json"

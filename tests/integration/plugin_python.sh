@@ -8,32 +8,14 @@ set -eu
 BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$BUILD/scadles}
 top=$PWD
+. "$(dirname "$0")/worker_common.inc"
 PY=/usr/bin/python3
-command -v jq >/dev/null || { echo "jq is not installed"; exit 77; }
 "$PY" -c 'import confluent_kafka' 2>/dev/null ||
 	{ echo "python3-confluent-kafka is not installed (scripts/deps.sh installs it)"; exit 77; }
 [ -e "$BUILD/libscadles.so" ] || { echo "$BUILD/libscadles.so not built"; exit 77; }
 [ -e /usr/share/datasets/fashion-mnist ] || { echo "Fashion-MNIST is not installed"; exit 77; }
 export LD_LIBRARY_PATH="$top/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-pyplugin.XXXXXX")
-bpid=""
-cleanup() {
-	[ -n "$bpid" ] && { kill "$bpid" 2>/dev/null || true; wait "$bpid" 2>/dev/null || true; }
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$tmp"/*.err; do [ -e "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
-	exit 1
-}
-
-"$SCADLES" broker --topic pyk.0:4 --topic pyk.1:4 --bootstrap-file "$tmp/bootstrap" \
-	>"$tmp/broker.out" 2>"$tmp/broker.err" &
-bpid=$!
-for _ in $(seq 1 100); do [ -s "$tmp/bootstrap" ] && break; sleep 0.1; done
-[ -s "$tmp/bootstrap" ] || fail "broker did not start"
-bs=$(cat "$tmp/bootstrap")
+start_broker pyk.0:4 pyk.1:4
 "$SCADLES" feed --bootstrap "$bs" --prefix pyk --topics 2 --count 3000 --rate 20000 --quiet \
 	>"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"
 jq '.worker.batch = "fixed" | .worker.b = 32' examples/kcat/job.json >"$tmp/job.json"

@@ -35,11 +35,7 @@ wait "$w0" || fail "worker 0 exited $?"
 wait "$w1" || fail "worker 1 exited $?"
 wait "$a1" || fail "aggregator 1 exited $?"
 for w in 0 1; do
-	[ "$(summary "$tmp/w$w.out" .identity_ok)" = true ] || fail "worker $w: accounting"
-	[ "$(summary "$tmp/w$w.out" .lost)" -eq 0 ] || fail "worker $w: lost records"
-	[ "$(summary "$tmp/w$w.out" .job.updates_failed)" -eq 0 ] || fail "worker $w: failed updates"
-	[ "$(summary "$tmp/w$w.out" .job.updates_sent)" -eq "$(summary "$tmp/w$w.out" .job.updates_acked)" ] ||
-		fail "worker $w: updates not all acknowledged"
+	check_worker "$tmp/w$w.out" acked
 done
 trained=$(( $(summary "$tmp/w0.out" .trained) + $(summary "$tmp/w1.out" .trained) ))
 [ "$trained" -eq 6000 ] || fail "trained $trained of 6000 records"

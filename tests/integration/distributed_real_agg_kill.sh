@@ -37,11 +37,7 @@ wait "$a1" || fail "aggregator 1 exited $?"
 wait "$a2" || fail "aggregator 2 exited $?"
 for w in 0 1; do
 	f="$tmp/w$w.out"
-	[ "$(summary "$f" .identity_ok)" = true ] || fail "worker $w: accounting"
-	[ "$(summary "$f" .lost)" -eq 0 ] || fail "worker $w: lost records"
-	[ "$(summary "$f" .job.updates_failed)" -eq 0 ] || fail "worker $w: failed updates"
-	[ "$(summary "$f" .job.updates_sent)" -eq "$(summary "$f" .job.updates_acked)" ] ||
-		fail "worker $w: updates not all acknowledged"
+	check_worker "$f" acked
 	check_committed "$f"
 done
 trained=$(( $(summary "$tmp/w0.out" .trained) + $(summary "$tmp/w1.out" .trained) ))

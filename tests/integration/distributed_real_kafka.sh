@@ -55,8 +55,7 @@ wait "$w1" || fail "worker 1 exited $?"
 wait "$a" || fail "aggregator exited $?"
 for w in 0 1; do
 	f="$tmp/w$w.out"
-	[ "$(summary "$f" .identity_ok)" = true ] || fail "worker $w: accounting"
-	[ "$(summary "$f" .lost)" -eq 0 ] || fail "worker $w: lost records"
+	check_worker "$f"
 	# A group session that expires while the broker is away loses the
 	# assignment: records trained whose update was not acknowledged yet are
 	# orphaned and read again (counted), so trained = 2000 + orphaned.

@@ -36,8 +36,7 @@ echo "worker 1 killed"
 wait "$w0" || fail "worker 0 exited $?"
 wait "$a" || fail "aggregator exited $?"
 for f in w0 w1b; do
-	[ "$(summary "$tmp/$f.out" .identity_ok)" = true ] || fail "$f: accounting"
-	[ "$(summary "$tmp/$f.out" .lost)" -eq 0 ] || fail "$f: lost records"
+	check_worker "$tmp/$f.out"
 done
 [ "$(summary "$tmp/w1b.out" .job.seq_base)" -gt 0 ] || fail "the restarted worker's seqs started over"
 grep -q 'restart: seqs continue' "$tmp/w1b.err" || fail "no restart line"

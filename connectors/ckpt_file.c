@@ -1,7 +1,8 @@
-/* ckpt_file.c — checkpoint files: atomic save (temporary file, fsync,
- * rename, folder fsync) and load of a model (parameters and non-trainable
- * state) and its optimizer velocity. */
+/* ckpt_file.c — checkpoint files: atomic save (sc_file_write_atomic) and
+ * load of a model (parameters and non-trainable state) and its optimizer
+ * velocity. */
 #include "sc_ckpt.h"
+#include "sc_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,49 +15,10 @@
 /* Largest checkpoint file read (bytes). */
 #define SC_CKPT_FILE_MAX ((off_t)1 << 36)
 
-static sc_err_t sc_ckpt_write_all(int fd, const uint8_t *buf, size_t len)
-{
-        while (len > 0) {
-                ssize_t w = write(fd, buf, len);
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return SC_ERR_IO;
-                }
-                buf += w;
-                len -= (size_t)w;
-        }
-        return SC_OK;
-}
-
-/* fsyncs the folder holding path so the rename itself is durable. */
-static int sc_ckpt_sync_dir(const char *path)
-{
-        char dir[4096];
-        const char *slash = strrchr(path, '/');
-        if (!slash) {
-                strcpy(dir, ".");
-        } else if (slash == path) {
-                strcpy(dir, "/");
-        } else {
-                size_t n = (size_t)(slash - path);
-                if (n >= sizeof(dir))
-                        return -1;
-                memcpy(dir, path, n);
-                dir[n] = 0;
-        }
-        int fd = open(dir, O_RDONLY | O_DIRECTORY);
-        if (fd < 0)
-                return -1;
-        int rc = fsync(fd);
-        close(fd);
-        return rc;
-}
-
 sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
                       const sc_ckpt_meta_t *meta, char *errstr, size_t errstr_size)
 {
-        char tmp[4096], msg[512];
+        char msg[512];
         uint8_t *buf;
         size_t len;
         sc_err_t err;
@@ -66,42 +28,12 @@ sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "%s: optimizer holds %zu values, the model %zu parameters", path,
                                sgd->n, n);
-        if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
-                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "checkpoint path too long");
         err = sc_ckpt_encode(sc_model_spec(model), meta, sc_model_params(model),
                              sgd ? sgd->velocity : NULL, n, sc_model_state(model),
                              sc_model_nstate(model), &buf, &len, msg, sizeof(msg));
         if (err)
                 return sc_errf(err, errstr, errstr_size, "%s: %s", path, msg);
-        int fd = mkstemp(tmp);
-        if (fd < 0) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: cannot create %s: %s", path, tmp,
-                              strerror(errno));
-                goto out_free;
-        }
-        if (sc_ckpt_write_all(fd, buf, len) || fchmod(fd, 0644) || fsync(fd)) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: cannot write %s: %s", path, tmp,
-                              strerror(errno));
-                close(fd);
-                goto out_unlink;
-        }
-        if (close(fd)) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: cannot write %s: %s", path, tmp,
-                              strerror(errno));
-                goto out_unlink;
-        }
-        if (rename(tmp, path)) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: cannot rename %s into place: %s",
-                              path, tmp, strerror(errno));
-                goto out_unlink;
-        }
-        if (sc_ckpt_sync_dir(path))
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
-                              "%s: saved, but cannot sync its folder: %s", path, strerror(errno));
-        goto out_free;
-out_unlink:
-        unlink(tmp);
-out_free:
+        err = sc_file_write_atomic(path, buf, len, errstr, errstr_size);
         free(buf);
         return err;
 }

@@ -98,6 +98,10 @@ sc_shape_t sc_model_output_shape(const sc_model_t *model);
 /* Output shape of layer i (0 <= i < n_layers). */
 sc_shape_t sc_model_layer_shape(const sc_model_t *model, int i);
 
+/* Layer i's spec with defaults resolved (stride, batchnorm momentum and
+ * eps), as the model runs it; NULL when i is out of range. */
+const sc_layer_spec_t *sc_model_layer_spec(const sc_model_t *model, int i);
+
 /* The parameter and gradient buffers: each (nparams) floats, same layout. */
 size_t sc_model_nparams(const sc_model_t *model);
 float *sc_model_params(sc_model_t *model);
@@ -143,6 +147,10 @@ float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *lab
  * logits/outputs; labels/targets may be NULL (then the loss returned is 0). */
 float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
                           const float *targets, int B, int *correct, float *out);
+
+/* Class probabilities of one sample's n >= 1 logits z: p = softmax(z),
+ * stabilized by the largest logit, summed in double. p may equal z. */
+void sc_nn_softmax(const float *z, int n, float *p);
 
 /* Recomputes the non-trainable state from data ("recalibration"): resets
  * it, then runs the forward pass in training mode (dropout off) over the

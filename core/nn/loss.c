@@ -1,5 +1,6 @@
 /* loss.c — softmax cross-entropy (log-sum-exp stabilized) and mean squared
- * error, each with its gradient with respect to the network output. */
+ * error, each with its gradient with respect to the network output; the
+ * softmax itself for class probabilities. */
 #include <math.h>
 #include <stddef.h>
 
@@ -43,6 +44,18 @@ float sc_nn_xent(const float *logits, int fm, int n, int B, const int32_t *label
         if (correct)
                 *correct = hits;
         return (float)(total / B);
+}
+
+void sc_nn_softmax(const float *z, int n, float *p)
+{
+        float m = z[0];
+        double s = 0.0;
+        for (int j = 1; j < n; j++)
+                m = z[j] > m ? z[j] : m;
+        for (int j = 0; j < n; j++)
+                s += exp((double)(z[j] - m));
+        for (int j = 0; j < n; j++)
+                p[j] = (float)(exp((double)(z[j] - m)) / s);
 }
 
 float sc_nn_mse(const float *out, int fm, sc_shape_t shape, int B, const float *targets, float *d)

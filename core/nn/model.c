@@ -262,6 +262,13 @@ sc_shape_t sc_model_layer_shape(const sc_model_t *model, int i)
         return model->layers[i].out;
 }
 
+const sc_layer_spec_t *sc_model_layer_spec(const sc_model_t *model, int i)
+{
+        if (i < 0 || i >= model->n)
+                return NULL;
+        return &model->layers[i].spec;
+}
+
 size_t sc_model_nparams(const sc_model_t *model)
 {
         return model->nparams;

@@ -235,6 +235,7 @@ static void sc_train_usage(FILE *out)
 static void sc_eval_usage(FILE *out)
 {
         fprintf(out, "usage: scadles eval -c CONFIG --checkpoint CKPT [--set KEY=VALUE ...]\n"
+                     "                    [--predictions FILE]\n"
                      "\n"
                      "Loads the checkpoint into the configured model and prints its test-set\n"
                      "accuracy as \"test accuracy: A (hits/total)\" on stdout.\n"
@@ -243,6 +244,9 @@ static void sc_eval_usage(FILE *out)
                      "  -c, --config FILE      JSON configuration of the model and data\n"
                      "  -k, --checkpoint CKPT  checkpoint written by `scadles train`\n"
                      "  -s, --set KEY=VALUE    override one property (repeatable)\n"
+                     "  -p, --predictions FILE also write each test sample's label, predicted\n"
+                     "                         class and class probabilities as CSV\n"
+                     "                         (label,predicted,p0,...; one line per sample)\n"
                      "  -h, --help             this text\n"
                      "\n"
                      "exit status: 0 done, 1 runtime error, 2 usage or configuration "
@@ -250,7 +254,7 @@ static void sc_eval_usage(FILE *out)
 }
 
 typedef struct sc_train_opts {
-        const char *config, *resume, *checkpoint;
+        const char *config, *resume, *checkpoint, *predictions;
         char *sets[SC_TRAIN_MAX_SETS];
         int n_sets;
         int epochs; /* 0 = from the configuration */
@@ -265,6 +269,7 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
             {"epochs", required_argument, NULL, 'e'},
             {"resume", required_argument, NULL, 'r'},
             {"checkpoint", required_argument, NULL, 'k'},
+            {"predictions", required_argument, NULL, 'p'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
@@ -276,7 +281,7 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
         memset(o, 0, sizeof(*o));
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, eval ? ":c:s:k:h" : ":c:s:e:r:h", longopts, NULL)) !=
+        while ((c = getopt_long(argc, argv, eval ? ":c:s:k:p:h" : ":c:s:e:r:h", longopts, NULL)) !=
                -1) {
                 switch (c) {
                 case 'c':
@@ -311,6 +316,11 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
                         if (!eval)
                                 goto bad_option;
                         o->checkpoint = optarg;
+                        break;
+                case 'p':
+                        if (!eval)
+                                goto bad_option;
+                        o->predictions = optarg;
                         break;
                 case 'h':
                         usage(stdout);
@@ -607,6 +617,9 @@ int sc_cmd_eval(int argc, char **argv)
         fprintf(stderr, "scadles eval: %s: epoch %llu, step %llu\n", o.checkpoint,
                 (unsigned long long)meta.epoch, (unsigned long long)meta.step);
         rc = sc_run_print_accuracy(&run);
+        if (!rc && o.predictions)
+                rc = sc_cli_write_predictions("eval", run.model, run.test.x, run.test.y, run.test.n,
+                                              o.predictions);
 out:
         sc_run_free(&run);
         return rc;

@@ -20,6 +20,7 @@ static const sc_cmd_t sc_cmds[] = {
     {"demo", sc_cmd_demo,
      "run a whole distributed job here (broker, feed, workers, aggregators) and plot accuracy"},
     {"sim", sc_cmd_sim, "simulate edge devices and a sync policy on a virtual clock"},
+    {"export", sc_cmd_export, "write a checkpoint as an ONNX model (input normalization included)"},
     {"config", sc_cmd_config, "list configuration properties, or check a config file"},
 };
 #define SC_NCMDS (sizeof(sc_cmds) / sizeof(sc_cmds[0]))

@@ -244,10 +244,11 @@ int sc_cmd_export(int argc, char **argv)
         else
                 printf("wrote %s: %zu bytes, ONNX opset %d, input (N, %d, %d, %d)", o.onnx, size,
                        SC_ONNX_OPSET, in.c, in.h, in.w);
-        printf(", output %s (N, %zu)\n",
-               conf.model.loss == SC_LOSS_SOFTMAX_XENT ? SC_ONNX_OUTPUT_PROBS
-                                                       : SC_ONNX_OUTPUT_VALUES,
-               sc_shape_numel(out));
+        if (conf.model.loss == SC_LOSS_SOFTMAX_XENT)
+                printf(", output %s (N, %zu)\n", SC_ONNX_OUTPUT_PROBS, sc_shape_numel(out));
+        else
+                printf(", output %s (%zu values per sample)\n", SC_ONNX_OUTPUT_VALUES,
+                       sc_shape_numel(out));
 out:
         sc_model_destroy(model);
         sc_conf_free(&conf);

@@ -47,19 +47,9 @@ static void sc_run_free(sc_run_t *run)
 /* Loads the configuration and applies overrides; returns an exit code. */
 static int sc_run_conf(sc_run_t *run, const char *path, char **sets, int n_sets)
 {
-        char err[1024];
-        if (sc_conf_load(&run->conf, path, err, sizeof(err))) {
-                fprintf(stderr, "scadles %s: %s\n", run->cmd, err);
-                return 2;
-        }
-        run->have_conf = 1;
-        for (int i = 0; i < n_sets; i++) {
-                if (sc_conf_set(&run->conf, sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles %s: %s\n", run->cmd, err);
-                        return 2;
-                }
-        }
-        return 0;
+        int rc = sc_cli_conf_load(run->cmd, &run->conf, path, sets, n_sets);
+        run->have_conf = !rc;
+        return rc;
 }
 
 /* Makes the data set fit the model input: same element count, any shape. */

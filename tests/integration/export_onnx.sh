@@ -2,7 +2,8 @@
 # export_onnx.sh — `scadles export --onnx` against onnxruntime: three models
 # trained with `scadles train` on a Fashion-MNIST subset (an MLP with
 # batchnorm and dropout, a CNN with conv2d / batchnorm / maxpool2d / tanh /
-# flatten, a flat-input MLP with tanh and sigmoid) are exported, and
+# flatten, a flat-input MLP with tanh and sigmoid, 1x1 convolutions on a flat
+# input) are exported, and
 # onnxruntime's probabilities on the raw test pixels equal `scadles eval
 # --predictions` (argmax identical, max abs difference <= 1e-5); the file
 # passes onnx.checker; the normalization nodes are those of the chosen
@@ -58,6 +59,10 @@ model cnn '[1, 28, 28]' '[{"type": "conv2d", "filters": 6, "kernel": 5, "padding
   {"type": "dense", "units": 10}]'
 model flat '[784]' '[{"type": "dense", "units": 32}, {"type": "tanh"},
   {"type": "dense", "units": 32}, {"type": "sigmoid"}, {"type": "dense", "units": 10}]'
+# 1x1 convolutions on a flat input: Reshape before each conv2d, Flatten before
+# the dense layer and before the Softmax.
+model adapt '[784]' '[{"type": "conv2d", "filters": 16, "kernel": 1}, {"type": "relu"},
+  {"type": "dense", "units": 12}, {"type": "sigmoid"}, {"type": "conv2d", "filters": 10, "kernel": 1}]'
 
 # compare NAME ONNX PREDICTIONS [prenormalized]: onnxruntime on the raw test
 # pixels (or on pixels normalized here) against scadles' CSV.
@@ -96,7 +101,7 @@ ops() {
 	"$PY" -c 'import onnx,sys; m=onnx.load(sys.argv[1]); print(" ".join(n.op_type for n in m.graph.node))' "$1"
 }
 
-for m in mlp cnn flat; do
+for m in mlp cnn flat adapt; do
 	"$SCADLES" train -c "$tmp/$m.json" >"$tmp/$m.train" 2>"$tmp/$m.err" ||
 		{ cat "$tmp/$m.err"; fail "$m: train exited $?"; }
 	tail -n 1 "$tmp/$m.train"
@@ -120,7 +125,10 @@ done
 	fail "cnn graph: $(ops "$tmp/cnn.onnx")"
 [ "$(ops "$tmp/flat.onnx")" = "Mul Add Gemm Tanh Gemm Sigmoid Gemm Softmax" ] ||
 	fail "flat graph: $(ops "$tmp/flat.onnx")"
+[ "$(ops "$tmp/adapt.onnx")" = "Mul Add Reshape Conv Relu Flatten Gemm Sigmoid Reshape Conv Flatten Softmax" ] ||
+	fail "adapt graph: $(ops "$tmp/adapt.onnx")"
 grep -q 'input (N, 784), output probabilities (N, 10)' "$tmp/flat.out" || fail "flat: $(cat "$tmp/flat.out")"
+"$SCADLES" export --help | grep -q 'ONNX file (opset 13, IR version 7)' || fail "export --help"
 
 # Without normalization nodes the model wants normalized input: raw pixels
 # then disagree, normalized ones agree.

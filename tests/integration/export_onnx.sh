@@ -178,5 +178,9 @@ expect 2 "$tmp/cnn.ckpt" -c "$tmp/mlp.json" --checkpoint "$tmp/cnn.ckpt" --onnx 
 expect 1 "$tmp/nope/x.onnx: cannot create" -c "$tmp/mlp.json" --checkpoint "$tmp/mlp.ckpt" \
 	--onnx "$tmp/nope/x.onnx"
 [ -e "$tmp/bad.onnx" ] && fail "a failed export left $tmp/bad.onnx"
+"$SCADLES" eval -c "$tmp/mlp.json" --checkpoint "$tmp/mlp.ckpt" --predictions "$tmp/nope/p.csv" \
+	>/dev/null 2>"$tmp/bad.err"
+[ $? -eq 1 ] && grep -q "nope/p.csv: cannot create" "$tmp/bad.err" ||
+	fail "eval --predictions to a missing folder: $(cat "$tmp/bad.err")"
 ls "$tmp" | grep -q '\.tmp\.' && fail "temporary file left behind"
 echo "export_onnx: ok"

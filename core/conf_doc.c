@@ -295,8 +295,20 @@ json_t *sc_conf_value_json(const sc_conf_prop_t *p, const void *base, const sc_c
                 return a;
         }
         case SC_CONF_PASSTHROUGH: {
-                json_t *obj = *(json_t *const *)at;
-                return obj ? json_incref(obj) : json_object();
+                json_t *obj = *(json_t *const *)at, *copy;
+                const char *key;
+                json_t *v;
+                if (!obj || !(copy = json_copy(obj)))
+                        return obj ? NULL : json_object();
+                json_object_foreach(copy, key, v)
+                {
+                        if (sc_conf_kafka_secret(key) &&
+                            json_object_set_new(copy, key, json_string(SC_CONF_REDACTED))) {
+                                json_decref(copy);
+                                return NULL;
+                        }
+                }
+                return copy;
         }
         }
         return json_null();

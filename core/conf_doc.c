@@ -134,6 +134,7 @@ static const char sc_conf_md_intro[] =
     "```\n"
     "job.json: $.optim.lrr: unknown property (did you mean \"lr\"?)\n"
     "job.json: $.model.layers[2].kernel: expected integer in [1, 1024], got 0\n"
+    "job.json: $.train.epochs: key given twice (line 3, column 16)\n"
     "job.json:4:3: invalid JSON: string or '}' expected near '}'\n"
     "```\n"
     "\n"

@@ -17,10 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (size < 1)
                 return 0;
         size_t len = size - 1;
-        uint8_t *p = malloc(len ? len : 1); /* exact: ASan sees over-reads */
+        uint8_t *p = sc_fuzz_copy(data + 1, len);
         if (!p)
                 return 0;
-        memcpy(p, data + 1, len);
         if (!(data[0] & 1))
                 sc_fuzz_fix_trailer(p, len);
         if (sc_ckpt_parse(&view, p, len, why, sizeof(why)) == SC_OK) {
@@ -32,9 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         sc_err_t err =
                             sc_ckpt_decode(p, len, &view.spec, &meta, params, vel, n, &has_vel,
                                            state, ns, &has_state, why, sizeof(why));
-                        if (err)
-                                fprintf(stderr, "parsed but does not decode: %s\n", why);
-                        SC_FUZZ_ASSERT(err == SC_OK);
+                        SC_FUZZ_ASSERT_OK(err, "parsed but does not decode", why);
                         uint8_t *again = NULL;
                         size_t alen = 0;
                         if (sc_ckpt_encode(&view.spec, &meta, params, has_vel ? vel : NULL, n,
@@ -42,9 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                            &alen, why, sizeof(why)) == SC_OK) {
                                 sc_ckpt_view_t v2;
                                 err = sc_ckpt_parse(&v2, again, alen, why, sizeof(why));
-                                if (err)
-                                        fprintf(stderr, "re-encoded checkpoint: %s\n", why);
-                                SC_FUZZ_ASSERT(err == SC_OK);
+                                SC_FUZZ_ASSERT_OK(err, "re-encoded checkpoint", why);
                                 SC_FUZZ_ASSERT(v2.nparams == n);
                         }
                         free(again);

@@ -48,10 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (size < 1)
                 return 0;
-        uint8_t *p = malloc(size > 1 ? size - 1 : 1); /* exact: ASan sees over-reads */
+        uint8_t *p = sc_fuzz_copy(data + 1, size - 1);
         if (!p)
                 return 0;
-        memcpy(p, data + 1, size - 1);
         if (!(data[0] & 1)) {
                 sc_fuzz_payload(p, size - 1);
         } else if (size >= 9) {

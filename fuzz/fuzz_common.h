@@ -13,6 +13,7 @@
 
 #include "sc_buf.h"
 #include "sc_crc32c.h"
+#include "sc_err.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -26,6 +27,24 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
                         abort();                                                                   \
                 }                                                                                  \
         } while (0)
+
+/* err must be SC_OK; otherwise print what and why, and abort. */
+#define SC_FUZZ_ASSERT_OK(err, what, why)                                                          \
+        do {                                                                                       \
+                if ((err) != SC_OK)                                                                \
+                        fprintf(stderr, "%s: %s\n", (what), (why));                                \
+                SC_FUZZ_ASSERT((err) == SC_OK);                                                    \
+        } while (0)
+
+/* An exact-size private copy of n bytes (so ASan sees any read past them);
+ * NULL if out of memory. */
+static inline uint8_t *sc_fuzz_copy(const uint8_t *data, size_t n)
+{
+        uint8_t *p = malloc(n ? n : 1);
+        if (p && n)
+                memcpy(p, data, n);
+        return p;
+}
 
 static inline uint32_t sc_fuzz_rd32(const uint8_t *p)
 {

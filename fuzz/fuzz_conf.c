@@ -14,9 +14,7 @@ static void sc_fuzz_dump_roundtrip(const sc_conf_t *conf)
         if (!d1)
                 return;
         sc_err_t err = sc_conf_parse(&back, d1, "dump", why, sizeof(why));
-        if (err)
-                fprintf(stderr, "dump does not parse back: %s\n%s\n", why, d1);
-        SC_FUZZ_ASSERT(err == SC_OK);
+        SC_FUZZ_ASSERT_OK(err, "dump does not parse back", why);
         d2 = sc_conf_dump(&back);
         if (d2) {
                 if (strcmp(d1, d2))

@@ -47,11 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (klen > rlen)
                 klen = rlen;
         /* Private exact-size copies: ASan sees any read outside them. */
-        uint8_t *key = malloc(klen ? klen : 1), *val = malloc(rlen - klen ? rlen - klen : 1);
+        uint8_t *key = sc_fuzz_copy(rest, klen), *val = sc_fuzz_copy(rest + klen, rlen - klen);
         float *x = malloc(spec.numel * sizeof(float));
         if (key && val && x) {
-                memcpy(key, rest, klen);
-                memcpy(val, rest + klen, rlen - klen);
                 sc_decode_header_t h = {.name = "label", .value = klen ? key : NULL, .size = klen};
                 sc_record_t rec = {.key = klen ? key : NULL,
                                    .key_size = klen,

@@ -23,9 +23,7 @@ static void sc_fuzz_roundtrip(sc_server_t *srv, uint8_t sel)
         sc_server_t *copy = sc_fuzz_server_new(sel);
         if (copy) {
                 sc_err_t err = sc_server_restore(copy, snap, len, why, sizeof(why));
-                if (err)
-                        fprintf(stderr, "restore of a fresh snapshot: %s\n", why);
-                SC_FUZZ_ASSERT(err == SC_OK);
+                SC_FUZZ_ASSERT_OK(err, "restore of a fresh snapshot", why);
                 SC_FUZZ_ASSERT(sc_server_version(copy) == sc_server_version(srv));
                 SC_FUZZ_ASSERT(!memcmp(sc_server_params(copy), sc_server_params(srv),
                                        SC_FUZZ_SHARD * sizeof(float)));
@@ -176,10 +174,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         if (want < len)
                                 len = (size_t)want;
                 }
-                uint8_t *p = malloc(len);
+                uint8_t *p = sc_fuzz_copy(data, len);
                 if (!p)
                         break;
-                memcpy(p, data, len);
                 sc_fuzz_message(srv, sel, p, len);
                 free(p);
                 data += len;

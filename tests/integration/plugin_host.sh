@@ -9,8 +9,7 @@ BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$BUILD/scadles}
 top=$PWD
 . "$(dirname "$0")/worker_common.inc"
-[ -e "$BUILD/libscadles.so" ] || { echo "$BUILD/libscadles.so not built"; exit 77; }
-export LD_LIBRARY_PATH="$top/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_plugin
 start_broker ph:2 phj.grad:2 phj.model:2 phj.inject:1 phj.ctl:1
 "$SCADLES" feed --bootstrap "$bs" --topic ph --count 300 --rate 20000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" ||
 	fail "feed failed"

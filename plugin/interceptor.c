@@ -14,6 +14,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "api_impl.h"
+#include "sc_kafka_util.h"
 
 #define SC_PLUG_NAME "scadles"
 #define SC_PLUG_PREFIX "scadles."
@@ -100,6 +101,9 @@ static rd_kafka_conf_res_t sc_plug_load(sc_plug_conf_t *pc, const char *path, ch
         for (int i = 0; i < pc->n_sets; i++)
                 if (scadles_conf_set(fresh, pc->set_names[i], pc->set_values[i], err, sizeof(err)))
                         goto bad;
+        /* The job's kafka properties fail here, not when the worker starts. */
+        if (sc_kafka_conf_check((const json_t *)fresh->sc.kafka, "$.kafka", err, sizeof(err)))
+                goto bad;
         char *p = strdup(path);
         if (!p) {
                 scadles_conf_destroy(fresh);
@@ -172,6 +176,22 @@ static int sc_plug_host_set(sc_plug_conf_t *pc, const char *name, const char *va
         return 0;
 }
 
+/* 0 if key=val (a scadles.kafka.* override) leaves kafka properties that
+ * librdkafka takes; checked on a copy, so pc is unchanged either way. */
+static int sc_plug_kafka_check(const sc_plug_conf_t *pc, const char *key, const char *val,
+                               char *err, size_t err_size)
+{
+        scadles_conf_t *t = scadles_conf_dup(pc->conf);
+        if (!t) {
+                snprintf(err, err_size, "out of memory");
+                return -1;
+        }
+        int bad = scadles_conf_set(t, key, val, err, err_size) ||
+                  sc_kafka_conf_check((const json_t *)t->sc.kafka, "$.kafka", err, err_size);
+        scadles_conf_destroy(t);
+        return bad ? -1 : 0;
+}
+
 static rd_kafka_conf_res_t sc_plug_on_conf_set(rd_kafka_conf_t *conf, const char *name,
                                                const char *val, char *errstr, size_t errstr_size,
                                                void *ic_opaque)
@@ -217,7 +237,8 @@ static rd_kafka_conf_res_t sc_plug_on_conf_set(rd_kafka_conf_t *conf, const char
                          "%s: the embedded worker's own clients never load plugins", name);
                 return RD_KAFKA_CONF_INVALID;
         }
-        if (scadles_conf_set(pc->conf, key, val, err, sizeof(err))) {
+        if ((!strncmp(key, "kafka.", 6) && sc_plug_kafka_check(pc, key, val, err, sizeof(err))) ||
+            scadles_conf_set(pc->conf, key, val, err, sizeof(err))) {
                 snprintf(errstr, errstr_size, "%s: %s", name, err);
                 return RD_KAFKA_CONF_INVALID;
         }

@@ -3,7 +3,8 @@
 # broker): the embedded worker's own Kafka clients connect as the host does
 # (they inherit its security.*, ssl.* and sasl.* settings), and a plugin whose
 # worker cannot start fails the host's consumer with a clear message instead
-# of letting it consume with training off.
+# of letting it consume with training off; kafka properties of the job that
+# librdkafka would refuse fail the host's configuration call.
 set -eu
 BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$BUILD/scadles}
@@ -53,4 +54,14 @@ set -e
 grep -q 'FATAL CLIENT ERROR: .*scadles: scadles.stats.file /nonexistent-dir/stats.jsonl' "$tmp/c.err" ||
 	fail "kcat -C: no fatal error: $(cat "$tmp/c.err")"
 echo "kcat -C: stopped (exit $rc), nothing consumed"
+# 3) A job file whose kafka section librdkafka would refuse fails the host's
+#    configuration call at once, naming the property.
+jq '.kafka["linger.mss"] = 5' "$top/examples/kcat/job.json" >"$tmp/badkafka.json"
+if kcat -C -b "$bs" -t ph -o beginning -e -q -X plugin.library.paths=libscadles \
+	-X "scadles.config=$tmp/badkafka.json" >/dev/null 2>"$tmp/badkafka.err"; then
+	fail "kcat accepted a job with kafka.linger.mss"
+fi
+grep -qF '$.kafka.linger.mss: No such configuration property' "$tmp/badkafka.err" ||
+	fail "no path in: $(cat "$tmp/badkafka.err")"
+echo "bad kafka property in the job file: refused by kcat's config call"
 echo "plugin_host: ok"

@@ -99,6 +99,12 @@ static void properties(void **state)
                          RD_KAFKA_CONF_INVALID);
         assert_int_equal(rd_kafka_conf_set(conf, "scadles.log.level", "9", err, sizeof(err)),
                          RD_KAFKA_CONF_INVALID);
+        /* The worker's kafka properties are librdkafka's to accept, at once. */
+        assert_int_equal(rd_kafka_conf_set(conf, "scadles.kafka.linger.mss", "5", err, sizeof(err)),
+                         RD_KAFKA_CONF_INVALID);
+        assert_non_null(strstr(err, "$.kafka.linger.mss: No such configuration property"));
+        assert_int_equal(rd_kafka_conf_set(conf, "scadles.kafka.linger.ms", "5", err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
         assert_int_equal(rd_kafka_conf_set(conf, "scadles.log.level", "3", err, sizeof(err)),
                          RD_KAFKA_CONF_OK);
         assert_int_equal(

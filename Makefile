@@ -6,6 +6,7 @@
 #   make bench      benchmarks (print figures)
 #   make demo       the main job on the zero-setup default
 #   make install PREFIX=/usr/local
+#   make fuzz / fuzz-run  libFuzzer targets and a bounded run (fuzz/fuzz.mk)
 #
 # Every target that needs a dependency depends on `deps`, which installs the
 # missing Debian packages once (scripts/deps.sh).
@@ -151,8 +152,10 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/include/scadles.h $(DESTDIR)$(PREFIX)/bin/scadles
 
 clean:
-	rm -rf build build-address build-undefined
+	rm -rf build build-address build-undefined build-fuzz
 
 .SECONDARY:
+
+include fuzz/fuzz.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

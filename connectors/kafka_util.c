@@ -108,6 +108,15 @@ sc_err_t sc_kafka_conf_from_json(rd_kafka_conf_t **confp, const json_t *obj, con
         return SC_OK;
 }
 
+sc_err_t sc_kafka_conf_check(const json_t *obj, const char *path, char *errstr, size_t errstr_size)
+{
+        rd_kafka_conf_t *conf = NULL;
+        sc_err_t err = sc_kafka_conf_from_json(&conf, obj, path, errstr, errstr_size);
+        if (conf)
+                rd_kafka_conf_destroy(conf);
+        return err;
+}
+
 sc_err_t sc_kafka_conf_set_kv(rd_kafka_conf_t *conf, const char *kv, char *errstr,
                               size_t errstr_size)
 {

@@ -33,6 +33,12 @@ sc_err_t sc_kafka_conf_apply_json(rd_kafka_conf_t *conf, const json_t *obj, cons
 sc_err_t sc_kafka_conf_from_json(rd_kafka_conf_t **confp, const json_t *obj, const char *path,
                                  char *errstr, size_t errstr_size);
 
+/* Checks obj as sc_kafka_conf_from_json would apply it, on a throwaway conf:
+ * an unknown property or a value librdkafka refuses is SC_ERR_CONFIG naming
+ * "<path>.<key>" (what `scadles config --check` runs before any client is
+ * created). */
+sc_err_t sc_kafka_conf_check(const json_t *obj, const char *path, char *errstr, size_t errstr_size);
+
 /* Applies "name=value" strings (as given to a command's -X option); errors
  * name the argument. */
 sc_err_t sc_kafka_conf_set_kv(rd_kafka_conf_t *conf, const char *kv, char *errstr,

@@ -15,6 +15,7 @@
  * error messages with JSON paths, did-you-mean, --set overrides, the dump,
  * `scadles config --list` and docs/CONFIG.md then follow without new code. */
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,7 +541,10 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(kafka),
      .def_doc = "{}",
      .desc = "librdkafka properties (\"bootstrap.servers\", \"security.protocol\", ...) "
-             "passed through unchanged; values are strings, numbers or booleans."},
+             "passed through unchanged; values are strings, numbers or booleans. `config "
+             "--check` sets each on a throwaway librdkafka configuration (an unknown name or a "
+             "refused value is an error); values of secrets (names containing password, "
+             "secret, key.pem or oauthbearer.config) print as \"(redacted)\"."},
 
     /* source */
     {.path = "source.group_id",
@@ -565,7 +569,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .size = SC_CONF_TOPIC_MAX,
      .desc = "Also consume every topic whose name matches this POSIX extended regex, e.g. "
              "\"^fmnist\\\\..*\" (Kafka's \"^\" subscription; new topics join at the next metadata "
-             "refresh); they use streams.* unless listed in source.topics; \"\" = none."},
+             "refresh); they use streams.* unless listed in source.topics; \"\" = none. It "
+             "must compile (regcomp) when the configuration is checked."},
     {.path = "source.dead_letter_topic",
      .type = SC_CONF_STRING,
      .offset = C(source.dead_letter),
@@ -1211,6 +1216,19 @@ static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, 
                 return sc_conf_fail(errstr, errstr_size, o, "$.source.pattern",
                                     "a topic pattern starts with \"^\" (got \"%s\")",
                                     conf->source.pattern);
+        if (conf->source.pattern[0]) {
+                /* Compiled as librdkafka will compile it for the subscription. */
+                regex_t re;
+                int rc = regcomp(&re, conf->source.pattern, REG_EXTENDED | REG_NOSUB);
+                if (rc) {
+                        char why[128];
+                        regerror(rc, &re, why, sizeof(why));
+                        return sc_conf_fail(errstr, errstr_size, o, "$.source.pattern",
+                                            "not a POSIX extended regex (%s): \"%s\"", why,
+                                            conf->source.pattern);
+                }
+                regfree(&re);
+        }
         if ((err = sc_conf_check_decode(conf, &st->decode, "$.streams", errstr, errstr_size)))
                 return err;
         for (int i = 0; i < conf->source.n_topics; i++) {
@@ -1348,6 +1366,15 @@ sc_err_t sc_conf_sched_steps(const sc_conf_t *conf, long steps_per_epoch, sc_sch
                                     "warmup (%ld steps) must be shorter than the run (%ld steps)",
                                     out->warmup_steps, out->total_steps);
         return SC_OK;
+}
+
+int sc_conf_kafka_secret(const char *key)
+{
+        static const char *const words[] = {"password", "secret", "key.pem", "oauthbearer.config"};
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+                if (strstr(key, words[i]))
+                        return 1;
+        return 0;
 }
 
 void sc_conf_model_error(const sc_conf_t *conf, char *errstr, size_t errstr_size)

@@ -134,6 +134,7 @@ static const char sc_conf_md_intro[] =
     "```\n"
     "job.json: $.optim.lrr: unknown property (did you mean \"lr\"?)\n"
     "job.json: $.model.layers[2].kernel: expected integer in [1, 1024], got 0\n"
+    "job.json: $.train.epochs: key given twice (line 3, column 16)\n"
     "job.json:4:3: invalid JSON: string or '}' expected near '}'\n"
     "```\n"
     "\n"
@@ -144,7 +145,12 @@ static const char sc_conf_md_intro[] =
     "`--set kafka.bootstrap.servers=host:9092`.\n"
     "\n"
     "`scadles config --check -c file.json` validates a file and prints the resolved "
-    "configuration; `scadles config --list` prints this table as text.\n"
+    "configuration; `scadles config --list` prints this table as text. The check covers what "
+    "would otherwise fail later: every `kafka` property is set on a throwaway librdkafka "
+    "configuration, `source.pattern` is compiled and the model is built (a model past "
+    "2^32 - 1 parameters is an error of its layer). Exit status: 0 ok, 2 configuration or "
+    "usage error, 1 runtime failure (out of memory). Secrets in `kafka` print as "
+    "\"(redacted)\".\n"
     "\n"
     "Example:\n"
     "\n"
@@ -295,8 +301,20 @@ json_t *sc_conf_value_json(const sc_conf_prop_t *p, const void *base, const sc_c
                 return a;
         }
         case SC_CONF_PASSTHROUGH: {
-                json_t *obj = *(json_t *const *)at;
-                return obj ? json_incref(obj) : json_object();
+                json_t *obj = *(json_t *const *)at, *copy;
+                const char *key;
+                json_t *v;
+                if (!obj || !(copy = json_copy(obj)))
+                        return obj ? NULL : json_object();
+                json_object_foreach(copy, key, v)
+                {
+                        if (sc_conf_kafka_secret(key) &&
+                            json_object_set_new(copy, key, json_string(SC_CONF_REDACTED))) {
+                                json_decref(copy);
+                                return NULL;
+                        }
+                }
+                return copy;
         }
         }
         return json_null();

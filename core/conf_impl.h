@@ -85,6 +85,10 @@ sc_err_t sc_conf_fail(char *errstr, size_t errstr_size, const char *origin, cons
 void sc_conf_expect_text(const sc_conf_prop_t *prop, char *buf, size_t size);
 /* Current value of a scalar property at base as JSON (new reference). */
 json_t *sc_conf_value_json(const sc_conf_prop_t *prop, const void *base, const sc_conf_t *conf);
+/* conf_dup.c: the JSON path ("$.train.epochs") of the member name that
+ * jansson's duplicate-key error stops at (byte pos of text); -1 if the text
+ * before pos is not inside an object. */
+int sc_conf_dup_path(const char *text, size_t pos, char *path, size_t size);
 const sc_conf_prop_t *sc_conf_find(const sc_conf_prop_t *props, size_t n, const char *path);
 
 #endif

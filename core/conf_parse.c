@@ -590,9 +590,16 @@ sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origi
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "%s: empty configuration (expected a JSON object)", ctx.origin);
         json_t *root = json_loads(json_text, JSON_REJECT_DUPLICATES, &jerr);
-        if (!root)
+        if (!root) {
+                char dup[SC_CONF_PATH_MAX];
+                if (json_error_code(&jerr) == json_error_duplicate_key &&
+                    !sc_conf_dup_path(json_text, (size_t)jerr.position, dup, sizeof(dup)))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: %s: key given twice (line %d, column %d)", ctx.origin,
+                                       dup, jerr.line, jerr.column);
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s:%d:%d: invalid JSON: %s",
                                ctx.origin, jerr.line, jerr.column, jerr.text);
+        }
         if (!json_is_object(root))
                 err = FAIL(&ctx, "$", "expected object, got %s", sc_conf_json_type(root));
         else

@@ -1,9 +1,11 @@
 /* decode_json.c — the json record decoder: one strict RFC 8259 pass over
- * the value, without allocation, that validates the whole text and picks the
- * features array and the label number out at their configured paths. */
+ * the value, without allocation, that validates the whole text (duplicate
+ * member names in an object included) and picks the features array and the
+ * label number out at their configured paths. */
 #include "decode_impl.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,10 @@
 #define SC_JSON_DEPTH_MAX 128 /* deeper documents are refused as bad_json */
 #define SC_JSON_FEAT_DEPTH 8  /* nesting allowed inside the features value */
 #define SC_JSON_KEY_MAX 128   /* unescaped key bytes compared against a path */
+/* Member names of the open objects remembered (as 64-bit FNV-1a hashes of
+ * their unescaped bytes) to refuse duplicates; a record with more open at
+ * once is refused as bad_json. */
+#define SC_JSON_KEYS_MAX 1024
 
 typedef struct sc_json {
         const unsigned char *p, *start, *end;
@@ -28,6 +34,9 @@ typedef struct sc_json {
         /* label */
         int l_found, l_number;
         double l_value;
+        /* member names of the open objects, innermost last */
+        size_t nkeys;
+        uint64_t keys[SC_JSON_KEYS_MAX];
 } sc_json_t;
 
 static void sc_json_fail(sc_json_t *j, const char *msg)
@@ -132,12 +141,27 @@ static size_t sc_json_put_utf8(unsigned char *out, size_t at, size_t cap, long c
         return at + n;
 }
 
+#define SC_FNV_OFFSET 0xcbf29ce484222325ull
+#define SC_FNV_PRIME 0x100000001b3ull
+
+/* One unescaped byte of a string: kept in key (up to SC_JSON_KEY_MAX) and
+ * hashed. */
+static void sc_json_key_byte(unsigned char *key, size_t *k, uint64_t *h, unsigned char c)
+{
+        if (key && *k < SC_JSON_KEY_MAX)
+                key[*k] = c;
+        (*k)++;
+        *h = (*h ^ c) * SC_FNV_PRIME;
+}
+
 /* Scans a string at j->p (on the opening quote). If key is not NULL, its
- * unescaped bytes go there (up to SC_JSON_KEY_MAX) and *key_len gets the full
- * length. Returns 0, or -1 after sc_json_fail. */
-static int sc_json_string(sc_json_t *j, unsigned char *key, size_t *key_len)
+ * unescaped bytes go there (up to SC_JSON_KEY_MAX); *key_len gets the full
+ * length and *hashp their FNV-1a hash (either may be NULL). Returns 0, or -1
+ * after sc_json_fail. */
+static int sc_json_string(sc_json_t *j, unsigned char *key, size_t *key_len, uint64_t *hashp)
 {
         size_t k = 0;
+        uint64_t h = SC_FNV_OFFSET;
         j->p++;
         for (;;) {
                 if (j->p >= j->end) {
@@ -209,14 +233,14 @@ static int sc_json_string(sc_json_t *j, unsigned char *key, size_t *key_len)
                                 sc_json_fail(j, "invalid escape in string");
                                 return -1;
                         }
-                        if (key)
-                                k = sc_json_put_utf8(key, k, SC_JSON_KEY_MAX, cp);
+                        unsigned char b[4];
+                        size_t nb = sc_json_put_utf8(b, 0, sizeof(b), cp);
+                        for (size_t i = 0; i < nb; i++)
+                                sc_json_key_byte(key, &k, &h, b[i]);
                         continue;
                 }
                 if (c < 0x80) {
-                        if (key && k < SC_JSON_KEY_MAX)
-                                key[k] = c;
-                        k++;
+                        sc_json_key_byte(key, &k, &h, c);
                         j->p++;
                         continue;
                 }
@@ -225,13 +249,14 @@ static int sc_json_string(sc_json_t *j, unsigned char *key, size_t *key_len)
                         sc_json_fail(j, "invalid UTF-8 in string");
                         return -1;
                 }
-                for (int i = 0; i < n; i++, k++)
-                        if (key && k < SC_JSON_KEY_MAX)
-                                key[k] = j->p[i];
+                for (int i = 0; i < n; i++)
+                        sc_json_key_byte(key, &k, &h, j->p[i]);
                 j->p += n;
         }
         if (key_len)
                 *key_len = k;
+        if (hashp)
+                *hashp = h;
         return 0;
 }
 
@@ -394,7 +419,6 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                 return;
         }
         if (fm == j->fpath->n) {
-                /* Last duplicate wins, as for objects in general. */
                 j->f_found = 1;
                 j->f_fault = SC_DECODE_OK;
                 j->n = 0;
@@ -421,7 +445,8 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
         switch (*j->p) {
         case '{': {
                 unsigned char key[SC_JSON_KEY_MAX];
-                size_t len;
+                size_t len, base = j->nkeys;
+                uint64_t hash;
                 if (++j->depth > SC_JSON_DEPTH_MAX) {
                         sc_json_fail(j, "nested too deeply");
                         return;
@@ -440,8 +465,21 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                                 return;
                         }
                         int want = (fm >= 0 && fm < j->fpath->n) || (lm >= 0 && lm < j->lpath->n);
-                        if (sc_json_string(j, want ? key : NULL, &len) < 0)
+                        const unsigned char *name = j->p;
+                        if (sc_json_string(j, want ? key : NULL, &len, &hash) < 0)
                                 return;
+                        for (size_t i = base; i < j->nkeys; i++)
+                                if (j->keys[i] == hash) {
+                                        j->p = name;
+                                        sc_json_fail(j, "duplicate member name");
+                                        return;
+                                }
+                        if (j->nkeys == SC_JSON_KEYS_MAX) {
+                                j->p = name;
+                                sc_json_fail(j, "too many member names in open objects");
+                                return;
+                        }
+                        j->keys[j->nkeys++] = hash;
                         sc_json_ws(j);
                         if (j->p >= j->end || *j->p != ':') {
                                 sc_json_fail(j, "expected ':'");
@@ -462,6 +500,7 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                         sc_json_fail(j, "expected ',' or '}'");
                         return;
                 }
+                j->nkeys = base;
                 j->depth--;
                 return;
         }
@@ -497,7 +536,7 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                 return;
         }
         case '"':
-                sc_json_string(j, NULL, NULL);
+                sc_json_string(j, NULL, NULL, NULL);
                 return;
         case 't':
                 sc_json_lit(j, "true", 4);
@@ -532,7 +571,7 @@ sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t
         }
         if (!want_label)
                 lpath.n = SC_DECODE_PATH_STEPS + 1; /* never reached */
-        memset(&j, 0, sizeof(j));
+        memset(&j, 0, offsetof(sc_json_t, keys));   /* keys[] is written before it is read */
         j.p = j.start = rec->value;
         j.end = j.p + rec->value_size;
         j.fpath = &fpath;

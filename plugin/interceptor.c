@@ -1,7 +1,11 @@
 /* interceptor.c — the librdkafka interceptor plugin: a librdkafka client that
  * sets plugin.library.paths=libscadles gets an embedded worker fed with the
  * records the host consumes (on_consume), configured by scadles.* properties
- * (docs/PLUGIN.md). The host application is not changed. */
+ * (docs/PLUGIN.md) and connecting as the host does (its bootstrap.servers,
+ * security.*, ssl.* and sasl.* settings). The host application is not
+ * changed. A worker that cannot start puts the host's client in librdkafka's
+ * fatal-error state (on_new's own return value is only logged by
+ * librdkafka). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +14,13 @@
 #include <librdkafka/rdkafka.h>
 
 #include "api_impl.h"
+#include "sc_kafka_util.h"
 
 #define SC_PLUG_NAME "scadles"
 #define SC_PLUG_PREFIX "scadles."
 #define SC_PLUG_MAX_HEADERS 16
 #define SC_PLUG_MAX_SETS 64
+#define SC_PLUG_MAX_HOST 64 /* inherited host properties */
 
 /* One rd_kafka_conf_t's plugin settings (ic_opaque of its conf interceptors). */
 typedef struct sc_plug_conf {
@@ -22,7 +28,8 @@ typedef struct sc_plug_conf {
         char *config_path;
         int n_sets; /* scadles.<key> overrides, replayed over a later config file */
         char *set_names[SC_PLUG_MAX_SETS], *set_values[SC_PLUG_MAX_SETS];
-        char *bootstrap;    /* the host's bootstrap.servers */
+        int n_host; /* the host's connection properties the worker inherits */
+        char *host_names[SC_PLUG_MAX_HOST], *host_values[SC_PLUG_MAX_HOST];
         char *summary_file; /* final statistics JSON goes here */
         char *stats_file;   /* periodic statistics, one JSON per line */
         int log_level;      /* stderr lines at or below this level */
@@ -54,7 +61,10 @@ static void sc_plug_conf_free(sc_plug_conf_t *pc)
                 free(pc->set_names[i]);
                 free(pc->set_values[i]);
         }
-        free(pc->bootstrap);
+        for (int i = 0; i < pc->n_host; i++) {
+                free(pc->host_names[i]);
+                free(pc->host_values[i]);
+        }
         free(pc->summary_file);
         free(pc->stats_file);
         free(pc);
@@ -91,6 +101,9 @@ static rd_kafka_conf_res_t sc_plug_load(sc_plug_conf_t *pc, const char *path, ch
         for (int i = 0; i < pc->n_sets; i++)
                 if (scadles_conf_set(fresh, pc->set_names[i], pc->set_values[i], err, sizeof(err)))
                         goto bad;
+        /* The job's kafka properties fail here, not when the worker starts. */
+        if (sc_kafka_conf_check((const json_t *)fresh->sc.kafka, "$.kafka", err, sizeof(err)))
+                goto bad;
         char *p = strdup(path);
         if (!p) {
                 scadles_conf_destroy(fresh);
@@ -132,15 +145,67 @@ static int sc_plug_str(char **slot, const char *val)
         return 0;
 }
 
+/* 1 for a host property the worker's own clients take over: where the
+ * cluster is and how to authenticate to it. */
+static int sc_plug_inherited(const char *name)
+{
+        return !strcmp(name, "bootstrap.servers") || !strcmp(name, "metadata.broker.list") ||
+               !strncmp(name, "security.", 9) || !strncmp(name, "ssl.", 4) ||
+               !strncmp(name, "sasl.", 5);
+}
+
+/* Remembers the host's value of an inherited property (the last one set). */
+static int sc_plug_host_set(sc_plug_conf_t *pc, const char *name, const char *val)
+{
+        if (!strcmp(name, "metadata.broker.list"))
+                name = "bootstrap.servers"; /* librdkafka's alias */
+        for (int i = 0; i < pc->n_host; i++)
+                if (!strcmp(pc->host_names[i], name))
+                        return sc_plug_str(&pc->host_values[i], val);
+        if (pc->n_host == SC_PLUG_MAX_HOST)
+                return -1;
+        char *k = strdup(name), *v = strdup(val);
+        if (!k || !v) {
+                free(k);
+                free(v);
+                return -1;
+        }
+        pc->host_names[pc->n_host] = k;
+        pc->host_values[pc->n_host] = v;
+        pc->n_host++;
+        return 0;
+}
+
+/* 0 if key=val (a scadles.kafka.* override) leaves kafka properties that
+ * librdkafka takes; checked on a copy, so pc is unchanged either way. */
+static int sc_plug_kafka_check(const sc_plug_conf_t *pc, const char *key, const char *val,
+                               char *err, size_t err_size)
+{
+        scadles_conf_t *t = scadles_conf_dup(pc->conf);
+        if (!t) {
+                snprintf(err, err_size, "out of memory");
+                return -1;
+        }
+        int bad = scadles_conf_set(t, key, val, err, err_size) ||
+                  sc_kafka_conf_check((const json_t *)t->sc.kafka, "$.kafka", err, err_size);
+        scadles_conf_destroy(t);
+        return bad ? -1 : 0;
+}
+
 static rd_kafka_conf_res_t sc_plug_on_conf_set(rd_kafka_conf_t *conf, const char *name,
                                                const char *val, char *errstr, size_t errstr_size,
                                                void *ic_opaque)
 {
         sc_plug_conf_t *pc = ic_opaque;
         char err[1024];
-        if (!strcmp(name, "bootstrap.servers") || !strcmp(name, "metadata.broker.list")) {
-                if (val)
-                        sc_plug_str(&pc->bootstrap, val);
+        if (sc_plug_inherited(name)) {
+                if (val && sc_plug_host_set(pc, name, val)) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: scadles: cannot keep it for the embedded worker (out of "
+                                 "memory or more than %d connection properties)",
+                                 name, SC_PLUG_MAX_HOST);
+                        return RD_KAFKA_CONF_INVALID;
+                }
                 return RD_KAFKA_CONF_UNKNOWN; /* librdkafka's own, too */
         }
         if (strncmp(name, SC_PLUG_PREFIX, strlen(SC_PLUG_PREFIX)))
@@ -172,7 +237,8 @@ static rd_kafka_conf_res_t sc_plug_on_conf_set(rd_kafka_conf_t *conf, const char
                          "%s: the embedded worker's own clients never load plugins", name);
                 return RD_KAFKA_CONF_INVALID;
         }
-        if (scadles_conf_set(pc->conf, key, val, err, sizeof(err))) {
+        if ((!strncmp(key, "kafka.", 6) && sc_plug_kafka_check(pc, key, val, err, sizeof(err))) ||
+            scadles_conf_set(pc->conf, key, val, err, sizeof(err))) {
                 snprintf(errstr, errstr_size, "%s: %s", name, err);
                 return RD_KAFKA_CONF_INVALID;
         }
@@ -210,12 +276,17 @@ static rd_kafka_resp_err_t sc_plug_on_conf_dup(rd_kafka_conf_t *new_conf,
                 return RD_KAFKA_RESP_ERR__FAIL;
         pc->conf = scadles_conf_dup(old->conf);
         pc->config_path = sc_plug_strdup(old->config_path);
-        pc->bootstrap = sc_plug_strdup(old->bootstrap);
         pc->summary_file = sc_plug_strdup(old->summary_file);
         pc->stats_file = sc_plug_strdup(old->stats_file);
         pc->log_level = old->log_level;
         pc->flush_ms = old->flush_ms;
         int oom = 0;
+        for (int i = 0; i < old->n_host; i++) {
+                pc->host_names[i] = sc_plug_strdup(old->host_names[i]);
+                pc->host_values[i] = sc_plug_strdup(old->host_values[i]);
+                pc->n_host++;
+                oom |= !pc->host_names[i] || !pc->host_values[i];
+        }
         for (int i = 0; i < old->n_sets; i++) {
                 pc->set_names[i] = sc_plug_strdup(old->set_names[i]);
                 pc->set_values[i] = sc_plug_strdup(old->set_values[i]);
@@ -309,6 +380,64 @@ static rd_kafka_resp_err_t sc_plug_on_destroy(rd_kafka_t *rk, void *ic_opaque)
         return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
+/* A consumer whose worker could not start: the reason, raised as the
+ * client's fatal error once librdkafka can take one. */
+typedef struct sc_plug_fail {
+        char why[512];
+        int raised;
+} sc_plug_fail_t;
+
+/* on_new runs before the client can hold an error, so the main thread's
+ * start raises it: the host sees RD_KAFKA_RESP_ERR__FATAL from its error
+ * callback or consumer poll, and rd_kafka_fatal_error() gives the reason. */
+static rd_kafka_resp_err_t sc_plug_fail_on_thread_start(rd_kafka_t *rk, rd_kafka_thread_type_t type,
+                                                        const char *name, void *ic_opaque)
+{
+        sc_plug_fail_t *f = ic_opaque;
+        if (type == RD_KAFKA_THREAD_MAIN && !f->raised) {
+                f->raised = 1;
+                rd_kafka_test_fatal_error(rk, RD_KAFKA_RESP_ERR__APPLICATION, f->why);
+        }
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+static rd_kafka_resp_err_t sc_plug_fail_on_destroy(rd_kafka_t *rk, void *ic_opaque)
+{
+        free(ic_opaque);
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+/* Prints why and arranges for the host's client to fail with it. */
+static rd_kafka_resp_err_t sc_plug_fail(rd_kafka_t *rk, const char *why)
+{
+        sc_plug_fail_t *f = calloc(1, sizeof(*f));
+        fprintf(stderr, "%s (the embedded worker cannot start: failing the consumer)\n", why);
+        if (!f)
+                return RD_KAFKA_RESP_ERR__APPLICATION;
+        snprintf(f->why, sizeof(f->why), "%s", why);
+        if (rd_kafka_interceptor_add_on_thread_start(rk, SC_PLUG_NAME, sc_plug_fail_on_thread_start,
+                                                     f) ||
+            rd_kafka_interceptor_add_on_destroy(rk, SC_PLUG_NAME, sc_plug_fail_on_destroy, f)) {
+                /* Not added: librdkafka never calls it with f. */
+                free(f);
+        }
+        return RD_KAFKA_RESP_ERR__APPLICATION;
+}
+
+/* The worker's kafka object gets each inherited host property it does not
+ * set itself (the job file wins), as a string. */
+static int sc_plug_inherit(scadles_conf_t *c, const sc_plug_conf_t *pc)
+{
+        json_t *kafka = c->sc.kafka;
+        if (!kafka && !(kafka = c->sc.kafka = json_object()))
+                return -1;
+        for (int i = 0; i < pc->n_host; i++)
+                if (!json_object_get(kafka, pc->host_names[i]) &&
+                    json_object_set_new(kafka, pc->host_names[i], json_string(pc->host_values[i])))
+                        return -1;
+        return 0;
+}
+
 static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t *conf,
                                           void *ic_opaque, char *errstr, size_t errstr_size)
 {
@@ -317,9 +446,9 @@ static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t 
         if (rd_kafka_type(rk) != RD_KAFKA_CONSUMER)
                 return RD_KAFKA_RESP_ERR_NO_ERROR; /* producers: nothing to train on */
         if (!pc->config_path && pc->conf->sc.model.n_layers == 0) {
-                snprintf(errstr, errstr_size, "scadles: no scadles.config: not training");
-                fprintf(stderr, "%s\n", errstr);
-                return RD_KAFKA_RESP_ERR__INVALID_ARG;
+                snprintf(errstr, errstr_size,
+                         "scadles: no scadles.config and no scadles.model: nothing to train");
+                return sc_plug_fail(rk, errstr);
         }
         sc_plug_inst_t *pi = calloc(1, sizeof(*pi));
         scadles_conf_t *c = scadles_conf_dup(pc->conf);
@@ -334,14 +463,8 @@ static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t 
                          pi->stats_file);
                 goto fail;
         }
-        json_t *kafka = c->sc.kafka;
-        if (pc->bootstrap && (!kafka || !json_object_get(kafka, "bootstrap.servers"))) {
-                if (scadles_conf_set(c, "kafka.bootstrap.servers", pc->bootstrap, err,
-                                     sizeof(err))) {
-                        snprintf(errstr, errstr_size, "scadles: %s", err);
-                        goto fail;
-                }
-        }
+        if (sc_plug_inherit(c, pc))
+                goto oom;
         scadles_conf_set_log_cb(c, sc_plug_log);
         scadles_conf_set_stats_cb(c, sc_plug_stats);
         scadles_conf_set_opaque(c, pi);
@@ -364,12 +487,11 @@ static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t 
 oom:
         snprintf(errstr, errstr_size, "scadles: out of memory");
 fail:
-        fprintf(stderr, "%s\n", errstr);
         if (pi)
                 scadles_destroy(pi->w);
         scadles_conf_destroy(c);
         sc_plug_inst_free(pi);
-        return RD_KAFKA_RESP_ERR__FAIL;
+        return sc_plug_fail(rk, errstr);
 }
 
 static rd_kafka_resp_err_t sc_plug_register(rd_kafka_conf_t *conf, sc_plug_conf_t *pc)

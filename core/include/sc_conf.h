@@ -209,7 +209,8 @@ char *sc_conf_describe(int markdown);
  * "model.layers[].units"); NULL when i is past the end. */
 const char *sc_conf_prop_name(size_t i);
 /* The resolved configuration as indented JSON that sc_conf_parse reads back
- * to the same values. Caller frees; NULL if out of memory. */
+ * to the same values, except that secret kafka values (sc_conf_kafka_secret)
+ * read SC_CONF_REDACTED. Caller frees; NULL if out of memory. */
 char *sc_conf_dump(const sc_conf_t *conf);
 
 /* The learning-rate schedule in optimizer steps: conf->optim.sched with lr
@@ -223,6 +224,11 @@ sc_err_t sc_conf_sched_steps(const sc_conf_t *conf, long steps_per_epoch, sc_sch
 /* Rewrites an sc_model_new() message ("layers[2] (conv2d): ...") held in
  * errstr into "<origin>: $.model.layers[2] (conv2d): ...". */
 void sc_conf_model_error(const sc_conf_t *conf, char *errstr, size_t errstr_size);
+
+/* 1 if the librdkafka property key holds a secret (a password, a secret,
+ * private key material): dumps print its value as SC_CONF_REDACTED. */
+#define SC_CONF_REDACTED "(redacted)"
+int sc_conf_kafka_secret(const char *key);
 
 /* Calls fn for each kafka property with its value as a string (numbers in
  * shortest round-trip form, booleans "true"/"false"), in file order. A

@@ -66,6 +66,8 @@ typedef enum sc_loss_kind {
 } sc_loss_kind_t;
 
 #define SC_MODEL_MAX_LAYERS 64
+/* Most parameters a model may have: updates index them with 32 bits. */
+#define SC_MODEL_MAX_PARAMS ((size_t)UINT32_MAX)
 
 typedef struct sc_model_spec {
         sc_shape_t input;

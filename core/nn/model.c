@@ -187,6 +187,16 @@ sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *er
                 for (int t = 0; t < 2; t++) {
                         if (!sizes[t])
                                 continue;
+                        if (sizes[t] > SC_MODEL_MAX_PARAMS - m->nparams) {
+                                /* A shape error, not an allocation failure: the spec
+                                 * asks for more than any model may hold. */
+                                err = sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                                              "layers[%d] (%s): the %s takes the model past "
+                                              "%zu parameters (%zu before it, %zu in it)",
+                                              i, l->ops->name, what[t], SC_MODEL_MAX_PARAMS,
+                                              m->nparams, sizes[t]);
+                                goto out_free;
+                        }
                         sc_tensor_view_t *v = &m->tensors[m->ntensors++];
                         snprintf(v->name, sizeof(v->name), "layers.%d.%s", i, what[t]);
                         v->layer = i;

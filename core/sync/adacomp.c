@@ -176,7 +176,8 @@ sc_err_t sc_adacomp_record(sc_adacomp_t *a, const uint32_t *idx, size_t count)
         sl->dense = !idx;
         sl->count = idx ? (uint32_t)count : 0;
         if (idx) {
-                memcpy(sl->idx, idx, count * sizeof(*idx));
+                if (count) /* a slot without storage yet has sl->idx NULL */
+                        memcpy(sl->idx, idx, count * sizeof(*idx));
                 for (size_t k = 0; k < count; k++)
                         a->cnt[idx[k]]++;
         } else {

@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "sc_conf.h"
+#include "sc_kafka_util.h"
 
 static void sc_config_usage(FILE *out)
 {
@@ -17,8 +18,10 @@ static void sc_config_usage(FILE *out)
                 "  --list            every property with type, range, default and meaning\n"
                 "  --markdown        the same as the docs/CONFIG.md page\n"
                 "  --check           validate FILE (or the defaults) with the overrides applied,\n"
-                "                    build the model to check its shapes, and print the\n"
-                "                    resolved configuration as JSON\n"
+                "                    check the kafka properties with librdkafka, compile\n"
+                "                    source.pattern, build the model to check its shapes, and\n"
+                "                    print the resolved configuration as JSON (secrets such as\n"
+                "                    kafka.sasl.password print as \"(redacted)\")\n"
                 "  -c, --config FILE configuration file (JSON)\n"
                 "  --set P=V         override property P (V is JSON, or else a string);\n"
                 "                    e.g. --set optim.lr=0.05 --set model.layers[0].units=128\n"
@@ -42,7 +45,7 @@ int sc_cmd_config(int argc, char **argv)
 {
         enum { NONE, LIST, MARKDOWN, CHECK } mode = NONE;
         const char *file = NULL;
-        char errstr[1024];
+        char errstr[1024], why[768];
         sc_conf_t conf;
 
         for (int i = 1; i < argc; i++) {
@@ -89,6 +92,12 @@ int sc_cmd_config(int argc, char **argv)
                 fprintf(stderr, "scadles config: %s\n", errstr);
                 sc_conf_free(&conf);
                 /* An unreadable or invalid file is the user's to fix: 2. */
+                return err == SC_ERR_NOMEM ? 1 : 2;
+        }
+        /* librdkafka's own checks, on a throwaway client configuration. */
+        if ((err = sc_kafka_conf_check((const json_t *)conf.kafka, "$.kafka", why, sizeof(why)))) {
+                fprintf(stderr, "scadles config: %s: %s\n", conf.origin, why);
+                sc_conf_free(&conf);
                 return err == SC_ERR_NOMEM ? 1 : 2;
         }
         /* Shapes are the model's to check: build it (parameters stay zero). */

@@ -46,4 +46,38 @@ printf '{"model": {"input": [1, 8, 8], "layers": [{"type": "conv2d", "filters": 
 "$S" config --check -c "$T/shape.json" 2> "$T/err"
 [ $? -eq 2 ] || fail "shape error should exit 2"
 grep -qF 'shape.json: $.model.layers[0] (conv2d):' "$T/err" || fail "shape message: $(cat "$T/err")"
+# A model past the parameter limit is a configuration error (2), not a
+# failed allocation (1).
+"$S" config --check --set 'model.input=[65536]' \
+	--set 'model.layers[0]={"type": "dense", "units": 16777216}' \
+	--set 'model.layers[1]={"type": "dense", "units": 10}' 2> "$T/err" >/dev/null
+[ $? -eq 2 ] || fail "oversized model should exit 2: $(cat "$T/err")"
+grep -qF 'defaults: $.model.layers[0] (dense): the weight takes the model past 4294967295 parameters' \
+	"$T/err" || fail "oversized model message: $(cat "$T/err")"
+
+# What would fail later at run time fails here: librdkafka properties and
+# values (checked on a throwaway client configuration) and the topic regex.
+printf '{"kafka": {"bootstrap.servers": "h:9092", "linger.mss": 5}}' > "$T/kafka.json"
+"$S" config --check -c "$T/kafka.json" 2> "$T/err" >/dev/null
+[ $? -eq 2 ] || fail "unknown kafka property should exit 2"
+grep -qF 'kafka.json: $.kafka.linger.mss: No such configuration property' "$T/err" ||
+	fail "kafka property message: $(cat "$T/err")"
+"$S" config --check --set kafka.acks=maybe 2> "$T/err" >/dev/null
+[ $? -eq 2 ] || fail "bad kafka value should exit 2"
+grep -qF '$.kafka.acks:' "$T/err" || fail "kafka value message: $(cat "$T/err")"
+"$S" config --check --set 'source.pattern=^sensor-(a|b' 2> "$T/err" >/dev/null
+[ $? -eq 2 ] || fail "bad regex should exit 2"
+grep -qF 'override: $.source.pattern: not a POSIX extended regex' "$T/err" ||
+	fail "regex message: $(cat "$T/err")"
+"$S" config --check --set 'source.pattern=^sensor-(a|b)$' >/dev/null || fail "good regex"
+
+# Secrets never print: passwords, secrets and private key material.
+"$S" config --check --set kafka.security.protocol=sasl_ssl --set kafka.sasl.mechanisms=SCRAM-SHA-256 \
+	--set kafka.sasl.username=u --set kafka.sasl.password=pw-s3cret-1 \
+	--set kafka.ssl.key.password=pw-s3cret-2 --set kafka.ssl.keystore.password=pw-s3cret-3 \
+	--set 'kafka.ssl.key.pem=-----BEGIN PRIVATE KEY-----pw-s3cret-4' > "$T/out" 2>&1 ||
+	fail "secrets config: $(cat "$T/out")"
+! grep -q 'pw-s3cret' "$T/out" || fail "a secret was printed: $(grep pw-s3cret "$T/out")"
+[ "$(grep -c '"(redacted)"' "$T/out")" -eq 4 ] || fail "4 redacted values expected: $(cat "$T/out")"
+grep -qF '"sasl.username": "u"' "$T/out" || fail "non-secret values stay"
 echo "config_cli: ok"

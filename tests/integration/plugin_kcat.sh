@@ -10,9 +10,8 @@ BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$BUILD/scadles}
 top=$PWD
 . "$(dirname "$0")/worker_common.inc"
-[ -e "$BUILD/libscadles.so" ] || { echo "$BUILD/libscadles.so not built"; exit 77; }
+use_plugin
 [ -e /usr/share/datasets/fashion-mnist ] || { echo "Fashion-MNIST is not installed"; exit 77; }
-export LD_LIBRARY_PATH="$top/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 start_broker pk:4 pkj.grad:2 pkj.model:2 pkj.inject:1 pkj.ctl:1
 "$SCADLES" feed --bootstrap "$bs" --topic pk --count 6000 --rate 20000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" ||
 	fail "feed failed"

@@ -12,9 +12,8 @@ top=$PWD
 PY=/usr/bin/python3
 "$PY" -c 'import confluent_kafka' 2>/dev/null ||
 	{ echo "python3-confluent-kafka is not installed (scripts/deps.sh installs it)"; exit 77; }
-[ -e "$BUILD/libscadles.so" ] || { echo "$BUILD/libscadles.so not built"; exit 77; }
+use_plugin
 [ -e /usr/share/datasets/fashion-mnist ] || { echo "Fashion-MNIST is not installed"; exit 77; }
-export LD_LIBRARY_PATH="$top/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 start_broker pyk.0:4 pyk.1:4
 "$SCADLES" feed --bootstrap "$bs" --prefix pyk --topics 2 --count 3000 --rate 20000 --quiet \
 	>"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"

@@ -407,6 +407,44 @@ static void overrides(void **state)
         sc_conf_free(&c);
 }
 
+/* Secret kafka values never reach a dump; the rest stay as given. */
+static void dump_redacts_secrets(void **state)
+{
+        static const char *const secret[] = {"sasl.password",
+                                             "ssl.key.password",
+                                             "ssl.keystore.password",
+                                             "ssl.key.pem",
+                                             "sasl.oauthbearer.client.secret",
+                                             "sasl.oauthbearer.config"};
+        static const char *const plain[] = {"sasl.username", "ssl.key.location",
+                                            "ssl.certificate.pem", "security.protocol"};
+        char err[256], set[128];
+        sc_conf_t c;
+
+        sc_conf_defaults(&c);
+        for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++) {
+                assert_true(sc_conf_kafka_secret(secret[i]));
+                snprintf(set, sizeof(set), "kafka.%s=hush-%zu", secret[i], i);
+                assert_int_equal(sc_conf_set(&c, set, err, sizeof(err)), SC_OK);
+        }
+        for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+                assert_false(sc_conf_kafka_secret(plain[i]));
+                snprintf(set, sizeof(set), "kafka.%s=open-%zu", plain[i], i);
+                assert_int_equal(sc_conf_set(&c, set, err, sizeof(err)), SC_OK);
+        }
+        char *d = sc_conf_dump(&c);
+        assert_non_null(d);
+        assert_null(strstr(d, "hush-"));
+        for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+                snprintf(set, sizeof(set), "\"%s\": \"open-%zu\"", plain[i], i);
+                assert_non_null(strstr(d, set));
+        }
+        snprintf(set, sizeof(set), "\"sasl.password\": \"%s\"", SC_CONF_REDACTED);
+        assert_non_null(strstr(d, set));
+        free(d);
+        sc_conf_free(&c);
+}
+
 static void model_error_prefix(void **state)
 {
         sc_conf_t c;
@@ -475,6 +513,7 @@ int main(void)
             cmocka_unit_test(batchnorm_values),
             cmocka_unit_test(schedule_in_epochs),
             cmocka_unit_test(overrides),
+            cmocka_unit_test(dump_redacts_secrets),
             cmocka_unit_test(model_error_prefix),
             cmocka_unit_test(describe_lists_every_property),
             cmocka_unit_test(committed_docs_match_the_table),

@@ -2,8 +2,9 @@
  * librdkafka's own configuration and client calls (conf_init called the way
  * librdkafka calls it after dlopen): scadles.* properties accepted or
  * rejected by rd_kafka_conf_set, settings kept across rd_kafka_conf_dup,
- * producers left alone, and a consumer on the embedded broker whose
- * consumed records are trained, with the final statistics written. */
+ * producers left alone, a consumer on the embedded broker whose
+ * consumed records are trained, with the final statistics written, and a
+ * consumer whose worker cannot start failing with librdkafka's fatal error. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,6 +99,12 @@ static void properties(void **state)
                          RD_KAFKA_CONF_INVALID);
         assert_int_equal(rd_kafka_conf_set(conf, "scadles.log.level", "9", err, sizeof(err)),
                          RD_KAFKA_CONF_INVALID);
+        /* The worker's kafka properties are librdkafka's to accept, at once. */
+        assert_int_equal(rd_kafka_conf_set(conf, "scadles.kafka.linger.mss", "5", err, sizeof(err)),
+                         RD_KAFKA_CONF_INVALID);
+        assert_non_null(strstr(err, "$.kafka.linger.mss: No such configuration property"));
+        assert_int_equal(rd_kafka_conf_set(conf, "scadles.kafka.linger.ms", "5", err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
         assert_int_equal(rd_kafka_conf_set(conf, "scadles.log.level", "3", err, sizeof(err)),
                          RD_KAFKA_CONF_OK);
         assert_int_equal(
@@ -216,12 +223,62 @@ static void consumer_trains(void **state)
         json_decref(s);
 }
 
+static void record_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+        if (err == RD_KAFKA_RESP_ERR__FATAL)
+                *(int *)opaque = 1;
+}
+
+/* A consumer whose embedded worker cannot start is not a consumer that
+ * silently does not train: it carries librdkafka's fatal error, naming why,
+ * which the host sees from its error callback (or, for a high-level
+ * consumer, its consumer poll). A legacy consumer here: librdkafka 2.0.2's
+ * rd_kafka_destroy() of a group consumer in the fatal state does not return
+ * (docs/PLUGIN.md). */
+static void failed_worker_fails_the_consumer(void **state)
+{
+        fixture_t *f = *state;
+        char err[512], fatal[512] = "";
+        for (int variant = 0; variant < 2; variant++) {
+                int fatal_seen = 0;
+                rd_kafka_conf_t *conf = plugin_conf();
+                assert_int_equal(
+                    rd_kafka_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", err, sizeof(err)),
+                    RD_KAFKA_CONF_OK);
+                if (variant == 0) {
+                        assert_int_equal(
+                            rd_kafka_conf_set(conf, "scadles.config", f->job, err, sizeof(err)),
+                            RD_KAFKA_CONF_OK);
+                        assert_int_equal(rd_kafka_conf_set(conf, "scadles.stats.file",
+                                                           "/nonexistent-dir/stats.jsonl", err,
+                                                           sizeof(err)),
+                                         RD_KAFKA_CONF_OK);
+                } /* variant 1: no training configuration at all */
+                rd_kafka_conf_set_error_cb(conf, record_error);
+                rd_kafka_conf_set_opaque(conf, &fatal_seen);
+                rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+                assert_non_null(rk);
+                for (int i = 0; i < 100 && !fatal_seen; i++)
+                        rd_kafka_poll(rk, 100);
+                assert_true(fatal_seen);
+                assert_int_equal(rd_kafka_fatal_error(rk, fatal, sizeof(fatal)),
+                                 RD_KAFKA_RESP_ERR__APPLICATION);
+                const char *want = variant == 0
+                                       ? "scadles: scadles.stats.file /nonexistent-dir/stats.jsonl"
+                                       : "scadles: no scadles.config";
+                if (!strstr(fatal, want))
+                        fail_msg("fatal error '%s' lacks '%s'", fatal, want);
+                rd_kafka_destroy(rk);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(properties, setup, teardown),
             cmocka_unit_test_setup_teardown(producer_untouched, setup, teardown),
             cmocka_unit_test_setup_teardown(consumer_trains, setup, teardown),
+            cmocka_unit_test_setup_teardown(failed_worker_fails_the_consumer, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,6 +78,26 @@ static void conf_from_json_errors_name_the_key(void **state)
         }
 }
 
+/* The check `config --check` runs: the same verdicts as applying, no conf left. */
+static void conf_check_matches_apply(void **state)
+{
+        char errstr[256] = "";
+        json_t *good = json_loads("{\"bootstrap.servers\": \"h:1\", \"linger.ms\": 5, "
+                                  "\"security.protocol\": \"sasl_ssl\"}",
+                                  0, NULL);
+        json_t *bad =
+            json_loads("{\"bootstrap.servers\": \"h:1\", \"sasl.pasword\": \"x\"}", 0, NULL);
+        assert_non_null(good);
+        assert_non_null(bad);
+        assert_int_equal(sc_kafka_conf_check(good, "$.kafka", errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_kafka_conf_check(NULL, "$.kafka", errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_kafka_conf_check(bad, "$.kafka", errstr, sizeof(errstr)),
+                         SC_ERR_CONFIG);
+        assert_non_null(strstr(errstr, "$.kafka.sasl.pasword: No such configuration property"));
+        json_decref(good);
+        json_decref(bad);
+}
+
 static void conf_set_kv(void **state)
 {
         char errstr[256], v[32];
@@ -329,6 +349,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(conf_from_json_sets_scalars),
             cmocka_unit_test(conf_from_json_errors_name_the_key),
+            cmocka_unit_test(conf_check_matches_apply),
             cmocka_unit_test(conf_set_kv),
             cmocka_unit_test(log_bridge_forwards),
             cmocka_unit_test(gap_observe_counts_skips),

@@ -11,6 +11,9 @@
 
 #define SC_SNAP_MAGIC 0x56535353u /* "SSSV" */
 #define SC_SNAP_VERSION 1u
+/* got[w]: 0 no turn yet in the round, 1 contributed, SC_GOT_REFUSED its
+ * update was refused by the limits (its turn, taken; kept in snapshots). */
+#define SC_GOT_REFUSED 2
 
 sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const float *init,
                        char *errstr, size_t errstr_size)
@@ -51,6 +54,9 @@ sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const f
                         sc_err2str(err));
                 goto out_free;
         }
+        if (!(srv->backup = calloc(3 * n, sizeof(float))) ||
+            !(srv->clipped = calloc(n, sizeof(float))))
+                goto out_nomem;
         for (size_t w = 0; w < nw; w++) {
                 srv->live[w] = 1;
                 srv->seq[w].base = 1;
@@ -79,6 +85,8 @@ void sc_server_destroy(sc_server_t *srv)
         free(srv->scratch);
         free(srv->acc);
         free(srv->mom);
+        free(srv->backup);
+        free(srv->clipped);
         free(srv->got);
         free(srv->live);
         free(srv->seq);
@@ -147,24 +155,36 @@ static uint64_t sc_seqwin_gap(const sc_seqwin_t *sw, uint64_t seq)
 
 /* ---- rounds -------------------------------------------------------------- */
 
+/* Every live worker had its turn (a round with no live worker is complete
+ * once anyone contributed: round_close checks that). */
 static int sc_server_round_complete(const sc_server_t *srv)
 {
-        int any_live = 0;
-        for (int w = 0; w < srv->spec.sync.n_workers; w++) {
-                if (!srv->live[w])
-                        continue;
-                any_live = 1;
-                if (!srv->got[w])
+        for (int w = 0; w < srv->spec.sync.n_workers; w++)
+                if (srv->live[w] && !srv->got[w])
                         return 0;
-        }
-        return any_live || srv->n_got > 0;
+        return 1;
 }
 
-static int sc_server_round_close(sc_server_t *srv)
+/* Closes the round once every live worker had its turn. The step is
+ * undone when it would leave the shard non-finite (*rolled_back); a round
+ * whose every update was refused closes without a step. */
+static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
 {
-        if (srv->n_got == 0 || !sc_server_round_complete(srv))
+        int turns = 0;
+        for (int w = 0; w < srv->spec.sync.n_workers; w++)
+                turns += srv->got[w] != 0;
+        if (turns == 0 || !sc_server_round_complete(srv))
                 return 0;
-        srv->pol->round_finish(srv);
+        if (srv->n_got > 0) {
+                sc_server_save(srv);
+                srv->pol->round_finish(srv);
+                if (!sc_server_finite(srv)) {
+                        sc_server_rollback(srv);
+                        srv->stats.rolled_back++;
+                        if (rolled_back)
+                                *rolled_back = 1;
+                }
+        }
         memset(srv->acc, 0, srv->n * sizeof(float));
         memset(srv->got, 0, (size_t)srv->spec.sync.n_workers);
         srv->acc_weight = 0;
@@ -174,9 +194,13 @@ static int sc_server_round_close(sc_server_t *srv)
         return 1;
 }
 
-static void sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
+/* Adds u to the round sum; 0 (nothing changed) if the sum would not stay
+ * finite. */
+static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
 {
         float wgt = (float)srv->pol->round_weight(u);
+        if (!sc_server_round_add_ok(srv, u, wgt))
+                return 0;
         if (u->indices) {
                 for (size_t k = 0; k < u->count; k++)
                         srv->acc[u->indices[k]] += wgt * u->values[k];
@@ -187,6 +211,7 @@ static void sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
         srv->acc_weight += wgt;
         srv->got[u->worker] = 1;
         srv->n_got++;
+        return 1;
 }
 
 /* ---- applying ------------------------------------------------------------ */
@@ -253,6 +278,9 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
                          char *errstr, size_t errstr_size)
 {
         sc_apply_result_t r = {0};
+        const sc_update_t *u0 = u;
+        sc_update_t lu;
+        uint64_t window = srv->spec.limits.seq_window;
         sc_seqwin_t *sw;
         sc_err_t err;
 
@@ -264,24 +292,63 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
                 r.status = SC_APPLY_DUPLICATE;
                 goto out;
         }
+        if (window && u->seq - sw->base >= window) {
+                sc_errf(SC_OK, errstr, errstr_size,
+                        "shard %u: worker %u seq %llu is %llu ahead of its next seq %llu (window "
+                        "%llu): refused",
+                        srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                        (unsigned long long)(u->seq - sw->base), (unsigned long long)sw->base,
+                        (unsigned long long)window);
+                srv->stats.ahead++;
+                r.status = SC_APPLY_AHEAD;
+                goto out;
+        }
         r.gap = sc_seqwin_gap(sw, u->seq);
-        if (srv->pol->round_based) {
-                if (u->t_read < srv->version || srv->got[u->worker]) {
-                        r.status = SC_APPLY_STALE;
-                        srv->stats.stale++;
-                } else {
-                        sc_server_round_add(srv, u);
-                        srv->live[u->worker] = 1;
-                        r.stepped = sc_server_round_close(srv);
+        if (srv->pol->round_based && (u->t_read < srv->version || srv->got[u->worker])) {
+                r.status = SC_APPLY_STALE;
+                srv->stats.stale++;
+        } else if (sc_server_limit(srv, u0, &lu, &r.clipped, errstr, errstr_size)) {
+                r.status = SC_APPLY_REJECTED;
+        } else if (srv->pol->round_based) {
+                u = &lu;
+                if (!sc_server_round_add(srv, u)) {
+                        sc_errf(SC_OK, errstr, errstr_size,
+                                "shard %u: worker %u seq %llu would make the round sum "
+                                "non-finite",
+                                srv->spec.shard, u->worker, (unsigned long long)u->seq);
+                        r.status = SC_APPLY_REJECTED;
+                        srv->got[u->worker] = SC_GOT_REFUSED;
                 }
+                srv->live[u->worker] = 1;
+                r.stepped = sc_server_round_close(srv, &r.rolled_back);
         } else {
+                u = &lu;
+                sc_server_save(srv);
                 if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
                         return err;
-                srv->live[u->worker] = 1;
-                srv->version++;
-                srv->stats.steps++;
-                r.stepped = 1;
+                if (!sc_server_finite(srv)) {
+                        sc_server_rollback(srv);
+                        sc_errf(SC_OK, errstr, errstr_size,
+                                "shard %u: worker %u seq %llu would make the shard non-finite: "
+                                "step undone",
+                                srv->spec.shard, u->worker, (unsigned long long)u->seq);
+                        r.status = SC_APPLY_REJECTED;
+                } else {
+                        srv->live[u->worker] = 1;
+                        srv->version++;
+                        srv->stats.steps++;
+                        r.stepped = 1;
+                }
         }
+        if (r.status == SC_APPLY_REJECTED) {
+                srv->stats.rejected++;
+                if (srv->pol->round_based && !srv->got[u->worker] && u->t_read == srv->version) {
+                        srv->got[u->worker] = SC_GOT_REFUSED;
+                        srv->live[u->worker] = 1;
+                        r.stepped = sc_server_round_close(srv, &r.rolled_back);
+                }
+        }
+        srv->stats.clipped += (uint64_t)r.clipped;
         if (r.status == SC_APPLY_APPLIED) {
                 srv->stats.applied++;
                 srv->clock[u->worker]++;
@@ -304,7 +371,7 @@ sc_err_t sc_server_set_live(sc_server_t *srv, uint32_t worker, int live, sc_appl
                 return SC_ERR_INVAL;
         srv->live[worker] = live ? 1 : 0;
         if (srv->pol->round_based)
-                r.stepped = sc_server_round_close(srv);
+                r.stepped = sc_server_round_close(srv, &r.rolled_back);
         if (res)
                 *res = r;
         return SC_OK;
@@ -540,14 +607,15 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 goto out;
         }
         {
-                /* Membership bytes are 0/1 and the round count matches them. */
+                /* Membership bytes are 0/1, got 0..2, and the round count matches the
+                 * contributions. */
                 uint32_t got = 0;
                 double w;
                 memcpy(&w, &accw, 8);
                 for (size_t k = 0; k < nw; k++) {
-                        if (wb[k * 26] > 1 || wb[k * 26 + 1] > 1)
+                        if (wb[k * 26] > 1 || wb[k * 26 + 1] > SC_GOT_REFUSED)
                                 b.bad = 1;
-                        got += wb[k * 26 + 1];
+                        got += wb[k * 26 + 1] == 1;
                 }
                 if (b.bad || got != n_got || (!srv->acc && n_got) || !(w >= 0) || !isfinite(w)) {
                         err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,

@@ -85,6 +85,8 @@ struct sc_server_s {
         float *scratch;    /* (n) densified update */
         float *acc;        /* (n) round sum (round policies) */
         float *mom;        /* (n) adsp server momentum (adsp_mu > 0) */
+        float *backup;     /* (n x 3) params, velocity, mom before a step (rollback) */
+        float *clipped;    /* (n) values of an update scaled down to limits.max_norm */
         double acc_weight; /* round: sum of weights */
         uint32_t n_got;    /* round: contributions */
         uint8_t *got;      /* (n_workers) contributed in this round */
@@ -101,6 +103,19 @@ struct sc_server_s {
 const float *sc_server_densify(sc_server_t *srv, const sc_update_t *u);
 /* Scheduled (unscaled) LR at the server's current version. */
 double sc_server_lr(const sc_server_t *srv);
+
+/* server_limits.c: the limits of one update and the finite-step guard. */
+/* Checks u against the limits (samples, norm); *out is u or, clipped, a
+ * copy whose values are srv->clipped. SC_ERR_INVAL with errstr when refused. */
+sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *out, int *clipped,
+                         char *errstr, size_t errstr_size);
+/* Saves the parameters and optimizer state before a step; restores them. */
+void sc_server_save(sc_server_t *srv);
+void sc_server_rollback(sc_server_t *srv);
+/* 1 if parameters and optimizer state are all finite. */
+int sc_server_finite(const sc_server_t *srv);
+/* 1 if acc + wgt * u stays finite everywhere. */
+int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt);
 
 /* Shared worker hooks. */
 int sc_sync_batch_fixed(const sc_sync_worker_t *w);

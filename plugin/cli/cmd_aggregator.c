@@ -571,7 +571,7 @@ static int sc_agg_check(const sc_conf_t *conf, const sc_agg_opts_t *o)
                 sc_kafka_model_rec_t rec;
                 int found = 0, same = 0, applied_ok = 1;
                 if (sc_kafka_model_read_latest(rk, topics[SC_JOB_MODEL].name, s, 10000, NULL, NULL,
-                                               NULL, &rec, &found, err, sizeof(err)))
+                                               NULL, NULL, &rec, &found, err, sizeof(err)))
                         goto out;
                 const sc_wire_model_view_t *m = &rec.mr_model;
                 size_t len = sc_server_len(ref[s]);

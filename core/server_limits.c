@@ -1,0 +1,117 @@
+/* server_limits.c — what one update may do to a shard: its samples (scadles
+ * weight) at most b_max, its L2 norm at most limits.max_norm (refused or
+ * clipped), and every step leaving the shard and its optimizer state finite
+ * (the step is undone otherwise). */
+#include <math.h>
+#include <string.h>
+
+#include "sync/sync_impl.h"
+
+/* L2 norm of u's values; a full model's of its difference to the shard. */
+static double sc_server_update_norm(const sc_server_t *srv, const sc_update_t *u)
+{
+        double s = 0;
+        size_t cnt = u->indices ? u->count : srv->n;
+        for (size_t k = 0; k < cnt; k++) {
+                double v = u->values[k];
+                if (u->kind == SC_UPDATE_MODEL)
+                        v -= srv->params[u->indices ? u->indices[k] : k];
+                s += v * v;
+        }
+        return sqrt(s);
+}
+
+sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *out, int *clipped,
+                         char *errstr, size_t errstr_size)
+{
+        const sc_server_limits_t *lim = &srv->spec.limits;
+        double norm, scale;
+        size_t cnt = u->indices ? u->count : srv->n;
+
+        *out = *u;
+        *clipped = 0;
+        if (srv->pol->kind == SC_SYNC_SCADLES && u->samples > (uint32_t)srv->spec.sync.b_max)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu claims %u samples, more than b_max "
+                               "%d",
+                               srv->spec.shard, u->worker, (unsigned long long)u->seq, u->samples,
+                               srv->spec.sync.b_max);
+        if (!(lim->max_norm > 0))
+                return SC_OK;
+        norm = sc_server_update_norm(srv, u);
+        if (norm <= lim->max_norm)
+                return SC_OK;
+        if (!lim->clip || !isfinite(norm))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu has norm %.3g, over max_norm %g",
+                               srv->spec.shard, u->worker, (unsigned long long)u->seq, norm,
+                               lim->max_norm);
+        scale = lim->max_norm / norm;
+        for (size_t k = 0; k < cnt; k++) {
+                if (u->kind == SC_UPDATE_MODEL) {
+                        float p = srv->params[u->indices ? u->indices[k] : k];
+                        srv->clipped[k] = p + (float)(scale * ((double)u->values[k] - p));
+                } else {
+                        srv->clipped[k] = (float)(scale * u->values[k]);
+                }
+        }
+        out->values = srv->clipped;
+        *clipped = 1;
+        return SC_OK;
+}
+
+static size_t sc_server_vel_n(const sc_server_t *srv)
+{
+        return srv->sgd.velocity ? srv->n : 0;
+}
+
+void sc_server_save(sc_server_t *srv)
+{
+        size_t n = srv->n;
+        memcpy(srv->backup, srv->params, n * sizeof(float));
+        if (srv->sgd.velocity)
+                memcpy(srv->backup + n, srv->sgd.velocity, n * sizeof(float));
+        if (srv->mom)
+                memcpy(srv->backup + 2 * n, srv->mom, n * sizeof(float));
+}
+
+void sc_server_rollback(sc_server_t *srv)
+{
+        size_t n = srv->n;
+        memcpy(srv->params, srv->backup, n * sizeof(float));
+        if (srv->sgd.velocity)
+                memcpy(srv->sgd.velocity, srv->backup + n, n * sizeof(float));
+        if (srv->mom)
+                memcpy(srv->mom, srv->backup + 2 * n, n * sizeof(float));
+}
+
+static int sc_all_finite(const float *x, size_t n)
+{
+        float acc = 0.0f;
+        for (size_t i = 0; i < n; i++)
+                acc += x[i] * 0.0f; /* NaN for any inf or NaN */
+        return acc == 0.0f;
+}
+
+int sc_server_finite(const sc_server_t *srv)
+{
+        return sc_all_finite(srv->params, srv->n) &&
+               sc_all_finite(srv->sgd.velocity, sc_server_vel_n(srv)) &&
+               (!srv->mom || sc_all_finite(srv->mom, srv->n));
+}
+
+int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt)
+{
+        if (!isfinite(wgt))
+                return 0;
+        if (u->indices) {
+                for (size_t k = 0; k < u->count; k++)
+                        if (!isfinite(srv->acc[u->indices[k]] + wgt * u->values[k]))
+                                return 0;
+                return 1;
+        }
+        for (size_t i = 0; i < srv->n; i++)
+                if (!isfinite(srv->acc[i] + wgt * u->values[i]))
+                        return 0;
+        return 1;
+}

@@ -16,8 +16,7 @@ static void sc_job_auth_wipe(void *p, size_t n)
                 v[i] = 0;
 }
 
-sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr,
-                          size_t errstr_size)
+sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
         const sc_conf_job_t *job = &conf->job;
         uint8_t key[SC_JOB_KEY_MAX + 1];

@@ -9,7 +9,6 @@
 /* Leaves auth off when the job names no key; errors (the key cannot be
  * read, is too short) name the property and the file or variable, never
  * the key. auth must be zeroed; sc_auth_free() it. */
-sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr,
-                          size_t errstr_size);
+sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr, size_t errstr_size);
 
 #endif

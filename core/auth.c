@@ -24,8 +24,8 @@ void sc_auth_derive(const void *key, size_t keylen, uint32_t signer, uint8_t out
         sc_wire_hmac_sha256(key, keylen, wlabel, sizeof(wlabel) - 1, w, 4, out);
 }
 
-sc_err_t sc_auth_init(sc_auth_t *auth, const void *key, size_t keylen, int n_workers,
-                      char *errstr, size_t errstr_size)
+sc_err_t sc_auth_init(sc_auth_t *auth, const void *key, size_t keylen, int n_workers, char *errstr,
+                      size_t errstr_size)
 {
         if (keylen < SC_AUTH_MIN_KEY)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,

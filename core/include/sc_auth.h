@@ -23,18 +23,18 @@
 #define SC_AUTH_MIN_KEY 16            /* bytes */
 
 typedef struct sc_auth {
-        int on;                /* 0: records are neither signed nor required to be */
+        int on; /* 0: records are neither signed nor required to be */
         int n_workers;
-        uint8_t agg_key[32];   /* the aggregators' key */
-        uint8_t *worker_keys;  /* (n_workers x 32) */
+        uint8_t agg_key[32];  /* the aggregators' key */
+        uint8_t *worker_keys; /* (n_workers x 32) */
 } sc_auth_t;
 
 /* Derives the key of signer (a worker id or SC_AUTH_AGGREGATOR). */
 void sc_auth_derive(const void *key, size_t keylen, uint32_t signer, uint8_t out[32]);
 /* Turns auth on with the job key (keylen >= SC_AUTH_MIN_KEY) for workers
  * 0..n_workers-1; the key is not kept. auth must be zeroed first. */
-sc_err_t sc_auth_init(sc_auth_t *auth, const void *key, size_t keylen, int n_workers,
-                      char *errstr, size_t errstr_size);
+sc_err_t sc_auth_init(sc_auth_t *auth, const void *key, size_t keylen, int n_workers, char *errstr,
+                      size_t errstr_size);
 /* Accepts a zeroed or freed auth. */
 void sc_auth_free(sc_auth_t *auth);
 /* Signs the message that starts at buf->data + start and ends buf as

@@ -59,8 +59,7 @@ static void reader_requires_the_signers_tag(void **state)
         uint8_t k0[32];
         (void)state;
         sc_buf_init(&buf);
-        assert_int_equal(sc_auth_init(&auth, job_key, strlen(job_key), 3, err, sizeof(err)),
-                         SC_OK);
+        assert_int_equal(sc_auth_init(&auth, job_key, strlen(job_key), 3, err, sizeof(err)), SC_OK);
         /* honest: worker 1 signs its own update */
         encode_update(&buf, 1);
         assert_int_equal(sc_auth_sign(&auth, &buf, 0, 1, err, sizeof(err)), SC_OK);
@@ -102,8 +101,7 @@ static void reader_requires_the_signers_tag(void **state)
                          SC_ERR_AUTH);
         buf.len = 0;
         assert_int_equal(sc_wire_encode_model(&buf, &m, err, sizeof(err)), SC_OK);
-        assert_int_equal(sc_auth_sign(&auth, &buf, 0, SC_AUTH_AGGREGATOR, err, sizeof(err)),
-                         SC_OK);
+        assert_int_equal(sc_auth_sign(&auth, &buf, 0, SC_AUTH_AGGREGATOR, err, sizeof(err)), SC_OK);
         assert_int_equal(sc_auth_decode(&auth, buf.data, buf.len, &msg, &signer, err, sizeof(err)),
                          SC_OK);
         assert_int_equal(signer, SC_AUTH_AGGREGATOR);

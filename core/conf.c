@@ -55,6 +55,7 @@ static const char *const sc_conf_sync_names[] = {"bsp",     "scadles", "asp",   
 static const char *const sc_conf_codec_names[] = {"none",     "topk", "randk", "adacomp",
                                                   "adaptive", "q8",   "fp16",  NULL};
 static const char *const sc_conf_publish_names[] = {"auto", "every", "interval", NULL};
+static const char *const sc_conf_robust_names[] = {"none", "trimmed_mean", "median", NULL};
 _Static_assert(SC_SYNC__END == 7, "sync names above follow sc_sync_kind_t");
 _Static_assert(SC_CODEC__END == 7, "codec names above follow sc_codec_id_t");
 _Static_assert(sizeof(((sc_sync_spec_t *)0)->ada_window) == sizeof(int),
@@ -1036,6 +1037,22 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(job.limits.clip),
      .def = "false",
      .desc = "Scale an update over job.limits.max_norm down to it instead of refusing it."},
+    {.path = "job.limits.robust",
+     .type = SC_CONF_ENUM,
+     .offset = C(job.limits.robust),
+     .def = "\"none\"",
+     .names = sc_conf_robust_names,
+     .desc = "Round policies (bsp, scadles, localsgd): aggregate a round by the coordinate-wise "
+             "trimmed mean or median of its updates instead of the (weighted) mean. Unweighted; "
+             "scadles still scales the LR by the round's samples. Ignored by the asynchronous "
+             "policies."},
+    {.path = "job.limits.trim",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.limits.trim),
+     .def = "0.25",
+     R_IN(0, 0.49),
+     .desc = "trimmed_mean: fraction of a coordinate's values dropped at each end (at least "
+             "one value is kept)."},
     {.path = "job.limits.model_jump",
      .type = SC_CONF_UINT64,
      .offset = C(job.model_jump),

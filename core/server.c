@@ -57,6 +57,11 @@ sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const f
         if (!(srv->backup = calloc(3 * n, sizeof(float))) ||
             !(srv->clipped = calloc(n, sizeof(float))))
                 goto out_nomem;
+        if (!srv->pol->round_based)
+                srv->spec.limits.robust = SC_ROBUST_NONE; /* rounds only */
+        if (srv->spec.limits.robust && (!(srv->rows = calloc(nw * n, sizeof(float))) ||
+                                        !(srv->col = calloc(nw, sizeof(float)))))
+                goto out_nomem;
         for (size_t w = 0; w < nw; w++) {
                 srv->live[w] = 1;
                 srv->seq[w].base = 1;
@@ -87,6 +92,8 @@ void sc_server_destroy(sc_server_t *srv)
         free(srv->mom);
         free(srv->backup);
         free(srv->clipped);
+        free(srv->rows);
+        free(srv->col);
         free(srv->got);
         free(srv->live);
         free(srv->seq);
@@ -177,6 +184,8 @@ static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
                 return 0;
         if (srv->n_got > 0) {
                 sc_server_save(srv);
+                if (srv->rows)
+                        sc_server_robust_acc(srv);
                 srv->pol->round_finish(srv);
                 if (!sc_server_finite(srv)) {
                         sc_server_rollback(srv);
@@ -208,6 +217,8 @@ static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
                 for (size_t i = 0; i < srv->n; i++)
                         srv->acc[i] += wgt * u->values[i];
         }
+        if (srv->rows)
+                sc_server_robust_add(srv, u);
         srv->acc_weight += wgt;
         srv->got[u->worker] = 1;
         srv->n_got++;
@@ -430,8 +441,9 @@ const sc_server_spec_t *sc_server_spec(const sc_server_t *srv)
 /* Layout (little-endian): magic u32, format u32, kind u32, shard u32,
  * begin u64, end u64, n_workers u32, version u64, stats 6 x u64,
  * acc_weight f64, n_got u32, per worker {live u8, got u8, base u64, mask u64,
- * clock u64}, params, velocity (n, or 0 floats), acc (n or 0), mom (n or 0),
- * adacomp length u64 + bytes, crc32c u32 of everything before. */
+ * clock u64} (got: 0, 1 or 2 = refused), params, velocity (n, or 0 floats),
+ * acc (n or 0), mom (n or 0), robust rows (n_workers x n, or 0), adacomp
+ * length u64 + bytes, crc32c u32 of everything before. */
 
 typedef struct sc_wbuf {
         uint8_t *p;
@@ -486,12 +498,18 @@ static size_t sc_server_vel_len(const sc_server_t *srv)
         return srv->sgd.velocity ? srv->n : 0;
 }
 
+/* Robust rounds: the contributors' rows (n_workers x n). */
+static size_t sc_server_rows_len(const sc_server_t *srv)
+{
+        return srv->rows ? (size_t)srv->spec.sync.n_workers * srv->n : 0;
+}
+
 sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp)
 {
         size_t nw = (size_t)srv->spec.sync.n_workers,
                ada = srv->ada ? sc_adacomp_save_size(srv->ada) : 0;
-        size_t nf =
-            srv->n + sc_server_vel_len(srv) + (srv->acc ? srv->n : 0) + (srv->mom ? srv->n : 0);
+        size_t nf = srv->n + sc_server_vel_len(srv) + (srv->acc ? srv->n : 0) +
+                    (srv->mom ? srv->n : 0) + sc_server_rows_len(srv);
         size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 8 + ada + 4;
         sc_wbuf_t b;
         uint64_t accw;
@@ -532,6 +550,7 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
                 sc_put_f32s(&b, srv->acc, srv->n);
         if (srv->mom)
                 sc_put_f32s(&b, srv->mom, srv->n);
+        sc_put_f32s(&b, srv->rows, sc_server_rows_len(srv));
         sc_put(&b, ada, 8);
         if (srv->ada) {
                 sc_adacomp_save(srv->ada, b.p);
@@ -553,7 +572,8 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         uint32_t n_got, shard;
         float *fl = NULL;
         uint8_t *wb = NULL;
-        size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0;
+        size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0,
+               nrows = sc_server_rows_len(srv);
         sc_err_t err = SC_ERR_CORRUPT;
 
         if (len < 8)
@@ -588,7 +608,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         accw = sc_get(&b, 8);
         n_got = (uint32_t)sc_get(&b, 4);
         /* Decode into temporaries; commit only when everything checked out. */
-        if (!(fl = malloc((n + nvel + nacc + nmom + 1) * sizeof(float))) ||
+        if (!(fl = malloc((n + nvel + nacc + nmom + nrows + 1) * sizeof(float))) ||
             !(wb = malloc(nw * 26 + 1))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "shard snapshot: out of memory");
                 goto out;
@@ -599,7 +619,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 memcpy(wb, b.p, nw * 26);
                 b.p += nw * 26;
         }
-        sc_get_f32s(&b, fl, n + nvel + nacc + nmom);
+        sc_get_f32s(&b, fl, n + nvel + nacc + nmom + nrows);
         adalen = (size_t)sc_get(&b, 8);
         if (b.bad || adalen != (size_t)(b.end - b.p) || (!srv->ada && adalen)) {
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -652,6 +672,8 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 memcpy(srv->acc, fl + n + nvel, nacc * sizeof(float));
         if (nmom)
                 memcpy(srv->mom, fl + n + nvel + nacc, nmom * sizeof(float));
+        if (nrows)
+                memcpy(srv->rows, fl + n + nvel + nacc + nmom, nrows * sizeof(float));
         err = SC_OK;
 out:
         free(fl);

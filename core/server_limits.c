@@ -1,7 +1,8 @@
 /* server_limits.c — what one update may do to a shard: its samples (scadles
  * weight) at most b_max, its L2 norm at most limits.max_norm (refused or
- * clipped), and every step leaving the shard and its optimizer state finite
- * (the step is undone otherwise). */
+ * clipped), every step leaving the shard and its optimizer state finite
+ * (the step is undone otherwise), and the robust aggregation of a round
+ * (coordinate-wise trimmed mean or median). */
 #include <math.h>
 #include <string.h>
 
@@ -114,4 +115,59 @@ int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float w
                 if (!isfinite(srv->acc[i] + wgt * u->values[i]))
                         return 0;
         return 1;
+}
+
+void sc_server_robust_add(sc_server_t *srv, const sc_update_t *u)
+{
+        float *row = srv->rows + (size_t)u->worker * srv->n;
+        if (u->indices) {
+                memset(row, 0, srv->n * sizeof(float));
+                for (size_t k = 0; k < u->count; k++)
+                        row[u->indices[k]] += u->values[k];
+        } else {
+                memcpy(row, u->values, srv->n * sizeof(float));
+        }
+}
+
+/* Sorts x (k small: at most n_workers) ascending. */
+static void sc_robust_sort(float *x, int k)
+{
+        for (int i = 1; i < k; i++) {
+                float v = x[i];
+                int j = i - 1;
+                for (; j >= 0 && x[j] > v; j--)
+                        x[j + 1] = x[j];
+                x[j + 1] = v;
+        }
+}
+
+void sc_server_robust_acc(sc_server_t *srv)
+{
+        const sc_server_limits_t *lim = &srv->spec.limits;
+        int nw = srv->spec.sync.n_workers, k = 0, t;
+
+        for (int w = 0; w < nw; w++)
+                k += srv->got[w] == 1;
+        if (k == 0)
+                return;
+        t = (int)(lim->trim * k);
+        if (2 * t >= k)
+                t = (k - 1) / 2;
+        for (size_t i = 0; i < srv->n; i++) {
+                double m = 0;
+                int j = 0;
+                for (int w = 0; w < nw; w++)
+                        if (srv->got[w] == 1)
+                                srv->col[j++] = srv->rows[(size_t)w * srv->n + i];
+                sc_robust_sort(srv->col, k);
+                if (lim->robust == SC_ROBUST_MEDIAN) {
+                        m = k % 2 ? srv->col[k / 2]
+                                  : 0.5 * ((double)srv->col[k / 2 - 1] + srv->col[k / 2]);
+                } else {
+                        for (j = t; j < k - t; j++)
+                                m += srv->col[j];
+                        m /= (double)(k - 2 * t);
+                }
+                srv->acc[i] = (float)(m * srv->acc_weight);
+        }
 }

@@ -12,6 +12,14 @@
 #include "sc_optim.h"
 #include "sc_sync.h"
 
+/* Aggregation of a round's updates (round policies). */
+typedef enum sc_robust_kind {
+        SC_ROBUST_NONE = 0,    /* the policy's weighted mean */
+        SC_ROBUST_TRIMMED = 1, /* coordinate-wise mean after dropping the trim fraction of
+                                  the lowest and of the highest values */
+        SC_ROBUST_MEDIAN = 2,  /* coordinate-wise median */
+} sc_robust_kind_t;
+
 /* What one update may do to a shard (all zero: no limits). */
 typedef struct sc_server_limits {
         uint64_t seq_window; /* refuse an update this many seqs or more ahead of the worker's
@@ -19,6 +27,9 @@ typedef struct sc_server_limits {
         double max_norm;     /* L2 norm limit of one update (a full model: of its difference
                                 to the shard); 0 = none */
         int clip;            /* 1: scale an update over max_norm down to it; 0: refuse it */
+        int robust;          /* sc_robust_kind_t; round policies only (unweighted: the
+                                round's weight sum still scales the scadles LR) */
+        double trim;         /* trimmed: fraction dropped at each end, [0, 0.5) */
 } sc_server_limits_t;
 
 typedef struct sc_server_spec {

@@ -87,6 +87,8 @@ struct sc_server_s {
         float *mom;        /* (n) adsp server momentum (adsp_mu > 0) */
         float *backup;     /* (n x 3) params, velocity, mom before a step (rollback) */
         float *clipped;    /* (n) values of an update scaled down to limits.max_norm */
+        float *rows;       /* (n_workers x n) robust rounds: each contributor's update */
+        float *col;        /* (n_workers) robust rounds: one coordinate's values */
         double acc_weight; /* round: sum of weights */
         uint32_t n_got;    /* round: contributions */
         uint8_t *got;      /* (n_workers) contributed in this round */
@@ -116,6 +118,11 @@ void sc_server_rollback(sc_server_t *srv);
 int sc_server_finite(const sc_server_t *srv);
 /* 1 if acc + wgt * u stays finite everywhere. */
 int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt);
+/* Robust rounds: keeps u as its worker's row; before round_finish, rewrites
+ * acc as acc_weight x the coordinate-wise trimmed mean or median of the
+ * rows of the contributors (so the policy's division gives the estimate). */
+void sc_server_robust_add(sc_server_t *srv, const sc_update_t *u);
+void sc_server_robust_acc(sc_server_t *srv);
 
 /* Shared worker hooks. */
 int sc_sync_batch_fixed(const sc_sync_worker_t *w);

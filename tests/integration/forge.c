@@ -85,9 +85,8 @@ static void update(sc_buf_t *buf, char **a, const uint8_t *payload, size_t plen)
 
 int main(int argc, char **argv)
 {
-        static const uint8_t dos[20] = {0x01, 0x01, 0x00, 0x00, 0xff, 0xff, 0xff,
-                                        0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00,
-                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+        static const uint8_t dos[20] = {0x01, 0x01, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                        0xff, 0xff, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
         sc_buf_t buf;
         char err[256];
 
@@ -137,8 +136,8 @@ int main(int argc, char **argv)
                         return 1;
                 }
                 const sc_wire_model_view_t *v = &msg.u.model;
-                int finite = v->count == (uint32_t)atoi(argv[5]) &&
-                             v->shard == (uint32_t)atoi(argv[4]);
+                int finite =
+                    v->count == (uint32_t)atoi(argv[5]) && v->shard == (uint32_t)atoi(argv[4]);
                 for (uint32_t i = 0; finite && i < v->count; i++) {
                         float x;
                         sc_wire_get_f32s(&x, v->params + 4 * (size_t)i, 1);

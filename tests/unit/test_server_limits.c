@@ -1,7 +1,8 @@
 /* test_server_limits.c — the shard server under hostile updates: a seq far
  * ahead, a 1e30 update, updates whose sum or step overflows, a huge scadles
  * sample count. Each is refused and counted, the shard stays finite and
- * unchanged, and the honest updates around it are all applied. */
+ * unchanged, and the honest updates around it are all applied. Robust
+ * rounds (trimmed mean, median) against one outlier. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,6 +211,52 @@ static void scadles_samples_capped(void **state)
         sc_server_destroy(srv);
 }
 
+/* bsp over 5 workers, one sending 1e6 in coordinate 0 (no norm limit):
+ * the median and the trimmed mean (trim 0.2: one value dropped at each end)
+ * both step by 1.05, the plain mean by about 2e5. A snapshot taken mid-round
+ * and restored gives the same step. */
+static void robust_rounds(void **state)
+{
+        static const float x[5] = {1.0f, 1.1f, 0.9f, 1.05f, 1e6f};
+        for (int kind = SC_ROBUST_NONE; kind <= SC_ROBUST_MEDIAN; kind++) {
+                sc_server_limits_t lim = {.seq_window = 64, .robust = kind, .trim = 0.2};
+                sc_server_t *srv = new_server(SC_SYNC_BSP, 5, 0.0, &lim), *b;
+                float g[5][D], before = sc_server_params(srv)[0];
+                sc_apply_result_t res;
+                uint8_t *snap;
+                size_t len;
+                (void)state;
+                memset(g, 0, sizeof(g));
+                for (int w = 0; w < 5; w++) {
+                        g[w][0] = x[w];
+                        g[w][1] = 1.0f; /* coordinate 1 agrees: 1 either way */
+                }
+                for (int w = 0; w < 3; w++)
+                        assert_int_equal(apply(srv, grad((uint32_t)w, 1, 0, 8, g[w]), &res),
+                                         SC_APPLY_APPLIED);
+                assert_int_equal(sc_server_snapshot(srv, &snap, &len), SC_OK);
+                b = new_server(SC_SYNC_BSP, 5, 0.0, &lim);
+                assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_OK);
+                free(snap);
+                for (int w = 3; w < 5; w++) {
+                        assert_int_equal(apply(srv, grad((uint32_t)w, 1, 0, 8, g[w]), &res),
+                                         SC_APPLY_APPLIED);
+                        assert_int_equal(apply(b, grad((uint32_t)w, 1, 0, 8, g[w]), &res),
+                                         SC_APPLY_APPLIED);
+                }
+                assert_int_equal(res.stepped, 1);
+                assert_memory_equal(sc_server_params(srv), sc_server_params(b), D * sizeof(float));
+                float step = (before - sc_server_params(srv)[0]) / 0.1f;
+                if (kind == SC_ROBUST_NONE)
+                        assert_true(step > 1e5f);
+                else
+                        assert_float_equal(step, 1.05f, 1e-4);
+                assert_float_equal((sc_server_params(srv)[1] - 0.5f) / -0.1f, 1.0f, 1e-5);
+                sc_server_destroy(b);
+                sc_server_destroy(srv);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -217,6 +264,7 @@ int main(void)
             cmocka_unit_test(huge_update_refused_or_clipped),
             cmocka_unit_test(overflowing_step_is_rolled_back),
             cmocka_unit_test(scadles_samples_capped),
+            cmocka_unit_test(robust_rounds),
         };
         return cmocka_run_group_tests_name("server_limits", tests, NULL, NULL);
 }

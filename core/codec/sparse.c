@@ -450,7 +450,7 @@ sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, unsi
 {
         int log8 = (flags & SC_CODEC_FLAG_LOG8) != 0;
         size_t width = flags & SC_CODEC_FLAG_HALF ? 2 : log8 ? 1 : 4;
-        size_t used, extra = log8 ? 8 : 0;
+        size_t used = 0, extra = log8 ? 8 : 0;
         sc_index_iter_t it;
         uint32_t k;
         sc_err_t err;

@@ -268,11 +268,6 @@ static sc_err_t sc_server_check(const sc_server_t *srv, const sc_update_t *u, ch
                                                "range [0, %zu)",
                                                srv->spec.shard, u->worker,
                                                (unsigned long long)u->seq, u->indices[k], srv->n);
-        for (size_t k = 0; k < (u->indices ? u->count : srv->n); k++)
-                if (!isfinite(u->values[k]))
-                        return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
-                                       "shard %u: worker %u seq %llu: value %zu is not finite",
-                                       srv->spec.shard, u->worker, (unsigned long long)u->seq, k);
         if (srv->pol->kind == SC_SYNC_SCADLES && u->samples == 0)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "shard %u: worker %u seq %llu: scadles updates need samples >= 1",

@@ -31,6 +31,11 @@ sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *ou
 
         *out = *u;
         *clipped = 0;
+        for (size_t k = 0; k < cnt; k++)
+                if (!isfinite(u->values[k]))
+                        return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                                       "shard %u: worker %u seq %llu: value %zu is not finite",
+                                       srv->spec.shard, u->worker, (unsigned long long)u->seq, k);
         if (srv->pol->kind == SC_SYNC_SCADLES && u->samples > (uint32_t)srv->spec.sync.b_max)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "shard %u: worker %u seq %llu claims %u samples, more than b_max "

@@ -48,8 +48,9 @@ typedef enum sc_apply_status {
         SC_APPLY_DUPLICATE, /* (worker, seq) was applied before: ignored */
         SC_APPLY_STALE,     /* round policies: computed against an old round; consumed
                                (its seq is marked applied) but not aggregated */
-        SC_APPLY_REJECTED,  /* refused by the limits (samples over b_max, norm over max_norm
-                               without clip, a step that would make the shard non-finite):
+        SC_APPLY_REJECTED,  /* refused by the limits (a non-finite value, samples over b_max,
+                               norm over max_norm without clip, a step that would make the
+                               shard non-finite):
                                consumed (seq marked; in a round it is the worker's turn)
                                but nothing changed; errstr says why */
         SC_APPLY_AHEAD,     /* seq limits.seq_window or more ahead: refused, not marked,
@@ -86,8 +87,8 @@ sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const f
 void sc_server_destroy(sc_server_t *srv);
 
 /* Applies u once. Errors (nothing changes): SC_ERR_INVAL for a bad worker id,
- * seq 0, a wrong shard length, out-of-range indices, a non-finite value or a
- * kind the policy does not take; SC_ERR_STATE for a round update from the
+ * seq 0, a wrong shard length, out-of-range indices or a kind the policy
+ * does not take; SC_ERR_STATE for a round update from the
  * future. SC_OK with res->status SC_APPLY_REJECTED or SC_APPLY_AHEAD (errstr
  * filled) for updates the limits refuse. A step (async update or round) that
  * would leave a parameter or the optimizer state non-finite is undone: an

@@ -7,8 +7,9 @@
  *       rest 0; SIGNER: "none" (unsigned) or the worker id whose key signs
  *   forge dos OUT WORKER SHARD SEQ SIGNER KEYFILE
  *       an update whose payload is the 20-byte sparse k = n = 2^32-1 payload
- *   forge model OUT SHARD VERSION BEGIN COUNT SIGNER KEYFILE
- *       a model shard of COUNT zero parameters; SIGNER "none" or "agg"
+ *   forge model OUT SHARD VERSION BEGIN COUNT FILL SIGNER KEYFILE
+ *       a model shard of COUNT parameters, each FILL (0, nan, ...); SIGNER
+ *       "none" or "agg"
  *   forge check OUT_UNUSED IN SHARD COUNT KEYFILE
  *       verifies the J.model record in IN (aggregators' key), prints its
  *       version and exits 1 unless it has COUNT finite parameters */
@@ -108,9 +109,11 @@ int main(int argc, char **argv)
                 char *ua[4] = {argv[3], argv[4], argv[5], "1"};
                 update(&buf, ua, dos, sizeof(dos));
                 sign(&buf, argv[6], argv[7]);
-        } else if (argc == 9 && !strcmp(argv[1], "model")) {
+        } else if (argc == 10 && !strcmp(argv[1], "model")) {
                 uint32_t n = (uint32_t)atoi(argv[6]);
-                float *z = calloc(n, sizeof(float));
+                float *z = calloc(n, sizeof(float)), fill = strtof(argv[7], NULL);
+                for (uint32_t i = 0; i < n; i++)
+                        z[i] = fill;
                 sc_wire_model_t m = {.shard = (uint32_t)atoi(argv[3]),
                                      .version = strtoull(argv[4], NULL, 10),
                                      .begin = strtoull(argv[5], NULL, 10),
@@ -121,7 +124,7 @@ int main(int argc, char **argv)
                         fprintf(stderr, "forge: %s\n", err);
                         return 2;
                 }
-                sign(&buf, argv[7], argv[8]);
+                sign(&buf, argv[8], argv[9]);
                 free(z);
         } else if (argc == 7 && !strcmp(argv[1], "check")) {
                 static uint8_t rec[1 << 22];

@@ -7,7 +7,7 @@
 # DoS payload; worker 0's update at seq 5000 (signed with its key: a
 # leaked key or a buggy worker); on J.model an unsigned record and one
 # signed with the aggregators' key, both at version 2^62 with zero
-# parameters. Each is rejected and counted under its kind, no worker-0
+# parameters, and a signed one with NaN parameters. Each is rejected and counted under its kind, no worker-0
 # update is dropped as a duplicate (each shard's version equals worker 0's
 # last seq: all its updates applied, no forged one), the published shards
 # verify and are finite, and the worker ignores the forged model records.
@@ -57,11 +57,12 @@ forge update "$tmp/f4" 1 0 2 8 $n0 3.4e38 1 "$k"     # worker 1: 3.4e38, twice
 forge update "$tmp/f5" 1 0 3 8 $n0 3.4e38 1 "$k"
 forge dos "$tmp/f6" 1 0 4 1 "$k"                     # worker 1: the sparse DoS payload
 forge update "$tmp/f7" 0 0 5000 8 $n0 0.01 0 "$k"    # worker 0's own key, seq 5000
-forge model "$tmp/m1" 0 4611686018427387904 0 $n0 none "$k"
-forge model "$tmp/m2" 0 4611686018427387904 0 $n0 agg "$k"
+forge model "$tmp/m1" 0 4611686018427387904 0 $n0 0 none "$k"
+forge model "$tmp/m2" 0 4611686018427387904 0 $n0 0 agg "$k"
+forge model "$tmp/m3" 0 100000 0 $n0 nan agg "$k"   # NaN parameters, a plausible version
 kcat -b "$bs" -P -t dj.grad -p 0 "$tmp"/f1 "$tmp"/f2 "$tmp"/f3 "$tmp"/f4 "$tmp"/f5 "$tmp"/f6 \
 	"$tmp"/f7 || fail "kcat produce to dj.grad"
-kcat -b "$bs" -P -t dj.model -p 0 "$tmp"/m1 "$tmp"/m2 || fail "kcat produce to dj.model"
+kcat -b "$bs" -P -t dj.model -p 0 "$tmp"/m1 "$tmp"/m2 "$tmp"/m3 || fail "kcat produce to dj.model"
 echo "forged records produced"
 
 wait "$w0" || fail "worker 0 exited $?"
@@ -80,9 +81,11 @@ echo "aggregator rejected: $(summary "$tmp/a.out" '.rejected | tostring')," \
 grep -q "rejected ahead record .*worker 0" "$tmp/a.err" || fail "the seq jump was not logged"
 check_exactly_once "$tmp/a.out" "$tmp/w0.out"
 echo "worker: model_bad $(summary "$tmp/w0.out" .job.model_bad)," \
-	"auth $(summary "$tmp/w0.out" .job.model_auth_bad), jump $(summary "$tmp/w0.out" .job.model_jump)"
+	"auth $(summary "$tmp/w0.out" .job.model_auth_bad), jump $(summary "$tmp/w0.out" .job.model_jump)," \
+	"non-finite $(summary "$tmp/w0.out" .job.model_nonfinite)"
 [ "$(summary "$tmp/w0.out" .job.model_auth_bad)" -ge 1 ] || fail "unsigned model record not refused"
 [ "$(summary "$tmp/w0.out" .job.model_jump)" -ge 1 ] || fail "far-ahead model record not refused"
+[ "$(summary "$tmp/w0.out" .job.model_nonfinite)" -ge 1 ] || fail "NaN model record not refused"
 v=$(summary "$tmp/w0.out" .job.model_version)
 [ "$v" -lt 1000000 ] || fail "the worker holds model version $v"
 # the newest genuine shard records verify under the aggregators' key and are finite

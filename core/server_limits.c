@@ -10,14 +10,18 @@
 
 /* 1 if none of x's n floats is infinite or NaN: an exponent field of all
  * ones, tested on the bits (branch-free, so the loop vectorizes). */
+static inline uint32_t sc_f32_bad(float x)
+{
+        uint32_t b;
+        memcpy(&b, &x, 4);
+        return (uint32_t)((b & 0x7f800000u) == 0x7f800000u);
+}
+
 static int sc_all_finite(const float *x, size_t n)
 {
         uint32_t bad = 0;
-        for (size_t i = 0; i < n; i++) {
-                uint32_t b;
-                memcpy(&b, &x[i], 4);
-                bad |= (uint32_t)((b & 0x7f800000u) == 0x7f800000u);
-        }
+        for (size_t i = 0; i < n; i++)
+                bad |= sc_f32_bad(x[i]);
         return !bad;
 }
 
@@ -125,12 +129,8 @@ int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float w
                                 return 0;
                 return 1;
         }
-        for (size_t i = 0; i < srv->n; i++) { /* dense: branch-free, vectorized */
-                float s = srv->acc[i] + wgt * u->values[i];
-                uint32_t b;
-                memcpy(&b, &s, 4);
-                bad |= (uint32_t)((b & 0x7f800000u) == 0x7f800000u);
-        }
+        for (size_t i = 0; i < srv->n; i++) /* dense: branch-free, vectorized */
+                bad |= sc_f32_bad(srv->acc[i] + wgt * u->values[i]);
         return !bad;
 }
 

@@ -227,6 +227,34 @@ static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
 
 /* ---- applying ------------------------------------------------------------ */
 
+/* One asynchronous step, never leaving the shard non-finite: *refused (errstr
+ * filled, nothing changed) for a step that would. AdaComp's step
+ * only moves the update's coordinates, each by at most lr x value, so it is
+ * checked before (O(count)); the other policies are saved, stepped and
+ * checked, and undone when needed. */
+static sc_err_t sc_server_async_step(sc_server_t *srv, const sc_update_t *u, int *refused,
+                                     char *errstr, size_t errstr_size)
+{
+        int sparse_ok = srv->pol->kind == SC_SYNC_ADACOMP;
+        sc_err_t err;
+
+        if (sparse_ok && !sc_server_bounded_step_ok(srv, u, (float)sc_server_lr(srv)))
+                goto refuse;
+        if (!sparse_ok)
+                sc_server_save(srv);
+        if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
+                return err;
+        if (sparse_ok || sc_server_finite(srv))
+                return SC_OK;
+        sc_server_rollback(srv);
+refuse:
+        *refused = 1;
+        return sc_errf(SC_OK, errstr, errstr_size,
+                       "shard %u: worker %u seq %llu would make the shard non-finite: step %s",
+                       srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                       sparse_ok ? "refused" : "undone");
+}
+
 static sc_err_t sc_server_check(const sc_server_t *srv, const sc_update_t *u, char *errstr,
                                 size_t errstr_size)
 {
@@ -329,15 +357,10 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
                 r.stepped = sc_server_round_close(srv, &r.rolled_back);
         } else {
                 u = &lu;
-                sc_server_save(srv);
-                if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
+                int refused = 0;
+                if ((err = sc_server_async_step(srv, u, &refused, errstr, errstr_size)))
                         return err;
-                if (!sc_server_finite(srv)) {
-                        sc_server_rollback(srv);
-                        sc_errf(SC_OK, errstr, errstr_size,
-                                "shard %u: worker %u seq %llu would make the shard non-finite: "
-                                "step undone",
-                                srv->spec.shard, u->worker, (unsigned long long)u->seq);
+                if (refused) {
                         r.status = SC_APPLY_REJECTED;
                 } else {
                         srv->live[u->worker] = 1;

@@ -111,6 +111,19 @@ void sc_server_rollback(sc_server_t *srv)
                 memcpy(srv->mom, srv->backup + 2 * n, n * sizeof(float));
 }
 
+int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr)
+{
+        uint32_t bad = 0;
+        if (u->indices) {
+                for (size_t k = 0; k < u->count; k++)
+                        bad |= sc_f32_bad(srv->params[u->indices[k]] - lr * u->values[k]);
+        } else {
+                for (size_t i = 0; i < srv->n; i++)
+                        bad |= sc_f32_bad(srv->params[i] - lr * u->values[i]);
+        }
+        return !bad;
+}
+
 int sc_server_finite(const sc_server_t *srv)
 {
         return sc_all_finite(srv->params, srv->n) &&

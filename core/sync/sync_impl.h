@@ -114,6 +114,9 @@ sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *ou
 /* Saves the parameters and optimizer state before a step; restores them. */
 void sc_server_save(sc_server_t *srv);
 void sc_server_rollback(sc_server_t *srv);
+/* 1 if moving each of u's coordinates by up to lr x its value stays
+ * finite (a step params[i] -= lr * v / s, s >= 1, then does too). */
+int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr);
 /* 1 if parameters and optimizer state are all finite. */
 int sc_server_finite(const sc_server_t *srv);
 /* 1 if acc + wgt * u stays finite everywhere. */

@@ -257,6 +257,53 @@ static void robust_rounds(void **state)
         }
 }
 
+/* adacomp (a sparse step checked before it is taken): 3.4e38 updates push
+ * coordinate 0 down by lr x 3.4e38 each until the next would overflow;
+ * that one is refused, the shard stays finite, and a later update applies. */
+static void adacomp_overflow_refused(void **state)
+{
+        sc_server_limits_t lim = {.seq_window = 64};
+        sc_server_t *srv = new_server(SC_SYNC_ADACOMP, 2, 0.0, &lim);
+        float v[1] = {3.4e38f}, ok[1] = {-1.0f};
+        uint32_t idx[1] = {0};
+        sc_apply_result_t res;
+        sc_server_stats_t st;
+        uint64_t seq = 0;
+        (void)state;
+        for (;;) {
+                sc_update_t u = {.worker = 0,
+                                 .seq = ++seq,
+                                 .t_read = sc_server_version(srv),
+                                 .samples = 8,
+                                 .kind = SC_UPDATE_GRAD,
+                                 .n = D,
+                                 .values = v,
+                                 .indices = idx,
+                                 .count = 1};
+                assert_true(seq < 20);
+                if (apply(srv, u, &res) == SC_APPLY_REJECTED)
+                        break;
+                assert_int_equal(res.status, SC_APPLY_APPLIED);
+        }
+        assert_non_null(strstr(err, "non-finite"));
+        assert_finite(srv);
+        assert_true(sc_server_params(srv)[0] < -3e38f);
+        sc_update_t u = {.worker = 0,
+                         .seq = ++seq,
+                         .t_read = sc_server_version(srv),
+                         .samples = 8,
+                         .kind = SC_UPDATE_GRAD,
+                         .n = D,
+                         .values = ok,
+                         .indices = idx,
+                         .count = 1};
+        assert_int_equal(apply(srv, u, &res), SC_APPLY_APPLIED);
+        sc_server_stats(srv, &st);
+        assert_int_equal(st.rejected, 1);
+        assert_int_equal(st.applied, seq - 1);
+        sc_server_destroy(srv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -265,6 +312,7 @@ int main(void)
             cmocka_unit_test(overflowing_step_is_rolled_back),
             cmocka_unit_test(scadles_samples_capped),
             cmocka_unit_test(robust_rounds),
+            cmocka_unit_test(adacomp_overflow_refused),
         };
         return cmocka_run_group_tests_name("server_limits", tests, NULL, NULL);
 }

@@ -13,7 +13,13 @@
 # verify and are finite, and the worker ignores the forged model records.
 . "$(dirname "$0")/distributed_common.inc"
 
-cc -std=c11 -O1 -Icore/include tests/integration/forge.c "$(dirname "$SCADLES")/libscadles.a" \
+# the helper links the library of the build under test (with its sanitizer)
+case "$(basename "$(dirname "$SCADLES")")" in
+build-address) san=-fsanitize=address ;;
+build-undefined) san=-fsanitize=undefined ;;
+*) san= ;;
+esac
+cc -std=c11 -O1 $san -Icore/include tests/integration/forge.c "$(dirname "$SCADLES")/libscadles.a" \
 	$(pkg-config --libs openblas jansson rdkafka zlib) -lpthread -lm -o "$tmp/forge" ||
 	fail "cannot build the forge helper"
 forge() { "$tmp/forge" "$@" || fail "forge $*"; }

@@ -165,6 +165,9 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
         sc_err_t err;
 
         agg->buf.len = 0;
+        if (!sc_server_is_finite(s->srv))
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "shard %d: not published: a parameter is not finite", p);
         if ((err = sc_kafka_model_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)) ||
             (err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, errstr, errstr_size)))
                 return err;

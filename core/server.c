@@ -187,7 +187,7 @@ static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
                 if (srv->rows)
                         sc_server_robust_acc(srv);
                 srv->pol->round_finish(srv);
-                if (!sc_server_finite(srv)) {
+                if (!sc_server_is_finite(srv)) {
                         sc_server_rollback(srv);
                         srv->stats.rolled_back++;
                         if (rolled_back)
@@ -244,7 +244,7 @@ static sc_err_t sc_server_async_step(sc_server_t *srv, const sc_update_t *u, int
                 sc_server_save(srv);
         if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
                 return err;
-        if (sparse_ok || sc_server_finite(srv))
+        if (sparse_ok || sc_server_is_finite(srv))
                 return SC_OK;
         sc_server_rollback(srv);
 refuse:
@@ -660,6 +660,11 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                                       "shard snapshot: inconsistent round state");
                         goto out;
                 }
+        }
+        if (!sc_server_floats_finite(fl, n + nvel + nacc + nmom + nrows)) {
+                err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                              "shard snapshot: a parameter or optimizer value is not finite");
+                goto out;
         }
         if (srv->ada && sc_adacomp_load(srv->ada, b.p, adalen)) {
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,

@@ -124,7 +124,12 @@ int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, floa
         return !bad;
 }
 
-int sc_server_finite(const sc_server_t *srv)
+int sc_server_floats_finite(const float *x, size_t n)
+{
+        return sc_all_finite(x, n);
+}
+
+int sc_server_is_finite(const sc_server_t *srv)
 {
         return sc_all_finite(srv->params, srv->n) &&
                sc_all_finite(srv->sgd.velocity, sc_server_vel_n(srv)) &&

@@ -110,6 +110,9 @@ uint64_t sc_server_min_clock(const sc_server_t *srv);
 /* What a model message to worker should carry. */
 void sc_server_model_info(const sc_server_t *srv, uint32_t worker, sc_sync_model_info_t *info);
 void sc_server_stats(const sc_server_t *srv, sc_server_stats_t *stats);
+/* 1 if the parameters and the optimizer state are all finite (always, by
+ * sc_server_apply() and sc_server_restore(); checked before publication). */
+int sc_server_is_finite(const sc_server_t *srv);
 const sc_server_spec_t *sc_server_spec(const sc_server_t *srv);
 
 /* Snapshot: params, optimizer state, round accumulator, version, membership,

@@ -117,8 +117,8 @@ void sc_server_rollback(sc_server_t *srv);
 /* 1 if moving each of u's coordinates by up to lr x its value stays
  * finite (a step params[i] -= lr * v / s, s >= 1, then does too). */
 int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr);
-/* 1 if parameters and optimizer state are all finite. */
-int sc_server_finite(const sc_server_t *srv);
+/* 1 if the n floats of x are all finite. */
+int sc_server_floats_finite(const float *x, size_t n);
 /* 1 if acc + wgt * u stays finite everywhere. */
 int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt);
 /* Robust rounds: keeps u as its worker's row; before round_finish, rewrites

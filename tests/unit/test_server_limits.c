@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_crc32c.h"
 #include "sc_server.h"
 #include "sc_sync.h"
 
@@ -304,6 +305,29 @@ static void adacomp_overflow_refused(void **state)
         sc_server_destroy(srv);
 }
 
+/* A snapshot holding a NaN parameter (CRC intact) is not restored. */
+static void restore_refuses_non_finite(void **state)
+{
+        sc_server_t *srv = new_server(SC_SYNC_ASP, 2, 0.9, NULL), *b;
+        static const uint8_t nan_le[4] = {0x00, 0x00, 0xc0, 0x7f};
+        uint8_t *snap;
+        size_t len;
+        uint32_t crc;
+        (void)state;
+        assert_int_equal(sc_server_snapshot(srv, &snap, &len), SC_OK);
+        memcpy(snap + 104 + 2 * 26 + 4 * 3, nan_le, 4); /* parameter 3 */
+        crc = sc_crc32c(0, snap, len - 4);
+        for (int i = 0; i < 4; i++)
+                snap[len - 4 + i] = (uint8_t)(crc >> (8 * i));
+        b = new_server(SC_SYNC_ASP, 2, 0.9, NULL);
+        assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "not finite"));
+        assert_true(sc_server_is_finite(b));
+        free(snap);
+        sc_server_destroy(b);
+        sc_server_destroy(srv);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -313,6 +337,7 @@ int main(void)
             cmocka_unit_test(scadles_samples_capped),
             cmocka_unit_test(robust_rounds),
             cmocka_unit_test(adacomp_overflow_refused),
+            cmocka_unit_test(restore_refuses_non_finite),
         };
         return cmocka_run_group_tests_name("server_limits", tests, NULL, NULL);
 }

@@ -272,15 +272,9 @@ static void adacomp_overflow_refused(void **state)
         uint64_t seq = 0;
         (void)state;
         for (;;) {
-                sc_update_t u = {.worker = 0,
-                                 .seq = ++seq,
-                                 .t_read = sc_server_version(srv),
-                                 .samples = 8,
-                                 .kind = SC_UPDATE_GRAD,
-                                 .n = D,
-                                 .values = v,
-                                 .indices = idx,
-                                 .count = 1};
+                sc_update_t u = grad(0, ++seq, sc_server_version(srv), 8, v);
+                u.indices = idx;
+                u.count = 1;
                 assert_true(seq < 20);
                 if (apply(srv, u, &res) == SC_APPLY_REJECTED)
                         break;
@@ -289,15 +283,9 @@ static void adacomp_overflow_refused(void **state)
         assert_non_null(strstr(err, "non-finite"));
         assert_finite(srv);
         assert_true(sc_server_params(srv)[0] < -3e38f);
-        sc_update_t u = {.worker = 0,
-                         .seq = ++seq,
-                         .t_read = sc_server_version(srv),
-                         .samples = 8,
-                         .kind = SC_UPDATE_GRAD,
-                         .n = D,
-                         .values = ok,
-                         .indices = idx,
-                         .count = 1};
+        sc_update_t u = grad(0, ++seq, sc_server_version(srv), 8, ok);
+        u.indices = idx;
+        u.count = 1;
         assert_int_equal(apply(srv, u, &res), SC_APPLY_APPLIED);
         sc_server_stats(srv, &st);
         assert_int_equal(st.rejected, 1);

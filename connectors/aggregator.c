@@ -15,6 +15,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "sc_codec.h"
+#include "sc_job_auth.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
@@ -29,6 +30,8 @@ static sc_agg_rej_t sc_agg_rej_of(sc_err_t err)
         case SC_ERR_VERSION:
         case SC_ERR_UNSUPPORTED:
                 return SC_REJ_VERSION;
+        case SC_ERR_AUTH:
+                return SC_REJ_AUTH;
         default:
                 return SC_REJ_DECODE;
         }
@@ -120,7 +123,7 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
                 return err;
         r.srv = s->srv;
         err = sc_kafka_model_read_latest(
-            agg->reader, agg->topics[SC_JOB_MODEL].name, p, agg->spec.model_timeout_ms,
+            agg->reader, agg->topics[SC_JOB_MODEL].name, p, agg->spec.model_timeout_ms, &agg->auth,
             sc_agg_accept, sc_agg_model_reject, &r, &rec, &found, errstr, errstr_size);
         if (err) {
                 sc_server_destroy(s->srv);
@@ -162,7 +165,11 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
         sc_err_t err;
 
         agg->buf.len = 0;
-        if ((err = sc_kafka_model_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)))
+        if (!sc_server_is_finite(s->srv))
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "shard %d: not published: a parameter is not finite", p);
+        if ((err = sc_kafka_model_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)) ||
+            (err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, errstr, errstr_size)))
                 return err;
         if ((err = sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_MODEL].name,
                                           (uint32_t)p, agg->buf.data, agg->buf.len, &agg->dv,
@@ -298,12 +305,14 @@ static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, d
         double age = 0;
 
         agg->ctl_records++;
-        if ((err = sc_wire_decode(msg->payload, msg->len, &wm, why, sizeof(why))) ||
+        if ((err =
+                 sc_auth_decode(&agg->auth, msg->payload, msg->len, &wm, NULL, why, sizeof(why))) ||
             wm.type != SC_WIRE_CONTROL) {
                 if (!err)
                         snprintf(why, sizeof(why), "a %s message on the control topic",
                                  sc_wire_type_name(wm.type));
-                sc_agg_reject(agg, SC_REJ_CTL, topic, msg->partition, msg->offset, why);
+                sc_agg_reject(agg, err == SC_ERR_AUTH ? SC_REJ_AUTH : SC_REJ_CTL, topic,
+                              msg->partition, msg->offset, why);
                 return;
         }
         uint32_t w = wm.u.control.worker;
@@ -423,7 +432,8 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         agg->last_record = now;
         s->next = msg->offset + 1;
         len = sc_server_len(s->srv);
-        if ((err = sc_wire_decode(msg->payload, msg->len, &wm, why, sizeof(why)))) {
+        if ((err =
+                 sc_auth_decode(&agg->auth, msg->payload, msg->len, &wm, NULL, why, sizeof(why)))) {
                 sc_agg_reject(agg, sc_agg_rej_of(err), topic, p, msg->offset, why);
                 return;
         }
@@ -481,13 +491,16 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
                               msg->offset, why);
                 return;
         }
+        sc_agg_limits(agg, p, msg->offset, wu->worker, &res, why);
+        if (res.status == SC_APPLY_AHEAD)
+                return; /* not the worker's: no sign of life, no publication */
         if (res.status == SC_APPLY_APPLIED) {
                 if (!agg->applied++)
                         agg->first_update = now;
                 agg->last_update = now;
         } else if (res.status == SC_APPLY_DUPLICATE)
                 agg->duplicates++;
-        else
+        else if (res.status == SC_APPLY_STALE)
                 agg->stale++;
         agg->steps += (uint64_t)res.stepped;
         agg->left[wu->worker] = 0;
@@ -531,7 +544,8 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
                 goto out;
         snprintf(agg->group, sizeof(agg->group), "%s.aggregators", job->name);
         snprintf(agg->reader_group, sizeof(agg->reader_group), "%s.readers", agg->group);
-        if ((err = sc_kafka_model_initial(conf, &agg->model, errstr, errstr_size)))
+        if ((err = sc_kafka_model_initial(conf, &agg->model, errstr, errstr_size)) ||
+            (err = sc_job_auth_load(&agg->auth, conf, errstr, errstr_size)))
                 goto out;
         agg->n = sc_model_nparams(agg->model);
         if ((size_t)job->shards > agg->n) {
@@ -548,7 +562,8 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
             !(agg->idx = malloc(agg->maxlen * sizeof(uint32_t))) ||
             !(agg->last_seen = calloc((size_t)agg->nworkers, sizeof(double))) ||
             !(agg->left = calloc((size_t)agg->nworkers, 1)) ||
-            !(agg->live = calloc((size_t)agg->nworkers, 1))) {
+            !(agg->live = calloc((size_t)agg->nworkers, 1)) ||
+            !(agg->ahead_logged = calloc((size_t)agg->nworkers, 1))) {
                 sc_errf(err, errstr, errstr_size, "out of memory");
                 goto out;
         }
@@ -747,5 +762,7 @@ void sc_aggregator_destroy(sc_aggregator_t *agg)
         free(agg->last_seen);
         free(agg->left);
         free(agg->live);
+        free(agg->ahead_logged);
+        sc_auth_free(&agg->auth);
         free(agg);
 }

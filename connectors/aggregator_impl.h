@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "sc_aggregator.h"
+#include "sc_auth.h"
 #include "sc_buf.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_util.h"
@@ -27,6 +28,9 @@ typedef enum sc_agg_rej {
         SC_REJ_FUTURE,  /* a round update computed against a version not reached */
         SC_REJ_MODEL,   /* unusable J.model record */
         SC_REJ_CTL,     /* unusable J.ctl record */
+        SC_REJ_AUTH,    /* authenticated job: unsigned, unknown signer or a tag that fails */
+        SC_REJ_LIMIT,   /* refused by the job's limits (norm, samples, non-finite step) */
+        SC_REJ_AHEAD,   /* seq more than job.limits.seq_window ahead */
         SC_REJ__END
 } sc_agg_rej_t;
 
@@ -75,6 +79,9 @@ struct sc_aggregator {
         double t0, last_record, last_progress, first_assign;
         double first_update, last_update; /* monotonic times of the first / last applied update */
         uint64_t progress_applied;
+        sc_auth_t auth;
+        uint8_t *ahead_logged; /* (nworkers) a refused seq jump of the worker was logged */
+        uint64_t clipped, rolled_back;
         sc_err_t fatal;
         char fatal_str[1024];
 };
@@ -87,5 +94,8 @@ void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
 void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic, int32_t partition,
                    int64_t offset, const char *why);
 void sc_agg_progress(sc_aggregator_t *agg, double now);
+/* Counts and logs what the shard server refused or undid (limits). */
+void sc_agg_limits(sc_aggregator_t *agg, int p, int64_t offset, uint32_t worker,
+                   const sc_apply_result_t *res, const char *why);
 
 #endif

@@ -12,9 +12,9 @@
 
 #include "aggregator_impl.h"
 
-const char *const sc_agg_rej_names[SC_REJ__END] = {"corrupt", "version", "decode", "foreign",
-                                                   "shard",   "payload", "update", "future",
-                                                   "model",   "ctl"};
+const char *const sc_agg_rej_names[SC_REJ__END] = {
+    "corrupt", "version", "decode", "foreign", "shard", "payload", "update",
+    "future",  "model",   "ctl",    "auth",    "limit", "ahead"};
 
 double sc_agg_now(void)
 {
@@ -44,6 +44,32 @@ void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic, i
                            "are counted, not logged)",
                            sc_agg_rej_names[kind], topic, (int)partition, (long long)offset, why,
                            sc_agg_rej_names[kind]);
+}
+
+void sc_agg_limits(sc_aggregator_t *agg, int p, int64_t offset, uint32_t worker,
+                   const sc_apply_result_t *res, const char *why)
+{
+        const char *topic = agg->topics[SC_JOB_GRAD].name;
+        agg->clipped += (uint64_t)res->clipped;
+        if (res->rolled_back) {
+                agg->rolled_back++;
+                sc_agg_log(agg, 4,
+                           "shard %d: the round closed by %s offset %lld would have made the "
+                           "shard non-finite: step undone, parameters kept",
+                           p, topic, (long long)offset);
+        }
+        if (res->status == SC_APPLY_REJECTED) {
+                sc_agg_reject(agg, SC_REJ_LIMIT, topic, p, offset, why);
+        } else if (res->status == SC_APPLY_AHEAD) {
+                agg->rej[SC_REJ_AHEAD]++;
+                if (worker < (uint32_t)agg->nworkers && !agg->ahead_logged[worker]) {
+                        agg->ahead_logged[worker] = 1;
+                        sc_agg_log(agg, 4,
+                                   "rejected ahead record at %s [%d] offset %lld: %s (further "
+                                   "ones of worker %u are counted, not logged)",
+                                   topic, p, (long long)offset, why, worker);
+                }
+        }
 }
 
 void sc_agg_progress(sc_aggregator_t *agg, double now)
@@ -119,6 +145,9 @@ char *sc_aggregator_summary(const sc_aggregator_t *agg)
         json_object_set_new(o, "rejected_total", json_integer((json_int_t)rtot));
         json_object_set_new(o, "rejected", rej);
         json_object_set_new(o, "lost", json_integer((json_int_t)agg->lost));
+        json_object_set_new(o, "clipped", json_integer((json_int_t)agg->clipped));
+        json_object_set_new(o, "rolled_back", json_integer((json_int_t)agg->rolled_back));
+        json_object_set_new(o, "authenticated", json_boolean(agg->auth.on));
         json_object_set_new(o, "ctl_records", json_integer((json_int_t)agg->ctl_records));
         json_object_set_new(o, "published", json_integer((json_int_t)agg->publishes));
         json_object_set_new(o, "publish_failed", json_integer((json_int_t)agg->publish_failed));

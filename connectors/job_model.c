@@ -2,11 +2,13 @@
  * newest global model (see sc_job_model.h). */
 #include "sc_job_model.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <librdkafka/rdkafka.h>
 
+#include "sc_job_auth.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
@@ -33,8 +35,32 @@ struct sc_job_model_s {
         int shards, n_workers;
         sc_jm_shard_t *sh;
         float *tmp;
+        sc_auth_t auth;
         sc_job_model_stats_t stats;
 };
+
+/* 0 if a model record may be installed over shard sh: its parameters are
+ * finite, and after the first install its version is less than
+ * job.limits.model_jump ahead of the one held (a forged far-future version
+ * would otherwise pin the shard). Counts the refusal. */
+static int sc_jm_plausible(sc_job_model_t *jm, const sc_jm_shard_t *sh,
+                           const sc_wire_model_view_t *v)
+{
+        for (uint32_t i = 0; i < v->count; i++) {
+                float x;
+                sc_wire_get_f32s(&x, v->params + 4 * (size_t)i, 1);
+                if (!isfinite(x)) {
+                        jm->stats.nonfinite++;
+                        return -1;
+                }
+        }
+        if (sh->stamp > 0 && v->version > sh->version &&
+            v->version - sh->version >= jm->conf->job.model_jump) {
+                jm->stats.jump++;
+                return -1;
+        }
+        return 0;
+}
 
 static void sc_jm_install(sc_job_model_t *jm, const rd_kafka_message_t *m, int *changed)
 {
@@ -47,15 +73,20 @@ static void sc_jm_install(sc_job_model_t *jm, const rd_kafka_message_t *m, int *
                 return;
         sc_jm_shard_t *sh = &jm->sh[s];
         sh->next = m->offset + 1;
-        if (sc_wire_decode(m->payload, m->len, &msg, why, sizeof(why)) ||
-            msg.type != SC_WIRE_MODEL || msg.u.model.shard != (uint32_t)s ||
+        sc_err_t err = sc_auth_decode(&jm->auth, m->payload, m->len, &msg, NULL, why, sizeof(why));
+        if (err || msg.type != SC_WIRE_MODEL || msg.u.model.shard != (uint32_t)s ||
             msg.u.model.begin != sh->begin || msg.u.model.count != sh->end - sh->begin) {
+                jm->stats.auth_bad += err == SC_ERR_AUTH;
                 jm->stats.bad++;
                 return;
         }
         const sc_wire_model_view_t *v = &msg.u.model;
         if (v->version < sh->version && sh->stamp > 0)
                 return; /* an older publication (e.g. a zombie's), keep the newer */
+        if (sc_jm_plausible(jm, sh, v)) {
+                jm->stats.bad++;
+                return;
+        }
         sc_wire_get_f32s(jm->params + sh->begin, v->params, v->count);
         sh->version = v->version;
         sh->stamp++;
@@ -93,6 +124,8 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                 goto fail;
         }
         memcpy(jm->params, init, nparams * sizeof(float));
+        if ((err = sc_job_auth_load(&jm->auth, conf, errstr, errstr_size)))
+                goto fail;
         for (int s = 0; s < jm->shards; s++) {
                 sc_kafka_model_shard_range(nparams, jm->shards, s, &jm->sh[s].begin,
                                            &jm->sh[s].end);
@@ -172,6 +205,7 @@ void sc_job_model_destroy(sc_job_model_t *jm)
                 free(jm->sh[s].applied);
         free(jm->sh);
         free(jm->params);
+        sc_auth_free(&jm->auth);
         free(jm);
 }
 

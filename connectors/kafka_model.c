@@ -44,6 +44,7 @@ sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int s
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "shard %d outside 0..%d", shard,
                                conf->job.shards - 1);
         spec->sync = conf->job.sync;
+        spec->limits = conf->job.limits;
         spec->sgd.momentum = conf->optim.momentum;
         spec->sgd.nesterov = conf->optim.nesterov;
         spec->sgd.weight_decay = conf->optim.weight_decay;
@@ -126,7 +127,7 @@ static double sc_kafka_model_now(void)
 /* Copies a message that decodes as a model record of shard into rec;
  * otherwise reports it and returns non-zero. */
 static int sc_kafka_model_take(const rd_kafka_message_t *msg, const char *topic, int32_t shard,
-                               sc_kafka_model_reject_fn reject, void *opaque,
+                               const sc_auth_t *auth, sc_kafka_model_reject_fn reject, void *opaque,
                                sc_kafka_model_rec_t *rec)
 {
         char why[256];
@@ -144,7 +145,7 @@ static int sc_kafka_model_take(const rd_kafka_message_t *msg, const char *topic,
         memcpy(rec->mr_data, msg->payload, msg->len);
         rec->mr_len = msg->len;
         rec->mr_offset = msg->offset;
-        err = sc_wire_decode(rec->mr_data, rec->mr_len, &wm, why, sizeof(why));
+        err = sc_auth_decode(auth, rec->mr_data, rec->mr_len, &wm, NULL, why, sizeof(why));
         if (!err && wm.type != SC_WIRE_MODEL) {
                 err = SC_ERR_DECODE;
                 snprintf(why, sizeof(why), "a %s message, not a model shard",
@@ -166,7 +167,8 @@ static int sc_kafka_model_take(const rd_kafka_message_t *msg, const char *topic,
 }
 
 sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t shard,
-                                    int timeout_ms, sc_kafka_model_accept_fn accept,
+                                    int timeout_ms, const sc_auth_t *auth,
+                                    sc_kafka_model_accept_fn accept,
                                     sc_kafka_model_reject_fn reject, void *opaque,
                                     sc_kafka_model_rec_t *rec, int *found, char *errstr,
                                     size_t errstr_size)
@@ -225,7 +227,7 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
                                                 (SC_MODEL_WINDOW - 1) * sizeof(cand[0]));
                                         nc--;
                                 }
-                                if (!sc_kafka_model_take(msg, topic, shard, reject, opaque,
+                                if (!sc_kafka_model_take(msg, topic, shard, auth, reject, opaque,
                                                          &cand[nc]))
                                         nc++;
                         }

@@ -50,7 +50,10 @@ uint64_t sc_job_model_min_clock(const sc_job_model_t *jm);
 typedef struct sc_job_model_stats {
         uint64_t records;   /* J.model records read */
         uint64_t installed; /* shard records installed */
-        uint64_t bad;       /* not a usable model record of their shard (skipped) */
+        uint64_t bad;       /* not a usable model record of their shard (skipped); of them: */
+        uint64_t auth_bad;  /* authenticated job: unsigned or a tag that does not verify */
+        uint64_t nonfinite; /* a parameter is NaN or infinite */
+        uint64_t jump;      /* version job.limits.model_jump or more ahead of the held one */
         uint64_t bytes;     /* bytes read */
 } sc_job_model_stats_t;
 const sc_job_model_stats_t *sc_job_model_stats(const sc_job_model_t *jm);

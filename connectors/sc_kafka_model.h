@@ -10,6 +10,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "sc_auth.h"
 #include "sc_buf.h"
 #include "sc_conf.h"
 #include "sc_err.h"
@@ -67,12 +68,14 @@ typedef void (*sc_kafka_model_reject_fn)(void *opaque, const char *topic, int32_
 
 /* Finds the newest usable record of partition `shard` of topic: reads
  * backwards in windows from the end offset (as of the call) towards the
- * log start; a record is usable when it decodes as a model message for
- * `shard` and accept (may be NULL) agrees. rk is a consumer handle that is
+ * log start; a record is usable when it decodes (verified under auth, which
+ * may be NULL for an unauthenticated job) as a model message for `shard`
+ * and accept (may be NULL) agrees. rk is a consumer handle that is
  * not subscribed (its assignment is replaced and cleared). *found = 0 and
  * rec empty when the partition holds no usable record. */
 sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t shard,
-                                    int timeout_ms, sc_kafka_model_accept_fn accept,
+                                    int timeout_ms, const sc_auth_t *auth,
+                                    sc_kafka_model_accept_fn accept,
                                     sc_kafka_model_reject_fn reject, void *opaque,
                                     sc_kafka_model_rec_t *rec, int *found, char *errstr,
                                     size_t errstr_size);

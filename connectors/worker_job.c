@@ -16,6 +16,7 @@
 
 #include "sc_buf.h"
 #include "sc_codec.h"
+#include "sc_job_auth.h"
 #include "sc_job_model.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
@@ -48,6 +49,7 @@ struct sc_wk_job {
         rd_kafka_t *prod;
         rd_kafka_t *inj; /* J.inject reader, NULL without injection */
         sc_job_model_t *jm;
+        sc_auth_t auth; /* authenticated job: this worker signs with its key */
         sc_sync_worker_t *sync;
         sc_codec_t **codecs; /* per shard */
         uint64_t *stamps;    /* per shard: the install counter of the model held */
@@ -71,7 +73,7 @@ struct sc_wk_job {
         /* counters */
         uint64_t sent, acked, failed, bytes_up, dense_bytes, msgs_out;
         uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
-        uint64_t ctl_sent, waits;
+        uint64_t ctl_sent, waits, inj_auth;
         char first_err[256];
         /* latency: produce -> acknowledged, produce -> visible in J.model */
         uint64_t ring_seq[SC_WJ_LAT_RING];
@@ -166,6 +168,13 @@ static double sc_wj_wall(void)
         return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Signs the message in j->msg as this worker (authenticated jobs). */
+static sc_err_t sc_wj_sign(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        return sc_auth_sign(&w->job->auth, &w->job->msg, 0, (uint32_t)w->spec.worker_id, errstr,
+                            errstr_size);
+}
+
 static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
@@ -184,6 +193,8 @@ static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr,
         memcpy(c.fields, f, sizeof(f));
         j->msg.len = 0;
         sc_err_t err = sc_wire_encode_control(&j->msg, &c, errstr, errstr_size);
+        if (!err)
+                err = sc_wj_sign(w, errstr, errstr_size);
         if (!err)
                 err = sc_wj_produce(w, j->topics[SC_JOB_CTL].name, RD_KAFKA_PARTITION_UA, NULL,
                                     j->msg.data, j->msg.len, NULL, errstr, errstr_size);
@@ -228,7 +239,8 @@ static uint64_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base)
                         int64_t off = m->offset;
                         sc_wire_msg_t msg;
                         if (!m->err &&
-                            sc_wire_decode(m->payload, m->len, &msg, why, sizeof(why)) == SC_OK &&
+                            sc_auth_decode(&j->auth, m->payload, m->len, &msg, NULL, why,
+                                           sizeof(why)) == SC_OK &&
                             msg.type == SC_WIRE_UPDATE &&
                             msg.u.update.worker == (uint32_t)w->spec.worker_id &&
                             msg.u.update.seq > best)
@@ -315,7 +327,8 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                 memcpy(sc_model_params(w->model), sc_model_params(m0), j->n * sizeof(float));
         sc_model_destroy(m0);
         memcpy(j->sync_params, sc_model_params(w->model), j->n * sizeof(float));
-        if ((err = sc_wj_codecs(w, errstr, errstr_size)))
+        if ((err = sc_wj_codecs(w, errstr, errstr_size)) ||
+            (err = sc_job_auth_load(&j->auth, conf, errstr, errstr_size)))
                 return err;
         if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", errstr,
                                            errstr_size)))
@@ -417,6 +430,7 @@ void sc_wk_job_destroy(sc_worker_t *w)
                 free(p);
         }
         sc_job_model_destroy(j->jm);
+        sc_auth_free(&j->auth);
         sc_sync_worker_destroy(j->sync);
         for (int s = 0; j->codecs && s < j->shards; s++)
                 sc_codec_destroy(j->codecs[s]);
@@ -489,8 +503,11 @@ static void sc_wj_inject_recv(sc_worker_t *w)
                         rd_kafka_message_destroy(m);
                         continue;
                 }
-                if (sc_wire_decode(m->payload, m->len, &msg, why, sizeof(why)) ||
-                    msg.type != SC_WIRE_SAMPLES || !msg.u.samples.labels ||
+                sc_err_t derr =
+                    sc_auth_decode(&j->auth, m->payload, m->len, &msg, NULL, why, sizeof(why));
+                if (derr == SC_ERR_AUTH)
+                        j->inj_auth++;
+                if (derr || msg.type != SC_WIRE_SAMPLES || !msg.u.samples.labels ||
                     (size_t)msg.u.samples.c * msg.u.samples.h * msg.u.samples.w != w->numel) {
                         j->inj_bad++;
                 } else if (msg.u.samples.worker == (uint32_t)w->spec.worker_id) {
@@ -539,6 +556,7 @@ int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y,
                                        .data = batch->x};
                 j->msg.len = 0;
                 if (sc_wire_encode_samples(&j->msg, &s, why, sizeof(why)) == SC_OK &&
+                    sc_wj_sign(w, why, sizeof(why)) == SC_OK &&
                     sc_wj_produce(w, j->topics[SC_JOB_INJECT].name, RD_KAFKA_PARTITION_UA, NULL,
                                   j->msg.data, j->msg.len, NULL, why, sizeof(why)) == SC_OK)
                         j->injected_out += (uint64_t)k;
@@ -555,6 +573,20 @@ int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y,
                 j->inj_from[j->draw_src[i]]++;
         j->injected_in += (uint64_t)m;
         return m;
+}
+
+/* ---- security counters ---- */
+
+/* Authentication and the model records refused (docs/SECURITY.md). */
+static void sc_wj_security_json(const sc_wk_job_t *j, const sc_job_model_stats_t *ms, json_t *o)
+{
+        if (!o)
+                return;
+        json_object_set_new(o, "authenticated", json_boolean(j->auth.on));
+        json_object_set_new(o, "inject_auth_bad", json_integer((json_int_t)j->inj_auth));
+        json_object_set_new(o, "model_auth_bad", json_integer((json_int_t)ms->auth_bad));
+        json_object_set_new(o, "model_nonfinite", json_integer((json_int_t)ms->nonfinite));
+        json_object_set_new(o, "model_jump", json_integer((json_int_t)ms->jump));
 }
 
 /* ---- latency ---- */
@@ -656,7 +688,8 @@ static sc_err_t sc_wj_send(sc_worker_t *w, const sc_sync_act_t *act, char *errst
                                       .payload = j->payload.data,
                                       .payload_len = j->payload.len};
                 j->msg.len = 0;
-                if ((err = sc_wire_encode_update(&j->msg, &u, errstr, errstr_size)))
+                if ((err = sc_wire_encode_update(&j->msg, &u, errstr, errstr_size)) ||
+                    (err = sc_wj_sign(w, errstr, errstr_size)))
                         goto fail;
                 snprintf(key, sizeof(key), "%d", s);
                 if ((err = sc_wj_produce(w, j->topics[SC_JOB_GRAD].name, s, key, j->msg.data,
@@ -806,6 +839,7 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
             (json_int_t)j->injected_out, "injected_in", (json_int_t)j->injected_in, "own_skipped",
             (json_int_t)j->own_skipped, "wait_s", sc_sync_worker_wait_seconds(j->sync),
             "inject_bad", (json_int_t)j->inj_bad, "ctl_sent", (json_int_t)j->ctl_sent);
+        sc_wj_security_json(j, ms, o);
         if (o) {
                 json_t *lat = json_pack("{s:o, s:o}", "acked", sc_wj_pct(j->lat_ack, j->n_ack),
                                         "visible", sc_wj_pct(j->lat_vis, j->n_vis));

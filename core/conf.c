@@ -56,6 +56,7 @@ static const char *const sc_conf_sync_names[] = {"bsp",     "scadles", "asp",   
 static const char *const sc_conf_codec_names[] = {"none",     "topk", "randk", "adacomp",
                                                   "adaptive", "q8",   "fp16",  NULL};
 static const char *const sc_conf_publish_names[] = {"auto", "every", "interval", NULL};
+static const char *const sc_conf_robust_names[] = {"none", "trimmed_mean", "median", NULL};
 _Static_assert(SC_SYNC__END == 7, "sync names above follow sc_sync_kind_t");
 _Static_assert(SC_CODEC__END == 7, "codec names above follow sc_codec_id_t");
 _Static_assert(sizeof(((sc_sync_spec_t *)0)->ada_window) == sizeof(int),
@@ -1019,6 +1020,67 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_IN(0, 1),
      .desc = "Data injection: fraction of a batch shared, and the largest fraction of "
              "foreign samples mixed into a batch (`--inject-beta` overrides it)."},
+    {.path = "job.limits.seq_window",
+     .type = SC_CONF_UINT64,
+     .offset = C(job.limits.seq_window),
+     .def = "64",
+     R_GE(0),
+     .desc = "Aggregators refuse (count, log once per worker) an update this many seqs or more "
+             "ahead of its worker's next seq on the shard; 0 = no window. Up to 64 a gap never "
+             "gives an honest seq up; above 64 a far jump gives the missing seqs up as lost "
+             "(docs/SECURITY.md)."},
+    {.path = "job.limits.max_norm",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.limits.max_norm),
+     .def = "0",
+     R_GE(0),
+     .desc = "Aggregators: L2 norm limit of one update on one shard (a full model's: of its "
+             "difference to the shard); 0 = none. Over it an update is refused, or scaled down "
+             "with job.limits.clip."},
+    {.path = "job.limits.clip",
+     .type = SC_CONF_BOOL,
+     .offset = C(job.limits.clip),
+     .def = "false",
+     .desc = "Scale an update over job.limits.max_norm down to it instead of refusing it."},
+    {.path = "job.limits.robust",
+     .type = SC_CONF_ENUM,
+     .offset = C(job.limits.robust),
+     .def = "\"none\"",
+     .names = sc_conf_robust_names,
+     .desc = "Round policies (bsp, scadles, localsgd): aggregate a round by the coordinate-wise "
+             "trimmed mean or median of its updates instead of the (weighted) mean. Unweighted; "
+             "scadles still scales the LR by the round's samples. Ignored by the asynchronous "
+             "policies."},
+    {.path = "job.limits.trim",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.limits.trim),
+     .def = "0.25",
+     R_IN(0, 0.49),
+     .desc = "trimmed_mean: fraction of a coordinate's values dropped at each end (at least "
+             "one value is kept)."},
+    {.path = "job.limits.model_jump",
+     .type = SC_CONF_UINT64,
+     .offset = C(job.model_jump),
+     .def = "1048576",
+     R_GE(1),
+     .desc = "Workers refuse (count as model_bad) a J.model record whose version is this far or "
+             "more ahead of the shard version they hold (after their first install)."},
+    {.path = "job.auth.key_file",
+     .type = SC_CONF_STRING,
+     .offset = C(job.auth_key_file),
+     .def = "\"\"",
+     .size = SC_CONF_AUTH_MAX,
+     .desc = "Authenticated job: a file whose bytes (a trailing newline dropped; at least 16) "
+             "are the job key. Every record on J.grad, J.model, J.ctl and J.inject is then "
+             "signed and every reader requires the tag (docs/SECURITY.md). The key itself is "
+             "never printed."},
+    {.path = "job.auth.key_env",
+     .type = SC_CONF_STRING,
+     .offset = C(job.auth_key_env),
+     .def = "\"\"",
+     .size = SC_CONF_AUTH_MAX,
+     .desc = "Authenticated job: the name of an environment variable holding the job key "
+             "(instead of job.auth.key_file)."},
 };
 const size_t sc_conf_nprops = sizeof(sc_conf_props) / sizeof(sc_conf_props[0]);
 
@@ -1298,6 +1360,9 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
         if (op->nesterov && op->momentum <= 0)
                 return sc_conf_fail(errstr, errstr_size, o, "$.optim.nesterov",
                                     "needs optim.momentum > 0");
+        if (conf->job.auth_key_file[0] && conf->job.auth_key_env[0])
+                return sc_conf_fail(errstr, errstr_size, o, "$.job.auth.key_env",
+                                    "give job.auth.key_file or job.auth.key_env, not both");
         if (s->warmup_steps > 0 && op->warmup_epochs > 0)
                 return sc_conf_fail(errstr, errstr_size, o, "$.optim.schedule.warmup_epochs",
                                     "give warmup_steps or warmup_epochs, not both");

@@ -11,6 +11,9 @@
 
 #define SC_SNAP_MAGIC 0x56535353u /* "SSSV" */
 #define SC_SNAP_VERSION 1u
+/* got[w]: 0 no turn yet in the round, 1 contributed, SC_GOT_REFUSED its
+ * update was refused by the limits (its turn, taken; kept in snapshots). */
+#define SC_GOT_REFUSED 2
 
 sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const float *init,
                        char *errstr, size_t errstr_size)
@@ -51,6 +54,14 @@ sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const f
                         sc_err2str(err));
                 goto out_free;
         }
+        if (!(srv->backup = calloc(3 * n, sizeof(float))) ||
+            !(srv->clipped = calloc(n, sizeof(float))))
+                goto out_nomem;
+        if (!srv->pol->round_based)
+                srv->spec.limits.robust = SC_ROBUST_NONE; /* rounds only */
+        if (srv->spec.limits.robust && (!(srv->rows = calloc(nw * n, sizeof(float))) ||
+                                        !(srv->col = calloc(nw, sizeof(float)))))
+                goto out_nomem;
         for (size_t w = 0; w < nw; w++) {
                 srv->live[w] = 1;
                 srv->seq[w].base = 1;
@@ -79,6 +90,10 @@ void sc_server_destroy(sc_server_t *srv)
         free(srv->scratch);
         free(srv->acc);
         free(srv->mom);
+        free(srv->backup);
+        free(srv->clipped);
+        free(srv->rows);
+        free(srv->col);
         free(srv->got);
         free(srv->live);
         free(srv->seq);
@@ -147,24 +162,38 @@ static uint64_t sc_seqwin_gap(const sc_seqwin_t *sw, uint64_t seq)
 
 /* ---- rounds -------------------------------------------------------------- */
 
+/* Every live worker had its turn (a round with no live worker is complete
+ * once anyone contributed: round_close checks that). */
 static int sc_server_round_complete(const sc_server_t *srv)
 {
-        int any_live = 0;
-        for (int w = 0; w < srv->spec.sync.n_workers; w++) {
-                if (!srv->live[w])
-                        continue;
-                any_live = 1;
-                if (!srv->got[w])
+        for (int w = 0; w < srv->spec.sync.n_workers; w++)
+                if (srv->live[w] && !srv->got[w])
                         return 0;
-        }
-        return any_live || srv->n_got > 0;
+        return 1;
 }
 
-static int sc_server_round_close(sc_server_t *srv)
+/* Closes the round once every live worker had its turn. The step is
+ * undone when it would leave the shard non-finite (*rolled_back); a round
+ * whose every update was refused closes without a step. */
+static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
 {
-        if (srv->n_got == 0 || !sc_server_round_complete(srv))
+        int turns = 0;
+        for (int w = 0; w < srv->spec.sync.n_workers; w++)
+                turns += srv->got[w] != 0;
+        if (turns == 0 || !sc_server_round_complete(srv))
                 return 0;
-        srv->pol->round_finish(srv);
+        if (srv->n_got > 0) {
+                sc_server_save(srv);
+                if (srv->rows)
+                        sc_server_robust_acc(srv);
+                srv->pol->round_finish(srv);
+                if (!sc_server_is_finite(srv)) {
+                        sc_server_rollback(srv);
+                        srv->stats.rolled_back++;
+                        if (rolled_back)
+                                *rolled_back = 1;
+                }
+        }
         memset(srv->acc, 0, srv->n * sizeof(float));
         memset(srv->got, 0, (size_t)srv->spec.sync.n_workers);
         srv->acc_weight = 0;
@@ -174,9 +203,13 @@ static int sc_server_round_close(sc_server_t *srv)
         return 1;
 }
 
-static void sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
+/* Adds u to the round sum; 0 (nothing changed) if the sum would not stay
+ * finite. */
+static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
 {
         float wgt = (float)srv->pol->round_weight(u);
+        if (!sc_server_round_add_ok(srv, u, wgt))
+                return 0;
         if (u->indices) {
                 for (size_t k = 0; k < u->count; k++)
                         srv->acc[u->indices[k]] += wgt * u->values[k];
@@ -184,12 +217,43 @@ static void sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
                 for (size_t i = 0; i < srv->n; i++)
                         srv->acc[i] += wgt * u->values[i];
         }
+        if (srv->rows)
+                sc_server_robust_add(srv, u);
         srv->acc_weight += wgt;
         srv->got[u->worker] = 1;
         srv->n_got++;
+        return 1;
 }
 
 /* ---- applying ------------------------------------------------------------ */
+
+/* One asynchronous step, never leaving the shard non-finite: *refused (errstr
+ * filled, nothing changed) for a step that would. AdaComp's step
+ * only moves the update's coordinates, each by at most lr x value, so it is
+ * checked before (O(count)); the other policies are saved, stepped and
+ * checked, and undone when needed. */
+static sc_err_t sc_server_async_step(sc_server_t *srv, const sc_update_t *u, int *refused,
+                                     char *errstr, size_t errstr_size)
+{
+        int sparse_ok = srv->pol->kind == SC_SYNC_ADACOMP;
+        sc_err_t err;
+
+        if (sparse_ok && !sc_server_bounded_step_ok(srv, u, (float)sc_server_lr(srv)))
+                goto refuse;
+        if (!sparse_ok)
+                sc_server_save(srv);
+        if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
+                return err;
+        if (sparse_ok || sc_server_is_finite(srv))
+                return SC_OK;
+        sc_server_rollback(srv);
+refuse:
+        *refused = 1;
+        return sc_errf(SC_OK, errstr, errstr_size,
+                       "shard %u: worker %u seq %llu would make the shard non-finite: step %s",
+                       srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                       sparse_ok ? "refused" : "undone");
+}
 
 static sc_err_t sc_server_check(const sc_server_t *srv, const sc_update_t *u, char *errstr,
                                 size_t errstr_size)
@@ -232,11 +296,6 @@ static sc_err_t sc_server_check(const sc_server_t *srv, const sc_update_t *u, ch
                                                "range [0, %zu)",
                                                srv->spec.shard, u->worker,
                                                (unsigned long long)u->seq, u->indices[k], srv->n);
-        for (size_t k = 0; k < (u->indices ? u->count : srv->n); k++)
-                if (!isfinite(u->values[k]))
-                        return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
-                                       "shard %u: worker %u seq %llu: value %zu is not finite",
-                                       srv->spec.shard, u->worker, (unsigned long long)u->seq, k);
         if (srv->pol->kind == SC_SYNC_SCADLES && u->samples == 0)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "shard %u: worker %u seq %llu: scadles updates need samples >= 1",
@@ -253,6 +312,9 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
                          char *errstr, size_t errstr_size)
 {
         sc_apply_result_t r = {0};
+        const sc_update_t *u0 = u;
+        sc_update_t lu;
+        uint64_t window = srv->spec.limits.seq_window;
         sc_seqwin_t *sw;
         sc_err_t err;
 
@@ -264,24 +326,58 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
                 r.status = SC_APPLY_DUPLICATE;
                 goto out;
         }
-        r.gap = sc_seqwin_gap(sw, u->seq);
-        if (srv->pol->round_based) {
-                if (u->t_read < srv->version || srv->got[u->worker]) {
-                        r.status = SC_APPLY_STALE;
-                        srv->stats.stale++;
-                } else {
-                        sc_server_round_add(srv, u);
-                        srv->live[u->worker] = 1;
-                        r.stepped = sc_server_round_close(srv);
-                }
-        } else {
-                if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
-                        return err;
-                srv->live[u->worker] = 1;
-                srv->version++;
-                srv->stats.steps++;
-                r.stepped = 1;
+        if (window && u->seq - sw->base >= window) {
+                sc_errf(SC_OK, errstr, errstr_size,
+                        "shard %u: worker %u seq %llu is %llu ahead of its next seq %llu (window "
+                        "%llu): refused",
+                        srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                        (unsigned long long)(u->seq - sw->base), (unsigned long long)sw->base,
+                        (unsigned long long)window);
+                srv->stats.ahead++;
+                r.status = SC_APPLY_AHEAD;
+                goto out;
         }
+        r.gap = sc_seqwin_gap(sw, u->seq);
+        if (srv->pol->round_based && (u->t_read < srv->version || srv->got[u->worker])) {
+                r.status = SC_APPLY_STALE;
+                srv->stats.stale++;
+        } else if (sc_server_limit(srv, u0, &lu, &r.clipped, errstr, errstr_size)) {
+                r.status = SC_APPLY_REJECTED;
+        } else if (srv->pol->round_based) {
+                u = &lu;
+                if (!sc_server_round_add(srv, u)) {
+                        sc_errf(SC_OK, errstr, errstr_size,
+                                "shard %u: worker %u seq %llu would make the round sum "
+                                "non-finite",
+                                srv->spec.shard, u->worker, (unsigned long long)u->seq);
+                        r.status = SC_APPLY_REJECTED;
+                        srv->got[u->worker] = SC_GOT_REFUSED;
+                }
+                srv->live[u->worker] = 1;
+                r.stepped = sc_server_round_close(srv, &r.rolled_back);
+        } else {
+                u = &lu;
+                int refused = 0;
+                if ((err = sc_server_async_step(srv, u, &refused, errstr, errstr_size)))
+                        return err;
+                if (refused) {
+                        r.status = SC_APPLY_REJECTED;
+                } else {
+                        srv->live[u->worker] = 1;
+                        srv->version++;
+                        srv->stats.steps++;
+                        r.stepped = 1;
+                }
+        }
+        if (r.status == SC_APPLY_REJECTED) {
+                srv->stats.rejected++;
+                if (srv->pol->round_based && !srv->got[u->worker] && u->t_read == srv->version) {
+                        srv->got[u->worker] = SC_GOT_REFUSED;
+                        srv->live[u->worker] = 1;
+                        r.stepped = sc_server_round_close(srv, &r.rolled_back);
+                }
+        }
+        srv->stats.clipped += (uint64_t)r.clipped;
         if (r.status == SC_APPLY_APPLIED) {
                 srv->stats.applied++;
                 srv->clock[u->worker]++;
@@ -304,7 +400,7 @@ sc_err_t sc_server_set_live(sc_server_t *srv, uint32_t worker, int live, sc_appl
                 return SC_ERR_INVAL;
         srv->live[worker] = live ? 1 : 0;
         if (srv->pol->round_based)
-                r.stepped = sc_server_round_close(srv);
+                r.stepped = sc_server_round_close(srv, &r.rolled_back);
         if (res)
                 *res = r;
         return SC_OK;
@@ -363,8 +459,9 @@ const sc_server_spec_t *sc_server_spec(const sc_server_t *srv)
 /* Layout (little-endian): magic u32, format u32, kind u32, shard u32,
  * begin u64, end u64, n_workers u32, version u64, stats 6 x u64,
  * acc_weight f64, n_got u32, per worker {live u8, got u8, base u64, mask u64,
- * clock u64}, params, velocity (n, or 0 floats), acc (n or 0), mom (n or 0),
- * adacomp length u64 + bytes, crc32c u32 of everything before. */
+ * clock u64} (got: 0, 1 or 2 = refused), params, velocity (n, or 0 floats),
+ * acc (n or 0), mom (n or 0), robust rows (n_workers x n, or 0), adacomp
+ * length u64 + bytes, crc32c u32 of everything before. */
 
 typedef struct sc_wbuf {
         uint8_t *p;
@@ -419,12 +516,18 @@ static size_t sc_server_vel_len(const sc_server_t *srv)
         return srv->sgd.velocity ? srv->n : 0;
 }
 
+/* Robust rounds: the contributors' rows (n_workers x n). */
+static size_t sc_server_rows_len(const sc_server_t *srv)
+{
+        return srv->rows ? (size_t)srv->spec.sync.n_workers * srv->n : 0;
+}
+
 sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp)
 {
         size_t nw = (size_t)srv->spec.sync.n_workers,
                ada = srv->ada ? sc_adacomp_save_size(srv->ada) : 0;
-        size_t nf =
-            srv->n + sc_server_vel_len(srv) + (srv->acc ? srv->n : 0) + (srv->mom ? srv->n : 0);
+        size_t nf = srv->n + sc_server_vel_len(srv) + (srv->acc ? srv->n : 0) +
+                    (srv->mom ? srv->n : 0) + sc_server_rows_len(srv);
         size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 8 + ada + 4;
         sc_wbuf_t b;
         uint64_t accw;
@@ -465,6 +568,7 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
                 sc_put_f32s(&b, srv->acc, srv->n);
         if (srv->mom)
                 sc_put_f32s(&b, srv->mom, srv->n);
+        sc_put_f32s(&b, srv->rows, sc_server_rows_len(srv));
         sc_put(&b, ada, 8);
         if (srv->ada) {
                 sc_adacomp_save(srv->ada, b.p);
@@ -486,7 +590,8 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         uint32_t n_got, shard;
         float *fl = NULL;
         uint8_t *wb = NULL;
-        size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0;
+        size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0,
+               nrows = sc_server_rows_len(srv);
         sc_err_t err = SC_ERR_CORRUPT;
 
         if (len < 8)
@@ -521,7 +626,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         accw = sc_get(&b, 8);
         n_got = (uint32_t)sc_get(&b, 4);
         /* Decode into temporaries; commit only when everything checked out. */
-        if (!(fl = malloc((n + nvel + nacc + nmom + 1) * sizeof(float))) ||
+        if (!(fl = malloc((n + nvel + nacc + nmom + nrows + 1) * sizeof(float))) ||
             !(wb = malloc(nw * 26 + 1))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "shard snapshot: out of memory");
                 goto out;
@@ -532,7 +637,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 memcpy(wb, b.p, nw * 26);
                 b.p += nw * 26;
         }
-        sc_get_f32s(&b, fl, n + nvel + nacc + nmom);
+        sc_get_f32s(&b, fl, n + nvel + nacc + nmom + nrows);
         adalen = (size_t)sc_get(&b, 8);
         if (b.bad || adalen != (size_t)(b.end - b.p) || (!srv->ada && adalen)) {
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -540,20 +645,26 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 goto out;
         }
         {
-                /* Membership bytes are 0/1 and the round count matches them. */
+                /* Membership bytes are 0/1, got 0..2, and the round count matches the
+                 * contributions. */
                 uint32_t got = 0;
                 double w;
                 memcpy(&w, &accw, 8);
                 for (size_t k = 0; k < nw; k++) {
-                        if (wb[k * 26] > 1 || wb[k * 26 + 1] > 1)
+                        if (wb[k * 26] > 1 || wb[k * 26 + 1] > SC_GOT_REFUSED)
                                 b.bad = 1;
-                        got += wb[k * 26 + 1];
+                        got += wb[k * 26 + 1] == 1;
                 }
                 if (b.bad || got != n_got || (!srv->acc && n_got) || !(w >= 0) || !isfinite(w)) {
                         err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                       "shard snapshot: inconsistent round state");
                         goto out;
                 }
+        }
+        if (!sc_server_floats_finite(fl, n + nvel + nacc + nmom + nrows)) {
+                err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                              "shard snapshot: a parameter or optimizer value is not finite");
+                goto out;
         }
         if (srv->ada && sc_adacomp_load(srv->ada, b.p, adalen)) {
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -584,6 +695,8 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 memcpy(srv->acc, fl + n + nvel, nacc * sizeof(float));
         if (nmom)
                 memcpy(srv->mom, fl + n + nvel + nacc, nmom * sizeof(float));
+        if (nrows)
+                memcpy(srv->rows, fl + n + nvel + nacc + nmom, nrows * sizeof(float));
         err = SC_OK;
 out:
         free(fl);

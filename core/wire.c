@@ -563,10 +563,10 @@ sc_err_t sc_wire_decode_auth(const void *data, size_t len, const void *key, size
         if (err)
                 return err;
         if (!(sc_rd16(p + 6) & SC_WIRE_FLAG_HMAC))
-                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                return sc_errf(SC_ERR_AUTH, errstr, errstr_size,
                                "wire %s: the message is not signed", sc_wire_type_name(type));
         if (!sc_wire_tag_ok(p, len, key, keylen))
-                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                return sc_errf(SC_ERR_AUTH, errstr, errstr_size,
                                "wire %s: HMAC-SHA256 tag mismatch (wrong key or altered "
                                "message)",
                                sc_wire_type_name(type));

@@ -450,7 +450,8 @@ sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, unsi
 {
         int log8 = (flags & SC_CODEC_FLAG_LOG8) != 0;
         size_t width = flags & SC_CODEC_FLAG_HALF ? 2 : log8 ? 1 : 4;
-        size_t used, extra = log8 ? 8 : 0;
+        size_t used = 0, extra = log8 ? 8 : 0;
+        sc_index_iter_t it;
         uint32_t k;
         sc_err_t err;
 
@@ -465,13 +466,17 @@ sc_err_t sc_codec_sparse_check(const uint8_t *body, size_t len, uint32_t n, unsi
         if (k > n)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "codec payload: %u sparse entries for %u coordinates", k, n);
-        err = sc_codec_index_decode(body + 4, len - 4, k, n, NULL, &used, errstr, errstr_size);
-        if (err)
+        /* The value bytes are checked before any index is walked: they bound
+         * k (and so the walk) by the bytes present, whatever k and n claim. */
+        if ((err = sc_index_iter_init(&it, body + 4, len - 4, k, n, &used, errstr, errstr_size)))
                 return err;
         if (len - 4 - used != extra + width * (size_t)k)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "codec payload: %zu value bytes for %u sparse entries",
                                len - 4 - used, k);
+        err = sc_codec_index_decode(body + 4, len - 4, k, n, NULL, &used, errstr, errstr_size);
+        if (err)
+                return err;
         if (log8) {
                 const uint8_t *v = body + 4 + used;
                 float lo = sc_le_getf32(v), hi = sc_le_getf32(v + 4);

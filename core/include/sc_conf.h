@@ -17,6 +17,7 @@
 #include "sc_err.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
+#include "sc_server.h"
 #include "sc_sync.h"
 
 #define SC_CONF_PATH_MAX 512
@@ -139,6 +140,8 @@ typedef enum sc_conf_publish {
         SC_CONF_PUBLISH_INTERVAL, /* at most one per snapshot_interval (and on revoke/exit) */
 } sc_conf_publish_t;
 
+#define SC_CONF_AUTH_MAX 256
+
 typedef struct sc_conf_job {
         char name[SC_CONF_JOB_NAME_MAX]; /* topics J.grad, J.model, J.inject, J.ctl */
         int shards;                      /* model shards = partitions of J.grad and J.model */
@@ -155,6 +158,10 @@ typedef struct sc_conf_job {
         double progress_interval;        /* s between aggregator progress lines */
         double inject_alpha;             /* worker: probability a batch shares on J.inject */
         double inject_beta;              /* worker: fraction shared / most foreign mixed in */
+        sc_server_limits_t limits;       /* aggregators: what one update may do */
+        uint64_t model_jump;             /* workers: refuse a J.model record this far ahead */
+        char auth_key_file[SC_CONF_AUTH_MAX]; /* job key: a file holding it, or */
+        char auth_key_env[SC_CONF_AUTH_MAX];  /* an environment variable holding it */
 } sc_conf_job_t;
 
 typedef struct sc_conf {

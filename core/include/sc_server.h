@@ -12,12 +12,33 @@
 #include "sc_optim.h"
 #include "sc_sync.h"
 
+/* Aggregation of a round's updates (round policies). */
+typedef enum sc_robust_kind {
+        SC_ROBUST_NONE = 0,    /* the policy's weighted mean */
+        SC_ROBUST_TRIMMED = 1, /* coordinate-wise mean after dropping the trim fraction of
+                                  the lowest and of the highest values */
+        SC_ROBUST_MEDIAN = 2,  /* coordinate-wise median */
+} sc_robust_kind_t;
+
+/* What one update may do to a shard (all zero: no limits). */
+typedef struct sc_server_limits {
+        uint64_t seq_window; /* refuse an update this many seqs or more ahead of the worker's
+                                lowest unapplied seq (SC_APPLY_AHEAD); 0 = no window */
+        double max_norm;     /* L2 norm limit of one update (a full model: of its difference
+                                to the shard); 0 = none */
+        int clip;            /* 1: scale an update over max_norm down to it; 0: refuse it */
+        int robust;          /* sc_robust_kind_t; round policies only (unweighted: the
+                                round's weight sum still scales the scadles LR) */
+        double trim;         /* trimmed: fraction dropped at each end, [0, 0.5) */
+} sc_server_limits_t;
+
 typedef struct sc_server_spec {
         sc_sync_spec_t sync;   /* policy (checked and defaulted by sc_server_new) */
         sc_sgd_spec_t sgd;     /* server optimizer for gradient policies */
         sc_sched_spec_t sched; /* LR schedule, stepped by the server's version */
         uint32_t shard;        /* shard id (informational, kept in snapshots) */
         size_t begin, end;     /* the shard's range of the flat parameter buffer */
+        sc_server_limits_t limits;
 } sc_server_spec_t;
 
 typedef struct sc_server_s sc_server_t;
@@ -27,13 +48,22 @@ typedef enum sc_apply_status {
         SC_APPLY_DUPLICATE, /* (worker, seq) was applied before: ignored */
         SC_APPLY_STALE,     /* round policies: computed against an old round; consumed
                                (its seq is marked applied) but not aggregated */
+        SC_APPLY_REJECTED,  /* refused by the limits (a non-finite value, samples over b_max,
+                               norm over max_norm without clip, a step that would make the
+                               shard non-finite):
+                               consumed (seq marked; in a round it is the worker's turn)
+                               but nothing changed; errstr says why */
+        SC_APPLY_AHEAD,     /* seq limits.seq_window or more ahead: refused, not marked,
+                               nothing changed; errstr says why */
 } sc_apply_status_t;
 
 typedef struct sc_apply_result {
         sc_apply_status_t status;
-        int stepped;   /* the version advanced (a round closed / async step) */
-        uint64_t gap;  /* seqs of this worker still missing below this one */
-        uint64_t lost; /* seqs given up as lost (more than 64 ahead) */
+        int stepped;     /* the version advanced (a round closed / async step) */
+        uint64_t gap;    /* seqs of this worker still missing below this one */
+        uint64_t lost;   /* seqs given up as lost (more than 64 ahead) */
+        int clipped;     /* the update was scaled down to limits.max_norm */
+        int rolled_back; /* the round it closed was undone (non-finite step) */
 } sc_apply_result_t;
 
 typedef struct sc_server_stats {
@@ -43,6 +73,11 @@ typedef struct sc_server_stats {
         uint64_t gaps;       /* updates that arrived with lower seqs missing */
         uint64_t lost;       /* seqs skipped as lost */
         uint64_t steps;      /* version advances */
+        /* not kept in snapshots (counted by this process): */
+        uint64_t rejected;    /* SC_APPLY_REJECTED */
+        uint64_t ahead;       /* SC_APPLY_AHEAD */
+        uint64_t clipped;     /* updates scaled down to max_norm */
+        uint64_t rolled_back; /* round steps undone because the shard became non-finite */
 } sc_server_stats_t;
 
 /* Creates the server for spec's shard; init (end - begin floats, or NULL for
@@ -52,9 +87,14 @@ sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const f
 void sc_server_destroy(sc_server_t *srv);
 
 /* Applies u once. Errors (nothing changes): SC_ERR_INVAL for a bad worker id,
- * seq 0, a wrong shard length, out-of-range indices or a kind the policy does
- * not take; SC_ERR_STATE for a round update from the future. An update from a
- * worker marked not live makes it live again. res may be NULL. */
+ * seq 0, a wrong shard length, out-of-range indices or a kind the policy
+ * does not take; SC_ERR_STATE for a round update from the
+ * future. SC_OK with res->status SC_APPLY_REJECTED or SC_APPLY_AHEAD (errstr
+ * filled) for updates the limits refuse. A step (async update or round) that
+ * would leave a parameter or the optimizer state non-finite is undone: an
+ * async update is then SC_APPLY_REJECTED, a round closes without changing
+ * the parameters (res->rolled_back). An update from a worker marked not live
+ * makes it live again. res may be NULL. */
 sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result_t *res,
                          char *errstr, size_t errstr_size);
 /* Membership: a worker leaving can close a round (res->stepped). */
@@ -70,6 +110,9 @@ uint64_t sc_server_min_clock(const sc_server_t *srv);
 /* What a model message to worker should carry. */
 void sc_server_model_info(const sc_server_t *srv, uint32_t worker, sc_sync_model_info_t *info);
 void sc_server_stats(const sc_server_t *srv, sc_server_stats_t *stats);
+/* 1 if the parameters and the optimizer state are all finite (always, by
+ * sc_server_apply() and sc_server_restore(); checked before publication). */
+int sc_server_is_finite(const sc_server_t *srv);
 const sc_server_spec_t *sc_server_spec(const sc_server_t *srv);
 
 /* Snapshot: params, optimizer state, round accumulator, version, membership,

@@ -197,7 +197,8 @@ sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char 
 sc_err_t sc_wire_sign(sc_buf_t *buf, size_t start, const void *key, size_t keylen, char *errstr,
                       size_t errstr_size);
 /* Like sc_wire_decode, but the message must carry a tag that key verifies
- * (SC_ERR_CORRUPT otherwise); the view excludes the tag. */
+ * (SC_ERR_AUTH otherwise: unsigned, or the tag does not verify); the view
+ * excludes the tag. */
 sc_err_t sc_wire_decode_auth(const void *data, size_t len, const void *key, size_t keylen,
                              sc_wire_msg_t *msg, char *errstr, size_t errstr_size);
 /* SHA-256 of n bytes, and HMAC-SHA256 of the concatenation a || b. */

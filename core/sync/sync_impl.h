@@ -85,6 +85,10 @@ struct sc_server_s {
         float *scratch;    /* (n) densified update */
         float *acc;        /* (n) round sum (round policies) */
         float *mom;        /* (n) adsp server momentum (adsp_mu > 0) */
+        float *backup;     /* (n x 3) params, velocity, mom before a step (rollback) */
+        float *clipped;    /* (n) values of an update scaled down to limits.max_norm */
+        float *rows;       /* (n_workers x n) robust rounds: each contributor's update */
+        float *col;        /* (n_workers) robust rounds: one coordinate's values */
         double acc_weight; /* round: sum of weights */
         uint32_t n_got;    /* round: contributions */
         uint8_t *got;      /* (n_workers) contributed in this round */
@@ -101,6 +105,27 @@ struct sc_server_s {
 const float *sc_server_densify(sc_server_t *srv, const sc_update_t *u);
 /* Scheduled (unscaled) LR at the server's current version. */
 double sc_server_lr(const sc_server_t *srv);
+
+/* server_limits.c: the limits of one update and the finite-step guard. */
+/* Checks u against the limits (samples, norm); *out is u or, clipped, a
+ * copy whose values are srv->clipped. SC_ERR_INVAL with errstr when refused. */
+sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *out, int *clipped,
+                         char *errstr, size_t errstr_size);
+/* Saves the parameters and optimizer state before a step; restores them. */
+void sc_server_save(sc_server_t *srv);
+void sc_server_rollback(sc_server_t *srv);
+/* 1 if moving each of u's coordinates by up to lr x its value stays
+ * finite (a step params[i] -= lr * v / s, s >= 1, then does too). */
+int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr);
+/* 1 if the n floats of x are all finite. */
+int sc_server_floats_finite(const float *x, size_t n);
+/* 1 if acc + wgt * u stays finite everywhere. */
+int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt);
+/* Robust rounds: keeps u as its worker's row; before round_finish, rewrites
+ * acc as acc_weight x the coordinate-wise trimmed mean or median of the
+ * rows of the contributors (so the policy's division gives the estimate). */
+void sc_server_robust_add(sc_server_t *srv, const sc_update_t *u);
+void sc_server_robust_acc(sc_server_t *srv);
 
 /* Shared worker hooks. */
 int sc_sync_batch_fixed(const sc_sync_worker_t *w);

@@ -16,6 +16,7 @@
 #include "sc_aggregator.h"
 #include "sc_codec.h"
 #include "sc_conf.h"
+#include "sc_job_auth.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
@@ -242,6 +243,7 @@ typedef struct sc_fake {
         sc_buf_t payload;
         uint32_t *idx;
         float *val, *dense;
+        sc_auth_t auth; /* authenticated job: records signed as their worker */
 } sc_fake_t;
 
 static void sc_fake_free(sc_fake_t *f)
@@ -256,6 +258,7 @@ static void sc_fake_free(sc_fake_t *f)
         free(f->dense);
         sc_buf_free(&f->payload);
         sc_model_destroy(f->model);
+        sc_auth_free(&f->auth);
 }
 
 static int sc_fake_init(sc_fake_t *f, const sc_conf_t *conf, char *err, size_t errsz)
@@ -265,7 +268,8 @@ static int sc_fake_init(sc_fake_t *f, const sc_conf_t *conf, char *err, size_t e
         f->conf = conf;
         f->shards = conf->job.shards;
         f->workers = conf->job.sync.n_workers;
-        if (sc_kafka_model_initial(conf, &f->model, err, errsz))
+        if (sc_kafka_model_initial(conf, &f->model, err, errsz) ||
+            sc_job_auth_load(&f->auth, conf, err, errsz))
                 return -1;
         f->n = sc_model_nparams(f->model);
         size_t cnt = (size_t)f->workers * (size_t)f->shards;
@@ -324,7 +328,11 @@ static int sc_fake_update(sc_fake_t *f, int w, int s, long seq, sc_buf_t *out, c
                               .codec = (uint8_t)conf->job.codec,
                               .payload = f->payload.data,
                               .payload_len = f->payload.len};
-        return sc_wire_encode_update(out, &m, err, errsz) ? -1 : 0;
+        size_t start = out->len;
+        return sc_wire_encode_update(out, &m, err, errsz) ||
+                       sc_auth_sign(&f->auth, out, start, (uint32_t)w, err, errsz)
+                   ? -1
+                   : 0;
 }
 
 /* One of six kinds of bad record for partition s (every one is rejected). */
@@ -416,6 +424,7 @@ static int sc_agg_produce(const sc_conf_t *conf, const sc_agg_opts_t *o)
                                                              : SC_WIRE_CTL_LEAVE;
                 msg.len = 0;
                 if (sc_wire_encode_control(&msg, &c, err, sizeof(err)) ||
+                    sc_auth_sign(&f.auth, &msg, 0, c.worker, err, sizeof(err)) ||
                     sc_kafka_produce(rk, topics[SC_JOB_CTL].name, RD_KAFKA_PARTITION_UA, NULL, 0,
                                      msg.data, msg.len, NULL, NULL, 0, 0, &dv, 10000, err,
                                      sizeof(err)))
@@ -499,7 +508,7 @@ static int sc_agg_ref_apply(sc_fake_t *f, sc_server_t *srv, const sc_buf_t *msg,
         sc_wire_msg_t wm;
         sc_codec_info_t info;
         size_t len = sc_server_len(srv), nnz = 0;
-        if (sc_wire_decode(msg->data, msg->len, &wm, err, errsz) ||
+        if (sc_auth_decode(&f->auth, msg->data, msg->len, &wm, NULL, err, errsz) ||
             sc_codec_payload_info(wm.u.update.payload, wm.u.update.payload_len, &info, err, errsz))
                 return -1;
         const sc_wire_update_t *wu = &wm.u.update;
@@ -570,8 +579,8 @@ static int sc_agg_check(const sc_conf_t *conf, const sc_agg_opts_t *o)
         for (int s = 0; s < f.shards; s++) {
                 sc_kafka_model_rec_t rec;
                 int found = 0, same = 0, applied_ok = 1;
-                if (sc_kafka_model_read_latest(rk, topics[SC_JOB_MODEL].name, s, 10000, NULL, NULL,
-                                               NULL, &rec, &found, err, sizeof(err)))
+                if (sc_kafka_model_read_latest(rk, topics[SC_JOB_MODEL].name, s, 10000, &f.auth,
+                                               NULL, NULL, NULL, &rec, &found, err, sizeof(err)))
                         goto out;
                 const sc_wire_model_view_t *m = &rec.mr_model;
                 size_t len = sc_server_len(ref[s]);

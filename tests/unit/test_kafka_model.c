@@ -186,8 +186,9 @@ static void newest_usable_record_is_found(void **state)
         assert_non_null(cons = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr)));
 
         /* empty partition */
-        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL, on_reject,
-                                                    &seen, &rec, &found, errstr, sizeof(errstr)),
+        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL, NULL,
+                                                    on_reject, &seen, &rec, &found, errstr,
+                                                    sizeof(errstr)),
                          SC_OK);
         assert_int_equal(found, 0);
 
@@ -216,8 +217,9 @@ static void newest_usable_record_is_found(void **state)
         assert_int_equal(sc_kafka_delivery_wait(prod, &dv, 10000, errstr, sizeof(errstr)), SC_OK);
 
         /* the newest usable is version 6, past the two bad records */
-        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, accept_fn, on_reject,
-                                                    &seen, &rec, &found, errstr, sizeof(errstr)),
+        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL, accept_fn,
+                                                    on_reject, &seen, &rec, &found, errstr,
+                                                    sizeof(errstr)),
                          SC_OK);
         assert_int_equal(found, 1);
         assert_int_equal(rec.mr_model.version, 6);
@@ -230,9 +232,9 @@ static void newest_usable_record_is_found(void **state)
         seen.rejects = 0;
         for (int refuse = 6; refuse >= 3; refuse--) {
                 seen.refuse_version = refuse;
-                assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, accept_fn,
-                                                            on_reject, &seen, &rec, &found, errstr,
-                                                            sizeof(errstr)),
+                assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL,
+                                                            accept_fn, on_reject, &seen, &rec,
+                                                            &found, errstr, sizeof(errstr)),
                                  SC_OK);
                 assert_int_equal(found, 1);
                 assert_int_equal(rec.mr_model.version, refuse - 1);

@@ -396,10 +396,18 @@ static void bad_updates_are_rejected(void **state)
         assert_non_null(strstr(err, "out of range"));
         u = dense_update(0, 1, 0, 1, SC_UPDATE_DELTA, g);
         assert_int_equal(sc_server_apply(srv, &u, NULL, err, sizeof(err)), SC_ERR_INVAL);
+        /* A non-finite value is refused but consumes its seq (a worker whose
+         * training diverged must not leave a hole in its seqs). */
+        sc_server_t *nf = new_server(SC_SYNC_ASP, 2, 0.1, 0);
+        sc_apply_result_t nres;
         g[3] = NAN;
         u = dense_update(0, 1, 0, 1, SC_UPDATE_GRAD, g);
-        assert_int_equal(sc_server_apply(srv, &u, NULL, err, sizeof(err)), SC_ERR_INVAL);
+        assert_int_equal(sc_server_apply(nf, &u, &nres, err, sizeof(err)), SC_OK);
+        assert_int_equal(nres.status, SC_APPLY_REJECTED);
         assert_non_null(strstr(err, "value 3 is not finite"));
+        assert_int_equal(sc_server_applied_seq(nf, 0), 1);
+        assert_int_equal(sc_server_version(nf), 0);
+        sc_server_destroy(nf);
         g[3] = 0;
         sc_server_t *sc = new_server(SC_SYNC_SCADLES, 2, 0.1, 0);
         u = dense_update(0, 1, 0, 0, SC_UPDATE_GRAD, g);

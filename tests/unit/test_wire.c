@@ -465,11 +465,11 @@ static void signed_messages(void **state_)
         assert_non_null(strstr(errbuf, "signed"));
         assert_int_equal(
             sc_wire_decode_auth(m, len, other, strlen(other), &msg, errbuf, sizeof(errbuf)),
-            SC_ERR_CORRUPT);
+            SC_ERR_AUTH);
         assert_non_null(strstr(errbuf, "HMAC"));
         assert_int_equal(
             sc_wire_decode_auth(buf.data, start, key, strlen(key), &msg, errbuf, sizeof(errbuf)),
-            SC_ERR_CORRUPT);
+            SC_ERR_AUTH);
         assert_non_null(strstr(errbuf, "not signed"));
         /* any change behind a recomputed CRC is caught by the tag */
         uint8_t *copy = malloc(len);

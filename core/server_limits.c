@@ -1,0 +1,208 @@
+/* server_limits.c — what one update may do to a shard: its samples (scadles
+ * weight) at most b_max, its L2 norm at most limits.max_norm (refused or
+ * clipped), every step leaving the shard and its optimizer state finite
+ * (the step is undone otherwise), and the robust aggregation of a round
+ * (coordinate-wise trimmed mean or median). */
+#include <math.h>
+#include <string.h>
+
+#include "sync/sync_impl.h"
+
+/* 1 if none of x's n floats is infinite or NaN: an exponent field of all
+ * ones, tested on the bits (branch-free, so the loop vectorizes). */
+static inline uint32_t sc_f32_bad(float x)
+{
+        uint32_t b;
+        memcpy(&b, &x, 4);
+        return (uint32_t)((b & 0x7f800000u) == 0x7f800000u);
+}
+
+static int sc_all_finite(const float *x, size_t n)
+{
+        uint32_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+                bad |= sc_f32_bad(x[i]);
+        return !bad;
+}
+
+/* L2 norm of u's values; a full model's of its difference to the shard. */
+static double sc_server_update_norm(const sc_server_t *srv, const sc_update_t *u)
+{
+        double s = 0;
+        size_t cnt = u->indices ? u->count : srv->n;
+        for (size_t k = 0; k < cnt; k++) {
+                double v = u->values[k];
+                if (u->kind == SC_UPDATE_MODEL)
+                        v -= srv->params[u->indices ? u->indices[k] : k];
+                s += v * v;
+        }
+        return sqrt(s);
+}
+
+sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *out, int *clipped,
+                         char *errstr, size_t errstr_size)
+{
+        const sc_server_limits_t *lim = &srv->spec.limits;
+        double norm, scale;
+        size_t cnt = u->indices ? u->count : srv->n;
+
+        *out = *u;
+        *clipped = 0;
+        if (!sc_all_finite(u->values, cnt))
+                for (size_t k = 0; k < cnt; k++)
+                        if (!isfinite(u->values[k]))
+                                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                                               "shard %u: worker %u seq %llu: value %zu is not "
+                                               "finite",
+                                               srv->spec.shard, u->worker,
+                                               (unsigned long long)u->seq, k);
+        if (srv->pol->kind == SC_SYNC_SCADLES && u->samples > (uint32_t)srv->spec.sync.b_max)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu claims %u samples, more than b_max "
+                               "%d",
+                               srv->spec.shard, u->worker, (unsigned long long)u->seq, u->samples,
+                               srv->spec.sync.b_max);
+        if (!(lim->max_norm > 0))
+                return SC_OK;
+        norm = sc_server_update_norm(srv, u);
+        if (norm <= lim->max_norm)
+                return SC_OK;
+        if (!lim->clip || !isfinite(norm))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu has norm %.3g, over max_norm %g",
+                               srv->spec.shard, u->worker, (unsigned long long)u->seq, norm,
+                               lim->max_norm);
+        scale = lim->max_norm / norm;
+        for (size_t k = 0; k < cnt; k++) {
+                if (u->kind == SC_UPDATE_MODEL) {
+                        float p = srv->params[u->indices ? u->indices[k] : k];
+                        srv->clipped[k] = p + (float)(scale * ((double)u->values[k] - p));
+                } else {
+                        srv->clipped[k] = (float)(scale * u->values[k]);
+                }
+        }
+        out->values = srv->clipped;
+        *clipped = 1;
+        return SC_OK;
+}
+
+static size_t sc_server_vel_n(const sc_server_t *srv)
+{
+        return srv->sgd.velocity ? srv->n : 0;
+}
+
+void sc_server_save(sc_server_t *srv)
+{
+        size_t n = srv->n;
+        memcpy(srv->backup, srv->params, n * sizeof(float));
+        if (srv->sgd.velocity)
+                memcpy(srv->backup + n, srv->sgd.velocity, n * sizeof(float));
+        if (srv->mom)
+                memcpy(srv->backup + 2 * n, srv->mom, n * sizeof(float));
+}
+
+void sc_server_rollback(sc_server_t *srv)
+{
+        size_t n = srv->n;
+        memcpy(srv->params, srv->backup, n * sizeof(float));
+        if (srv->sgd.velocity)
+                memcpy(srv->sgd.velocity, srv->backup + n, n * sizeof(float));
+        if (srv->mom)
+                memcpy(srv->mom, srv->backup + 2 * n, n * sizeof(float));
+}
+
+int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr)
+{
+        uint32_t bad = 0;
+        if (u->indices) {
+                for (size_t k = 0; k < u->count; k++)
+                        bad |= sc_f32_bad(srv->params[u->indices[k]] - lr * u->values[k]);
+        } else {
+                for (size_t i = 0; i < srv->n; i++)
+                        bad |= sc_f32_bad(srv->params[i] - lr * u->values[i]);
+        }
+        return !bad;
+}
+
+int sc_server_floats_finite(const float *x, size_t n)
+{
+        return sc_all_finite(x, n);
+}
+
+int sc_server_is_finite(const sc_server_t *srv)
+{
+        return sc_all_finite(srv->params, srv->n) &&
+               sc_all_finite(srv->sgd.velocity, sc_server_vel_n(srv)) &&
+               (!srv->mom || sc_all_finite(srv->mom, srv->n));
+}
+
+int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt)
+{
+        uint32_t bad = 0;
+        if (!isfinite(wgt))
+                return 0;
+        if (u->indices) {
+                for (size_t k = 0; k < u->count; k++)
+                        if (!isfinite(srv->acc[u->indices[k]] + wgt * u->values[k]))
+                                return 0;
+                return 1;
+        }
+        for (size_t i = 0; i < srv->n; i++) /* dense: branch-free, vectorized */
+                bad |= sc_f32_bad(srv->acc[i] + wgt * u->values[i]);
+        return !bad;
+}
+
+void sc_server_robust_add(sc_server_t *srv, const sc_update_t *u)
+{
+        float *row = srv->rows + (size_t)u->worker * srv->n;
+        if (u->indices) {
+                memset(row, 0, srv->n * sizeof(float));
+                for (size_t k = 0; k < u->count; k++)
+                        row[u->indices[k]] += u->values[k];
+        } else {
+                memcpy(row, u->values, srv->n * sizeof(float));
+        }
+}
+
+/* Sorts x (k small: at most n_workers) ascending. */
+static void sc_robust_sort(float *x, int k)
+{
+        for (int i = 1; i < k; i++) {
+                float v = x[i];
+                int j = i - 1;
+                for (; j >= 0 && x[j] > v; j--)
+                        x[j + 1] = x[j];
+                x[j + 1] = v;
+        }
+}
+
+void sc_server_robust_acc(sc_server_t *srv)
+{
+        const sc_server_limits_t *lim = &srv->spec.limits;
+        int nw = srv->spec.sync.n_workers, k = 0, t;
+
+        for (int w = 0; w < nw; w++)
+                k += srv->got[w] == 1;
+        if (k == 0)
+                return;
+        t = (int)(lim->trim * k);
+        if (2 * t >= k)
+                t = (k - 1) / 2;
+        for (size_t i = 0; i < srv->n; i++) {
+                double m = 0;
+                int j = 0;
+                for (int w = 0; w < nw; w++)
+                        if (srv->got[w] == 1)
+                                srv->col[j++] = srv->rows[(size_t)w * srv->n + i];
+                sc_robust_sort(srv->col, k);
+                if (lim->robust == SC_ROBUST_MEDIAN) {
+                        m = k % 2 ? srv->col[k / 2]
+                                  : 0.5 * ((double)srv->col[k / 2 - 1] + srv->col[k / 2]);
+                } else {
+                        for (j = t; j < k - t; j++)
+                                m += srv->col[j];
+                        m /= (double)(k - 2 * t);
+                }
+                srv->acc[i] = (float)(m * srv->acc_weight);
+        }
+}

@@ -1,0 +1,331 @@
+/* test_server_limits.c — the shard server under hostile updates: a seq far
+ * ahead, a 1e30 update, updates whose sum or step overflows, a huge scadles
+ * sample count. Each is refused and counted, the shard stays finite and
+ * unchanged, and the honest updates around it are all applied. Robust
+ * rounds (trimmed mean, median) against one outlier. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_crc32c.h"
+#include "sc_server.h"
+#include "sc_sync.h"
+
+#define D 8
+
+static char err[256];
+
+static sc_server_t *new_server(sc_sync_kind_t kind, int nw, double momentum,
+                               const sc_server_limits_t *lim)
+{
+        sc_server_spec_t spec;
+        sc_server_t *srv = NULL;
+        float init[D];
+
+        memset(&spec, 0, sizeof(spec));
+        sc_sync_spec_defaults(&spec.sync, kind, nw);
+        spec.sgd.momentum = momentum;
+        spec.sched.kind = SC_SCHED_CONSTANT;
+        spec.sched.lr = 0.1;
+        spec.begin = 0;
+        spec.end = D;
+        if (lim)
+                spec.limits = *lim;
+        for (int i = 0; i < D; i++)
+                init[i] = 0.5f * (float)i;
+        assert_int_equal(sc_server_new(&srv, &spec, init, err, sizeof(err)), SC_OK);
+        return srv;
+}
+
+static sc_update_t grad(uint32_t worker, uint64_t seq, uint64_t t_read, uint32_t samples,
+                        const float *v)
+{
+        sc_update_t u = {.worker = worker,
+                         .seq = seq,
+                         .t_read = t_read,
+                         .samples = samples,
+                         .kind = SC_UPDATE_GRAD,
+                         .n = D,
+                         .values = v};
+        return u;
+}
+
+static void assert_finite(const sc_server_t *srv)
+{
+        const float *p = sc_server_params(srv);
+        for (int i = 0; i < D; i++)
+                assert_true(isfinite(p[i]));
+}
+
+static sc_apply_status_t apply(sc_server_t *srv, sc_update_t u, sc_apply_result_t *res)
+{
+        assert_int_equal(sc_server_apply(srv, &u, res, err, sizeof(err)), SC_OK);
+        return res->status;
+}
+
+/* A forged seq + 1000 is refused (not marked), and the honest worker's
+ * next 100 updates are all applied, none a duplicate. */
+static void seq_jump_is_refused(void **state)
+{
+        sc_server_limits_t lim = {.seq_window = 64};
+        sc_server_t *srv = new_server(SC_SYNC_ASP, 2, 0.0, &lim);
+        float g[D] = {0.01f, 0, 0, 0, 0, 0, 0, 0};
+        sc_apply_result_t res;
+        sc_server_stats_t st;
+        (void)state;
+
+        for (uint64_t s = 1; s <= 10; s++)
+                assert_int_equal(apply(srv, grad(0, s, 0, 8, g), &res), SC_APPLY_APPLIED);
+        assert_int_equal(apply(srv, grad(0, 1010, 0, 8, g), &res), SC_APPLY_AHEAD);
+        assert_non_null(strstr(err, "ahead"));
+        assert_int_equal(res.stepped, 0);
+        assert_int_equal(sc_server_applied_seq(srv, 0), 10);
+        for (uint64_t s = 11; s <= 110; s++)
+                assert_int_equal(apply(srv, grad(0, s, 0, 8, g), &res), SC_APPLY_APPLIED);
+        sc_server_stats(srv, &st);
+        assert_int_equal(st.applied, 110);
+        assert_int_equal(st.duplicates, 0);
+        assert_int_equal(st.ahead, 1);
+        assert_int_equal(st.lost, 0);
+        /* within the window a gap is still fine */
+        assert_int_equal(apply(srv, grad(0, 150, 0, 8, g), &res), SC_APPLY_APPLIED);
+        assert_int_equal(res.gap, 39);
+        sc_server_destroy(srv);
+}
+
+/* 1e30 in one coordinate: refused over max_norm (shard unchanged), or
+ * clipped to it (the step has the limit's length). */
+static void huge_update_refused_or_clipped(void **state)
+{
+        sc_server_limits_t lim = {.seq_window = 64, .max_norm = 10};
+        sc_server_t *srv = new_server(SC_SYNC_ASP, 2, 0.0, &lim);
+        float bad[D] = {1e30f, 0, 0, 0, 0, 0, 0, 0}, ok[D] = {1, 1, 0, 0, 0, 0, 0, 0};
+        float before[D];
+        sc_apply_result_t res;
+        sc_server_stats_t st;
+        (void)state;
+
+        memcpy(before, sc_server_params(srv), sizeof(before));
+        assert_int_equal(apply(srv, grad(1, 1, 0, 8, bad), &res), SC_APPLY_REJECTED);
+        assert_non_null(strstr(err, "max_norm"));
+        assert_memory_equal(before, sc_server_params(srv), sizeof(before));
+        assert_int_equal(sc_server_version(srv), 0);
+        /* its seq is consumed: the honest next one is applied without a gap */
+        assert_int_equal(apply(srv, grad(1, 2, 0, 8, ok), &res), SC_APPLY_APPLIED);
+        assert_int_equal(res.gap, 0);
+        assert_float_equal(sc_server_params(srv)[0], before[0] - 0.1f, 1e-6);
+        sc_server_stats(srv, &st);
+        assert_int_equal(st.rejected, 1);
+        assert_int_equal(st.applied, 1);
+        sc_server_destroy(srv);
+
+        lim.clip = 1;
+        srv = new_server(SC_SYNC_ASP, 2, 0.0, &lim);
+        assert_int_equal(apply(srv, grad(1, 1, 0, 8, bad), &res), SC_APPLY_APPLIED);
+        assert_int_equal(res.clipped, 1);
+        /* lr 0.1 x the clipped length 10 along coordinate 0 */
+        assert_float_equal(sc_server_params(srv)[0], before[0] - 1.0f, 1e-5);
+        assert_float_equal(sc_server_params(srv)[1], before[1], 0);
+        assert_finite(srv);
+        sc_server_destroy(srv);
+}
+
+/* Two 3.4e38 updates with momentum 0.9 and no norm limit: the second step
+ * overflows the velocity; it is undone and refused, the shard stays at the
+ * first step, finite, and an honest update after it applies. */
+static void overflowing_step_is_rolled_back(void **state)
+{
+        sc_server_limits_t lim = {.seq_window = 64};
+        sc_server_t *srv = new_server(SC_SYNC_ASP, 2, 0.9, &lim);
+        float big[D] = {3.4e38f, 0, 0, 0, 0, 0, 0, 0}, ok[D] = {0, 1, 0, 0, 0, 0, 0, 0};
+        float after1[D];
+        sc_apply_result_t res;
+        sc_server_stats_t st;
+        (void)state;
+
+        assert_int_equal(apply(srv, grad(0, 1, 0, 8, big), &res), SC_APPLY_APPLIED);
+        memcpy(after1, sc_server_params(srv), sizeof(after1));
+        assert_int_equal(apply(srv, grad(0, 2, 1, 8, big), &res), SC_APPLY_REJECTED);
+        assert_non_null(strstr(err, "non-finite"));
+        assert_memory_equal(after1, sc_server_params(srv), sizeof(after1));
+        assert_finite(srv);
+        assert_int_equal(sc_server_version(srv), 1);
+        assert_int_equal(apply(srv, grad(1, 1, 1, 8, ok), &res), SC_APPLY_APPLIED);
+        assert_finite(srv);
+        sc_server_stats(srv, &st);
+        assert_int_equal(st.rejected, 1);
+        assert_int_equal(st.applied, 2);
+        sc_server_destroy(srv);
+
+        /* bsp: the two in one round overflow the round sum; the second is
+         * refused (its worker's turn taken), the round closes on the first. */
+        srv = new_server(SC_SYNC_BSP, 2, 0.0, &lim);
+        assert_int_equal(apply(srv, grad(0, 1, 0, 8, big), &res), SC_APPLY_APPLIED);
+        assert_int_equal(apply(srv, grad(1, 1, 0, 8, big), &res), SC_APPLY_REJECTED);
+        assert_int_equal(res.stepped, 1);
+        assert_int_equal(sc_server_version(srv), 1);
+        assert_finite(srv);
+        sc_server_destroy(srv);
+}
+
+/* scadles: a worker claiming 4e9 samples is refused (b_max 1024); the round
+ * closes on the honest worker's update alone, weighted as it should be. */
+static void scadles_samples_capped(void **state)
+{
+        sc_server_limits_t lim = {.seq_window = 64};
+        sc_server_t *srv = new_server(SC_SYNC_SCADLES, 2, 0.0, &lim);
+        float g[D] = {1, 0, 0, 0, 0, 0, 0, 0}, evil[D] = {-1, 0, 0, 0, 0, 0, 0, 0};
+        float before;
+        sc_apply_result_t res;
+        sc_server_stats_t st;
+        (void)state;
+
+        before = sc_server_params(srv)[0];
+        assert_int_equal(apply(srv, grad(1, 1, 0, 4000000000u, evil), &res), SC_APPLY_REJECTED);
+        assert_non_null(strstr(err, "b_max"));
+        assert_int_equal(res.stepped, 0);
+        assert_int_equal(apply(srv, grad(0, 1, 0, 64, g), &res), SC_APPLY_APPLIED);
+        assert_int_equal(res.stepped, 1);
+        /* g alone, lr 0.1 scaled by 64 / base_batch (64 x 2 workers) */
+        assert_float_equal(sc_server_params(srv)[0], before - 0.1f * 64.0f / 128.0f, 1e-6);
+        assert_finite(srv);
+        sc_server_stats(srv, &st);
+        assert_int_equal(st.rejected, 1);
+        assert_int_equal(st.applied, 1);
+        /* the refused turn survives a snapshot round trip mid-round */
+        assert_int_equal(apply(srv, grad(1, 2, 1, 4000000000u, evil), &res), SC_APPLY_REJECTED);
+        uint8_t *snap;
+        size_t len;
+        assert_int_equal(sc_server_snapshot(srv, &snap, &len), SC_OK);
+        sc_server_t *b = new_server(SC_SYNC_SCADLES, 2, 0.0, &lim);
+        assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_OK);
+        assert_int_equal(apply(b, grad(0, 2, 1, 64, g), &res), SC_APPLY_APPLIED);
+        assert_int_equal(res.stepped, 1);
+        free(snap);
+        sc_server_destroy(b);
+        sc_server_destroy(srv);
+}
+
+/* bsp over 5 workers, one sending 1e6 in coordinate 0 (no norm limit):
+ * the median and the trimmed mean (trim 0.2: one value dropped at each end)
+ * both step by 1.05, the plain mean by about 2e5. A snapshot taken mid-round
+ * and restored gives the same step. */
+static void robust_rounds(void **state)
+{
+        static const float x[5] = {1.0f, 1.1f, 0.9f, 1.05f, 1e6f};
+        for (int kind = SC_ROBUST_NONE; kind <= SC_ROBUST_MEDIAN; kind++) {
+                sc_server_limits_t lim = {.seq_window = 64, .robust = kind, .trim = 0.2};
+                sc_server_t *srv = new_server(SC_SYNC_BSP, 5, 0.0, &lim), *b;
+                float g[5][D], before = sc_server_params(srv)[0];
+                sc_apply_result_t res;
+                uint8_t *snap;
+                size_t len;
+                (void)state;
+                memset(g, 0, sizeof(g));
+                for (int w = 0; w < 5; w++) {
+                        g[w][0] = x[w];
+                        g[w][1] = 1.0f; /* coordinate 1 agrees: 1 either way */
+                }
+                for (int w = 0; w < 3; w++)
+                        assert_int_equal(apply(srv, grad((uint32_t)w, 1, 0, 8, g[w]), &res),
+                                         SC_APPLY_APPLIED);
+                assert_int_equal(sc_server_snapshot(srv, &snap, &len), SC_OK);
+                b = new_server(SC_SYNC_BSP, 5, 0.0, &lim);
+                assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_OK);
+                free(snap);
+                for (int w = 3; w < 5; w++) {
+                        assert_int_equal(apply(srv, grad((uint32_t)w, 1, 0, 8, g[w]), &res),
+                                         SC_APPLY_APPLIED);
+                        assert_int_equal(apply(b, grad((uint32_t)w, 1, 0, 8, g[w]), &res),
+                                         SC_APPLY_APPLIED);
+                }
+                assert_int_equal(res.stepped, 1);
+                assert_memory_equal(sc_server_params(srv), sc_server_params(b), D * sizeof(float));
+                float step = (before - sc_server_params(srv)[0]) / 0.1f;
+                if (kind == SC_ROBUST_NONE)
+                        assert_true(step > 1e5f);
+                else
+                        assert_float_equal(step, 1.05f, 1e-4);
+                assert_float_equal((sc_server_params(srv)[1] - 0.5f) / -0.1f, 1.0f, 1e-5);
+                sc_server_destroy(b);
+                sc_server_destroy(srv);
+        }
+}
+
+/* adacomp (a sparse step checked before it is taken): 3.4e38 updates push
+ * coordinate 0 down by lr x 3.4e38 each until the next would overflow;
+ * that one is refused, the shard stays finite, and a later update applies. */
+static void adacomp_overflow_refused(void **state)
+{
+        sc_server_limits_t lim = {.seq_window = 64};
+        sc_server_t *srv = new_server(SC_SYNC_ADACOMP, 2, 0.0, &lim);
+        float v[1] = {3.4e38f}, ok[1] = {-1.0f};
+        uint32_t idx[1] = {0};
+        sc_apply_result_t res;
+        sc_server_stats_t st;
+        uint64_t seq = 0;
+        (void)state;
+        for (;;) {
+                sc_update_t u = grad(0, ++seq, sc_server_version(srv), 8, v);
+                u.indices = idx;
+                u.count = 1;
+                assert_true(seq < 20);
+                if (apply(srv, u, &res) == SC_APPLY_REJECTED)
+                        break;
+                assert_int_equal(res.status, SC_APPLY_APPLIED);
+        }
+        assert_non_null(strstr(err, "non-finite"));
+        assert_finite(srv);
+        assert_true(sc_server_params(srv)[0] < -3e38f);
+        sc_update_t u = grad(0, ++seq, sc_server_version(srv), 8, ok);
+        u.indices = idx;
+        u.count = 1;
+        assert_int_equal(apply(srv, u, &res), SC_APPLY_APPLIED);
+        sc_server_stats(srv, &st);
+        assert_int_equal(st.rejected, 1);
+        assert_int_equal(st.applied, seq - 1);
+        sc_server_destroy(srv);
+}
+
+/* A snapshot holding a NaN parameter (CRC intact) is not restored. */
+static void restore_refuses_non_finite(void **state)
+{
+        sc_server_t *srv = new_server(SC_SYNC_ASP, 2, 0.9, NULL), *b;
+        static const uint8_t nan_le[4] = {0x00, 0x00, 0xc0, 0x7f};
+        uint8_t *snap;
+        size_t len;
+        uint32_t crc;
+        (void)state;
+        assert_int_equal(sc_server_snapshot(srv, &snap, &len), SC_OK);
+        memcpy(snap + 104 + 2 * 26 + 4 * 3, nan_le, 4); /* parameter 3 */
+        crc = sc_crc32c(0, snap, len - 4);
+        for (int i = 0; i < 4; i++)
+                snap[len - 4 + i] = (uint8_t)(crc >> (8 * i));
+        b = new_server(SC_SYNC_ASP, 2, 0.9, NULL);
+        assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "not finite"));
+        assert_true(sc_server_is_finite(b));
+        free(snap);
+        sc_server_destroy(b);
+        sc_server_destroy(srv);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(seq_jump_is_refused),
+            cmocka_unit_test(huge_update_refused_or_clipped),
+            cmocka_unit_test(overflowing_step_is_rolled_back),
+            cmocka_unit_test(scadles_samples_capped),
+            cmocka_unit_test(robust_rounds),
+            cmocka_unit_test(adacomp_overflow_refused),
+            cmocka_unit_test(restore_refuses_non_finite),
+        };
+        return cmocka_run_group_tests_name("server_limits", tests, NULL, NULL);
+}

@@ -148,9 +148,66 @@ static void sc_kafka_on_log(const rd_kafka_t *rk, int level, const char *fac, co
                 rd_kafka_log_print(rk, level, fac, buf);
 }
 
+/* The first authentication or TLS failure any bridged client reported:
+ * "<client>: <reason>", empty while there was none. */
+static char sc_kafka_auth_msg[512];
+
+static int sc_kafka_err_is_auth(int err)
+{
+        return err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL ||
+               err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED;
+}
+
+/* Error events: logged as librdkafka logs them without an error callback,
+ * and an authentication or TLS failure is remembered for
+ * sc_kafka_auth_check(). */
+static void sc_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+        char line[1024];
+        (void)opaque;
+        if (sc_kafka_err_is_auth(err)) {
+                pthread_mutex_lock(&sc_kafka_log_lock);
+                if (!sc_kafka_auth_msg[0])
+                        snprintf(sc_kafka_auth_msg, sizeof(sc_kafka_auth_msg), "%s: %s",
+                                 rk ? rd_kafka_name(rk) : "kafka", reason);
+                pthread_mutex_unlock(&sc_kafka_log_lock);
+        }
+        snprintf(line, sizeof(line), "%s: %s", rk ? rd_kafka_name(rk) : "kafka", reason);
+        sc_kafka_on_log(rk, 3, "ERROR", line);
+}
+
 void sc_kafka_conf_log_bridge(rd_kafka_conf_t *conf)
 {
         rd_kafka_conf_set_log_cb(conf, sc_kafka_on_log);
+        rd_kafka_conf_set_error_cb(conf, sc_kafka_on_error);
+}
+
+sc_err_t sc_kafka_auth_check(char *errstr, size_t errstr_size)
+{
+        char msg[sizeof(sc_kafka_auth_msg)];
+        pthread_mutex_lock(&sc_kafka_log_lock);
+        memcpy(msg, sc_kafka_auth_msg, sizeof(msg));
+        pthread_mutex_unlock(&sc_kafka_log_lock);
+        if (!msg[0])
+                return SC_OK;
+        return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                       "Kafka authentication failed: %s (check security.protocol, sasl.* and "
+                       "ssl.* in the kafka settings)",
+                       msg);
+}
+
+sc_err_t sc_kafka_auth_or(sc_err_t err, char *errstr, size_t errstr_size)
+{
+        if (!err || errstr_size == 0)
+                return err;
+        return sc_kafka_auth_check(errstr, errstr_size) ? SC_ERR_IO : err;
+}
+
+void sc_kafka_auth_reset(void)
+{
+        pthread_mutex_lock(&sc_kafka_log_lock);
+        sc_kafka_auth_msg[0] = '\0';
+        pthread_mutex_unlock(&sc_kafka_log_lock);
 }
 
 /* ---- produce with delivery tracking ---- */

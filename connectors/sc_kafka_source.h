@@ -116,9 +116,9 @@ const char *sc_kafka_source_stream(const sc_kafka_source_t *src, int i,
                                    const sc_stream_stats_t **stats);
 
 /* Consumer lag: records in the assigned partitions beyond what was received,
- * from the brokers' high watermarks (asks the brokers; up to timeout_ms per
- * partition). -1 if unknown. */
-int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms);
+ * from the high watermarks of the consumer's last fetch responses (no
+ * request, never blocks). -1 while a partition has had no fetch response. */
+int64_t sc_kafka_source_lag(sc_kafka_source_t *src);
 
 /* A JSON array, one object per assigned partition: topic, partition,
  * committed (read back from the group coordinator), end (high watermark),

@@ -360,20 +360,31 @@ up() {
 		make_tls
 		write_client_config
 	fi
+	local todo=() fmt=()
 	for i in $(nodes); do
 		running_pid "$i" >/dev/null && continue
+		todo+=("$i")
 		write_config "$i"
 		d=$(node_dir "$i")
 		: >"$d/broker.log"
-		if [ ! -f "$d/data/meta.properties" ]; then
-			# One cluster id for all nodes: an existing node's, or a new one.
-			[ -n "$id" ] || id=$(cat "$KAFKA_DIR"/data/meta.properties \
-				"$KAFKA_DIR"/node*/data/meta.properties 2>/dev/null |
-				sed -n 's/^cluster.id=//p' | head -n 1)
-			[ -n "$id" ] || id=$(java_cmd kafka.tools.StorageTool random-uuid 2>>"$d/broker.log" | tail -n 1)
-			[ -n "$id" ] || die "could not make a cluster id (see $d/broker.log)"
-			format_node "$i" "$id"
-		fi
+		[ -f "$d/data/meta.properties" ] || fmt+=("$i")
+	done
+	if [ ${#fmt[@]} -gt 0 ]; then
+		# One cluster id for all nodes: an existing node's, or a new one
+		# (16 random bytes, URL-safe base64, as Kafka's random-uuid).
+		id=$(cat "$KAFKA_DIR"/data/meta.properties "$KAFKA_DIR"/node*/data/meta.properties \
+			2>/dev/null | sed -n 's/^cluster.id=//p' | head -n 1)
+		while [ -z "$id" ] || [ "${id#-}" != "$id" ]; do
+			id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+		done
+		local fpids=()
+		for i in "${fmt[@]}"; do
+			format_node "$i" "$id" &
+			fpids+=($!)
+		done
+		for i in "${fpids[@]}"; do wait "$i" || die "storage format failed"; done
+	fi
+	for i in "${todo[@]}"; do
 		say "starting Apache Kafka $KAFKA_VERSION node $i on 127.0.0.1:$(client_port "$i") ($KAFKA_SECURITY)"
 		start_node "$i"
 		started=$((started + 1))

@@ -594,7 +594,7 @@ static void sc_feed_run(sc_feed_t *f, double *elapsedp)
                 now = sc_cli_now();
                 double el = now - t0;
                 if (sc_cli_stop || (f->duration > 0 && el >= f->duration) ||
-                    sc_kafka_auth_check(NULL, 0))
+                    sc_kafka_fatal_check(NULL, 0))
                         break;
                 int done = 1;
                 double next_due = INFINITY;
@@ -730,7 +730,7 @@ int sc_cmd_feed(int argc, char **argv)
 
         double t_flush = sc_cli_now();
         /* Up to 30 s, less when the broker refuses the credentials. */
-        for (int i = 0; i < 300 && rd_kafka_outq_len(f.rk) > 0 && !sc_kafka_auth_check(NULL, 0);
+        for (int i = 0; i < 300 && rd_kafka_outq_len(f.rk) > 0 && !sc_kafka_fatal_check(NULL, 0);
              i++)
                 rd_kafka_flush(f.rk, 100);
         rd_kafka_poll(f.rk, 0);
@@ -765,7 +765,7 @@ int sc_cmd_feed(int argc, char **argv)
                elapsed > 0 ? (double)delivered / elapsed : 0, total_rate, worst);
         fflush(stdout);
         rc = failed || pending ? 1 : 0;
-        if (sc_kafka_auth_check(errstr, sizeof(errstr))) {
+        if (sc_kafka_fatal_check(errstr, sizeof(errstr))) {
                 fprintf(stderr, "scadles feed: %s\n", errstr);
                 rc = 1;
         } else if (failed || pending) {

@@ -13,20 +13,10 @@
 # Records are trained at least once (a revoked partition is read again from
 # its committed offset), so a worker may train more than its topic holds.
 # Skipped (77) without Java or with SCADLES_REAL_KAFKA=0.
-. "$(dirname "$0")/distributed_common.inc"
-root=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-build}
-[ "${SCADLES_REAL_KAFKA:-1}" != 0 ] || { echo "SCADLES_REAL_KAFKA=0"; exit 77; }
-command -v java >/dev/null || { echo "java is not installed"; exit 77; }
-export KAFKA_LIB=${KAFKA_LIB:-${KAFKA_DIR:-$root/build/kafka}/lib-${KAFKA_VERSION:-4.1.1}}
-export KAFKA_PORT=${SCADLES_CLUSTER_KAFKA_PORT:-19494} KAFKA_DIR=$root/$BUILD/kafka-cluster
+. "$(dirname "$0")/own_kafka.inc"
 export KAFKA_NODES=3 KAFKA_SECURITY=plaintext
-kafka() { "$root/scripts/kafka.sh" "$@"; }
-trap 'cleanup; kafka down >/dev/null 2>&1 || true' EXIT
-kafka down >/dev/null 2>&1 || true
 t0=$(date +%s)
-kafka up >"$tmp/kafka-up.log" 2>&1 || { cat "$tmp/kafka-up.log"; fail "cluster did not start"; }
-bs=$(cat "$KAFKA_DIR/bootstrap")
+own_kafka_up kafka-cluster "${SCADLES_CLUSTER_KAFKA_PORT:-19494}"
 echo "cluster $bs up after $(($(date +%s) - t0)) s"
 run="lk$$x$(date +%s)"
 n=3000
@@ -38,21 +28,11 @@ for w in 0 1; do
 		"{\"source\": {\"group_id\": \"$run-w$w\"}, \"job\": {\"name\": \"$run\", \"session_timeout\": 30},
 		  \"kafka\": {\"fetch.wait.max.ms\": 20}}"
 done
-"$SCADLES" aggregator -c "$tmp/j0.json" --bootstrap "$bs" --selftest-ctl join --worker 0 \
-	>"$tmp/create.out" 2>"$tmp/create.err" || fail "creating the job's topics failed"
+job_aggregator "$tmp/j0.json" a 30
 kcat -L -b "$bs" -t "$run.grad" >"$tmp/md.txt" 2>/dev/null || fail "no metadata for $run.grad"
 grep -q 'replicas: [1-3],[1-3],[1-3],' "$tmp/md.txt" || fail "$run.grad is not replicated 3 times: $(cat "$tmp/md.txt")"
 grep -E 'partition [0-9]' "$tmp/md.txt" | sed 's/^ */J.grad /'
-"$SCADLES" aggregator -c "$tmp/j0.json" --bootstrap "$bs" --idle-exit 30 >"$tmp/a.out" 2>"$tmp/a.err" &
-a=$!
-pids="$pids $a"
-sleep 1
-for w in 0 1; do
-	"$SCADLES" worker -c "$tmp/j$w.json" --bootstrap "$bs" --id $w --throttle 300 --idle-exit 20 \
-		>"$tmp/w$w.out" 2>"$tmp/w$w.err" &
-	eval "w$w=\$!"
-	pids="$pids $!"
-done
+job_workers --throttle 300 --idle-exit 20
 wait_trained "$tmp/w0.err" 800 "$w0"
 leader=$(kafka leader "$run.grad" 0) || fail "no leader for $run.grad [0]"
 kafka kill "$leader" >>"$tmp/kafka-up.log" 2>&1 || fail "could not kill node $leader"
@@ -63,19 +43,7 @@ for _ in $(seq 1 60); do
 	sleep 1
 done
 echo "new leader of $run.grad [0]: ${now:-none}"
-wait "$w0" || fail "worker 0 exited $?"
-wait "$w1" || fail "worker 1 exited $?"
-wait "$a" || fail "aggregator exited $?"
-for f in w0 w1; do
-	check_worker "$tmp/$f.out" acked
-	check_committed "$tmp/$f.out"
-	# Records are trained at least once: a partition revoked while the group
-	# coordinator moves is read again from its committed offset.
-	[ "$(summary "$tmp/$f.out" .trained)" -ge $n ] || fail "$f trained $(summary "$tmp/$f.out" .trained) of $n"
-	echo "$f: $n records, trained $(summary "$tmp/$f.out" .trained) (read again after a revocation:" \
-		"$(summary "$tmp/$f.out" '.trained - '$n)), lost 0, committed to the end;" \
-		"updates sent $(summary "$tmp/$f.out" .job.updates_sent) = acknowledged, failed 0"
-done
-check_exactly_once "$tmp/a.out" "$tmp/w0.out" "$tmp/w1.out"
-echo "duplicates skipped by the aggregator: $(summary "$tmp/a.out" .duplicates), stale $(summary "$tmp/a.out" .stale)"
+# Records are trained at least once: a partition revoked while the group
+# coordinator moves is read again from its committed offset.
+job_check $n ge
 echo "kafka_cluster_leader_kill: ok ($(($(date +%s) - t0)) s)"

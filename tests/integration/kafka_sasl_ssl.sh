@@ -11,22 +11,10 @@
 # within 60 s with a message that says the authentication failed and names
 # the client. Skipped (77) without Java, openssl or mvn-fetched jars, or with
 # SCADLES_REAL_KAFKA=0.
-. "$(dirname "$0")/distributed_common.inc"
-root=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-build}
-[ "${SCADLES_REAL_KAFKA:-1}" != 0 ] || { echo "SCADLES_REAL_KAFKA=0"; exit 77; }
-for tool in java openssl; do
-	command -v "$tool" >/dev/null || { echo "$tool is not installed"; exit 77; }
-done
-# The jars of the default broker (scripts/kafka.sh fetches them once).
-export KAFKA_LIB=${KAFKA_LIB:-${KAFKA_DIR:-$root/build/kafka}/lib-${KAFKA_VERSION:-4.1.1}}
-export KAFKA_PORT=${SCADLES_SEC_KAFKA_PORT:-19492} KAFKA_DIR=$root/$BUILD/kafka-sasl-ssl
+. "$(dirname "$0")/own_kafka.inc"
+command -v openssl >/dev/null || { echo "openssl is not installed"; exit 77; }
 export KAFKA_SECURITY=sasl_ssl KAFKA_NODES=1
-kafka() { "$root/scripts/kafka.sh" "$@"; }
-trap 'cleanup; kafka down >/dev/null 2>&1 || true' EXIT
-kafka down >/dev/null 2>&1 || true
-kafka up >"$tmp/kafka-up.log" 2>&1 || { cat "$tmp/kafka-up.log"; fail "secured broker did not start"; }
-bs=$(cat "$KAFKA_DIR/bootstrap")
+own_kafka_up kafka-sasl-ssl "${SCADLES_SEC_KAFKA_PORT:-19492}"
 sec=$(cat "$KAFKA_DIR/client.json")
 mech=$(jq -r '."sasl.mechanisms"' <<<"$sec")
 echo "broker $bs: SASL_SSL, clients use $mech"
@@ -46,26 +34,9 @@ for w in 0 1; do
 		"$(jq -n --argjson k "$sec" --arg r "$run" --arg w "$w" \
 			'{source: {group_id: "\($r)-w\($w)"}, job: {name: $r}, kafka: ({"fetch.wait.max.ms": 20} + $k)}')"
 done
-"$SCADLES" aggregator -c "$tmp/j0.json" --bootstrap "$bs" --selftest-ctl join --worker 0 \
-	>"$tmp/create.out" 2>"$tmp/create.err" || fail "creating the job's topics over SASL_SSL failed"
-"$SCADLES" aggregator -c "$tmp/j0.json" --bootstrap "$bs" --idle-exit 8 >"$tmp/a.out" 2>"$tmp/a.err" &
-a=$!
-pids="$pids $a"
-sleep 1
-"$SCADLES" worker -c "$tmp/j0.json" --bootstrap "$bs" --id 0 --idle-exit 5 >"$tmp/w0.out" 2>"$tmp/w0.err" &
-w0=$!
-"$SCADLES" worker -c "$tmp/j1.json" --bootstrap "$bs" --id 1 --idle-exit 5 >"$tmp/w1.out" 2>"$tmp/w1.err" &
-w1=$!
-pids="$pids $w0 $w1"
-wait "$w0" || fail "worker 0 exited $?"
-wait "$w1" || fail "worker 1 exited $?"
-wait "$a" || fail "aggregator exited $?"
-for f in w0 w1; do
-	check_worker "$tmp/$f.out" acked
-	check_committed "$tmp/$f.out"
-	[ "$(summary "$tmp/$f.out" .trained)" -eq 1500 ] || fail "$f trained $(summary "$tmp/$f.out" .trained) of 1500"
-done
-check_exactly_once "$tmp/a.out" "$tmp/w0.out" "$tmp/w1.out"
+job_aggregator "$tmp/j0.json" a 8
+job_workers --idle-exit 5
+job_check 1500 eq
 echo "SASL_SSL: feed, aggregator and 2 workers: 3000 records trained and committed, every update applied once"
 
 # 3) The interceptor plugin in kcat as a distributed worker, its own clients
@@ -78,12 +49,7 @@ if [ -e "$root/$BUILD/libscadles.so" ]; then
 	write_job "$tmp/p.json" "[{\"topic\": \"$run.d.0\"}]" \
 		"{\"job\": {\"name\": \"$run.p\", \"workers\": 1}, \"worker\": {\"batch\": \"fixed\", \"b\": 32}}"
 	jq --argjson k "$sec" '.kafka += $k' "$tmp/p.json" >"$tmp/pa.json"
-	"$SCADLES" aggregator -c "$tmp/pa.json" --bootstrap "$bs" --selftest-ctl join --worker 0 \
-		>"$tmp/pcreate.out" 2>"$tmp/pcreate.err" || fail "creating the plugin job's topics failed"
-	"$SCADLES" aggregator -c "$tmp/pa.json" --bootstrap "$bs" --idle-exit 6 >"$tmp/pagg.out" 2>"$tmp/pagg.err" &
-	pa=$!
-	pids="$pids $pa"
-	sleep 1
+	job_aggregator "$tmp/pa.json" pagg 6
 	jq '."sasl.password" = "wrong"' <<<"$sec" >"$tmp/bad-sec.json"
 	jq -n --argjson k "$sec" '$k' >"$tmp/sec.json"
 	mapfile -t px < <(plugin_args "$tmp/sec.json")
@@ -92,7 +58,7 @@ if [ -e "$root/$BUILD/libscadles.so" ]; then
 		-X scadles.distributed=true -X scadles.worker.id=0 -X scadles.queue.block.ms=-1 \
 		-X "scadles.summary.file=$tmp/plugin-summary.json" "${px[@]}" 2>"$tmp/kcat.err" ||
 		fail "kcat with the plugin over SASL_SSL exited $?"
-	wait "$pa" || fail "plugin job's aggregator exited $?"
+	wait "$agg" || fail "plugin job's aggregator exited $?"
 	sent=$(jq -r .job.updates_sent "$tmp/plugin-summary.json")
 	acked=$(jq -r .job.updates_acked "$tmp/plugin-summary.json")
 	applied=$(summary "$tmp/pagg.out" .applied)

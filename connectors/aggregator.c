@@ -621,7 +621,7 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
         return SC_OK;
 out:
         sc_aggregator_destroy(agg);
-        return err;
+        return sc_kafka_fatal_or(err, errstr, errstr_size);
 }
 
 static sc_err_t sc_agg_start(sc_aggregator_t *agg, char *errstr, size_t errstr_size)
@@ -668,7 +668,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                 agg->live[w] = 1;
         }
         if ((err = sc_agg_start(agg, errstr, errstr_size)))
-                return err;
+                return sc_kafka_fatal_or(err, errstr, errstr_size);
         while (!(stop && *stop) && !agg->fatal) {
                 rd_kafka_message_t *msg = rd_kafka_consumer_poll(agg->consumer, 20);
                 now = sc_agg_now();
@@ -698,6 +698,11 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                 }
                 if (now - last_tick >= 0.1) {
                         last_tick = now;
+                        if (!agg->fatal && (err = sc_kafka_fatal_check(why, sizeof(why)))) {
+                                agg->fatal = err;
+                                snprintf(agg->fatal_str, sizeof(agg->fatal_str), "%s", why);
+                                break;
+                        }
                         sc_agg_membership(agg, now);
                         for (int p = 0; p < agg->nshards; p++) {
                                 sc_agg_shard_t *s = &agg->shards[p];

@@ -12,10 +12,11 @@ sc_err_t sc_kafka_admin_job_topics(const char *job, int shards, int replication,
 {
         static const char *const suffix[SC_JOB__NTOPICS] = {"grad", "model", "inject", "ctl"};
 
-        if (shards < 1 || replication < 1)
+        if (shards < 1 || (replication < 1 && replication != -1))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
-                               "job %s: shards (%d) and replication (%d) must be >= 1", job, shards,
-                               replication);
+                               "job %s: shards (%d) must be >= 1 and replication (%d) >= 1 or -1 "
+                               "(the broker's default)",
+                               job, shards, replication);
         if (!job[0] || strlen(job) + 8 > 249)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "job name \"%s\": topic names would not have 1..249 characters",

@@ -352,7 +352,23 @@ const char *sc_kafka_source_stream(const sc_kafka_source_t *src, int i,
         return src->streams[i].topic;
 }
 
-int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms)
+/* A partition's watermarks as the consumer's last fetch response gave them
+ * (no request: a partition whose leader is down cannot block the caller;
+ * librdkafka 2.0.2's ListOffsets query then waits past its timeout until the
+ * old leader answers). Without a fetch yet, and query_ms >= 0, asks through
+ * the probe within query_ms. */
+static int sc_ks_watermarks(sc_kafka_source_t *src, const char *topic, int32_t partition,
+                            int query_ms, int64_t *lo, int64_t *hi)
+{
+        if (!rd_kafka_get_watermark_offsets(src->rk, topic, partition, lo, hi) && *hi >= 0)
+                return 0;
+        if (query_ms < 0 ||
+            rd_kafka_query_watermark_offsets(src->probe, topic, partition, lo, hi, query_ms))
+                return -1;
+        return 0;
+}
+
+int64_t sc_kafka_source_lag(sc_kafka_source_t *src)
 {
         rd_kafka_topic_partition_list_t *a = NULL;
         int64_t lag = 0;
@@ -361,8 +377,7 @@ int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms)
         for (int i = 0; i < a->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &a->elems[i];
                 int64_t lo = -1, hi = -1, pos = -1;
-                if (rd_kafka_query_watermark_offsets(src->probe, tp->topic, tp->partition, &lo, &hi,
-                                                     timeout_ms)) {
+                if (sc_ks_watermarks(src, tp->topic, tp->partition, -1, &lo, &hi)) {
                         lag = -1;
                         break;
                 }
@@ -373,7 +388,7 @@ int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms)
                         if (ks->parts[k].partition == tp->partition)
                                 pos = ks->parts[k].gap.gp_next;
                 if (pos < 0 || pos < lo)
-                        pos = lo; /* nothing read or committed: from the log start */
+                        pos = lo < 0 ? 0 : lo; /* nothing read or committed: from the log start */
                 if (hi > pos)
                         lag += hi - pos;
         }
@@ -393,8 +408,7 @@ json_t *sc_kafka_source_partitions(sc_kafka_source_t *src, int timeout_ms)
         for (int i = 0; i < a->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &a->elems[i];
                 int64_t lo = -1, hi = -1, pos = -1;
-                rd_kafka_query_watermark_offsets(src->probe, tp->topic, tp->partition, &lo, &hi,
-                                                 timeout_ms);
+                sc_ks_watermarks(src, tp->topic, tp->partition, timeout_ms, &lo, &hi);
                 sc_ks_stream_t *ks = sc_ks_find(src, tp->topic);
                 if (!ks || sc_offsets_position(sc_stream_offsets(ks->stream), tp->partition,
                                                &pos) != SC_OK)

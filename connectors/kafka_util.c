@@ -157,9 +157,60 @@ static void sc_kafka_on_log(const rd_kafka_t *rk, int level, const char *fac, co
                 rd_kafka_log_print(rk, level, fac, buf);
 }
 
+/* The first authentication, TLS or fatal failure any bridged client
+ * reported, as sc_kafka_fatal_check() words it; empty while there was none. */
+static char sc_kafka_fatal_msg[768];
+
+/* Error events: logged as librdkafka logs them without an error callback;
+ * an authentication or TLS failure, or a fatal error, is remembered for
+ * sc_kafka_fatal_check(). */
+static void sc_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+        char line[1024], fatal[512];
+        const char *name = rk ? rd_kafka_name(rk) : "kafka";
+        (void)opaque;
+        line[0] = '\0';
+        if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL ||
+            err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED)
+                snprintf(line, sizeof(line),
+                         "Kafka authentication failed: %s: %s (check security.protocol, sasl.* "
+                         "and ssl.* in the kafka settings)",
+                         name, reason);
+        else if (err == RD_KAFKA_RESP_ERR__FATAL && rk &&
+                 rd_kafka_fatal_error(rk, fatal, sizeof(fatal)))
+                snprintf(line, sizeof(line), "Kafka client %s: fatal error: %s", name, fatal);
+        if (line[0]) {
+                pthread_mutex_lock(&sc_kafka_log_lock);
+                if (!sc_kafka_fatal_msg[0])
+                        snprintf(sc_kafka_fatal_msg, sizeof(sc_kafka_fatal_msg), "%s", line);
+                pthread_mutex_unlock(&sc_kafka_log_lock);
+        }
+        snprintf(line, sizeof(line), "%s: %s", name, reason);
+        sc_kafka_on_log(rk, 3, "ERROR", line);
+}
+
 void sc_kafka_conf_log_bridge(rd_kafka_conf_t *conf)
 {
         rd_kafka_conf_set_log_cb(conf, sc_kafka_on_log);
+        rd_kafka_conf_set_error_cb(conf, sc_kafka_on_error);
+}
+
+sc_err_t sc_kafka_fatal_check(char *errstr, size_t errstr_size)
+{
+        char msg[sizeof(sc_kafka_fatal_msg)];
+        pthread_mutex_lock(&sc_kafka_log_lock);
+        memcpy(msg, sc_kafka_fatal_msg, sizeof(msg));
+        pthread_mutex_unlock(&sc_kafka_log_lock);
+        if (!msg[0])
+                return SC_OK;
+        return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s", msg);
+}
+
+sc_err_t sc_kafka_fatal_or(sc_err_t err, char *errstr, size_t errstr_size)
+{
+        if (!err || errstr_size == 0)
+                return err;
+        return sc_kafka_fatal_check(errstr, errstr_size) ? SC_ERR_IO : err;
 }
 
 /* ---- produce with delivery tracking ---- */

@@ -116,14 +116,15 @@ const char *sc_kafka_source_stream(const sc_kafka_source_t *src, int i,
                                    const sc_stream_stats_t **stats);
 
 /* Consumer lag: records in the assigned partitions beyond what was received,
- * from the brokers' high watermarks (asks the brokers; up to timeout_ms per
- * partition). -1 if unknown. */
-int64_t sc_kafka_source_lag(sc_kafka_source_t *src, int timeout_ms);
+ * from the high watermarks of the consumer's last fetch responses (no
+ * request, never blocks). -1 while a partition has had no fetch response. */
+int64_t sc_kafka_source_lag(sc_kafka_source_t *src);
 
 /* A JSON array, one object per assigned partition: topic, partition,
- * committed (read back from the group coordinator), end (high watermark),
- * position (the committable position this member holds). New reference;
- * NULL on failure. */
+ * committed (read back from the group coordinator), end (the high watermark
+ * of the consumer's last fetch response; asked for, within timeout_ms, when
+ * there was none), position (the committable position this member holds).
+ * New reference; NULL on failure. */
 json_t *sc_kafka_source_partitions(sc_kafka_source_t *src, int timeout_ms);
 
 #endif

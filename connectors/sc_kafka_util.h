@@ -58,8 +58,25 @@ typedef void (*sc_kafka_log_fn)(void *opaque, int level, const char *fac, const 
 void sc_kafka_log_set_sink(sc_kafka_log_fn fn, void *opaque);
 
 /* Installs the bridge on conf: librdkafka's log lines go to the current sink,
- * or to librdkafka's own printer while none is set. */
+ * or to librdkafka's own printer while none is set; its error events are
+ * logged the same way (level 3, facility "ERROR"), and an authentication or
+ * TLS failure (SASL rejected, certificate not verified) or a fatal error is
+ * remembered for sc_kafka_fatal_check(). */
 void sc_kafka_conf_log_bridge(rd_kafka_conf_t *conf);
+
+/* ---- failures a client does not recover from ---- */
+
+/* SC_ERR_IO with errstr "Kafka authentication failed: <client>: <reason>
+ * (check ...)" (or "Kafka client <client>: fatal error: ...") once any
+ * bridged client of this process reported such a failure (librdkafka would
+ * retry an unauthenticated client for ever); SC_OK before. Thread-safe.
+ * Loops call it to stop with that message instead of waiting. */
+sc_err_t sc_kafka_fatal_check(char *errstr, size_t errstr_size);
+
+/* For an error err a call returned after its own timeout: when such a
+ * failure is known, errstr is replaced by it (the cause) and SC_ERR_IO
+ * returned; otherwise err and errstr are left as they are. */
+sc_err_t sc_kafka_fatal_or(sc_err_t err, char *errstr, size_t errstr_size);
 
 /* ---- produce with delivery tracking ---- */
 

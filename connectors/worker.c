@@ -175,7 +175,7 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         return SC_OK;
 fail:
         sc_worker_destroy(w);
-        return err;
+        return sc_kafka_fatal_or(err, errstr, errstr_size);
 }
 
 void sc_worker_destroy(sc_worker_t *w)
@@ -407,6 +407,8 @@ sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr
         sc_wk_check_stop(w, now);
         if (w->stopped)
                 return SC_OK;
+        if ((w->src || w->job) && (err = sc_kafka_fatal_check(errstr, errstr_size)))
+                return err;
         sc_batcher_t *bt = sc_wk_batcher(w);
         double wake = INFINITY;
         int ready = bt && sc_batcher_ready(bt, now, &wake) && now >= w->t_next;

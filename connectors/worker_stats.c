@@ -52,7 +52,7 @@ void sc_wk_progress(sc_worker_t *w, double now)
                          c.bytes_down / 1e6);
         if (w->src) {
                 const sc_kafka_source_stats_t *ks = sc_kafka_source_stats(w->src);
-                int64_t lag = sc_kafka_source_lag(w->src, 500);
+                int64_t lag = sc_kafka_source_lag(w->src);
                 snprintf(src, sizeof(src), "  lost %" PRIu64 "  lag %" PRId64 "  paused %d/%d",
                          ks->ks_lost, lag, ks->ks_paused_partitions, ks->ks_partitions);
         }

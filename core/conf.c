@@ -850,9 +850,11 @@ const sc_conf_prop_t sc_conf_props[] = {
     {.path = "job.replication",
      .type = SC_CONF_INT,
      .offset = C(job.replication),
-     .def = "1",
-     R_IN(1, 16),
-     .desc = "Replication factor of the topics the job creates."},
+     .def = "-1",
+     R_IN(-1, 16),
+     .desc = "Replication factor of the topics the job creates; -1 takes the broker's "
+             "default.replication.factor (e.g. 3 on the 3-node cluster of "
+             "scripts/kafka.sh, with min.insync.replicas 2). 0 is an error."},
     {.path = "job.sync.policy",
      .type = SC_CONF_ENUM,
      .offset = C(job.sync.kind),

@@ -4,7 +4,9 @@
 set -eu
 pkgs=(build-essential pkg-config librdkafka-dev libjansson-dev libopenblas-dev libcmocka-dev
       zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox kcat valgrind python3-confluent-kafka
-      python3-venv "$@")
+      python3-venv openssl "$@")
+# openssl makes the CA and broker certificate of the TLS/SASL broker
+# (scripts/kafka.sh with KAFKA_SECURITY=sasl_ssl).
 # Java 17+ and Maven run the real Apache Kafka broker of the integration tests
 # (scripts/kafka.sh); any installed JDK will do.
 command -v java >/dev/null || pkgs+=(openjdk-17-jre-headless)

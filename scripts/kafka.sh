@@ -1,40 +1,110 @@
 #!/usr/bin/env bash
-# Runs a single-node Apache Kafka (KRaft, broker+controller) on 127.0.0.1 for
-# integration tests: the jars come from Maven Central via `mvn`, data lives
-# under build/kafka/.
+# Runs Apache Kafka (KRaft, combined broker+controller nodes) on 127.0.0.1 for
+# integration tests: one node by default, or a cluster of KAFKA_NODES, with
+# PLAINTEXT or SASL_SSL (TLS + SCRAM) client listeners. The jars come from
+# Maven Central via `mvn`, data lives under build/kafka/.
 #
-# Usage: scripts/kafka.sh up|down|status|fetch|logs
+# Usage: scripts/kafka.sh up|down|status|fetch|logs [N [NODE]]|kill NODE|start NODE|leader TOPIC PARTITION
 #
-#   up      fetch (once), format storage (once), start, wait until it answers a
-#           metadata request, write the bootstrap address to build/kafka/bootstrap
-#   down    stop it (SIGTERM, then SIGKILL after 30 s) and remove data
-#   status  print "running <bootstrap> (pid N)" and exit 0, or "stopped" and exit 1
+#   up      fetch (once), make the TLS files and SCRAM users (sasl_ssl, once),
+#           format storage (once), start every node that is not running, wait
+#           until the cluster answers a metadata request listing all nodes,
+#           write the bootstrap address(es) to $KAFKA_DIR/bootstrap
+#   down    stop all nodes (SIGTERM, then SIGKILL after 30 s) and remove data
+#   status  print "running <bootstrap> (pid N ...)" and exit 0, or "stopped"
+#           (or which nodes are down) and exit 1
 #   fetch   only download the jars
-#   logs    print the end of the broker log
+#   logs    print the end of a node's log (N lines, node 1 by default)
+#   kill    SIGKILL node NODE (1..KAFKA_NODES), keeping its data
+#   start   start node NODE again (after kill) and wait for its port
+#   leader  print the node id leading TOPIC's PARTITION (needs kcat)
 #
-# Environment: KAFKA_VERSION (default 4.1.1), KAFKA_PORT (19092; the controller
-# listens on KAFKA_PORT+1), KAFKA_DIR (build/kafka), KAFKA_HEAP (512m),
-# KAFKA_KEEP_DATA=1 keeps data on `down`, SCADLES (the scadles binary used as a
-# readiness probe when kcat is not installed).
+# Environment: KAFKA_VERSION (default 4.1.1), KAFKA_PORT (19092), KAFKA_NODES
+# (1; node i serves clients on KAFKA_PORT+i-1 and its controller listens on
+# KAFKA_PORT+KAFKA_NODES+i-1), KAFKA_DIR (build/kafka; a cluster's nodes live in
+# node1, node2, ... under it), KAFKA_LIB (the jars; $KAFKA_DIR/lib-VERSION),
+# KAFKA_HEAP (512m for one node, 384m per node in a cluster),
+# KAFKA_SECURITY (plaintext, or sasl_ssl: a TLS listener with a certificate
+# for 127.0.0.1/localhost signed by a CA made here with openssl, SCRAM users
+# made at format time; SASL/PLAIN is enabled too), KAFKA_SASL_USER /
+# KAFKA_SASL_PASSWORD (the client user, scadles / scadles-secret),
+# KAFKA_SASL_MECHANISM (the clients' mechanism in the files below:
+# SCRAM-SHA-256, or PLAIN when kcat reports a librdkafka before 2.6.1, whose
+# SCRAM Kafka 4 rejects; SCRAM-SHA-512 works too), KAFKA_KEEP_DATA=1 keeps data on `down`, SCADLES (the
+# scadles binary used as a plaintext readiness probe when kcat is missing).
+#
+# With sasl_ssl, `up` also writes the client settings: $KAFKA_DIR/client.json
+# (a JSON object for a config file's "kafka" section) and
+# $KAFKA_DIR/client.properties (for kcat -F).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 KAFKA_VERSION=${KAFKA_VERSION:-4.1.1}
 LOG4J_VERSION=${LOG4J_VERSION:-2.24.3}
 KAFKA_PORT=${KAFKA_PORT:-19092}
-CTRL_PORT=$((KAFKA_PORT + 1))
+KAFKA_NODES=${KAFKA_NODES:-1}
 KAFKA_DIR=${KAFKA_DIR:-$ROOT/build/kafka}
-KAFKA_HEAP=${KAFKA_HEAP:-512m}
-LIB=$KAFKA_DIR/lib-$KAFKA_VERSION
-DATA=$KAFKA_DIR/data
-PIDF=$KAFKA_DIR/pid
-LOGF=$KAFKA_DIR/broker.log
-BOOT=127.0.0.1:$KAFKA_PORT
+KAFKA_SECURITY=${KAFKA_SECURITY:-plaintext}
+# librdkafka before 2.6.1 answers a SCRAM challenge with a nonce that Kafka 4
+# rejects (librdkafka PR 4895): its clients get PLAIN (inside TLS) by default.
+rdkafka_version() { kcat -V 2>/dev/null | sed -n 's/.*librdkafka \([0-9.]*\).*/\1/p' | head -n 1; }
+default_mechanism() {
+	local v
+	v=$(rdkafka_version)
+	if [ -n "$v" ] && [ "$(printf '%s\n' 2.6.1 "$v" | sort -V | head -n 1)" = 2.6.1 ]; then
+		echo SCRAM-SHA-256
+	else
+		echo PLAIN
+	fi
+}
+KAFKA_SASL_MECHANISM=${KAFKA_SASL_MECHANISM:-$(default_mechanism)}
+KAFKA_SASL_USER=${KAFKA_SASL_USER:-scadles}
+KAFKA_SASL_PASSWORD=${KAFKA_SASL_PASSWORD:-scadles-secret}
+LIB=${KAFKA_LIB:-$KAFKA_DIR/lib-$KAFKA_VERSION}
+TLS=$KAFKA_DIR/tls
 
 say() { echo "kafka.sh: $*" >&2; }
 die() {
 	say "$*"
 	exit 1
+}
+
+case $KAFKA_NODES in
+[1-4]) ;;
+*) die "KAFKA_NODES must be 1..4 (got $KAFKA_NODES)" ;;
+esac
+case $KAFKA_SECURITY in
+plaintext) LISTENER=PLAINTEXT ;;
+sasl_ssl) LISTENER=SASL_SSL ;;
+*) die "KAFKA_SECURITY must be plaintext or sasl_ssl (got $KAFKA_SECURITY)" ;;
+esac
+case $KAFKA_SASL_MECHANISM in
+PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512) ;;
+*) die "KAFKA_SASL_MECHANISM must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512" ;;
+esac
+if [ "$KAFKA_NODES" -gt 1 ]; then
+	KAFKA_HEAP=${KAFKA_HEAP:-384m}
+	RF=3
+	[ "$KAFKA_NODES" -lt 3 ] && RF=$KAFKA_NODES
+	MIN_ISR=$((RF > 1 ? RF - 1 : 1))
+else
+	KAFKA_HEAP=${KAFKA_HEAP:-512m}
+	RF=1
+	MIN_ISR=1
+fi
+
+# Node i's folder, ports and files.
+node_dir() { if [ "$KAFKA_NODES" -eq 1 ]; then echo "$KAFKA_DIR"; else echo "$KAFKA_DIR/node$1"; fi; }
+client_port() { echo $((KAFKA_PORT + $1 - 1)); }
+ctrl_port() { echo $((KAFKA_PORT + KAFKA_NODES + $1 - 1)); }
+nodes() { seq 1 "$KAFKA_NODES"; }
+BOOT=$(for i in $(nodes); do printf '127.0.0.1:%s\n' "$(client_port "$i")"; done | paste -sd, -)
+
+check_node() {
+	case ${1:-} in
+	[1-9]) [ "$1" -le "$KAFKA_NODES" ] && return 0 ;;
+	esac
+	die "node must be 1..$KAFKA_NODES (got '${1:-}')"
 }
 
 check_java() {
@@ -105,30 +175,96 @@ fetch() {
 	touch "$LIB/.complete"
 }
 
-write_config() {
-	mkdir -p "$KAFKA_DIR"
-	cat >"$KAFKA_DIR/server.properties" <<EOF
-# Generated by scripts/kafka.sh: one combined KRaft broker+controller on loopback.
+# The CA and the broker's certificate (127.0.0.1 and localhost), made once and
+# again when it expires within a day; the broker reads PEM files directly.
+make_tls() {
+	if [ -f "$TLS/broker-keystore.pem" ] && [ -s "$TLS/admin.password" ] &&
+		openssl x509 -checkend 86400 -noout -in "$TLS/broker.pem" >/dev/null 2>&1; then
+		return 0
+	fi
+	command -v openssl >/dev/null || die "openssl not found (Debian package openssl)"
+	mkdir -p "$TLS"
+	(
+		cd "$TLS"
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 30 \
+			-subj "/CN=scadles test CA" 2>/dev/null
+		openssl req -newkey rsa:2048 -nodes -keyout broker.key -out broker.csr \
+			-subj "/CN=localhost" 2>/dev/null
+		printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+			"extendedKeyUsage=serverAuth,clientAuth" >broker.ext
+		openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+			-out broker.pem -days 30 -extfile broker.ext 2>/dev/null
+		cat broker.key broker.pem >broker-keystore.pem
+		# The inter-broker user's password (SCRAM user "admin").
+		openssl rand -hex 16 >admin.password
+		chmod 600 ca.key broker.key broker-keystore.pem admin.password
+	) || die "openssl could not make the TLS files in $TLS"
+	say "TLS files in $TLS (CA: $TLS/ca.pem)"
+}
+
+write_client_config() {
+	cat >"$KAFKA_DIR/client.properties" <<EOF
+security.protocol=SASL_SSL
+sasl.mechanisms=$KAFKA_SASL_MECHANISM
+sasl.username=$KAFKA_SASL_USER
+sasl.password=$KAFKA_SASL_PASSWORD
+ssl.ca.location=$TLS/ca.pem
+EOF
+	cat >"$KAFKA_DIR/client.json" <<EOF
+{"security.protocol": "SASL_SSL", "sasl.mechanisms": "$KAFKA_SASL_MECHANISM",
+ "sasl.username": "$KAFKA_SASL_USER", "sasl.password": "$KAFKA_SASL_PASSWORD",
+ "ssl.ca.location": "$TLS/ca.pem"}
+EOF
+	chmod 600 "$KAFKA_DIR/client.properties" "$KAFKA_DIR/client.json"
+}
+
+write_config() { # NODE
+	local i=$1 d voters="" j
+	d=$(node_dir "$i")
+	mkdir -p "$d"
+	for j in $(nodes); do voters="$voters${voters:+,}$j@127.0.0.1:$(ctrl_port "$j")"; done
+	cat >"$d/server.properties" <<EOF
+# Generated by scripts/kafka.sh: KRaft broker+controller node $i of $KAFKA_NODES on loopback.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$CTRL_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CTRL_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+node.id=$i
+controller.quorum.voters=$voters
+listeners=$LISTENER://127.0.0.1:$(client_port "$i"),CONTROLLER://127.0.0.1:$(ctrl_port "$i")
+advertised.listeners=$LISTENER://127.0.0.1:$(client_port "$i")
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$DATA
+inter.broker.listener.name=$LISTENER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,$LISTENER:$LISTENER
+log.dirs=$d/data
 num.partitions=1
+default.replication.factor=$RF
+min.insync.replicas=$MIN_ISR
+unclean.leader.election.enable=false
 auto.create.topics.enable=true
-offsets.topic.replication.factor=1
+offsets.topic.replication.factor=$RF
 offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=$RF
+transaction.state.log.min.isr=$MIN_ISR
+share.coordinator.state.topic.replication.factor=$RF
+share.coordinator.state.topic.min.isr=$MIN_ISR
 group.initial.rebalance.delay.ms=0
 log.segment.bytes=67108864
 EOF
+	if [ "$KAFKA_SECURITY" = sasl_ssl ]; then
+		local admin scram=org.apache.kafka.common.security.scram.ScramLoginModule
+		admin=$(cat "$TLS/admin.password")
+		cat >>"$d/server.properties" <<EOF
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=$scram required username="admin" password="$admin";
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$scram required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="$admin" user_$KAFKA_SASL_USER="$KAFKA_SASL_PASSWORD";
+ssl.keystore.type=PEM
+ssl.keystore.location=$TLS/broker-keystore.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS/ca.pem
+ssl.client.auth=none
+EOF
+		chmod 600 "$d/server.properties"
+	fi
 	cat >"$KAFKA_DIR/log4j2.yaml" <<EOF
 Configuration:
   Appenders:
@@ -156,59 +292,112 @@ java_cmd() {
 		-Dlog4j2.configurationFile="$KAFKA_DIR/log4j2.yaml" -cp "$LIB/*" "$@"
 }
 
-running_pid() {
-	[ -f "$PIDF" ] || return 1
-	local pid
-	pid=$(cat "$PIDF")
+running_pid() { # NODE
+	local f pid
+	f=$(node_dir "$1")/pid
+	[ -f "$f" ] || return 1
+	pid=$(cat "$f")
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
 	echo "$pid"
 }
 
+# kcat's security arguments for this cluster.
+kcat_sec() {
+	[ "$KAFKA_SECURITY" = sasl_ssl ] && echo "-F $KAFKA_DIR/client.properties"
+	return 0
+}
+
+# Exit 0 when the cluster answers a metadata request listing all its nodes.
 probe() {
 	if command -v kcat >/dev/null; then
-		kcat -L -b "$BOOT" -m 2 >/dev/null 2>&1
+		local n
+		# shellcheck disable=SC2046
+		n=$(kcat -L -b "$BOOT" $(kcat_sec) -m 2 2>/dev/null | sed -n 's/^ *\([0-9]*\) brokers:$/\1/p')
+		[ "${n:-0}" -eq "$KAFKA_NODES" ]
 		return
 	fi
 	local sc=${SCADLES:-$ROOT/build/scadles}
-	if [ -x "$sc" ]; then
-		"$sc" broker --probe "$BOOT" >/dev/null 2>&1
+	if [ -x "$sc" ] && [ "$KAFKA_SECURITY" = plaintext ]; then
+		"$sc" broker --probe "$BOOT" 2>/dev/null | grep -q ": $KAFKA_NODES broker(s)"
 		return
 	fi
-	# Last resort: the port accepts connections.
-	(exec 3<>"/dev/tcp/127.0.0.1/$KAFKA_PORT") 2>/dev/null
+	# Last resort: every node's port accepts connections.
+	local i
+	for i in $(nodes); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$(client_port "$i")") 2>/dev/null || return 1
+	done
 }
 
-up() {
-	if pid=$(running_pid); then
-		say "already running at $BOOT (pid $pid)"
-		echo "$BOOT" >"$KAFKA_DIR/bootstrap"
-		echo "$BOOT"
-		return 0
+format_node() { # NODE CLUSTER_ID
+	local d scram=()
+	d=$(node_dir "$1")
+	if [ "$KAFKA_SECURITY" = sasl_ssl ]; then
+		local m
+		for m in SCRAM-SHA-256 SCRAM-SHA-512; do
+			scram+=(--add-scram "$m=[name=admin,password=$(cat "$TLS/admin.password")]"
+				--add-scram "$m=[name=$KAFKA_SASL_USER,password=$KAFKA_SASL_PASSWORD]")
+		done
 	fi
-	fetch
-	check_java
-	write_config
-	: >"$LOGF"
-	if [ ! -f "$DATA/meta.properties" ]; then
-		local id
-		id=$(java_cmd kafka.tools.StorageTool random-uuid 2>>"$LOGF" | tail -n 1)
-		[ -n "$id" ] || die "could not make a cluster id (see $LOGF)"
-		java_cmd kafka.tools.StorageTool format -t "$id" -c "$KAFKA_DIR/server.properties" \
-			>>"$LOGF" 2>&1 || die "storage format failed (see $LOGF)"
-	fi
-	say "starting Apache Kafka $KAFKA_VERSION on $BOOT"
+	java_cmd kafka.tools.StorageTool format -t "$2" -c "$d/server.properties" "${scram[@]}" \
+		>>"$d/broker.log" 2>&1 || die "storage format of node $1 failed (see $d/broker.log)"
+}
+
+start_node() { # NODE
+	local d
+	d=$(node_dir "$1")
 	# setsid: the broker outlives this shell and gets no terminal signals.
 	setsid bash -c 'exec "$@"' _ java -Xmx"$KAFKA_HEAP" -Xms128m -XX:+UseG1GC \
 		-Djava.awt.headless=true -Dlog4j2.configurationFile="$KAFKA_DIR/log4j2.yaml" \
-		-cp "$LIB/*" kafka.Kafka "$KAFKA_DIR/server.properties" \
-		>>"$LOGF" 2>&1 </dev/null &
-	echo $! >"$PIDF"
-	local i
-	for i in $(seq 1 120); do
-		if ! running_pid >/dev/null; then
-			tail -n 40 "$LOGF" >&2
-			die "broker exited during start-up (log: $LOGF)"
-		fi
+		-cp "$LIB/*" kafka.Kafka "$d/server.properties" >>"$d/broker.log" 2>&1 </dev/null &
+	echo $! >"$d/pid"
+}
+
+up() {
+	local i d started=0 id=""
+	fetch
+	check_java
+	if [ "$KAFKA_SECURITY" = sasl_ssl ]; then
+		make_tls
+		write_client_config
+	fi
+	local todo=() fmt=()
+	for i in $(nodes); do
+		running_pid "$i" >/dev/null && continue
+		todo+=("$i")
+		write_config "$i"
+		d=$(node_dir "$i")
+		: >"$d/broker.log"
+		[ -f "$d/data/meta.properties" ] || fmt+=("$i")
+	done
+	if [ ${#fmt[@]} -gt 0 ]; then
+		# One cluster id for all nodes: an existing node's, or a new one
+		# (16 random bytes, URL-safe base64, as Kafka's random-uuid).
+		id=$(cat "$KAFKA_DIR"/data/meta.properties "$KAFKA_DIR"/node*/data/meta.properties \
+			2>/dev/null | sed -n 's/^cluster.id=//p' | head -n 1)
+		while [ -z "$id" ] || [ "${id#-}" != "$id" ]; do
+			id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+		done
+		local fpids=()
+		for i in "${fmt[@]}"; do
+			format_node "$i" "$id" &
+			fpids+=($!)
+		done
+		for i in "${fpids[@]}"; do wait "$i" || die "storage format failed"; done
+	fi
+	for i in "${todo[@]}"; do
+		say "starting Apache Kafka $KAFKA_VERSION node $i on 127.0.0.1:$(client_port "$i") ($KAFKA_SECURITY)"
+		start_node "$i"
+		started=$((started + 1))
+	done
+	[ "$started" -gt 0 ] || say "already running at $BOOT"
+	local tries=$((KAFKA_NODES > 1 ? 360 : 120)) j
+	for i in $(seq 1 "$tries"); do
+		for j in $(nodes); do
+			if ! running_pid "$j" >/dev/null; then
+				tail -n 40 "$(node_dir "$j")/broker.log" >&2
+				die "node $j exited during start-up (log: $(node_dir "$j")/broker.log)"
+			fi
+		done
 		if probe; then
 			echo "$BOOT" >"$KAFKA_DIR/bootstrap"
 			say "ready after ~$((i / 2)) s; bootstrap $BOOT written to $KAFKA_DIR/bootstrap"
@@ -217,42 +406,89 @@ up() {
 		fi
 		sleep 0.5
 	done
-	tail -n 40 "$LOGF" >&2
+	tail -n 40 "$(node_dir 1)/broker.log" >&2
 	down
-	die "broker did not become ready in 60 s (log: $LOGF)"
+	die "the cluster did not become ready in $((tries / 2)) s (log: $(node_dir 1)/broker.log)"
 }
 
 down() {
-	local pid
-	if pid=$(running_pid); then
-		kill -TERM "$pid" 2>/dev/null || true
-		local i
+	local i pid pids=() alive
+	for i in $(nodes); do
+		if pid=$(running_pid "$i"); then
+			pids+=("$pid")
+			kill -TERM "$pid" 2>/dev/null || true
+		fi
+	done
+	if [ ${#pids[@]} -eq 0 ]; then
+		say "not running"
+	else
 		for i in $(seq 1 60); do
-			kill -0 "$pid" 2>/dev/null || break
+			alive=0
+			for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+			[ "$alive" -eq 1 ] || break
 			sleep 0.5
 		done
-		if kill -0 "$pid" 2>/dev/null; then
-			say "broker did not stop in 30 s; killing pid $pid"
-			kill -KILL "$pid" 2>/dev/null || true
-		fi
-		say "stopped (pid $pid)"
-	else
-		say "not running"
+		for pid in "${pids[@]}"; do
+			if kill -0 "$pid" 2>/dev/null; then
+				say "pid $pid did not stop in 30 s; killing it"
+				kill -KILL "$pid" 2>/dev/null || true
+			fi
+		done
+		say "stopped (pid ${pids[*]})"
 	fi
-	rm -f "$PIDF" "$KAFKA_DIR/bootstrap"
-	if [ "${KAFKA_KEEP_DATA:-0}" != 1 ]; then
-		rm -rf "$DATA"
-	fi
+	rm -f "$KAFKA_DIR/bootstrap"
+	for i in $(nodes); do
+		rm -f "$(node_dir "$i")/pid"
+		[ "${KAFKA_KEEP_DATA:-0}" = 1 ] || rm -rf "$(node_dir "$i")/data"
+	done
 }
 
 status() {
-	local pid
-	if pid=$(running_pid); then
-		echo "running $BOOT (pid $pid)"
+	local i pid pids=() stopped=()
+	for i in $(nodes); do
+		if pid=$(running_pid "$i"); then pids+=("$pid"); else stopped+=("$i"); fi
+	done
+	if [ ${#stopped[@]} -eq 0 ]; then
+		echo "running $BOOT (pid ${pids[*]})"
 		return 0
 	fi
-	echo "stopped"
+	if [ ${#pids[@]} -eq 0 ]; then echo "stopped"; else echo "nodes down: ${stopped[*]}"; fi
 	return 1
+}
+
+kill_node() { # NODE
+	local pid
+	check_node "$1"
+	pid=$(running_pid "$1") || die "node $1 is not running"
+	kill -KILL "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+	rm -f "$(node_dir "$1")/pid"
+	say "node $1 killed (pid $pid)"
+}
+
+restart_node() { # NODE
+	local i
+	check_node "$1"
+	! running_pid "$1" >/dev/null || die "node $1 is running"
+	[ -f "$(node_dir "$1")/data/meta.properties" ] || die "node $1 has no data (use up)"
+	start_node "$1"
+	for i in $(seq 1 240); do
+		running_pid "$1" >/dev/null || die "node $1 exited during start-up"
+		if (exec 3<>"/dev/tcp/127.0.0.1/$(client_port "$1")") 2>/dev/null; then
+			say "node $1 listening again"
+			return 0
+		fi
+		sleep 0.5
+	done
+	die "node $1 did not listen within 120 s"
+}
+
+leader() { # TOPIC PARTITION
+	command -v kcat >/dev/null || die "leader: kcat is needed"
+	# shellcheck disable=SC2046
+	kcat -L -b "$BOOT" $(kcat_sec) -t "$1" -m 5 2>/dev/null |
+		sed -n "s/^ *partition $2, leader \([0-9-]*\),.*/\1/p" | head -n 1 | grep . ||
+		die "no leader known for $1 [$2]"
 }
 
 case "${1:-}" in
@@ -260,9 +496,12 @@ up) up ;;
 down) down ;;
 status) status ;;
 fetch) fetch ;;
-logs) tail -n "${2:-50}" "$LOGF" ;;
+logs) tail -n "${2:-50}" "$(node_dir "${3:-1}")/broker.log" ;;
+kill) kill_node "${2:-}" ;;
+start) restart_node "${2:-}" ;;
+leader) leader "${2:?topic}" "${3:?partition}" ;;
 *)
-	echo "usage: scripts/kafka.sh up|down|status|fetch|logs" >&2
+	echo "usage: scripts/kafka.sh up|down|status|fetch|logs [N [NODE]]|kill NODE|start NODE|leader TOPIC PARTITION" >&2
 	exit 2
 	;;
 esac

@@ -145,7 +145,7 @@ typedef enum sc_conf_publish {
 typedef struct sc_conf_job {
         char name[SC_CONF_JOB_NAME_MAX]; /* topics J.grad, J.model, J.inject, J.ctl */
         int shards;                      /* model shards = partitions of J.grad and J.model */
-        int replication;                 /* replication factor of created topics */
+        int replication;                 /* of created topics; -1 = the broker's default */
         sc_sync_spec_t sync;             /* policy and parameters; n_workers = job.workers */
         int codec;                       /* sc_codec_id_t of worker updates */
         double codec_ratio;              /* 0 = the codec's default */

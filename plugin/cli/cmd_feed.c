@@ -468,6 +468,7 @@ static rd_kafka_conf_t *sc_feed_conf(const sc_feed_t *f)
         }
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const char *origin = "";
+        sc_kafka_conf_log_bridge(conf); /* remembers authentication failures */
         sc_err_t err = sc_kafka_conf_set(conf, "bootstrap.servers", bootstrap, "--bootstrap",
                                          errstr, sizeof(errstr));
         for (size_t i = 0; !err && i < sizeof(defaults) / sizeof(defaults[0]); i++)
@@ -592,7 +593,8 @@ static void sc_feed_run(sc_feed_t *f, double *elapsedp)
         for (;;) {
                 now = sc_cli_now();
                 double el = now - t0;
-                if (sc_cli_stop || (f->duration > 0 && el >= f->duration))
+                if (sc_cli_stop || (f->duration > 0 && el >= f->duration) ||
+                    sc_kafka_fatal_check(NULL, 0))
                         break;
                 int done = 1;
                 double next_due = INFINITY;
@@ -727,7 +729,10 @@ int sc_cmd_feed(int argc, char **argv)
         sc_feed_run(&f, &elapsed);
 
         double t_flush = sc_cli_now();
-        rd_kafka_flush(f.rk, 30000);
+        /* Up to 30 s, less when the broker refuses the credentials. */
+        for (int i = 0; i < 300 && rd_kafka_outq_len(f.rk) > 0 && !sc_kafka_fatal_check(NULL, 0);
+             i++)
+                rd_kafka_flush(f.rk, 100);
         rd_kafka_poll(f.rk, 0);
         t_flush = sc_cli_now() - t_flush;
 
@@ -760,7 +765,10 @@ int sc_cmd_feed(int argc, char **argv)
                elapsed > 0 ? (double)delivered / elapsed : 0, total_rate, worst);
         fflush(stdout);
         rc = failed || pending ? 1 : 0;
-        if (failed || pending) {
+        if (sc_kafka_fatal_check(errstr, sizeof(errstr))) {
+                fprintf(stderr, "scadles feed: %s\n", errstr);
+                rc = 1;
+        } else if (failed || pending) {
                 rd_kafka_resp_err_t first = RD_KAFKA_RESP_ERR_NO_ERROR;
                 for (int i = 0; i < f.n_topics && !first; i++)
                         first = f.topics[i].ft_dv.dv_first_err;

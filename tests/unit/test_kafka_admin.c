@@ -30,6 +30,14 @@ static void job_topic_specs(void **state)
         assert_true(t[SC_JOB_CTL].retention_ms > 0);
         assert_int_equal(sc_kafka_admin_job_topics("j1", 0, 1, t, errstr, sizeof(errstr)),
                          SC_ERR_INVAL);
+        /* -1: the broker's default replication factor; 0 and below -1 are errors. */
+        assert_int_equal(sc_kafka_admin_job_topics("j1", 2, -1, t, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(t[SC_JOB_GRAD].replication, -1);
+        assert_int_equal(sc_kafka_admin_job_topics("j1", 2, 0, t, errstr, sizeof(errstr)),
+                         SC_ERR_INVAL);
+        assert_non_null(strstr(errstr, "replication (0)"));
+        assert_int_equal(sc_kafka_admin_job_topics("j1", 2, -2, t, errstr, sizeof(errstr)),
+                         SC_ERR_INVAL);
         memset(name, 'a', 245);
         name[245] = '\0';
         assert_int_equal(sc_kafka_admin_job_topics(name, 1, 1, t, errstr, sizeof(errstr)),

@@ -23,6 +23,7 @@ int sc_cmd_worker(int argc, char **argv);
 int sc_cmd_sim(int argc, char **argv);
 int sc_cmd_aggregator(int argc, char **argv);
 int sc_cmd_demo(int argc, char **argv);
+int sc_cmd_predict(int argc, char **argv);
 
 /* Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
  * commands poll it and stop cleanly (flushing, committing, saving). */
@@ -33,5 +34,13 @@ double sc_cli_now(void);
 /* Parses option opt's value s as a finite number >= 0 into *out; on error
  * prints "scadles <cmd>: <opt> <s>: expected a number >= 0" and returns -1. */
 int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
+
+struct sc_conf;
+/* Loads the configuration file, applies the --set overrides in order, then
+ * kafka.bootstrap.servers from bootstrap or from the first line of
+ * bootstrap_file (either may be NULL). Prints "scadles <cmd>: <error>" and
+ * returns 2 on error, 0 on success. */
+int sc_cli_conf_load(const char *cmd, struct sc_conf *conf, const char *path, char *const *sets,
+                     int n_sets, const char *bootstrap, const char *bootstrap_file);
 
 #endif

@@ -244,38 +244,9 @@ static int sc_wcli_has_job(const sc_wcli_opts_t *o)
 /* Configuration, overrides and options; returns -1 to go on or an exit code. */
 static int sc_wcli_conf(sc_conf_t *conf, const sc_wcli_opts_t *o)
 {
-        char err[1024], line[1100], buf[1024];
-        if (sc_conf_load(conf, o->config, err, sizeof(err))) {
-                fprintf(stderr, "scadles worker: %s\n", err);
+        if (sc_cli_conf_load("worker", conf, o->config, o->sets, o->n_sets, o->bootstrap,
+                             o->bootstrap_file))
                 return 2;
-        }
-        for (int i = 0; i < o->n_sets; i++) {
-                if (sc_conf_set(conf, o->sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles worker: %s\n", err);
-                        return 2;
-                }
-        }
-        const char *bs = o->bootstrap;
-        if (o->bootstrap_file) {
-                FILE *f = fopen(o->bootstrap_file, "r");
-                if (!f || !fgets(buf, sizeof(buf), f)) {
-                        fprintf(stderr, "scadles worker: --bootstrap-file %s: %s\n",
-                                o->bootstrap_file, f ? "empty" : strerror(errno));
-                        if (f)
-                                fclose(f);
-                        return 2;
-                }
-                fclose(f);
-                buf[strcspn(buf, "\r\n")] = '\0';
-                bs = buf;
-        }
-        if (bs) {
-                snprintf(line, sizeof(line), "kafka.bootstrap.servers=%s", bs);
-                if (sc_conf_set(conf, line, err, sizeof(err))) {
-                        fprintf(stderr, "scadles worker: %s\n", err);
-                        return 2;
-                }
-        }
         if (o->max_samples >= 0)
                 conf->worker.max_samples = (long)o->max_samples;
         if (o->duration >= 0)

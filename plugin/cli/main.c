@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "sc_conf.h"
 
 static const sc_cmd_t sc_cmds[] = {
     {"train", sc_cmd_train, "train a model offline on a data set (Fashion-MNIST, synthetic)"},
@@ -19,6 +20,8 @@ static const sc_cmd_t sc_cmds[] = {
      "apply a distributed job's updates to its model shards (J.grad -> J.model)"},
     {"demo", sc_cmd_demo,
      "run a whole distributed job here (broker, feed, workers, aggregators) and plot accuracy"},
+    {"predict", sc_cmd_predict,
+     "score records of Kafka topics with a model and produce the predictions to a topic"},
     {"sim", sc_cmd_sim, "simulate edge devices and a sync policy on a virtual clock"},
     {"config", sc_cmd_config, "list configuration properties, or check a config file"},
 };
@@ -59,6 +62,44 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out)
                 return -1;
         }
         *out = v;
+        return 0;
+}
+
+int sc_cli_conf_load(const char *cmd, sc_conf_t *conf, const char *path, char *const *sets,
+                     int n_sets, const char *bootstrap, const char *bootstrap_file)
+{
+        char err[1024], line[1200], buf[1024];
+        const char *bs = bootstrap;
+
+        if (sc_conf_load(conf, path, err, sizeof(err))) {
+                fprintf(stderr, "scadles %s: %s\n", cmd, err);
+                return 2;
+        }
+        for (int i = 0; i < n_sets; i++)
+                if (sc_conf_set(conf, sets[i], err, sizeof(err))) {
+                        fprintf(stderr, "scadles %s: %s\n", cmd, err);
+                        return 2;
+                }
+        if (bootstrap_file) {
+                FILE *f = fopen(bootstrap_file, "r");
+                if (!f || !fgets(buf, sizeof(buf), f)) {
+                        fprintf(stderr, "scadles %s: --bootstrap-file %s: %s\n", cmd,
+                                bootstrap_file, f ? "empty" : strerror(errno));
+                        if (f)
+                                fclose(f);
+                        return 2;
+                }
+                fclose(f);
+                buf[strcspn(buf, "\r\n")] = '\0';
+                bs = buf;
+        }
+        if (bs) {
+                snprintf(line, sizeof(line), "kafka.bootstrap.servers=%s", bs);
+                if (sc_conf_set(conf, line, err, sizeof(err))) {
+                        fprintf(stderr, "scadles %s: %s\n", cmd, err);
+                        return 2;
+                }
+        }
         return 0;
 }
 

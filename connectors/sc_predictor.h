@@ -34,11 +34,11 @@ typedef struct sc_predictor_spec {
          * streams.* the buffers and default decoder, kafka.* the clients,
          * job.* the job followed. Borrowed for the predictor's lifetime. */
         const sc_conf_t *conf;
-        const char *out_topic;  /* predictions */
-        const char *checkpoint; /* model file, or NULL with follow_job */
-        int follow_job;         /* 1: the model of conf's job, from J.model */
-        int batch;              /* most records scored at once, 1..65536: a round scores
-                                   what is buffered in batches of at most this */
+        const char *out_topic;      /* predictions */
+        const char *checkpoint;     /* model file, or NULL with follow_job */
+        int follow_job;             /* 1: the model of conf's job, from J.model */
+        int batch;                  /* most records scored at once, 1..65536: a round scores
+                                       what is buffered in batches of at most this */
         sc_kafka_source_log_fn log; /* may be NULL */
         void *log_opaque;
 } sc_predictor_spec_t;
@@ -69,14 +69,16 @@ sc_err_t sc_predictor_finish(sc_predictor_t *p, double t, int timeout_ms, char *
                              size_t errstr_size);
 
 typedef struct sc_predictor_stats {
-        uint64_t consumed;     /* records handed to the streams (decoded or malformed) */
-        uint64_t predicted;    /* predictions produced */
-        uint64_t acked;        /* ... acknowledged by the broker */
-        uint64_t bad;          /* malformed records (dead-lettered when a topic is set) */
-        uint64_t batches;      /* batches scored */
-        uint64_t model_swaps;  /* models installed from J.model after the first */
+        uint64_t consumed;      /* records handed to the streams (decoded or malformed) */
+        uint64_t predicted;     /* predictions produced */
+        uint64_t acked;         /* ... acknowledged by the broker */
+        uint64_t bad;           /* malformed records (dead-lettered when a topic is set) */
+        uint64_t batches;       /* batches scored */
+        uint64_t model_swaps;   /* models installed from J.model after the first */
         uint64_t model_version; /* of the model scoring now */
-        double t_last_record;  /* when a record last arrived; -1 before */
+        double t_last_record;   /* when a record last arrived; -1 before */
+        double t_first_record;  /* when the first record arrived; -1 before */
+        double t_last_ack;      /* when predictions were last acknowledged; -1 before */
 } sc_predictor_stats_t;
 void sc_predictor_stats(const sc_predictor_t *p, sc_predictor_stats_t *st);
 
@@ -87,9 +89,10 @@ int sc_predictor_idle(const sc_predictor_t *p);
 sc_kafka_source_t *sc_predictor_source(sc_predictor_t *p);
 
 /* The summary object: consumed, predicted, acknowledged, bad, dead_letters,
- * batches, model_version, model_swaps, lost, elapsed-free counters and
- * "partitions" (committed / end offsets per input partition). New
- * reference; NULL on OOM. */
+ * batches, model_version, model_swaps, lost, busy_s (from the first record
+ * received to the last acknowledgement), records_per_s (acknowledged /
+ * busy_s) and "partitions" (committed / end offsets per input partition).
+ * New reference; NULL on OOM. */
 json_t *sc_predictor_summary(sc_predictor_t *p, int timeout_ms);
 
 #endif

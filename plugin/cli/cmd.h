@@ -36,11 +36,27 @@ double sc_cli_now(void);
 int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
 
 struct sc_conf;
-/* Loads the configuration file, applies the --set overrides in order, then
- * kafka.bootstrap.servers from bootstrap or from the first line of
- * bootstrap_file (either may be NULL). Prints "scadles <cmd>: <error>" and
- * returns 2 on error, 0 on success. */
-int sc_cli_conf_load(const char *cmd, struct sc_conf *conf, const char *path, char *const *sets,
-                     int n_sets, const char *bootstrap, const char *bootstrap_file);
+
+#define SC_CLI_MAX_SETS 64
+
+/* The configuration options the Kafka commands share: -c/--config FILE,
+ * -s/--set KEY=VALUE (repeatable, applied in order), -b/--bootstrap ADDR,
+ * -B/--bootstrap-file FILE. */
+typedef struct sc_cli_conf_opts {
+        const char *config, *bootstrap, *bootstrap_file;
+        char *sets[SC_CLI_MAX_SETS];
+        int n_sets;
+} sc_cli_conf_opts_t;
+
+/* Takes getopt's option c and its value arg when c is one of 'c', 's', 'b',
+ * 'B': returns 1 (taken), 0 (another option), -1 after printing
+ * "scadles <cmd>: ..." (too many --set). */
+int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg);
+
+/* Loads co->config, applies the --set overrides in order, then
+ * kafka.bootstrap.servers from --bootstrap or from the first line of the
+ * --bootstrap-file. Prints "scadles <cmd>: <error>" and returns 2 on error,
+ * 0 on success. */
+int sc_cli_conf_load(const char *cmd, struct sc_conf *conf, const sc_cli_conf_opts_t *co);
 
 #endif

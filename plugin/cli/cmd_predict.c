@@ -16,13 +16,9 @@
 #include "sc_nn.h"
 #include "sc_predictor.h"
 
-#define SC_PCLI_MAX_SETS 64
-
 typedef struct sc_pcli_opts {
-        const char *config, *bootstrap, *bootstrap_file;
+        sc_cli_conf_opts_t co;
         const char *in, *out, *checkpoint, *group, *dead_letter;
-        char *sets[SC_PCLI_MAX_SETS];
-        int n_sets;
         int follow_job, quiet;
         double batch, idle_exit, duration, progress;
 } sc_pcli_opts_t;
@@ -107,24 +103,12 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":c:s:b:B:k:i:d:qh", longopts, NULL)) != -1) {
+                int taken = sc_cli_conf_opt("predict", &o->co, c, optarg);
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
                 switch (c) {
-                case 'c':
-                        o->config = optarg;
-                        break;
-                case 's':
-                        if (o->n_sets == SC_PCLI_MAX_SETS) {
-                                fprintf(stderr, "scadles predict: more than %d --set options\n",
-                                        SC_PCLI_MAX_SETS);
-                                return 2;
-                        }
-                        o->sets[o->n_sets++] = optarg;
-                        break;
-                case 'b':
-                        o->bootstrap = optarg;
-                        break;
-                case 'B':
-                        o->bootstrap_file = optarg;
-                        break;
                 case 'I':
                         o->in = optarg;
                         break;
@@ -184,10 +168,10 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
                         return 2;
                 }
         }
-        const char *missing = optind < argc ? NULL
-                              : !o->config  ? "-c CONFIG"
-                              : !o->in      ? "--in TOPIC|^REGEX"
-                              : !o->out     ? "--out TOPIC"
+        const char *missing = optind < argc   ? NULL
+                              : !o->co.config ? "-c CONFIG"
+                              : !o->in        ? "--in TOPIC|^REGEX"
+                              : !o->out       ? "--out TOPIC"
                               : !o->checkpoint && !o->follow_job
                                   ? "--checkpoint CKPT or --follow-job"
                                   : NULL;
@@ -306,9 +290,7 @@ int sc_cmd_predict(int argc, char **argv)
         mallopt(M_TRIM_THRESHOLD, 256 << 20);
         memset(&conf, 0, sizeof(conf));
         have_conf = 1;
-        if ((rc = sc_cli_conf_load("predict", &conf, o.config, o.sets, o.n_sets, o.bootstrap,
-                                   o.bootstrap_file)) ||
-            (rc = sc_pcli_input(&conf, o.in)))
+        if ((rc = sc_cli_conf_load("predict", &conf, &o.co)) || (rc = sc_pcli_input(&conf, o.in)))
                 goto out;
         if (strlen(o.group) >= sizeof(conf.source.group_id) ||
             (o.dead_letter && strlen(o.dead_letter) >= sizeof(conf.source.dead_letter))) {

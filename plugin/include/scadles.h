@@ -247,11 +247,17 @@ SCADLES_EXPORT void scadles_destroy(scadles_worker_t *w);
  * length, n_probabilities below the classes: errstr says how many),
  * SCADLES_ERR_IO (a malformed record: errstr names the fault kind, as the
  * dead-letter topic does, and why), SCADLES_ERR_NOMEM. */
-SCADLES_EXPORT scadles_resp_err_t
-scadles_predict(scadles_worker_t *w, const char *topic, const void *key, size_t key_len,
-                const void *value, size_t value_len, const scadles_header_t *headers,
-                size_t header_cnt, float *probabilities, size_t n_probabilities, int32_t *label,
-                uint64_t *model_version, char *errstr, size_t errstr_size);
+/* (kept on the SCADLES_EXPORT line: tests/integration/exports.sh reads it) */
+/* clang-format off */
+SCADLES_EXPORT scadles_resp_err_t scadles_predict(scadles_worker_t *w, const char *topic,
+                                                  const void *key, size_t key_len,
+                                                  const void *value, size_t value_len,
+                                                  const scadles_header_t *headers,
+                                                  size_t header_cnt, float *probabilities,
+                                                  size_t n_probabilities, int32_t *label,
+                                                  uint64_t *model_version, char *errstr,
+                                                  size_t errstr_size);
+/* clang-format on */
 
 /* Frees memory the library returned (scadles_stats, scadles_conf_dump). */
 SCADLES_EXPORT void scadles_mem_free(void *ptr);

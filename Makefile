@@ -42,7 +42,9 @@ SAN_FLAGS := -fsanitize=address -fno-omit-frame-pointer
 else ifeq ($(SANITIZER),undefined)
 SAN_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 else ifeq ($(SANITIZER),thread)
-SAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+# No target_clones: their resolvers run at load time, before the
+# ThreadSanitizer runtime is set up, and crash when instrumented.
+SAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -DSC_NN_NO_CLONES
 else ifneq ($(SANITIZER),)
 $(error SANITIZER must be address, undefined or thread)
 endif

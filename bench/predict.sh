@@ -10,13 +10,13 @@
 # share a partition: 6,250 records a topic stay below that), read through
 # one pattern; the broker runs on the other core.
 # Usage: bench/predict.sh [records per topic] [batch]   (BUILD=build-dir;
-# default 6250, i.e. 200,000 records, and 256)
+# default 6250, i.e. 200,000 records, and 1024)
 set -u
 BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
 N=${1:-6250}
 TOPICS=32
-BATCH=${2:-256}
+BATCH=${2:-1024}
 
 for tool in jq taskset; do
 	command -v "$tool" >/dev/null || { echo "predict.sh: $tool is not installed (scripts/deps.sh)" >&2; exit 1; }

@@ -74,7 +74,7 @@ struct sc_predictor_s {
 void sc_predictor_spec_defaults(sc_predictor_spec_t *spec)
 {
         memset(spec, 0, sizeof(*spec));
-        spec->batch = 256;
+        spec->batch = 1024;
 }
 
 static void sc_pred_logf(sc_predictor_t *p, int level, const char *fmt, ...)
@@ -203,7 +203,7 @@ sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, 
         p->conf.streams.policy = SC_STREAM_PERSIST;
         /* A small ring per topic, reused while it is warm in the caches
          * (the backlog waits in Kafka, its partitions paused). */
-        p->conf.streams.cap = 2L * spec->batch < 256 ? 256 : 2L * spec->batch;
+        p->conf.streams.cap = spec->batch < 256 ? 256 : spec->batch;
         if ((err = sc_pred_model(p, errstr, errstr_size)) ||
             (err = sc_batch_new(&p->batch, spec->batch, p->numel)) ||
             !(p->out = malloc((size_t)spec->batch * (size_t)p->n_classes * sizeof(float))) ||

@@ -43,7 +43,7 @@ typedef struct sc_predictor_spec {
         void *log_opaque;
 } sc_predictor_spec_t;
 
-/* Defaults: batch 256; the rest zero. */
+/* Defaults: batch 1024; the rest zero. */
 void sc_predictor_spec_defaults(sc_predictor_spec_t *spec);
 
 /* Loads or starts following the model, creates the output topic when

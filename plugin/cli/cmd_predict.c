@@ -55,7 +55,7 @@ static void sc_pcli_usage(FILE *out)
                 "      --follow-job         score with the newest model of the config's job\n"
                 "      --group G            consumer group (default scadles-predict)\n"
                 "      --dead-letter TOPIC  dead-letter topic (default source.dead_letter_topic)\n"
-                "      --batch N            most records scored at once (default 256)\n"
+                "      --batch N            most records scored at once (default 1024)\n"
                 "  -i, --idle-exit S        stop when no record arrived for S seconds (from the\n"
                 "                           first partition assignment on) and every\n"
                 "                           prediction was acknowledged\n"
@@ -97,7 +97,7 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
         };
         int c;
         memset(o, 0, sizeof(*o));
-        o->batch = 256;
+        o->batch = 1024;
         o->progress = 5;
         o->group = "scadles-predict";
         optind = 1;

@@ -123,6 +123,10 @@ static sc_err_t sc_pred_model(sc_predictor_t *p, char *errstr, size_t errstr_siz
         if (!conf->job.name[0])
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "%s: --follow-job needs a job section (job.name)", conf->origin);
+        if (sc_model_nstate(p->model))
+                sc_pred_logf(p, 4,
+                             "J.model carries no batchnorm running statistics: predicting with "
+                             "mean 0, variance 1 (a checkpoint keeps them)");
         return sc_job_model_new(&p->jm, conf, sc_model_params(p->model), p->nparams, errstr,
                                 errstr_size);
 }

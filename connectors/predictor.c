@@ -389,10 +389,12 @@ static sc_err_t sc_pred_drain(sc_predictor_t *p, double t, char *errstr, size_t 
         if (p->jm && !sc_job_model_ready(p->jm))
                 return SC_OK; /* the newest model first */
         while (bt && sc_batcher_ready(bt, t, NULL)) {
-                if (p->n_pend == SC_PRED_PENDING &&
-                    ((err = sc_pred_settle(p, t, errstr, errstr_size)) ||
-                     p->n_pend == SC_PRED_PENDING))
-                        return err;
+                if (p->n_pend == SC_PRED_PENDING) {
+                        rd_kafka_poll(p->prod, 5); /* every slot awaits the broker */
+                        if ((err = sc_pred_settle(p, t, errstr, errstr_size)) ||
+                            p->n_pend == SC_PRED_PENDING)
+                                return err;
+                }
                 if ((err = sc_batcher_take(bt, t, p->batch, errstr, errstr_size)))
                         return err == SC_ERR_AGAIN ? SC_OK : err;
                 if ((err = sc_pred_score(p, errstr, errstr_size)))

@@ -205,8 +205,8 @@ sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, 
         p->conf.worker.window = 1e-6;
         p->conf.worker.shuffle = 0;
         p->conf.streams.policy = SC_STREAM_PERSIST;
-        /* A small ring per topic, reused while it is warm in the caches
-         * (the backlog waits in Kafka, its partitions paused). */
+        /* A ring of one batch per topic, reused while it is warm in the
+         * caches (the backlog waits in Kafka, its partitions paused). */
         p->conf.streams.cap = spec->batch < 256 ? 256 : spec->batch;
         if ((err = sc_pred_model(p, errstr, errstr_size)) ||
             (err = sc_batch_new(&p->batch, spec->batch, p->numel)) ||
@@ -246,6 +246,15 @@ void sc_predictor_destroy(sc_predictor_t *p)
         free(p->rows);
         free(p->text);
         free(p);
+}
+
+/* Records waiting to be scored: buffered, or held for room in a stream (a
+ * batch taken is scored at once and stays inflight until acknowledged). */
+static int sc_pred_has_records(const sc_predictor_t *p)
+{
+        sc_stream_stats_t sum;
+        sc_kafka_source_totals(p->src, &sum);
+        return sum.buffered || sc_kafka_source_stats(p->src)->ks_held;
 }
 
 /* Writes v (a probability: finite, in [0, 1]) with 6 significant digits,
@@ -408,9 +417,11 @@ sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *er
 {
         sc_err_t err;
         size_t n = 0;
-        int busy = !sc_predictor_idle(p);
-        if ((err = sc_kafka_source_poll(p->src, t, busy ? 0 : timeout_ms, 4 * (size_t)p->spec.batch,
-                                        &n, errstr, errstr_size)))
+        int scoring = sc_pred_has_records(p);
+        if (!scoring && p->n_pend) /* only deliveries to wait for */
+                rd_kafka_poll(p->prod, timeout_ms < 5 ? timeout_ms : 5);
+        if ((err = sc_kafka_source_poll(p->src, t, scoring || p->n_pend ? 0 : timeout_ms,
+                                        4 * (size_t)p->spec.batch, &n, errstr, errstr_size)))
                 return err;
         if (n) {
                 p->st.t_last_record = t;
@@ -441,9 +452,15 @@ sc_err_t sc_predictor_finish(sc_predictor_t *p, double t, int timeout_ms, char *
         sc_batcher_t *bt = sc_kafka_source_batcher(p->src);
         if (bt)
                 sc_batcher_drain(bt, 1);
-        while (!err && p->n_pend < SC_PRED_PENDING && bt && sc_batcher_ready(bt, t, NULL) &&
-               (!p->jm || sc_job_model_ready(p->jm)))
-                err = sc_pred_drain(p, t, errstr, errstr_size);
+        /* Everything buffered is scored; when every pending slot is taken,
+         * the deliveries are waited for first. */
+        while (!(err = sc_pred_drain(p, t, errstr, errstr_size)) && bt &&
+               sc_batcher_ready(bt, t, NULL) && (!p->jm || sc_job_model_ready(p->jm))) {
+                rd_kafka_flush(p->prod, timeout_ms);
+                if ((err = sc_pred_settle(p, t, errstr, errstr_size)) ||
+                    p->n_pend == SC_PRED_PENDING)
+                        break;
+        }
         if (!err) {
                 rd_kafka_flush(p->prod, timeout_ms);
                 err = sc_pred_settle(p, t, errstr, errstr_size);
@@ -472,10 +489,7 @@ void sc_predictor_stats(const sc_predictor_t *p, sc_predictor_stats_t *st)
 
 int sc_predictor_idle(const sc_predictor_t *p)
 {
-        sc_stream_stats_t sum;
-        sc_kafka_source_totals(p->src, &sum);
-        return p->n_pend == 0 && sum.buffered == 0 && sum.inflight == 0 &&
-               sc_kafka_source_stats(p->src)->ks_held == 0;
+        return p->n_pend == 0 && !sc_pred_has_records(p);
 }
 
 sc_kafka_source_t *sc_predictor_source(sc_predictor_t *p)

@@ -417,11 +417,11 @@ sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *er
 {
         sc_err_t err;
         size_t n = 0;
-        int scoring = sc_pred_has_records(p);
-        if (!scoring && p->n_pend) /* only deliveries to wait for */
-                rd_kafka_poll(p->prod, timeout_ms < 5 ? timeout_ms : 5);
-        if ((err = sc_kafka_source_poll(p->src, t, scoring || p->n_pend ? 0 : timeout_ms,
-                                        4 * (size_t)p->spec.batch, &n, errstr, errstr_size)))
+        /* Records to score: no waiting. Only deliveries outstanding: short
+         * waits for records, the reports are served after each. */
+        int wait = sc_pred_has_records(p) ? 0 : p->n_pend && timeout_ms > 5 ? 5 : timeout_ms;
+        if ((err = sc_kafka_source_poll(p->src, t, wait, 4 * (size_t)p->spec.batch, &n, errstr,
+                                        errstr_size)))
                 return err;
         if (n) {
                 p->st.t_last_record = t;

@@ -4,7 +4,9 @@
 # received to the last acknowledgement, from the summary), the
 # Fashion-MNIST MLP of examples/fmnist-mlp.json (784-256-128-10, one
 # training epoch), the predictor pinned to one core (taskset -c 0, 1 compute
-# thread; librdkafka's threads share that core), Fashion-MNIST training
+# thread; librdkafka's threads share that core; on a shared machine the
+# records per processor second of the process, also printed, depend less on
+# what else runs), Fashion-MNIST training
 # records as raw bytes (label in the key) on 32 topics of 4 partitions of the
 # embedded broker (it keeps about 5 MB per partition, and a key's records
 # share a partition: 6,250 records a topic stay below that), read through
@@ -53,4 +55,4 @@ taskset -c 0 "$SCADLES" predict -c examples/fmnist-mlp.json "${sets[@]}" --boots
 s=$(grep '^summary: ' "$tmp/pred.out" | sed 's/^summary: //')
 [ "$(echo "$s" | jq .acknowledged)" -eq $((N * TOPICS)) ] && [ "$(echo "$s" | jq .lost)" -eq 0 ] ||
 	die "acknowledged $(echo "$s" | jq .acknowledged) of $((N * TOPICS)), lost $(echo "$s" | jq .lost)"
-echo "$s" | jq -r --arg b "$BATCH" '"predict: \(.acknowledged) records, batch \($b), 1 core: \(.records_per_s | floor) records/s (\(.busy_s * 100 | floor / 100) s from the first record to the last acknowledgement)"'
+echo "$s" | jq -r --arg b "$BATCH" '"predict: \(.acknowledged) records, batch \($b), 1 core: \(.records_per_s | floor) records/s (\(.busy_s * 100 | floor / 100) s from the first record to the last acknowledgement); \(.acknowledged / .cpu_s | floor) records per processor second (\(.cpu_s * 100 | floor / 100) s of the process, start to exit)"'

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <jansson.h>
 
@@ -67,7 +68,8 @@ static void sc_pcli_usage(FILE *out)
                 "A progress line (consumed, predicted, acknowledged, bad, records/s, lag,\n"
                 "model version) goes to stderr; at exit \"summary: {JSON}\" goes to stdout\n"
                 "(consumed, predicted, acknowledged, bad, dead_letters, model_version,\n"
-                "model_swaps, committed and end offsets per input partition).\n"
+                "model_swaps, records_per_s, cpu_s, committed and end offsets per input\n"
+                "partition).\n"
                 "SIGINT/SIGTERM stop cleanly: what is buffered is scored, delivered and\n"
                 "committed. exit status: 0 stopped, 1 runtime error (Kafka, undelivered\n"
                 "predictions, checkpoint), 2 usage or configuration error.\n");
@@ -365,6 +367,14 @@ int sc_cmd_predict(int argc, char **argv)
         if (j) {
                 json_object_set_new(j, "stop_reason", json_string(reason));
                 json_object_set_new(j, "elapsed", json_real(sc_cli_now() - t0));
+                /* Processor seconds of the whole process (every thread), the
+                 * measure of its cost on a machine it shares. */
+                struct rusage ru;
+                if (!getrusage(RUSAGE_SELF, &ru))
+                        json_object_set_new(
+                            j, "cpu_s",
+                            json_real((double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec +
+                                      (double)ru.ru_stime.tv_sec + 1e-6 * ru.ru_stime.tv_usec));
                 char *text = json_dumps(j, JSON_COMPACT);
                 if (text)
                         printf("summary: %s\n", text);

@@ -35,6 +35,13 @@ double sc_cli_now(void);
  * prints "scadles <cmd>: <opt> <s>: expected a number >= 0" and returns -1. */
 int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
 
+/* librdkafka's own log lines (from its threads) for `scadles <opaque>`
+ * (opaque: the command's name): warnings and worse, or notices too unless
+ * sc_cli_quiet; warnings about properties a client ignores (CONFWARN: the
+ * kafka object serves consumers and producers alike) are left out. */
+extern volatile int sc_cli_quiet;
+void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg);
+
 struct sc_conf;
 
 #define SC_CLI_MAX_SETS 64

@@ -244,15 +244,6 @@ static void sc_pcli_log(void *opaque, int level, const char *msg)
         fprintf(stderr, "scadles predict: %s\n", msg);
 }
 
-static void sc_pcli_kafka_log(void *opaque, int level, const char *fac, const char *name,
-                              const char *msg)
-{
-        (void)opaque;
-        if (level > 5 || (level > 4 && sc_pcli_quiet))
-                return;
-        fprintf(stderr, "scadles predict: kafka: %s: %s: %s\n", name, fac, msg);
-}
-
 static void sc_pcli_progress(sc_predictor_t *p, double now, double t0, uint64_t *last_n,
                              double *last_t)
 {
@@ -283,6 +274,7 @@ int sc_cmd_predict(int argc, char **argv)
         if ((rc = sc_pcli_args(argc, argv, &o)) >= 0)
                 return rc;
         sc_pcli_quiet = o.quiet;
+        sc_cli_quiet = o.quiet;
         sc_cli_signals();
         /* librdkafka's fetch buffers (up to max.partition.fetch.bytes each)
          * would each be a fresh mmap whose pages the kernel zeroes on first
@@ -314,7 +306,7 @@ int sc_cmd_predict(int argc, char **argv)
         spec.follow_job = o.follow_job;
         spec.batch = (int)o.batch;
         spec.log = sc_pcli_log;
-        sc_kafka_log_set_sink(sc_pcli_kafka_log, NULL);
+        sc_kafka_log_set_sink(sc_cli_kafka_log, "predict");
         sc_err_t e = sc_predictor_new(&p, &spec, err, sizeof(err));
         if (e) {
                 fprintf(stderr, "scadles predict: %s\n", err);

@@ -202,17 +202,6 @@ static void sc_wcli_log(void *opaque, int level, const char *msg)
                 fprintf(stderr, "scadles worker: %s\n", msg);
 }
 
-/* librdkafka's own log lines (from its threads): warnings and worse, or
- * notices too unless quiet. */
-static void sc_wcli_kafka_log(void *opaque, int level, const char *fac, const char *name,
-                              const char *msg)
-{
-        (void)opaque;
-        if (level > 5 || (level > 4 && sc_wcli_quiet))
-                return;
-        fprintf(stderr, "scadles worker: kafka: %s: %s: %s\n", name, fac, msg);
-}
-
 /* 1 if the configuration file has a "job" section or an override sets job.*. */
 static int sc_wcli_has_job(const sc_wcli_opts_t *o)
 {
@@ -252,6 +241,7 @@ int sc_cmd_worker(int argc, char **argv)
         if ((rc = sc_wcli_args(argc, argv, &o)) >= 0)
                 return rc;
         sc_wcli_quiet = o.quiet;
+        sc_cli_quiet = o.quiet;
         sc_cli_signals();
         memset(&conf, 0, sizeof(conf));
         have_conf = 1;
@@ -273,7 +263,7 @@ int sc_cmd_worker(int argc, char **argv)
                 rc = 2;
                 goto out;
         }
-        sc_kafka_log_set_sink(sc_wcli_kafka_log, NULL);
+        sc_kafka_log_set_sink(sc_cli_kafka_log, "worker");
         sc_err_t e = sc_worker_new(&w, &spec, err, sizeof(err));
         if (e) {
                 fprintf(stderr, "scadles worker: %s\n", err);

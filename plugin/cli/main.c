@@ -65,6 +65,15 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out)
         return 0;
 }
 
+volatile int sc_cli_quiet;
+
+void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg)
+{
+        if (level > 5 || (level > 4 && sc_cli_quiet) || !strcmp(fac, "CONFWARN"))
+                return;
+        fprintf(stderr, "scadles %s: kafka: %s: %s: %s\n", (const char *)opaque, name, fac, msg);
+}
+
 int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg)
 {
         switch (c) {

@@ -3,6 +3,7 @@
 #define SC_CMD_H
 
 #include <signal.h>
+#include <stdio.h>
 
 /* Each subcommand: argv[0] is the subcommand's name; returns the exit code
  * (0 ok, 1 runtime failure, 2 usage or configuration error). */
@@ -41,6 +42,11 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
  * kafka object serves consumers and producers alike) are left out. */
 extern volatile int sc_cli_quiet;
 void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg);
+
+/* The end of a getopt_long loop run with opterr = 0 and a leading ':':
+ * prints that option c (':' = its value is missing, else unknown) of argv
+ * is wrong, then the usage, to stderr; returns 2 (the exit code). */
+int sc_cli_bad_option(const char *cmd, int c, char **argv, void (*usage)(FILE *));
 
 struct sc_conf;
 

@@ -158,16 +158,8 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
                 case 'h':
                         sc_pcli_usage(stdout);
                         return 0;
-                case ':':
-                        fprintf(stderr, "scadles predict: option %s needs a value\n\n",
-                                argv[optind - 1]);
-                        sc_pcli_usage(stderr);
-                        return 2;
                 default:
-                        fprintf(stderr, "scadles predict: unknown option '%s'\n\n",
-                                argv[optind - 1]);
-                        sc_pcli_usage(stderr);
-                        return 2;
+                        return sc_cli_bad_option("predict", c, argv, sc_pcli_usage);
                 }
         }
         const char *missing = optind < argc   ? NULL

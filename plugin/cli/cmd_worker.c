@@ -163,16 +163,8 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                 case 'h':
                         sc_wcli_usage(stdout);
                         return 0;
-                case ':':
-                        fprintf(stderr, "scadles worker: option %s needs a value\n\n",
-                                argv[optind - 1]);
-                        sc_wcli_usage(stderr);
-                        return 2;
                 default:
-                        fprintf(stderr, "scadles worker: unknown option '%s'\n\n",
-                                argv[optind - 1]);
-                        sc_wcli_usage(stderr);
-                        return 2;
+                        return sc_cli_bad_option("worker", c, argv, sc_wcli_usage);
                 }
         }
         if (optind < argc) {

@@ -1,5 +1,6 @@
 /* main.c — the scadles command: dispatches to subcommands. */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,16 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out)
         }
         *out = v;
         return 0;
+}
+
+int sc_cli_bad_option(const char *cmd, int c, char **argv, void (*usage)(FILE *))
+{
+        if (c == ':')
+                fprintf(stderr, "scadles %s: option %s needs a value\n\n", cmd, argv[optind - 1]);
+        else
+                fprintf(stderr, "scadles %s: unknown option '%s'\n\n", cmd, argv[optind - 1]);
+        usage(stderr);
+        return 2;
 }
 
 volatile int sc_cli_quiet;

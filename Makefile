@@ -3,6 +3,7 @@
 #   make            library (static + shared) and the scadles command
 #   make test       unit tests, then integration tests on the embedded broker
 #   make SANITIZER=address|undefined test   the same under a sanitizer
+#   make SANITIZER=thread unit              unit tests under ThreadSanitizer
 #   make bench      benchmarks (print figures)
 #   make demo       the main job on the zero-setup default
 #   make install PREFIX=/usr/local
@@ -41,8 +42,12 @@ ifeq ($(SANITIZER),address)
 SAN_FLAGS := -fsanitize=address -fno-omit-frame-pointer
 else ifeq ($(SANITIZER),undefined)
 SAN_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+else ifeq ($(SANITIZER),thread)
+# No target_clones: their resolvers run at load time, before the
+# ThreadSanitizer runtime is set up, and crash when instrumented.
+SAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -DSC_NN_NO_CLONES
 else ifneq ($(SANITIZER),)
-$(error SANITIZER must be address or undefined)
+$(error SANITIZER must be address, undefined or thread)
 endif
 
 # Sources: every .c file under core/ and connectors/, plus the library part
@@ -104,7 +109,9 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC)
 unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)
 
-integration: $(CLI)
+# The integration tests run the command and load the shared library (plugin
+# and exports tests): both are built first, so nothing skips for want of them.
+integration: $(CLI) $(SHARED)
 	@BUILD=$(BUILD) scripts/run-integration.sh
 
 test: unit integration
@@ -152,7 +159,7 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/include/scadles.h $(DESTDIR)$(PREFIX)/bin/scadles
 
 clean:
-	rm -rf build build-address build-undefined build-fuzz
+	rm -rf build build-address build-undefined build-thread build-fuzz
 
 .SECONDARY:
 

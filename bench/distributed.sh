@@ -17,10 +17,12 @@ IDLE=3
 here=$(cd "$(dirname "$0")" && pwd)
 
 for tool in jq; do
-	command -v "$tool" >/dev/null || { echo "distributed.sh: $tool not installed"; exit 0; }
+	command -v "$tool" >/dev/null ||
+		{ echo "distributed.sh: $tool is not installed (scripts/deps.sh installs it)" >&2; exit 1; }
 done
-[ -x "$SCADLES" ] || { echo "distributed.sh: $SCADLES not built"; exit 0; }
-[ -e /usr/share/datasets/fashion-mnist ] || { echo "distributed.sh: Fashion-MNIST not installed"; exit 0; }
+[ -x "$SCADLES" ] || { echo "distributed.sh: $SCADLES not built (make)" >&2; exit 1; }
+[ -e /usr/share/datasets/fashion-mnist ] ||
+	{ echo "distributed.sh: Fashion-MNIST not installed (scripts/deps.sh installs it)" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-bench-dist.XXXXXX")
 pids=""

@@ -29,7 +29,9 @@
 #include <stdint.h>
 
 #include "sc_conf.h"
+#include "sc_decode.h"
 #include "sc_err.h"
+#include "sc_nn.h"
 
 typedef struct sc_worker_s sc_worker_t;
 
@@ -140,5 +142,14 @@ typedef struct sc_worker_counters {
         double loss;                        /* mean training loss of the last batch */
 } sc_worker_counters_t;
 void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c);
+
+/* The live model: every step and every J.model install changes its
+ * parameters, so read it only where no other call on w can run. */
+sc_model_t *sc_worker_model(sc_worker_t *w);
+
+/* The decoder of topic's records (its source.topics element, else
+ * streams.*). Reads only what sc_worker_new() set: any thread may call it
+ * while another drives the worker. */
+void sc_worker_decode_spec(const sc_worker_t *w, const char *topic, sc_decode_spec_t *ds);
 
 #endif

@@ -536,3 +536,13 @@ void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c)
         if (w->job)
                 sc_wk_job_counters(w, c);
 }
+
+sc_model_t *sc_worker_model(sc_worker_t *w)
+{
+        return w->model;
+}
+
+void sc_worker_decode_spec(const sc_worker_t *w, const char *topic, sc_decode_spec_t *ds)
+{
+        sc_ks_decode_spec(w->conf, topic, w->numel, w->n_classes, ds);
+}

@@ -7,7 +7,7 @@
 #include "sc_optim.h"
 
 /* The update loop is memory-bound; AVX2 / AVX-512 clones are picked at load time. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(SC_NN_NO_CLONES)
 #define SC_OPTIM_SIMD __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SC_OPTIM_SIMD

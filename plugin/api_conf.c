@@ -77,6 +77,7 @@ static void sc_api_conf_defaults(scadles_conf_t *conf)
         conf->distributed = 0;
         conf->worker_id = 0;
         conf->eval = 1;
+        conf->publish_steps = 0;
 }
 
 SCADLES_EXPORT scadles_conf_t *scadles_conf_new(void)
@@ -215,6 +216,10 @@ static int sc_api_conf_embed(scadles_conf_t *conf, const char *name, const char 
                 if (sc_api_bool(value, &b))
                         goto bad_bool;
                 conf->eval = b;
+        } else if (!strcmp(name, "predict.publish.steps")) {
+                if (sc_api_int(value, 0, 1000000000, &v))
+                        goto bad_range;
+                conf->publish_steps = v;
         } else {
                 return 0;
         }

@@ -19,7 +19,30 @@ struct scadles_conf_s {
         int queue_drop;        /* 1 = drop at once when full, 0 = block up to block_ms */
         int block_ms;          /* -1 = block until there is room */
         int distributed, worker_id, eval;
+        long publish_steps; /* scadles_predict: publish the model every this many steps */
 };
+
+/* ---- api_predict.c: the model copy scadles_predict() scores with ---- */
+
+struct sc_worker_s;
+typedef struct sc_api_pred sc_api_pred_t;
+
+/* A model like sw's (its parameters copied now). */
+sc_err_t sc_api_pred_new(sc_api_pred_t **pp, struct sc_worker_s *sw, long publish_steps,
+                         char *errstr, size_t errstr_size);
+/* Accepts NULL. */
+void sc_api_pred_destroy(sc_api_pred_t *p);
+/* The training side, after a round of training work, where no other call on
+ * sw runs: publishes sw's model when it changed since the last publication
+ * and a caller asked for it, publish_steps passed, or force. */
+void sc_api_pred_publish(sc_api_pred_t *p, struct sc_worker_s *sw, int force);
+/* scadles_predict() on p; sw only for its decoders (sc_worker_decode_spec). */
+scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *sw,
+                                   const char *topic, const void *key, size_t key_len,
+                                   const void *value, size_t value_len,
+                                   const scadles_header_t *headers, size_t header_cnt, float *probs,
+                                   size_t n_probs, int32_t *label, uint64_t *version, char *errstr,
+                                   size_t errstr_size);
 
 /* The public code for an internal error. */
 scadles_resp_err_t sc_api_err(sc_err_t err);

@@ -45,6 +45,7 @@ struct scadles_worker_s {
         scadles_conf_t *conf; /* owned */
         sc_worker_t *sw;      /* the training runtime; calls under engine */
         pthread_mutex_t engine;
+        sc_api_pred_t *pred; /* scadles_predict's model copy (publish under engine) */
 
         pthread_mutex_t lock; /* guards everything below */
         pthread_cond_t room;  /* the queue shrank, or the state changed */
@@ -102,6 +103,20 @@ static void sc_api_engine_log(void *opaque, int level, const char *line)
         scadles_worker_t *w = opaque;
         if (w->conf->log_cb)
                 w->conf->log_cb(w, level, line, w->conf->opaque);
+}
+
+/* A record's arguments are usable: a topic, data wherever a length is
+ * non-zero, a name for every header. */
+static int sc_api_rec_ok(const char *topic, const void *key, size_t key_len, const void *value,
+                         size_t value_len, const scadles_header_t *headers, size_t header_cnt)
+{
+        if (!topic || !*topic || (key_len && !key) || (value_len && !value) ||
+            (header_cnt && !headers))
+                return 0;
+        for (size_t i = 0; i < header_cnt; i++)
+                if (!headers[i].name || (headers[i].size && !headers[i].value))
+                        return 0;
+        return 1;
 }
 
 static sc_api_rec_t *sc_api_rec_copy(const char *topic, int32_t partition, int64_t offset,
@@ -178,7 +193,9 @@ SCADLES_EXPORT scadles_worker_t *scadles_worker_new(scadles_conf_t *conf, char *
         spec.eval = conf->eval;
         spec.log = sc_api_engine_log;
         spec.log_opaque = w;
-        if (sc_worker_new(&w->sw, &spec, errstr, errstr_size)) {
+        if (sc_worker_new(&w->sw, &spec, errstr, errstr_size) ||
+            sc_api_pred_new(&w->pred, w->sw, conf->publish_steps, errstr, errstr_size)) {
+                sc_worker_destroy(w->sw);
                 pthread_cond_destroy(&w->work);
                 pthread_cond_destroy(&w->room);
                 pthread_mutex_destroy(&w->lock);
@@ -196,12 +213,8 @@ SCADLES_EXPORT scadles_resp_err_t scadles_push(scadles_worker_t *w, const char *
                                                const scadles_header_t *headers, size_t header_cnt,
                                                int64_t timestamp)
 {
-        if (!w || !topic || !*topic || (key_len && !key) || (value_len && !value) ||
-            (header_cnt && !headers))
+        if (!w || !sc_api_rec_ok(topic, key, key_len, value, value_len, headers, header_cnt))
                 return SCADLES_ERR_INVALID_ARG;
-        for (size_t i = 0; i < header_cnt; i++)
-                if (!headers[i].name || (headers[i].size && !headers[i].value))
-                        return SCADLES_ERR_INVALID_ARG;
         sc_api_rec_t *r = sc_api_rec_copy(topic, partition, offset, key, key_len, value, value_len,
                                           headers, header_cnt, timestamp);
         pthread_mutex_lock(&w->lock);
@@ -377,6 +390,7 @@ static int sc_api_step(scadles_worker_t *w)
         pthread_mutex_lock(&w->engine);
         sc_err_t e = sc_worker_poll(w->sw, now, 0, err, sizeof(err));
         int done = e == SC_OK && sc_worker_done(w->sw, &reason);
+        sc_api_pred_publish(w->pred, w->sw, 0);
         pthread_mutex_unlock(&w->engine);
         if (e) {
                 sc_api_logf(w, 3, "training stopped: %s", err);
@@ -560,8 +574,12 @@ SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout
                 /* Done: everything handed over and nothing trained for a while
                  * (the runtime drains its shuffle buffer once input is quiet). */
                 if (q == 0 && (s == SC_API_DONE || (left >= 0 && left < sc_api_min_batch(w)) ||
-                               now - t_change >= SC_API_QUIET_S))
+                               now - t_change >= SC_API_QUIET_S)) {
+                        pthread_mutex_lock(&w->engine);
+                        sc_api_pred_publish(w->pred, w->sw, 1);
+                        pthread_mutex_unlock(&w->engine);
                         return SCADLES_OK;
+                }
                 if (timeout_ms >= 0 && now - t0 >= timeout_ms / 1000.0)
                         return SCADLES_ERR_TIMED_OUT;
                 if (!started)
@@ -589,6 +607,7 @@ SCADLES_EXPORT scadles_resp_err_t scadles_finish(scadles_worker_t *w, int timeou
         sc_err_t e = sc_worker_finish(w->sw, timeout_ms < 0 ? 0 : timeout_ms, err, sizeof(err));
         double acc = 0, loss = 0;
         int evaluated = w->conf->eval && sc_worker_eval(w->sw, 0, &acc, &loss) == SC_OK;
+        sc_api_pred_publish(w->pred, w->sw, 1);
         pthread_mutex_unlock(&w->engine);
         if (evaluated) {
                 pthread_mutex_lock(&w->lock);
@@ -621,6 +640,21 @@ SCADLES_EXPORT char *scadles_stats(scadles_worker_t *w)
         return sc_api_stats_text(w, finished);
 }
 
+SCADLES_EXPORT scadles_resp_err_t
+scadles_predict(scadles_worker_t *w, const char *topic, const void *key, size_t key_len,
+                const void *value, size_t value_len, const scadles_header_t *headers,
+                size_t header_cnt, float *probabilities, size_t n_probabilities, int32_t *label,
+                uint64_t *model_version, char *errstr, size_t errstr_size)
+{
+        if (!w || !sc_api_rec_ok(topic, key, key_len, value, value_len, headers, header_cnt))
+                return sc_api_errf(SCADLES_ERR_INVALID_ARG, errstr, errstr_size,
+                                   "scadles_predict: NULL worker or topic, or NULL data or "
+                                   "header name with a non-zero length");
+        return sc_api_pred_run(w->pred, w->sw, topic, key, key_len, value, value_len, headers,
+                               header_cnt, probabilities, n_probabilities, label, model_version,
+                               errstr, errstr_size);
+}
+
 SCADLES_EXPORT void scadles_destroy(scadles_worker_t *w)
 {
         if (!w)
@@ -630,6 +664,7 @@ SCADLES_EXPORT void scadles_destroy(scadles_worker_t *w)
                 next = r->next;
                 free(r);
         }
+        sc_api_pred_destroy(w->pred);
         sc_worker_destroy(w->sw);
         scadles_conf_destroy(w->conf);
         pthread_cond_destroy(&w->work);

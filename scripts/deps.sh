@@ -3,9 +3,10 @@
 # Usage: scripts/deps.sh [extra-package ...]
 set -eu
 pkgs=(build-essential pkg-config librdkafka-dev libjansson-dev libopenblas-dev libcmocka-dev
-      zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox kcat valgrind python3-confluent-kafka
-      python3-venv openssl "$@")
-# openssl makes the CA and broker certificate of the TLS/SASL broker
+      zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox kcat jq valgrind
+      python3-confluent-kafka python3-venv openssl "$@")
+# jq reads the summaries in tests/integration/*.sh and bench/*.sh; openssl
+# makes the CA and broker certificate of the TLS/SASL broker
 # (scripts/kafka.sh with KAFKA_SECURITY=sasl_ssl).
 # Java 17+ and Maven run the real Apache Kafka broker of the integration tests
 # (scripts/kafka.sh); any installed JDK will do.

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Runs each benchmark program given as an argument, then the comparison
-# scripts in bench/*.sh. Benchmarks print figures; they do not pass or fail.
+# Runs each benchmark program given as an argument, then the scripts in
+# bench/*.sh. Benchmarks print figures; one that cannot run (a tool, the
+# build or the data missing) exits non-zero, and then so does this script,
+# after running the others.
 set -u
 BUILD=${BUILD:-build}
 export BUILD SCADLES="$PWD/$BUILD/scadles"
+failed=()
 for b in "$@"; do
 	echo "== $(basename "$b")"
-	"$b" || echo "(benchmark $(basename "$b") exited $?)"
+	"$b" || { echo "(benchmark $(basename "$b") exited $?)"; failed+=("$(basename "$b")"); }
 done
 for s in bench/*.sh; do
 	[ -e "$s" ] || continue
 	echo "== $(basename "$s")"
-	bash "$s" || echo "(benchmark $(basename "$s") exited $?)"
+	bash "$s" || { echo "(benchmark $(basename "$s") exited $?)"; failed+=("$(basename "$s")"); }
 done
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "bench: ${failed[*]} did not run to the end" >&2
+	exit 1
+fi

@@ -9,7 +9,7 @@
 #include "cmd.h"
 #include "sc_ckpt.h"
 
-int sc_cli_conf_load(const char *cmd, sc_conf_t *conf, const char *path, char **sets, int n_sets)
+int sc_cli_conf_file(const char *cmd, sc_conf_t *conf, const char *path, char **sets, int n_sets)
 {
         char err[1024];
         if (sc_conf_load(conf, path, err, sizeof(err))) {

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sc_conf.h"
 #include "sc_nn.h"
@@ -29,6 +30,7 @@ int sc_cmd_sim(int argc, char **argv);
 int sc_cmd_aggregator(int argc, char **argv);
 int sc_cmd_demo(int argc, char **argv);
 int sc_cmd_export(int argc, char **argv);
+int sc_cmd_predict(int argc, char **argv);
 
 /* Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
  * commands poll it and stop cleanly (flushing, committing, saving). */
@@ -44,7 +46,7 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
  * an exit code (0 ok, 1 runtime failure, 2 usage or configuration error). */
 /* Loads path into conf and applies the --set overrides; conf needs
  * sc_conf_free() only after a 0 return. */
-int sc_cli_conf_load(const char *cmd, sc_conf_t *conf, const char *path, char **sets, int n_sets);
+int sc_cli_conf_file(const char *cmd, sc_conf_t *conf, const char *path, char **sets, int n_sets);
 /* Builds conf's model and loads the checkpoint ckpt into it (parameters and
  * batchnorm statistics; a warning when the checkpoint has none). *modelp is
  * the caller's on 0, NULL otherwise. */
@@ -54,5 +56,41 @@ int sc_cli_model_load(const char *cmd, sc_conf_t *conf, const char *ckpt, sc_mod
  * softmax probabilities of its K outputs (%.9g: float round trip). */
 int sc_cli_write_predictions(const char *cmd, sc_model_t *model, const float *x, const int32_t *y,
                              size_t n, const char *path);
+
+/* librdkafka's own log lines (from its threads) for `scadles <opaque>`
+ * (opaque: the command's name): warnings and worse, or notices too unless
+ * sc_cli_quiet; warnings about properties a client ignores (CONFWARN: the
+ * kafka object serves consumers and producers alike) are left out. */
+extern volatile int sc_cli_quiet;
+void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg);
+
+/* The end of a getopt_long loop run with opterr = 0 and a leading ':':
+ * prints that option c (':' = its value is missing, else unknown) of argv
+ * is wrong, then the usage, to stderr; returns 2 (the exit code). */
+int sc_cli_bad_option(const char *cmd, int c, char **argv, void (*usage)(FILE *));
+
+struct sc_conf;
+
+#define SC_CLI_MAX_SETS 64
+
+/* The configuration options the Kafka commands share: -c/--config FILE,
+ * -s/--set KEY=VALUE (repeatable, applied in order), -b/--bootstrap ADDR,
+ * -B/--bootstrap-file FILE. */
+typedef struct sc_cli_conf_opts {
+        const char *config, *bootstrap, *bootstrap_file;
+        char *sets[SC_CLI_MAX_SETS];
+        int n_sets;
+} sc_cli_conf_opts_t;
+
+/* Takes getopt's option c and its value arg when c is one of 'c', 's', 'b',
+ * 'B': returns 1 (taken), 0 (another option), -1 after printing
+ * "scadles <cmd>: ..." (too many --set). */
+int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg);
+
+/* Loads co->config, applies the --set overrides in order, then
+ * kafka.bootstrap.servers from --bootstrap or from the first line of the
+ * --bootstrap-file. Prints "scadles <cmd>: <error>" and returns 2 on error,
+ * 0 on success. */
+int sc_cli_conf_load(const char *cmd, struct sc_conf *conf, const sc_cli_conf_opts_t *co);
 
 #endif

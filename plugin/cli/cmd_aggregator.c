@@ -24,12 +24,9 @@
 #include "sc_server.h"
 #include "sc_wire.h"
 
-#define SC_AGG_MAX_SETS 64
-
 typedef struct sc_agg_opts {
-        const char *config, *bootstrap, *bootstrap_file;
-        const char *sets[SC_AGG_MAX_SETS];
-        int n_sets, quiet, produce, check, bad_model, no_create;
+        sc_cli_conf_opts_t co;
+        int quiet, produce, check, bad_model, no_create;
         double duration, idle_exit, rate;
         long seq_from, seq_to, corrupt_every, dup_every;
         int skip_worker, ctl_worker;
@@ -108,24 +105,12 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
         o->skip_worker = -1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":c:s:b:B:d:i:qh", longopts, NULL)) != -1) {
+                int taken = sc_cli_conf_opt("aggregator", &o->co, c, optarg);
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
                 switch (c) {
-                case 'c':
-                        o->config = optarg;
-                        break;
-                case 's':
-                        if (o->n_sets == SC_AGG_MAX_SETS) {
-                                fprintf(stderr, "scadles aggregator: more than %d --set\n",
-                                        SC_AGG_MAX_SETS);
-                                return 2;
-                        }
-                        o->sets[o->n_sets++] = optarg;
-                        break;
-                case 'b':
-                        o->bootstrap = optarg;
-                        break;
-                case 'B':
-                        o->bootstrap_file = optarg;
-                        break;
                 case 'd':
                         if (sc_cli_number("aggregator", "--duration", optarg, &o->duration))
                                 return 2;
@@ -184,9 +169,9 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                         return 2;
                 }
         }
-        if (!o->config || optind < argc || o->seq_from < 1 || o->seq_to < o->seq_from - 1) {
+        if (!o->co.config || optind < argc || o->seq_from < 1 || o->seq_to < o->seq_from - 1) {
                 fprintf(stderr, "scadles aggregator: %s\n\n",
-                        !o->config ? "-c CONFIG is required" : "bad arguments");
+                        !o->co.config ? "-c CONFIG is required" : "bad arguments");
                 sc_agg_usage(stderr);
                 return 2;
         }
@@ -195,39 +180,7 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
 
 static int sc_agg_load(const sc_agg_opts_t *o, sc_conf_t *conf)
 {
-        char err[1024], line[1200], buf[1024];
-        const char *bs = o->bootstrap;
-
-        if (sc_conf_load(conf, o->config, err, sizeof(err))) {
-                fprintf(stderr, "scadles aggregator: %s\n", err);
-                return 2;
-        }
-        for (int i = 0; i < o->n_sets; i++)
-                if (sc_conf_set(conf, o->sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles aggregator: %s\n", err);
-                        return 2;
-                }
-        if (o->bootstrap_file) {
-                FILE *f = fopen(o->bootstrap_file, "r");
-                if (!f || !fgets(buf, sizeof(buf), f)) {
-                        fprintf(stderr, "scadles aggregator: --bootstrap-file %s: %s\n",
-                                o->bootstrap_file, f ? "empty" : strerror(errno));
-                        if (f)
-                                fclose(f);
-                        return 2;
-                }
-                fclose(f);
-                buf[strcspn(buf, "\r\n")] = '\0';
-                bs = buf;
-        }
-        if (bs) {
-                snprintf(line, sizeof(line), "kafka.bootstrap.servers=%s", bs);
-                if (sc_conf_set(conf, line, err, sizeof(err))) {
-                        fprintf(stderr, "scadles aggregator: %s\n", err);
-                        return 2;
-                }
-        }
-        return 0;
+        return sc_cli_conf_load("aggregator", conf, &o->co);
 }
 
 /* ---- self-test: fake workers and the expected result ---------------------- */

@@ -222,7 +222,7 @@ int sc_cmd_export(int argc, char **argv)
 
         if ((rc = sc_export_args(argc, argv, &o)) >= 0)
                 return rc;
-        if ((rc = sc_cli_conf_load("export", &conf, o.config, o.sets, o.n_sets)))
+        if ((rc = sc_cli_conf_file("export", &conf, o.config, o.sets, o.n_sets)))
                 return rc;
         if ((rc = sc_export_norm(&conf, o.normalize, &oo.norm, what, sizeof(what))))
                 goto out;

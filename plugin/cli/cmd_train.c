@@ -47,7 +47,7 @@ static void sc_run_free(sc_run_t *run)
 /* Loads the configuration and applies overrides; returns an exit code. */
 static int sc_run_conf(sc_run_t *run, const char *path, char **sets, int n_sets)
 {
-        int rc = sc_cli_conf_load(run->cmd, &run->conf, path, sets, n_sets);
+        int rc = sc_cli_conf_file(run->cmd, &run->conf, path, sets, n_sets);
         run->have_conf = !rc;
         return rc;
 }

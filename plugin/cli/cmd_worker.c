@@ -20,12 +20,8 @@
 #include "sc_stream.h"
 #include "sc_worker.h"
 
-#define SC_WCLI_MAX_SETS 64
-
 typedef struct sc_wcli_opts {
-        const char *config, *bootstrap, *bootstrap_file;
-        char *sets[SC_WCLI_MAX_SETS];
-        int n_sets;
+        sc_cli_conf_opts_t co;
         double max_samples, duration, idle_exit, throttle; /* < 0 = from the config */
         double alpha, beta;
         int id;
@@ -114,24 +110,12 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":c:s:b:B:n:d:i:t:qh", longopts, NULL)) != -1) {
+                int taken = sc_cli_conf_opt("worker", &o->co, c, optarg);
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
                 switch (c) {
-                case 'c':
-                        o->config = optarg;
-                        break;
-                case 's':
-                        if (o->n_sets == SC_WCLI_MAX_SETS) {
-                                fprintf(stderr, "scadles worker: more than %d --set options\n",
-                                        SC_WCLI_MAX_SETS);
-                                return 2;
-                        }
-                        o->sets[o->n_sets++] = optarg;
-                        break;
-                case 'b':
-                        o->bootstrap = optarg;
-                        break;
-                case 'B':
-                        o->bootstrap_file = optarg;
-                        break;
                 case 'n':
                         if (sc_cli_number("worker", "--max-samples", optarg, &o->max_samples))
                                 return 2;
@@ -179,16 +163,8 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                 case 'h':
                         sc_wcli_usage(stdout);
                         return 0;
-                case ':':
-                        fprintf(stderr, "scadles worker: option %s needs a value\n\n",
-                                argv[optind - 1]);
-                        sc_wcli_usage(stderr);
-                        return 2;
                 default:
-                        fprintf(stderr, "scadles worker: unknown option '%s'\n\n",
-                                argv[optind - 1]);
-                        sc_wcli_usage(stderr);
-                        return 2;
+                        return sc_cli_bad_option("worker", c, argv, sc_wcli_usage);
                 }
         }
         if (optind < argc) {
@@ -196,7 +172,7 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                 sc_wcli_usage(stderr);
                 return 2;
         }
-        if (!o->config) {
+        if (!o->co.config) {
                 fprintf(stderr, "scadles worker: -c CONFIG is required\n\n");
                 sc_wcli_usage(stderr);
                 return 2;
@@ -218,24 +194,13 @@ static void sc_wcli_log(void *opaque, int level, const char *msg)
                 fprintf(stderr, "scadles worker: %s\n", msg);
 }
 
-/* librdkafka's own log lines (from its threads): warnings and worse, or
- * notices too unless quiet. */
-static void sc_wcli_kafka_log(void *opaque, int level, const char *fac, const char *name,
-                              const char *msg)
-{
-        (void)opaque;
-        if (level > 5 || (level > 4 && sc_wcli_quiet))
-                return;
-        fprintf(stderr, "scadles worker: kafka: %s: %s: %s\n", name, fac, msg);
-}
-
 /* 1 if the configuration file has a "job" section or an override sets job.*. */
 static int sc_wcli_has_job(const sc_wcli_opts_t *o)
 {
-        for (int i = 0; i < o->n_sets; i++)
-                if (!strncmp(o->sets[i], "job.", 4) || !strncmp(o->sets[i], "job=", 4))
+        for (int i = 0; i < o->co.n_sets; i++)
+                if (!strncmp(o->co.sets[i], "job.", 4) || !strncmp(o->co.sets[i], "job=", 4))
                         return 1;
-        json_t *root = json_load_file(o->config, 0, NULL);
+        json_t *root = json_load_file(o->co.config, 0, NULL);
         int has = root && json_is_object(json_object_get(root, "job"));
         json_decref(root);
         return has;
@@ -244,38 +209,8 @@ static int sc_wcli_has_job(const sc_wcli_opts_t *o)
 /* Configuration, overrides and options; returns -1 to go on or an exit code. */
 static int sc_wcli_conf(sc_conf_t *conf, const sc_wcli_opts_t *o)
 {
-        char err[1024], line[1100], buf[1024];
-        if (sc_conf_load(conf, o->config, err, sizeof(err))) {
-                fprintf(stderr, "scadles worker: %s\n", err);
+        if (sc_cli_conf_load("worker", conf, &o->co))
                 return 2;
-        }
-        for (int i = 0; i < o->n_sets; i++) {
-                if (sc_conf_set(conf, o->sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles worker: %s\n", err);
-                        return 2;
-                }
-        }
-        const char *bs = o->bootstrap;
-        if (o->bootstrap_file) {
-                FILE *f = fopen(o->bootstrap_file, "r");
-                if (!f || !fgets(buf, sizeof(buf), f)) {
-                        fprintf(stderr, "scadles worker: --bootstrap-file %s: %s\n",
-                                o->bootstrap_file, f ? "empty" : strerror(errno));
-                        if (f)
-                                fclose(f);
-                        return 2;
-                }
-                fclose(f);
-                buf[strcspn(buf, "\r\n")] = '\0';
-                bs = buf;
-        }
-        if (bs) {
-                snprintf(line, sizeof(line), "kafka.bootstrap.servers=%s", bs);
-                if (sc_conf_set(conf, line, err, sizeof(err))) {
-                        fprintf(stderr, "scadles worker: %s\n", err);
-                        return 2;
-                }
-        }
         if (o->max_samples >= 0)
                 conf->worker.max_samples = (long)o->max_samples;
         if (o->duration >= 0)
@@ -298,6 +233,7 @@ int sc_cmd_worker(int argc, char **argv)
         if ((rc = sc_wcli_args(argc, argv, &o)) >= 0)
                 return rc;
         sc_wcli_quiet = o.quiet;
+        sc_cli_quiet = o.quiet;
         sc_cli_signals();
         memset(&conf, 0, sizeof(conf));
         have_conf = 1;
@@ -315,11 +251,11 @@ int sc_cmd_worker(int argc, char **argv)
                 fprintf(stderr,
                         "scadles worker: %s has a job section: give this worker's --id "
                         "(0 .. job.workers-1)\n",
-                        o.config);
+                        o.co.config);
                 rc = 2;
                 goto out;
         }
-        sc_kafka_log_set_sink(sc_wcli_kafka_log, NULL);
+        sc_kafka_log_set_sink(sc_cli_kafka_log, "worker");
         sc_err_t e = sc_worker_new(&w, &spec, err, sizeof(err));
         if (e) {
                 fprintf(stderr, "scadles worker: %s\n", err);

@@ -122,6 +122,9 @@ SCADLES_EXPORT scadles_resp_err_t scadles_conf_load(scadles_conf_t *conf, const 
  *                            drops at once; drops are counted (default block)
  *   queue.block.ms           how long push may block, -1 = until there is
  *                            room (back-pressure) (default 1000)
+ *   predict.publish.steps    scadles_predict: the training thread also publishes
+ *                            its model every this many steps, 0 = only when a
+ *                            caller asked, at flush and at finish (default 0)
  *   distributed              true: a member of the job in job.* (updates to
  *                            J.grad through the worker's own producer)
  *   worker.id                distributed: this worker's id, 0..job.workers-1
@@ -216,6 +219,45 @@ SCADLES_EXPORT char *scadles_stats(scadles_worker_t *w);
  * configuration. Owner thread; no scadles_push() may be running or follow.
  * Accepts NULL. */
 SCADLES_EXPORT void scadles_destroy(scadles_worker_t *w);
+
+/* ---- inline scoring with the live model ------------------------------------ */
+
+/* Scores one record (decoded like a pushed record of topic: the topic's
+ * source.topics element, else streams.*) with a copy of the worker's model
+ * and returns the class probabilities (softmax of the output), the most
+ * probable class and the model's version (standalone: training steps so
+ * far; distributed: the smallest shard version of the J.model held).
+ * Nothing is trained or counted; the record is not pushed.
+ *
+ * Any thread, any number of threads, at any time between
+ * scadles_worker_new() and scadles_destroy(), concurrently with training
+ * (started or polled) and with each other (calls are serialized among
+ * themselves, never blocking the training thread for longer than one copy
+ * of the parameters). The copy is the model as the training thread last
+ * published it: it publishes one after a training round in which a caller
+ * found its copy older than the live model (so a caller sees the new model
+ * one round later), every predict.publish.steps steps when that is set,
+ * and at the end of scadles_flush() and scadles_finish() (so a prediction
+ * after a flush uses the model that trained on everything flushed).
+ *
+ * probabilities: room for n_probabilities floats, at least the model's
+ * output count (classes), or NULL (then n_probabilities is ignored);
+ * label and model_version may be NULL. Returns SCADLES_OK,
+ * SCADLES_ERR_INVALID_ARG (NULL w / topic, NULL data with a non-zero
+ * length, n_probabilities below the classes: errstr says how many),
+ * SCADLES_ERR_IO (a malformed record: errstr names the fault kind, as the
+ * dead-letter topic does, and why), SCADLES_ERR_NOMEM. */
+/* (kept on the SCADLES_EXPORT line: tests/integration/exports.sh reads it) */
+/* clang-format off */
+SCADLES_EXPORT scadles_resp_err_t scadles_predict(scadles_worker_t *w, const char *topic,
+                                                  const void *key, size_t key_len,
+                                                  const void *value, size_t value_len,
+                                                  const scadles_header_t *headers,
+                                                  size_t header_cnt, float *probabilities,
+                                                  size_t n_probabilities, int32_t *label,
+                                                  uint64_t *model_version, char *errstr,
+                                                  size_t errstr_size);
+/* clang-format on */
 
 /* Frees memory the library returned (scadles_stats, scadles_conf_dump). */
 SCADLES_EXPORT void scadles_mem_free(void *ptr);

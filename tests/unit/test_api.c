@@ -1,12 +1,15 @@
 /* test_api.c — the public C API (scadles.h): configuration, push queue and
  * its full policies, poll and background training, flush, finish, stats,
- * callbacks, and misuse (NULL handles, bad JSON, calls after finish). */
+ * callbacks, misuse (NULL handles, bad JSON, calls after finish), and
+ * scadles_predict (the trained model, malformed records, concurrent use
+ * with the training thread). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,6 +372,162 @@ static void out_of_order_offsets_are_counted(void **state)
         scadles_destroy(w);
 }
 
+/* One record of class c (0 or 1), as push_n writes them. */
+static scadles_resp_err_t predict_class(scadles_worker_t *w, int c, float *probs, int32_t *label,
+                                        uint64_t *version, char *err, size_t err_size)
+{
+        unsigned char px[4] = {0};
+        char key = (char)('0' + c);
+        px[c] = 250;
+        px[2 + c] = 250;
+        return scadles_predict(w, "t", &key, 1, px, 4, NULL, 0, probs, 2, label, version, err,
+                               err_size);
+}
+
+static void predict_uses_the_trained_model(void **state)
+{
+        char err[512];
+        float probs[2];
+        int32_t label = -1;
+        uint64_t v0 = 99, v1 = 0;
+        scadles_worker_t *w = job_worker(job_conf());
+        /* Before training: the initial model, version 0. */
+        assert_int_equal(predict_class(w, 0, probs, &label, &v0, err, sizeof(err)), SCADLES_OK);
+        assert_int_equal(v0, 0);
+        assert_true(label == 0 || label == 1);
+        assert_float_equal(probs[0] + probs[1], 1.0f, 1e-5f);
+        assert_int_equal(push_n(w, "t", 0, 0, 400), 400);
+        assert_int_equal(scadles_flush(w, 10000), SCADLES_OK);
+        /* After the flush: the model that trained on them (it learned the task). */
+        for (int c = 0; c < 2; c++) {
+                assert_int_equal(predict_class(w, c, probs, &label, &v1, err, sizeof(err)),
+                                 SCADLES_OK);
+                assert_int_equal(label, c);
+                assert_true(probs[c] > 0.9f);
+                assert_float_equal(probs[0] + probs[1], 1.0f, 1e-5f);
+                assert_int_equal(v1, (uint64_t)stat_int(w, "batches"));
+        }
+        assert_true(v1 >= 40);
+        /* Nothing was pushed or counted by predicting. */
+        assert_int_equal(stat_int(w, "queue.pushed"), 400);
+        /* Probabilities, label and version may each be left out. */
+        unsigned char px[4] = {250, 0, 250, 0};
+        assert_int_equal(
+            scadles_predict(w, "t", "0", 1, px, 4, NULL, 0, NULL, 0, &label, NULL, NULL, 0),
+            SCADLES_OK);
+        assert_int_equal(label, 0);
+        /* Misuse and malformed records. */
+        assert_int_equal(
+            scadles_predict(w, "t", "0", 1, px, 4, NULL, 0, probs, 1, NULL, NULL, err, sizeof(err)),
+            SCADLES_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "2 classes"));
+        assert_int_equal(
+            scadles_predict(w, "t", "0", 1, px, 3, NULL, 0, probs, 2, NULL, NULL, err, sizeof(err)),
+            SCADLES_ERR_IO);
+        assert_non_null(strstr(err, "wrong_length"));
+        assert_int_equal(
+            scadles_predict(w, "t", "7", 1, px, 4, NULL, 0, probs, 2, NULL, NULL, err, sizeof(err)),
+            SCADLES_ERR_IO);
+        assert_non_null(strstr(err, "label_range"));
+        assert_int_equal(scadles_predict(NULL, "t", "0", 1, px, 4, NULL, 0, NULL, 0, NULL, NULL,
+                                         err, sizeof(err)),
+                         SCADLES_ERR_INVALID_ARG);
+        assert_int_equal(
+            scadles_predict(w, NULL, "0", 1, px, 4, NULL, 0, NULL, 0, NULL, NULL, err, sizeof(err)),
+            SCADLES_ERR_INVALID_ARG);
+        assert_int_equal(
+            scadles_predict(w, "t", NULL, 1, px, 4, NULL, 0, NULL, 0, NULL, NULL, err, sizeof(err)),
+            SCADLES_ERR_INVALID_ARG);
+        /* After finish too, until destroy. */
+        assert_int_equal(scadles_finish(w, 1000, err, sizeof(err)), SCADLES_OK);
+        assert_int_equal(predict_class(w, 1, probs, &label, &v1, err, sizeof(err)), SCADLES_OK);
+        assert_int_equal(label, 1);
+        scadles_destroy(w);
+}
+
+/* A thread scoring records while the training thread trains: counts its
+ * calls, the ones that failed or gave bad probabilities, versions that went
+ * back, and the versions it saw (cmocka asserts only on the main thread). */
+typedef struct predictor {
+        scadles_worker_t *w;
+        volatile int *stop;
+        int calls, failed, bad, back, changes;
+        uint64_t last;
+} predictor_t;
+
+static void *predict_thread(void *arg)
+{
+        predictor_t *p = arg;
+        char err[256];
+        float probs[2];
+        int32_t label;
+        uint64_t v;
+        while (!__atomic_load_n(p->stop, __ATOMIC_ACQUIRE)) {
+                int c = p->calls & 1;
+                p->calls++;
+                if (predict_class(p->w, c, probs, &label, &v, err, sizeof(err)) != SCADLES_OK) {
+                        p->failed++;
+                        continue;
+                }
+                if (fabsf(probs[0] + probs[1] - 1.0f) > 1e-5f || (label != 0 && label != 1))
+                        p->bad++;
+                if (v < p->last)
+                        p->back++;
+                if (v != p->last)
+                        p->changes++;
+                p->last = v;
+        }
+        return NULL;
+}
+
+static void predict_concurrent_with_training(void **state)
+{
+        char err[512];
+        scadles_conf_t *c = job_conf();
+        assert_int_equal(scadles_conf_set(c, "queue.buffering.max.records", "64", err, sizeof(err)),
+                         SCADLES_OK);
+        assert_int_equal(scadles_conf_set(c, "queue.block.ms", "-1", err, sizeof(err)), SCADLES_OK);
+        assert_int_equal(scadles_conf_set(c, "predict.publish.steps", "-1", err, sizeof(err)),
+                         SCADLES_ERR_CONFIG);
+        assert_int_equal(scadles_conf_set(c, "predict.publish.steps", "50", err, sizeof(err)),
+                         SCADLES_OK);
+        scadles_worker_t *w = job_worker(c);
+        volatile int stop = 0;
+        predictor_t pr[2] = {{.w = w, .stop = &stop}, {.w = w, .stop = &stop}};
+        pusher_t pu[2] = {{w, 0, 0}, {w, 1, 0}};
+        pthread_t tp[2], tu[2];
+        assert_int_equal(scadles_start(w), SCADLES_OK);
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(pthread_create(&tp[i], NULL, predict_thread, &pr[i]), 0);
+                assert_int_equal(pthread_create(&tu[i], NULL, push_thread, &pu[i]), 0);
+        }
+        for (int i = 0; i < 2; i++)
+                pthread_join(tu[i], NULL);
+        assert_int_equal(scadles_flush(w, 30000), SCADLES_OK);
+        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+        for (int i = 0; i < 2; i++)
+                pthread_join(tp[i], NULL);
+        assert_int_equal(pu[0].ok + pu[1].ok, 6000);
+        long long steps = stat_int(w, "batches");
+        for (int i = 0; i < 2; i++) {
+                assert_true(pr[i].calls > 0);
+                assert_int_equal(pr[i].failed, 0);
+                assert_int_equal(pr[i].bad, 0);
+                assert_int_equal(pr[i].back, 0);
+                assert_true(pr[i].last <= (uint64_t)steps);
+        }
+        /* The copy followed the training: several versions were seen. */
+        assert_true(pr[0].changes + pr[1].changes >= 2);
+        /* After the flush a call scores with the model trained on everything. */
+        float probs[2];
+        int32_t label;
+        uint64_t v;
+        assert_int_equal(predict_class(w, 1, probs, &label, &v, err, sizeof(err)), SCADLES_OK);
+        assert_int_equal(v, (uint64_t)steps);
+        assert_int_equal(label, 1);
+        scadles_destroy(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -380,6 +539,8 @@ int main(void)
             cmocka_unit_test(background_thread_trains),
             cmocka_unit_test(full_queue_is_counted),
             cmocka_unit_test(out_of_order_offsets_are_counted),
+            cmocka_unit_test(predict_uses_the_trained_model),
+            cmocka_unit_test(predict_concurrent_with_training),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

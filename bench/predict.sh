@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# predict.sh — throughput of `scadles predict`: records/s from a backlog to
+# acknowledged predictions (acknowledged / time from the first record
+# received to the last acknowledgement, from the summary), the
+# Fashion-MNIST MLP of examples/fmnist-mlp.json (784-256-128-10, one
+# training epoch), the predictor pinned to one core (taskset -c 0, 1 compute
+# thread; librdkafka's threads share that core; on a shared machine the
+# records per processor second of the process, also printed, depend less on
+# what else runs), Fashion-MNIST training
+# records as raw bytes (label in the key) on 32 topics of 4 partitions of the
+# embedded broker (it keeps about 5 MB per partition, and a key's records
+# share a partition: 6,250 records a topic stay below that), read through
+# one pattern; the broker runs on the other core.
+# Usage: bench/predict.sh [records per topic] [batch]   (BUILD=build-dir;
+# default 6250, i.e. 200,000 records, and 1024)
+set -u
+BUILD=${BUILD:-build}
+SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
+N=${1:-6250}
+TOPICS=32
+BATCH=${2:-1024}
+
+for tool in jq taskset; do
+	command -v "$tool" >/dev/null || { echo "predict.sh: $tool is not installed (scripts/deps.sh)" >&2; exit 1; }
+done
+[ -x "$SCADLES" ] || { echo "predict.sh: $SCADLES not built" >&2; exit 1; }
+[ -e /usr/share/datasets/fashion-mnist ] || { echo "predict.sh: Fashion-MNIST not installed" >&2; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-bench-predict.XXXXXX")
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	for p in $pids; do wait "$p" 2>/dev/null || true; done
+	if [ -n "${KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+die() { echo "predict.sh: $*" >&2; for f in "$tmp"/*.err; do tail -n 5 "$f" >&2; done; exit 1; }
+
+sets=(--set "train.checkpoint=\"$tmp/mlp.ckpt\"" --set train.threads=1 --set streams.format=raw
+      --set streams.label=key --set streams.scale=0.00392156862745098 --set streams.mean=0.286
+      --set streams.std=0.353)
+"$SCADLES" train -c examples/fmnist-mlp.json --epochs 1 "${sets[@]}" >"$tmp/train.out" 2>"$tmp/train.err" ||
+	die "train failed"
+topics=()
+for i in $(seq 0 $((TOPICS - 1))); do topics+=(--topic "bench.$i:4"); done
+"$SCADLES" broker "${topics[@]}" --bootstrap-file "$tmp/bs" >/dev/null 2>"$tmp/broker.err" &
+pids="$pids $!"
+for _ in $(seq 1 600); do [ -s "$tmp/bs" ] && break; sleep 0.1; done
+[ -s "$tmp/bs" ] || die "broker did not start"
+"$SCADLES" feed --bootstrap-file "$tmp/bs" --prefix bench --topics "$TOPICS" --count "$N" --rate 1000000 --quiet \
+	>"$tmp/feed.out" 2>"$tmp/feed.err" || die "feed failed"
+taskset -c 0 "$SCADLES" predict -c examples/fmnist-mlp.json "${sets[@]}" --bootstrap-file "$tmp/bs" \
+	--in '^bench\.[0-9]+$' --out bench-out --checkpoint "$tmp/mlp.ckpt" --batch "$BATCH" --idle-exit 10 \
+	--duration 600 --quiet >"$tmp/pred.out" 2>"$tmp/pred.err" || die "predict failed"
+s=$(grep '^summary: ' "$tmp/pred.out" | sed 's/^summary: //')
+[ "$(echo "$s" | jq .acknowledged)" -eq $((N * TOPICS)) ] && [ "$(echo "$s" | jq .lost)" -eq 0 ] ||
+	die "acknowledged $(echo "$s" | jq .acknowledged) of $((N * TOPICS)), lost $(echo "$s" | jq .lost)"
+echo "$s" | jq -r --arg b "$BATCH" '"predict: \(.acknowledged) records, batch \($b), 1 core: \(.records_per_s | floor) records/s (\(.busy_s * 100 | floor / 100) s from the first record to the last acknowledgement); \(.acknowledged / .cpu_s | floor) records per processor second (\(.cpu_s * 100 | floor / 100) s of the process, start to exit)"'

@@ -1,0 +1,529 @@
+/* predictor.c — scores Kafka records with a model and produces one JSON
+ * prediction per record, committing input offsets after the predictions
+ * were acknowledged (see sc_predictor.h). */
+#include "sc_predictor.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "sc_batch.h"
+#include "sc_ckpt.h"
+#include "sc_job_model.h"
+#include "sc_kafka_admin.h"
+#include "sc_kafka_model.h"
+#include "sc_kafka_util.h"
+#include "sc_nn.h"
+
+#define SC_PRED_PENDING 64  /* batches produced and not yet acknowledged */
+#define SC_PRED_JSON_ROW 64 /* bytes of a prediction besides its topic and probabilities */
+
+/* One scored batch whose predictions await their delivery reports. The
+ * delivery counter's address is each message's opaque: the ring never
+ * moves its entries. */
+typedef struct sc_pred_pending {
+        uint64_t id; /* the source batch, acknowledged once dv has nothing pending */
+        sc_kafka_delivery_t dv;
+} sc_pred_pending_t;
+
+/* A batch row's origin, for producing a batch in input order (the batcher
+ * shuffles within a batch). */
+typedef struct sc_pred_row {
+        int stream;
+        int32_t partition;
+        int64_t offset;
+        int row;
+} sc_pred_row_t;
+
+static int sc_pred_row_cmp(const void *a, const void *b)
+{
+        const sc_pred_row_t *x = a, *y = b;
+        if (x->stream != y->stream)
+                return x->stream < y->stream ? -1 : 1;
+        if (x->partition != y->partition)
+                return x->partition < y->partition ? -1 : 1;
+        return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+struct sc_predictor_s {
+        sc_predictor_spec_t spec;
+        sc_conf_t conf; /* the caller's, with the predictor's batching (kafka borrowed) */
+        sc_model_t *model;
+        size_t numel, nparams;
+        int n_classes;
+        sc_job_model_t *jm;
+        uint64_t jm_stamp; /* sum of the shards' install counters when last installed */
+        sc_kafka_source_t *src;
+        rd_kafka_t *prod;
+        sc_batch_t *batch;
+        float *out;          /* (batch, n_classes) logits */
+        sc_pred_row_t *rows; /* (batch) the batch's rows in input order */
+        char *text;          /* one prediction's JSON */
+        size_t text_cap;
+        sc_pred_pending_t pend[SC_PRED_PENDING];
+        size_t head, n_pend;
+        sc_predictor_stats_t st;
+        double t_commit;
+};
+
+void sc_predictor_spec_defaults(sc_predictor_spec_t *spec)
+{
+        memset(spec, 0, sizeof(*spec));
+        spec->batch = 1024;
+}
+
+static void sc_pred_logf(sc_predictor_t *p, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void sc_pred_logf(sc_predictor_t *p, int level, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        if (!p->spec.log)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        p->spec.log(p->spec.log_opaque, level, msg);
+}
+
+/* The model: the checkpoint's parameters and state, or the job's newest
+ * model (its initial one until J.model has records). */
+static sc_err_t sc_pred_model(sc_predictor_t *p, char *errstr, size_t errstr_size)
+{
+        const sc_conf_t *conf = &p->conf;
+        sc_err_t err;
+        if ((err = sc_kafka_model_initial(conf, &p->model, errstr, errstr_size)))
+                return err;
+        if (sc_model_spec(p->model)->loss != SC_LOSS_SOFTMAX_XENT)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.model.loss: predictions need a softmax_xent classifier",
+                               conf->origin);
+        p->numel = sc_shape_numel(conf->model.input);
+        p->nparams = sc_model_nparams(p->model);
+        p->n_classes = (int)sc_shape_numel(sc_model_output_shape(p->model));
+        if (!p->spec.follow_job) {
+                sc_ckpt_meta_t meta;
+                int has_state = 0;
+                if ((err = sc_ckpt_load(p->spec.checkpoint, p->model, NULL, &meta, &has_state,
+                                        errstr, errstr_size)))
+                        return err;
+                if (sc_model_nstate(p->model) && !has_state)
+                        sc_pred_logf(p, 4,
+                                     "%s has no batchnorm running statistics; predicting with "
+                                     "mean 0, variance 1",
+                                     p->spec.checkpoint);
+                p->st.model_version = meta.step;
+                return SC_OK;
+        }
+        if (!conf->job.name[0])
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: --follow-job needs a job section (job.name)", conf->origin);
+        if (sc_model_nstate(p->model))
+                sc_pred_logf(p, 4,
+                             "J.model carries no batchnorm running statistics: predicting with "
+                             "mean 0, variance 1 (a checkpoint keeps them)");
+        return sc_job_model_new(&p->jm, conf, sc_model_params(p->model), p->nparams, errstr,
+                                errstr_size);
+}
+
+/* Installs the job's model when a shard changed since the last install
+ * (between batches only). */
+static void sc_pred_follow(sc_predictor_t *p)
+{
+        uint64_t stamp = 0;
+        for (int s = 0; s < sc_job_model_shards(p->jm); s++)
+                stamp += sc_job_model_stamp(p->jm, s);
+        if (stamp == p->jm_stamp)
+                return;
+        memcpy(sc_model_params(p->model), sc_job_model_params(p->jm), p->nparams * sizeof(float));
+        if (p->jm_stamp)
+                p->st.model_swaps++;
+        p->jm_stamp = stamp;
+        p->st.model_version = sc_job_model_min_version(p->jm);
+}
+
+static sc_err_t sc_pred_producer(sc_predictor_t *p, char *errstr, size_t errstr_size)
+{
+        char why[512];
+        rd_kafka_conf_t *kc = NULL;
+        sc_err_t err;
+        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)p->conf.kafka, "$.kafka", errstr,
+                                           errstr_size)))
+                return err;
+        sc_kafka_conf_log_bridge(kc);
+        const char *const kv[][2] = {
+            {"enable.idempotence", "true"}, {"linger.ms", "5"}, {"client.id", "scadles-predict"}};
+        for (size_t i = 0; !err && i < sizeof(kv) / sizeof(kv[0]); i++)
+                err = sc_kafka_conf_set(kc, kv[i][0], kv[i][1], "predictions producer", errstr,
+                                        errstr_size);
+        if (err) {
+                rd_kafka_conf_destroy(kc);
+                return err;
+        }
+        sc_kafka_conf_delivery(kc);
+        if (!(p->prod = rd_kafka_new(RD_KAFKA_PRODUCER, kc, why, sizeof(why)))) {
+                rd_kafka_conf_destroy(kc);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "predictions producer: %s", why);
+        }
+        sc_kafka_topic_spec_t ts = {.partitions = 1, .replication = 1};
+        snprintf(ts.name, sizeof(ts.name), "%s", p->spec.out_topic);
+        return sc_kafka_admin_ensure(p->prod, &ts, 1, 10000, NULL, errstr, errstr_size);
+}
+
+sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, char *errstr,
+                          size_t errstr_size)
+{
+        sc_err_t err;
+        *pp = NULL;
+        if (!spec->conf || !spec->out_topic || !spec->out_topic[0] ||
+            strlen(spec->out_topic) >= SC_KAFKA_ADMIN_NAME_MAX)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "predictor: a configuration and an output topic are needed");
+        if (!spec->follow_job == !(spec->checkpoint && spec->checkpoint[0]))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "predictor: give a checkpoint or follow the job, not both");
+        if (spec->batch < 1 || spec->batch > SC_BATCH_MAX)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "predictor: batch %d outside 1..%d", spec->batch, SC_BATCH_MAX);
+        sc_predictor_t *p = calloc(1, sizeof(*p));
+        if (!p)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        p->spec = *spec;
+        p->conf = *spec->conf;
+        p->st.t_last_record = p->st.t_first_record = p->st.t_last_ack = -1;
+        /* Every buffered record is scored as soon as it is there, up to
+         * batch at a time: rate batches over a vanishing window, no
+         * shuffle, and persistence (a full buffer pauses its partitions). */
+        p->conf.worker.batch = SC_BATCH_RATE;
+        p->conf.worker.b_min = 1;
+        p->conf.worker.b_max = spec->batch;
+        p->conf.worker.window = 1e-6;
+        p->conf.worker.shuffle = 0;
+        p->conf.streams.policy = SC_STREAM_PERSIST;
+        /* A ring of one batch per topic, reused while it is warm in the
+         * caches (the backlog waits in Kafka, its partitions paused). */
+        p->conf.streams.cap = spec->batch < 256 ? 256 : spec->batch;
+        if ((err = sc_pred_model(p, errstr, errstr_size)) ||
+            (err = sc_batch_new(&p->batch, spec->batch, p->numel)) ||
+            !(p->out = malloc((size_t)spec->batch * (size_t)p->n_classes * sizeof(float))) ||
+            !(p->rows = malloc((size_t)spec->batch * sizeof(*p->rows))) ||
+            !(p->text = malloc(p->text_cap = SC_PRED_JSON_ROW + SC_CONF_TOPIC_MAX +
+                                             (size_t)p->n_classes * 16))) {
+                if (!err)
+                        err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+                goto fail;
+        }
+        if ((err = sc_pred_producer(p, errstr, errstr_size)) ||
+            (err =
+                 sc_kafka_source_new(&p->src, &p->conf, p->numel, p->n_classes, p->conf.train.seed,
+                                     spec->log, spec->log_opaque, errstr, errstr_size)))
+                goto fail;
+        *pp = p;
+        return SC_OK;
+fail:
+        sc_predictor_destroy(p);
+        return err;
+}
+
+void sc_predictor_destroy(sc_predictor_t *p)
+{
+        if (!p)
+                return;
+        sc_kafka_source_destroy(p->src);
+        if (p->prod) {
+                rd_kafka_flush(p->prod, 10000);
+                rd_kafka_destroy(p->prod);
+        }
+        sc_job_model_destroy(p->jm);
+        sc_model_destroy(p->model);
+        sc_batch_destroy(p->batch);
+        free(p->out);
+        free(p->rows);
+        free(p->text);
+        free(p);
+}
+
+/* Records waiting to be scored: buffered, or held for room in a stream (a
+ * batch taken is scored at once and stays inflight until acknowledged). */
+static int sc_pred_has_records(const sc_predictor_t *p)
+{
+        sc_stream_stats_t sum;
+        sc_kafka_source_totals(p->src, &sum);
+        return sum.buffered || sc_kafka_source_stats(p->src)->ks_held;
+}
+
+/* Writes v (a probability: finite, in [0, 1]) with 6 significant digits,
+ * like "%.6g" but without printf's cost (a tenth of the processor's time at
+ * this rate); returns its length (at most 13). */
+static int sc_pred_prob(char *s, float v)
+{
+        static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10};
+        if (!(v > 0) || !(v <= 1))
+                return (int)(memcpy(s, v > 1 ? "1" : "0", 1), 1);
+        int e = (int)floor(log10((double)v)); /* v = m * 10^e, 1 <= m < 10, e in [-45, 0] */
+        int sci = e < -4;
+        int d = sci ? 5 : 5 - e; /* digits after the point, <= 9 */
+        double m = sci ? (double)v * pow(10.0, -e) : (double)v;
+        uint64_t unit = (uint64_t)pow10[d];
+        uint64_t q = (uint64_t)llround(m * pow10[d]); /* the digits, as an integer */
+        if (sci && q >= 10 * unit) {                  /* m rounded up to 10 */
+                q /= 10;
+                e++;
+        }
+        int n = 0;
+        s[n++] = (char)('0' + q / unit); /* < 10: v <= 1, or m < 10 */
+        uint64_t frac = q % unit;
+        if (frac) {
+                char digits[10];
+                for (int i = d - 1; i >= 0; i--, frac /= 10)
+                        digits[i] = (char)('0' + frac % 10);
+                int k = d;
+                while (digits[k - 1] == '0')
+                        k--;
+                s[n++] = '.';
+                memcpy(s + n, digits, (size_t)k);
+                n += k;
+        }
+        if (sci) {
+                s[n++] = 'e';
+                s[n++] = '-';
+                s[n++] = (char)('0' + (-e) / 10);
+                s[n++] = (char)('0' + (-e) % 10);
+        }
+        return n;
+}
+
+/* Writes one prediction's JSON for row r of the batch into p->text;
+ * returns its length. */
+static size_t sc_pred_json(sc_predictor_t *p, int r, const char *topic, int *label)
+{
+        const float *z = p->out + (size_t)r * (size_t)p->n_classes;
+        const sc_stream_ref_t *ref = &p->batch->refs[r];
+        float m = z[0];
+        int arg = 0;
+        for (int j = 1; j < p->n_classes; j++)
+                if (z[j] > m) { /* the first largest, as evaluation counts hits */
+                        m = z[j];
+                        arg = j;
+                }
+        double sum = 0;
+        for (int j = 0; j < p->n_classes; j++)
+                sum += exp((double)(z[j] - m));
+        char *s = p->text, *end = p->text + p->text_cap;
+        s += snprintf(s, (size_t)(end - s),
+                      "{\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64
+                      ",\"label\":%d,\"probabilities\":[",
+                      topic, ref->partition, ref->offset, arg);
+        for (int j = 0; j < p->n_classes; j++) {
+                if (j)
+                        *s++ = ',';
+                s += sc_pred_prob(s, (float)(exp((double)(z[j] - m)) / sum));
+        }
+        s +=
+            snprintf(s, (size_t)(end - s), "],\"model_version\":%" PRIu64 "}", p->st.model_version);
+        *label = arg;
+        return (size_t)(s - p->text);
+}
+
+/* Scores the batch just taken and produces its predictions into the next
+ * pending slot. */
+static sc_err_t sc_pred_score(sc_predictor_t *p, char *errstr, size_t errstr_size)
+{
+        sc_batch_t *b = p->batch;
+        sc_pred_pending_t *pe = &p->pend[(p->head + p->n_pend) % SC_PRED_PENDING];
+        char key[SC_CONF_TOPIC_MAX + 16];
+        float l = sc_model_eval_batch(p->model, b->x, NULL, NULL, b->n, NULL, p->out);
+        if (isnan(l))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "scoring a batch of %d records failed (out of memory)", b->n);
+        pe->id = b->id;
+        sc_kafka_delivery_init(&pe->dv);
+        p->n_pend++;
+        p->st.batches++;
+        for (int r = 0; r < b->n; r++)
+                p->rows[r] =
+                    (sc_pred_row_t){b->streams[r], b->refs[r].partition, b->refs[r].offset, r};
+        qsort(p->rows, (size_t)b->n, sizeof(*p->rows), sc_pred_row_cmp);
+        for (int i = 0; i < b->n; i++) {
+                int r = p->rows[i].row;
+                const char *topic = sc_kafka_source_stream(p->src, b->streams[r], NULL);
+                int label;
+                size_t len = sc_pred_json(p, r, topic, &label);
+                int klen = snprintf(key, sizeof(key), "%s:%" PRId32, topic, b->refs[r].partition);
+                sc_err_t err = sc_kafka_produce(p->prod, p->spec.out_topic, RD_KAFKA_PARTITION_UA,
+                                                key, (size_t)klen, p->text, len, NULL, NULL, 0, 0,
+                                                &pe->dv, 30000, errstr, errstr_size);
+                if (err)
+                        return err;
+                p->st.predicted++;
+        }
+        return SC_OK;
+}
+
+/* Acknowledges the oldest batches whose predictions were all delivered;
+ * SC_ERR_IO when one failed. */
+static sc_err_t sc_pred_settle(sc_predictor_t *p, double t, char *errstr, size_t errstr_size)
+{
+        rd_kafka_poll(p->prod, 0);
+        while (p->n_pend) {
+                sc_pred_pending_t *pe = &p->pend[p->head];
+                if (pe->dv.dv_failed)
+                        return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                       "%s: %" PRId64 " prediction(s) not delivered: %s",
+                                       p->spec.out_topic, pe->dv.dv_failed,
+                                       rd_kafka_err2str(pe->dv.dv_first_err));
+                if (pe->dv.dv_pending)
+                        break;
+                sc_err_t err = sc_kafka_source_ack(p->src, pe->id, errstr, errstr_size);
+                if (err)
+                        return err;
+                p->st.acked += (uint64_t)pe->dv.dv_delivered;
+                p->st.t_last_ack = t;
+                p->head = (p->head + 1) % SC_PRED_PENDING;
+                p->n_pend--;
+        }
+        return SC_OK;
+}
+
+/* Scores every ready batch while there is a free pending slot. */
+static sc_err_t sc_pred_drain(sc_predictor_t *p, double t, char *errstr, size_t errstr_size)
+{
+        sc_batcher_t *bt = sc_kafka_source_batcher(p->src);
+        sc_err_t err;
+        if (p->jm && !sc_job_model_ready(p->jm))
+                return SC_OK; /* the newest model first */
+        while (bt && sc_batcher_ready(bt, t, NULL)) {
+                if (p->n_pend == SC_PRED_PENDING) {
+                        rd_kafka_poll(p->prod, 5); /* every slot awaits the broker */
+                        if ((err = sc_pred_settle(p, t, errstr, errstr_size)) ||
+                            p->n_pend == SC_PRED_PENDING)
+                                return err;
+                }
+                if ((err = sc_batcher_take(bt, t, p->batch, errstr, errstr_size)))
+                        return err == SC_ERR_AGAIN ? SC_OK : err;
+                if ((err = sc_pred_score(p, errstr, errstr_size)))
+                        return err;
+        }
+        return SC_OK;
+}
+
+sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *errstr,
+                           size_t errstr_size)
+{
+        sc_err_t err;
+        size_t n = 0;
+        /* Records to score: no waiting. Only deliveries outstanding: short
+         * waits for records, the reports are served after each. */
+        int wait = sc_pred_has_records(p) ? 0 : p->n_pend && timeout_ms > 5 ? 5 : timeout_ms;
+        if ((err = sc_kafka_source_poll(p->src, t, wait, 4 * (size_t)p->spec.batch, &n, errstr,
+                                        errstr_size)))
+                return err;
+        if (n) {
+                p->st.t_last_record = t;
+                if (p->st.t_first_record < 0)
+                        p->st.t_first_record = t;
+        }
+        if (p->jm) {
+                if ((err = sc_job_model_poll(p->jm, 0, NULL, errstr, errstr_size)))
+                        return err;
+                if (sc_job_model_ready(p->jm))
+                        sc_pred_follow(p);
+        }
+        if ((err = sc_pred_drain(p, t, errstr, errstr_size)) ||
+            (err = sc_pred_settle(p, t, errstr, errstr_size)))
+                return err;
+        if (t - p->t_commit >= p->conf.worker.commit_interval) {
+                p->t_commit = t;
+                if ((err = sc_kafka_source_commit(p->src, 0, errstr, errstr_size)))
+                        sc_pred_logf(p, 4, "commit: %s", errstr);
+        }
+        return SC_OK;
+}
+
+sc_err_t sc_predictor_finish(sc_predictor_t *p, double t, int timeout_ms, char *errstr,
+                             size_t errstr_size)
+{
+        sc_err_t err = SC_OK;
+        sc_batcher_t *bt = sc_kafka_source_batcher(p->src);
+        if (bt)
+                sc_batcher_drain(bt, 1);
+        /* Everything buffered is scored; when every pending slot is taken,
+         * the deliveries are waited for first. */
+        while (!(err = sc_pred_drain(p, t, errstr, errstr_size)) && bt &&
+               sc_batcher_ready(bt, t, NULL) && (!p->jm || sc_job_model_ready(p->jm))) {
+                rd_kafka_flush(p->prod, timeout_ms);
+                if ((err = sc_pred_settle(p, t, errstr, errstr_size)) ||
+                    p->n_pend == SC_PRED_PENDING)
+                        break;
+        }
+        if (!err) {
+                rd_kafka_flush(p->prod, timeout_ms);
+                err = sc_pred_settle(p, t, errstr, errstr_size);
+        }
+        if (!err && p->n_pend)
+                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                              "%s: predictions of %zu batch(es) unacknowledged after %d ms",
+                              p->spec.out_topic, p->n_pend, timeout_ms);
+        char why[512];
+        sc_err_t e2 = sc_kafka_source_finish(p->src, timeout_ms, why, sizeof(why));
+        if (e2 && !err) {
+                snprintf(errstr, errstr_size, "%s", why);
+                err = e2;
+        }
+        return err;
+}
+
+void sc_predictor_stats(const sc_predictor_t *p, sc_predictor_stats_t *st)
+{
+        sc_stream_stats_t sum;
+        *st = p->st;
+        sc_kafka_source_totals(p->src, &sum);
+        st->consumed = sum.consumed;
+        st->bad = sum.rejected;
+}
+
+int sc_predictor_idle(const sc_predictor_t *p)
+{
+        return p->n_pend == 0 && !sc_pred_has_records(p);
+}
+
+sc_kafka_source_t *sc_predictor_source(sc_predictor_t *p)
+{
+        return p->src;
+}
+
+json_t *sc_predictor_summary(sc_predictor_t *p, int timeout_ms)
+{
+        char why[512];
+        sc_stream_stats_t sum;
+        sc_kafka_source_totals(p->src, &sum);
+        const sc_kafka_source_stats_t *ks = sc_kafka_source_stats(p->src);
+        int ok = sc_kafka_source_check(p->src, why, sizeof(why)) == SC_OK;
+        json_t *j =
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+                      "consumed", (json_int_t)sum.consumed, "predicted",
+                      (json_int_t)p->st.predicted, "acknowledged", (json_int_t)p->st.acked, "bad",
+                      (json_int_t)sum.rejected, "dead_letters", (json_int_t)ks->ks_dead_letter,
+                      "dead_letters_failed", (json_int_t)ks->ks_dead_letter_failed, "returned",
+                      (json_int_t)sum.revoked, "buffered", (json_int_t)sum.buffered, "inflight",
+                      (json_int_t)sum.inflight, "lost", (json_int_t)ks->ks_lost, "batches",
+                      (json_int_t)p->st.batches, "model_version", (json_int_t)p->st.model_version,
+                      "model_swaps", (json_int_t)p->st.model_swaps, "identity_ok", ok);
+        if (!j)
+                return NULL;
+        if (!ok)
+                json_object_set_new(j, "identity_error", json_string(why));
+        double busy = p->st.t_last_ack - p->st.t_first_record;
+        if (p->st.t_first_record >= 0 && p->st.t_last_ack >= 0 && busy > 0) {
+                json_object_set_new(j, "busy_s", json_real(busy));
+                json_object_set_new(j, "records_per_s", json_real((double)p->st.acked / busy));
+        }
+        json_t *parts = sc_kafka_source_partitions(p->src, timeout_ms);
+        json_object_set_new(j, "partitions", parts ? parts : json_array());
+        return j;
+}

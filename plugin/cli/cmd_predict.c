@@ -1,0 +1,379 @@
+/* cmd_predict.c — `scadles predict`: scores the records of Kafka topics with
+ * a checkpoint or a running job's model and produces one JSON prediction
+ * per record to a topic (the processor is connectors/predictor.c). */
+#include <getopt.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <jansson.h>
+
+#include "cmd.h"
+#include "sc_conf.h"
+#include "sc_kafka_util.h"
+#include "sc_nn.h"
+#include "sc_predictor.h"
+
+typedef struct sc_pcli_opts {
+        sc_cli_conf_opts_t co;
+        const char *in, *out, *checkpoint, *group, *dead_letter;
+        int follow_job, quiet;
+        double batch, idle_exit, duration, progress;
+} sc_pcli_opts_t;
+
+static void sc_pcli_usage(FILE *out)
+{
+        fprintf(out,
+                "usage: scadles predict -c CONFIG --in TOPIC[,TOPIC...]|^REGEX --out TOPIC\n"
+                "                       (--checkpoint CKPT | --follow-job) [options]\n"
+                "\n"
+                "Scores every record of the input topics with the configured model and\n"
+                "produces one JSON prediction per record to the output topic:\n"
+                "  {\"topic\":\"in\",\"partition\":0,\"offset\":42,\"label\":3,\n"
+                "   \"probabilities\":[...],\"model_version\":1200}\n"
+                "(key \"<topic>:<partition>\" of the input record). Records are decoded as\n"
+                "a worker decodes them: the topic's source.topics element when --in names\n"
+                "it, else streams.*; the label too: a record without a valid one is\n"
+                "malformed. Malformed records go to the dead-letter topic\n"
+                "(source.dead_letter_topic) with the worker's headers. The processor is a\n"
+                "member of consumer group --group; input offsets are committed only once the\n"
+                "predictions of every record before them were acknowledged by the broker\n"
+                "(idempotent producer): a restart resumes where the acknowledged predictions\n"
+                "end. model_version is the checkpoint's step, or with --follow-job the\n"
+                "smallest shard version of the job's newest model on J.model, which is\n"
+                "swapped in between batches.\n"
+                "\n"
+                "options:\n"
+                "  -c, --config FILE        JSON configuration (model, streams.*, source.*)\n"
+                "  -s, --set KEY=VALUE      override one property (repeatable)\n"
+                "  -b, --bootstrap ADDR     Kafka bootstrap servers (kafka.bootstrap.servers)\n"
+                "  -B, --bootstrap-file F   read the bootstrap address from F\n"
+                "      --in TOPICS          input topics, comma-separated, or one ^regex\n"
+                "      --out TOPIC          output topic (created when missing)\n"
+                "  -k, --checkpoint CKPT    score with this checkpoint (from `scadles train`)\n"
+                "      --follow-job         score with the newest model of the config's job\n"
+                "      --group G            consumer group (default scadles-predict)\n"
+                "      --dead-letter TOPIC  dead-letter topic (default source.dead_letter_topic)\n"
+                "      --batch N            most records scored at once (default 1024)\n"
+                "  -i, --idle-exit S        stop when no record arrived for S seconds (from the\n"
+                "                           first partition assignment on) and every\n"
+                "                           prediction was acknowledged\n"
+                "  -d, --duration S         stop after S seconds\n"
+                "      --progress S         seconds between progress lines (default 5, 0 = none)\n"
+                "  -q, --quiet              no progress or informational lines\n"
+                "  -h, --help               this text\n"
+                "\n"
+                "A progress line (consumed, predicted, acknowledged, bad, records/s, lag,\n"
+                "model version) goes to stderr; at exit \"summary: {JSON}\" goes to stdout\n"
+                "(consumed, predicted, acknowledged, bad, dead_letters, model_version,\n"
+                "model_swaps, records_per_s, cpu_s, committed and end offsets per input\n"
+                "partition).\n"
+                "SIGINT/SIGTERM stop cleanly: what is buffered is scored, delivered and\n"
+                "committed. exit status: 0 stopped, 1 runtime error (Kafka, undelivered\n"
+                "predictions, checkpoint), 2 usage or configuration error.\n");
+}
+
+/* Returns -1 to go on, else an exit code. */
+static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
+{
+        static const struct option longopts[] = {
+            {"config", required_argument, NULL, 'c'},
+            {"set", required_argument, NULL, 's'},
+            {"bootstrap", required_argument, NULL, 'b'},
+            {"bootstrap-file", required_argument, NULL, 'B'},
+            {"in", required_argument, NULL, 'I'},
+            {"out", required_argument, NULL, 'O'},
+            {"checkpoint", required_argument, NULL, 'k'},
+            {"follow-job", no_argument, NULL, 'F'},
+            {"group", required_argument, NULL, 'G'},
+            {"dead-letter", required_argument, NULL, 'D'},
+            {"batch", required_argument, NULL, 'N'},
+            {"idle-exit", required_argument, NULL, 'i'},
+            {"duration", required_argument, NULL, 'd'},
+            {"progress", required_argument, NULL, 'P'},
+            {"quiet", no_argument, NULL, 'q'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        int c;
+        memset(o, 0, sizeof(*o));
+        o->batch = 1024;
+        o->progress = 5;
+        o->group = "scadles-predict";
+        optind = 1;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":c:s:b:B:k:i:d:qh", longopts, NULL)) != -1) {
+                int taken = sc_cli_conf_opt("predict", &o->co, c, optarg);
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
+                switch (c) {
+                case 'I':
+                        o->in = optarg;
+                        break;
+                case 'O':
+                        o->out = optarg;
+                        break;
+                case 'k':
+                        o->checkpoint = optarg;
+                        break;
+                case 'F':
+                        o->follow_job = 1;
+                        break;
+                case 'G':
+                        o->group = optarg;
+                        break;
+                case 'D':
+                        o->dead_letter = optarg;
+                        break;
+                case 'N':
+                        if (sc_cli_number("predict", "--batch", optarg, &o->batch))
+                                return 2;
+                        if (o->batch < 1 || o->batch > 65536 || o->batch != floor(o->batch)) {
+                                fprintf(stderr,
+                                        "scadles predict: --batch %s: expected an integer in "
+                                        "[1, 65536]\n",
+                                        optarg);
+                                return 2;
+                        }
+                        break;
+                case 'i':
+                        if (sc_cli_number("predict", "--idle-exit", optarg, &o->idle_exit))
+                                return 2;
+                        break;
+                case 'd':
+                        if (sc_cli_number("predict", "--duration", optarg, &o->duration))
+                                return 2;
+                        break;
+                case 'P':
+                        if (sc_cli_number("predict", "--progress", optarg, &o->progress))
+                                return 2;
+                        break;
+                case 'q':
+                        o->quiet = 1;
+                        break;
+                case 'h':
+                        sc_pcli_usage(stdout);
+                        return 0;
+                default:
+                        return sc_cli_bad_option("predict", c, argv, sc_pcli_usage);
+                }
+        }
+        const char *missing = optind < argc   ? NULL
+                              : !o->co.config ? "-c CONFIG"
+                              : !o->in        ? "--in TOPIC|^REGEX"
+                              : !o->out       ? "--out TOPIC"
+                              : !o->checkpoint && !o->follow_job
+                                  ? "--checkpoint CKPT or --follow-job"
+                                  : NULL;
+        if (optind < argc) {
+                fprintf(stderr, "scadles predict: unexpected argument '%s'\n\n", argv[optind]);
+                sc_pcli_usage(stderr);
+                return 2;
+        }
+        if (missing) {
+                fprintf(stderr, "scadles predict: %s is required\n\n", missing);
+                sc_pcli_usage(stderr);
+                return 2;
+        }
+        if (o->checkpoint && o->follow_job) {
+                fprintf(stderr, "scadles predict: give --checkpoint or --follow-job, not both\n");
+                return 2;
+        }
+        return -1;
+}
+
+/* The input: a ^regex becomes source.pattern (every matching topic decoded
+ * per streams.*); a topic list becomes source.topics, each element the
+ * configuration's own for that topic when there is one. */
+static int sc_pcli_input(sc_conf_t *conf, const char *in)
+{
+        sc_conf_source_t src = conf->source;
+        src.n_topics = 0;
+        src.pattern[0] = '\0';
+        if (in[0] == '^') {
+                if (strlen(in) >= sizeof(src.pattern)) {
+                        fprintf(stderr, "scadles predict: --in %s: pattern too long\n", in);
+                        return 2;
+                }
+                snprintf(src.pattern, sizeof(src.pattern), "%s", in);
+                conf->source = src;
+                return 0;
+        }
+        const char *s = in;
+        while (*s) {
+                size_t len = strcspn(s, ",");
+                if (len == 0 || len >= SC_CONF_TOPIC_MAX || src.n_topics == SC_CONF_MAX_TOPICS) {
+                        fprintf(stderr,
+                                "scadles predict: --in %s: expected 1..%d topic names of 1..%d "
+                                "characters, comma-separated\n",
+                                in, SC_CONF_MAX_TOPICS, SC_CONF_TOPIC_MAX - 1);
+                        return 2;
+                }
+                sc_conf_topic_t *t = &src.topics[src.n_topics++];
+                memset(t, 0, sizeof(*t));
+                memcpy(t->topic, s, len);
+                t->decode = conf->streams.decode;
+                for (int i = 0; i < conf->source.n_topics; i++)
+                        if (!strcmp(conf->source.topics[i].topic, t->topic))
+                                t->decode = conf->source.topics[i].decode;
+                s += len + (s[len] == ',');
+        }
+        conf->source = src;
+        return 0;
+}
+
+static int sc_pcli_quiet;
+
+static void sc_pcli_log(void *opaque, int level, const char *msg)
+{
+        (void)opaque;
+        if (level > 6 || (level > 4 && sc_pcli_quiet))
+                return;
+        fprintf(stderr, "scadles predict: %s\n", msg);
+}
+
+static void sc_pcli_progress(sc_predictor_t *p, double now, double t0, uint64_t *last_n,
+                             double *last_t)
+{
+        sc_predictor_stats_t st;
+        sc_predictor_stats(p, &st);
+        double dt = now - *last_t;
+        double rate = dt > 0 ? (double)(st.acked - *last_n) / dt : 0;
+        int64_t lag = sc_kafka_source_lag(sc_predictor_source(p));
+        fprintf(stderr,
+                "predict: %6.1fs  consumed %llu  predicted %llu  acked %llu  bad %llu  %.0f/s  "
+                "lag %lld  model v%llu\n",
+                now - t0, (unsigned long long)st.consumed, (unsigned long long)st.predicted,
+                (unsigned long long)st.acked, (unsigned long long)st.bad, rate, (long long)lag,
+                (unsigned long long)st.model_version);
+        *last_n = st.acked;
+        *last_t = now;
+}
+
+int sc_cmd_predict(int argc, char **argv)
+{
+        char err[1024];
+        sc_pcli_opts_t o;
+        sc_conf_t conf;
+        sc_predictor_t *p = NULL;
+        int rc, have_conf = 0;
+        const char *reason = "signal";
+
+        if ((rc = sc_pcli_args(argc, argv, &o)) >= 0)
+                return rc;
+        sc_pcli_quiet = o.quiet;
+        sc_cli_quiet = o.quiet;
+        sc_cli_signals();
+        /* librdkafka's fetch buffers (up to max.partition.fetch.bytes each)
+         * would each be a fresh mmap whose pages the kernel zeroes on first
+         * touch, and freed heap tops would be trimmed likewise: an eighth of
+         * the processor's time at 40k records/s. Kept, they are reused. */
+        mallopt(M_MMAP_THRESHOLD, 64 << 20);
+        mallopt(M_TRIM_THRESHOLD, 256 << 20);
+        memset(&conf, 0, sizeof(conf));
+        have_conf = 1;
+        if ((rc = sc_cli_conf_load("predict", &conf, &o.co)) || (rc = sc_pcli_input(&conf, o.in)))
+                goto out;
+        if (strlen(o.group) >= sizeof(conf.source.group_id) ||
+            (o.dead_letter && strlen(o.dead_letter) >= sizeof(conf.source.dead_letter))) {
+                fprintf(stderr, "scadles predict: --group / --dead-letter: name too long\n");
+                rc = 2;
+                goto out;
+        }
+        snprintf(conf.source.group_id, sizeof(conf.source.group_id), "%s", o.group);
+        if (o.dead_letter)
+                snprintf(conf.source.dead_letter, sizeof(conf.source.dead_letter), "%s",
+                         o.dead_letter);
+        if (conf.train.threads > 0)
+                sc_nn_set_threads(conf.train.threads);
+        sc_predictor_spec_t spec;
+        sc_predictor_spec_defaults(&spec);
+        spec.conf = &conf;
+        spec.out_topic = o.out;
+        spec.checkpoint = o.checkpoint;
+        spec.follow_job = o.follow_job;
+        spec.batch = (int)o.batch;
+        spec.log = sc_pcli_log;
+        sc_kafka_log_set_sink(sc_cli_kafka_log, "predict");
+        sc_err_t e = sc_predictor_new(&p, &spec, err, sizeof(err));
+        if (e) {
+                fprintf(stderr, "scadles predict: %s\n", err);
+                rc = e == SC_ERR_CONFIG || e == SC_ERR_SHAPE || e == SC_ERR_INVAL ? 2 : 1;
+                goto out;
+        }
+        double t0 = sc_cli_now(), t_prog = t0, t_rate = t0, t_assigned = -1;
+        uint64_t n_rate = 0;
+        if (!o.quiet)
+                fprintf(stderr, "scadles predict: %s -> %s, group %s, %s%s\n", o.in, o.out, o.group,
+                        o.follow_job ? "following job " : "checkpoint ",
+                        o.follow_job ? conf.job.name : o.checkpoint);
+        for (;;) {
+                double now = sc_cli_now();
+                if (sc_cli_stop)
+                        break;
+                if (o.duration > 0 && now - t0 >= o.duration) {
+                        reason = "duration";
+                        break;
+                }
+                if (sc_predictor_poll(p, now, 10, err, sizeof(err))) {
+                        fprintf(stderr, "scadles predict: %s\n", err);
+                        reason = "error";
+                        rc = 1;
+                        break;
+                }
+                sc_predictor_stats_t st;
+                sc_predictor_stats(p, &st);
+                /* Idle from the last record, else from the first assignment
+                 * (joining the group takes a while; before it, never idle). */
+                if (t_assigned < 0 && sc_kafka_source_stats(sc_predictor_source(p))->ks_assigns)
+                        t_assigned = now;
+                double quiet_since = st.t_last_record >= 0 ? st.t_last_record : t_assigned;
+                if (o.idle_exit > 0 && t_assigned >= 0 && now - quiet_since >= o.idle_exit &&
+                    sc_predictor_idle(p)) {
+                        reason = "idle";
+                        break;
+                }
+                if (!o.quiet && o.progress > 0 && now - t_prog >= o.progress) {
+                        t_prog = now;
+                        sc_pcli_progress(p, now, t0, &n_rate, &t_rate);
+                }
+        }
+        if (sc_predictor_finish(p, sc_cli_now(), 30000, err, sizeof(err))) {
+                fprintf(stderr, "scadles predict: %s\n", err);
+                if (!rc)
+                        rc = 1;
+        }
+        json_t *j = sc_predictor_summary(p, 5000);
+        if (j) {
+                json_object_set_new(j, "stop_reason", json_string(reason));
+                json_object_set_new(j, "elapsed", json_real(sc_cli_now() - t0));
+                /* Processor seconds of the whole process (every thread), the
+                 * measure of its cost on a machine it shares. */
+                struct rusage ru;
+                if (!getrusage(RUSAGE_SELF, &ru))
+                        json_object_set_new(
+                            j, "cpu_s",
+                            json_real((double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec +
+                                      (double)ru.ru_stime.tv_sec + 1e-6 * ru.ru_stime.tv_usec));
+                char *text = json_dumps(j, JSON_COMPACT);
+                if (text)
+                        printf("summary: %s\n", text);
+                free(text);
+                if (!json_is_true(json_object_get(j, "identity_ok")))
+                        fprintf(stderr, "scadles predict: accounting does not add up: %s\n",
+                                json_string_value(json_object_get(j, "identity_error")));
+                json_decref(j);
+        }
+        fflush(stdout);
+out:
+        sc_predictor_destroy(p);
+        sc_kafka_log_set_sink(NULL, NULL);
+        if (have_conf)
+                sc_conf_free(&conf);
+        return rc;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `scadles predict` on the embedded broker: 10,000 Fashion-MNIST test
+# records and 3 malformed ones in, 10,000 acknowledged predictions whose hits
+# equal `scadles eval` of the same checkpoint, 3 dead letters, every offset
+# committed (predict_common.inc); plus its usage and model errors.
+. "$(dirname "$0")/predict_common.inc"
+
+start_broker pin:2
+predict_end_to_end "$bs" pin pout pdlq pgroup
+
+# SIGTERM while records arrive: a clean stop (exit 0, summary, what was
+# scored acknowledged and committed), and the next run predicts the rest:
+# every record of the topic predicted at least once, none skipped.
+"$SCADLES" feed --bootstrap "$bs" --topic plive --split test --count 3000 --rate 600 --quiet \
+	>"$tmp/live.out" 2>"$tmp/live.err" &
+f=$!
+pids="$pids $f"
+"$SCADLES" predict -c "$tmp/p.json" --bootstrap "$bs" --in plive --out plive.out \
+	--checkpoint "$tmp/m.ckpt" --group plg --progress 0 >"$tmp/t1.out" 2>"$tmp/t1.err" &
+p=$!
+for _ in $(seq 1 300); do
+	grep -q 'rebalance: assigned' "$tmp/t1.err" && break
+	sleep 0.1
+done
+sleep 2
+kill -TERM "$p"
+wait "$p" || fail "predict exited $? on SIGTERM"
+[ "$(summary "$tmp/t1.out" .stop_reason)" = signal ] || fail "stop reason"
+[ "$(summary "$tmp/t1.out" .identity_ok)" = true ] || fail "accounting at SIGTERM"
+n1=$(summary "$tmp/t1.out" .acknowledged)
+[ "$n1" -gt 0 ] && [ "$n1" -eq "$(summary "$tmp/t1.out" .consumed)" ] ||
+	fail "SIGTERM: acknowledged $n1 of $(summary "$tmp/t1.out" .consumed) consumed"
+c1=$(summary "$tmp/t1.out" '[.partitions[].committed] | add')
+[ "$c1" -eq "$n1" ] || fail "SIGTERM: committed $c1, acknowledged $n1"
+wait "$f" || fail "live feed exited $?"
+"$SCADLES" predict -c "$tmp/p.json" --bootstrap "$bs" --in plive --out plive.out \
+	--checkpoint "$tmp/m.ckpt" --group plg --idle-exit 3 --duration 60 --progress 0 \
+	>"$tmp/t2.out" 2>"$tmp/t2.err" || fail "predict after SIGTERM exited $?"
+check_committed "$tmp/t2.out"
+u=$(kcat -C -b "$bs" -t plive.out -e -q -f '%s\n' | jq -r '"\(.partition) \(.offset)"' | sort -u | wc -l)
+[ "$u" -eq 3000 ] || fail "$u of 3000 records predicted over the two runs"
+echo "SIGTERM after $n1 records; the next run predicted the rest ($(summary "$tmp/t2.out" .acknowledged))"
+
+# Errors: usage (exit 2), a missing checkpoint (1), another model's (2).
+"$SCADLES" predict -c "$tmp/p.json" --bootstrap "$bs" --in pin --checkpoint "$tmp/m.ckpt" \
+	>/dev/null 2>"$tmp/e1.err" && fail "no --out accepted"
+grep -q -- '--out TOPIC is required' "$tmp/e1.err" || fail "usage error: $(cat "$tmp/e1.err")"
+set +e
+"$SCADLES" predict -c "$tmp/p.json" --bootstrap "$bs" --in pin --out pout --checkpoint "$tmp/nope" \
+	>/dev/null 2>"$tmp/e2.err"
+rc=$?
+"$SCADLES" predict -c "$tmp/p.json" --bootstrap "$bs" --in pin --out pout --checkpoint "$tmp/m.ckpt" \
+	--set model.layers[1].units=16 >/dev/null 2>"$tmp/e3.err"
+rc3=$?
+set -e
+[ "$rc" -eq 1 ] && grep -q "$tmp/nope: cannot open" "$tmp/e2.err" || fail "missing checkpoint: rc $rc, $(cat "$tmp/e2.err")"
+[ "$rc3" -eq 2 ] && grep -q "m.ckpt" "$tmp/e3.err" || fail "other model's checkpoint: rc $rc3, $(cat "$tmp/e3.err")"
+echo "ok: predictions equal eval's, dead letters and commits exact"

@@ -45,6 +45,7 @@ typedef struct sc_conf_train {
         int threads;                       /* compute threads per model */
         char checkpoint[SC_CONF_PATH_MAX]; /* "" = do not save */
         double progress_interval;          /* seconds between progress lines; 0 = per epoch */
+        double checkpoint_interval; /* s between checkpoints of long runs; 0 = at stop only */
 } sc_conf_train_t;
 
 typedef struct sc_conf_data {
@@ -129,6 +130,26 @@ typedef struct sc_conf_worker {
         double commit_interval;   /* s between offset commits */
 } sc_conf_worker_t;
 
+/* ---- evaluation: the held-out set from the user's data, the prequential window ---- */
+
+/* Format of eval.file; AUTO = IDX when the file starts with the IDX or gzip
+ * magic, else lines in the decoder's format. */
+typedef enum sc_conf_eval_format {
+        SC_CONF_EVAL_AUTO,
+        SC_CONF_EVAL_CSV,
+        SC_CONF_EVAL_JSON,
+        SC_CONF_EVAL_IDX,
+} sc_conf_eval_format_t;
+
+typedef struct sc_conf_eval {
+        char file[SC_CONF_PATH_MAX];     /* CSV / JSON Lines / IDX images; "" = none */
+        char labels[SC_CONF_PATH_MAX];   /* IDX labels of an IDX eval.file */
+        char topic[SC_CONF_TOPIC_MAX];   /* held-out topic, read to its end at start; "" = none */
+        char decoder[SC_CONF_TOPIC_MAX]; /* source.topics element whose decoder reads it */
+        int format;                      /* sc_conf_eval_format_t */
+        long window;                     /* prequential sliding window, samples */
+} sc_conf_eval_t;
+
 /* ---- distributed training: the job shared by workers and aggregators ---- */
 
 #define SC_CONF_JOB_NAME_MAX 200 /* topic names "<name>.grad" etc. stay below 249 */
@@ -167,6 +188,7 @@ typedef struct sc_conf {
         sc_conf_streams_t streams;
         sc_conf_worker_t worker;
         sc_conf_job_t job;
+        sc_conf_eval_t eval;
         /* Internal: bit j of topic_given[i] = source.topics[i]'s j-th key was given. */
         uint32_t topic_given[SC_CONF_MAX_TOPICS];
 

@@ -77,6 +77,7 @@ struct sc_aggregator {
         uint64_t progress_applied;
         sc_err_t fatal;
         char fatal_str[1024];
+        struct sc_agg_ckpt *ckpt; /* train.checkpoint state (aggregator_ckpt.c); NULL before */
 };
 
 /* aggregator_report.c */
@@ -87,5 +88,12 @@ void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
 void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic, int32_t partition,
                    int64_t offset, const char *why);
 void sc_agg_progress(sc_aggregator_t *agg, double now);
+
+/* aggregator_ckpt.c: train.checkpoint, the job's model assembled from
+ * J.model and the shards held here. tick writes it every
+ * train.checkpoint_interval s; final after the last publications. */
+void sc_agg_ckpt_tick(sc_aggregator_t *agg, double now);
+void sc_agg_ckpt_final(sc_aggregator_t *agg);
+void sc_agg_ckpt_free(sc_aggregator_t *agg);
 
 #endif

@@ -82,8 +82,8 @@ static sc_err_t sc_es_lines(const char *path, const char *text, size_t len,
         char why[512];
         for (size_t i = 0; i < len; i++)
                 lines += text[i] == '\n';
-        sc_err_t err = sc_dataset_alloc(ds, lines, conf->model.input, dspec->n_classes, errstr,
-                                        errstr_size);
+        sc_err_t err =
+            sc_dataset_alloc(ds, lines, conf->model.input, dspec->n_classes, errstr, errstr_size);
         if (err)
                 return err;
         size_t lineno = 0;
@@ -132,10 +132,10 @@ static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
                 const unsigned char *u = (const unsigned char *)text;
                 int idx = len >= 4 && ((u[0] == 0x1f && u[1] == 0x8b) ||
                                        (u[0] == 0 && u[1] == 0 && u[2] == 0x08));
-                format = idx                                  ? SC_CONF_EVAL_IDX
-                         : dspec->format == SC_DECODE_CSV    ? SC_CONF_EVAL_CSV
-                         : dspec->format == SC_DECODE_JSON   ? SC_CONF_EVAL_JSON
-                                                             : -1;
+                format = idx                               ? SC_CONF_EVAL_IDX
+                         : dspec->format == SC_DECODE_CSV  ? SC_CONF_EVAL_CSV
+                         : dspec->format == SC_DECODE_JSON ? SC_CONF_EVAL_JSON
+                                                           : -1;
         }
         if (format == -1) {
                 free(text);
@@ -153,10 +153,10 @@ static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
                 err = sc_idx_load_norm(ds, e->file, e->labels, dspec->n_classes, dspec->scale,
                                        dspec->mean, dspec->std, errstr, errstr_size);
                 if (!err && sc_shape_numel(ds->shape) != dspec->numel) {
-                        err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                      "%s: $.model.input: %zu features, but %s has %zu per image",
-                                      conf->origin, dspec->numel, e->file,
-                                      sc_shape_numel(ds->shape));
+                        err =
+                            sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                    "%s: $.model.input: %zu features, but %s has %zu per image",
+                                    conf->origin, dspec->numel, e->file, sc_shape_numel(ds->shape));
                         sc_dataset_free(ds);
                 }
                 if (!err)
@@ -183,8 +183,8 @@ static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
 
 /* Reads every partition of eval.topic from its start to its end offset as
  * of now. */
-static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
-                            sc_dataset_t *ds, char *errstr, size_t errstr_size)
+static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec, sc_dataset_t *ds,
+                            char *errstr, size_t errstr_size)
 {
         const char *topic = conf->eval.topic;
         rd_kafka_conf_t *kc = NULL;
@@ -311,8 +311,8 @@ static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec
                         err = sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                       "%s [%d] offset %lld: %s record (%s): %s", topic,
                                       (int)m->partition, (long long)m->offset,
-                                      sc_decode_format_name(dspec->format),
-                                      sc_decode_fault_name(f), why);
+                                      sc_decode_format_name(dspec->format), sc_decode_fault_name(f),
+                                      why);
                         rd_kafka_message_destroy(m);
                         goto out;
                 }
@@ -356,12 +356,12 @@ sc_err_t sc_eval_set_load(const sc_conf_t *conf, int n_classes, sc_dataset_t *ds
                 if (sc_dataset_normalize(ds, (float)conf->data.mean, (float)conf->data.std, why,
                                          sizeof(why)) ||
                     sc_shape_numel(ds->shape) != numel || ds->n_classes != n_classes) {
-                        sc_err_t e = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                             "%s: $.model: does not fit the Fashion-MNIST test "
-                                             "set (%zu features, %d classes); set eval.file or "
-                                             "eval.topic for a held-out set of your own",
-                                             conf->origin, sc_shape_numel(ds->shape),
-                                             ds->n_classes);
+                        sc_err_t e =
+                            sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                    "%s: $.model: does not fit the Fashion-MNIST test "
+                                    "set (%zu features, %d classes); set eval.file or "
+                                    "eval.topic for a held-out set of your own",
+                                    conf->origin, sc_shape_numel(ds->shape), ds->n_classes);
                         sc_dataset_free(ds);
                         return e;
                 }

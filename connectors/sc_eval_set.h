@@ -18,8 +18,7 @@ int sc_eval_set_configured(const sc_conf_t *conf);
 
 /* The decoder of held-out records: eval.decoder's source.topics element,
  * else eval.topic's, else streams.*. */
-void sc_eval_set_decoder(const sc_conf_t *conf, size_t numel, int n_classes,
-                         sc_decode_spec_t *ds);
+void sc_eval_set_decoder(const sc_conf_t *conf, size_t numel, int n_classes, sc_decode_spec_t *ds);
 
 /* Loads the held-out set for a model of input shape conf->model.input and
  * n_classes outputs into ds (zeroed or freed; the caller frees it with

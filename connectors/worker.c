@@ -14,7 +14,6 @@
 #include "sc_eval_set.h"
 #include "sc_kafka_util.h"
 
-#define SC_WK_EVAL_BATCH 500
 #define SC_WK_POLL_MAX 2048
 
 void sc_wk_logf(sc_worker_t *w, int level, const char *fmt, ...)
@@ -524,21 +523,13 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
 sc_err_t sc_worker_eval(sc_worker_t *w, size_t n, double *acc, double *loss)
 {
         const sc_dataset_t *ds = &w->test;
-        size_t numel = sc_shape_numel(ds->shape);
         if (!ds->n)
                 return SC_ERR_STATE;
         if (n == 0 || n > ds->n)
                 n = ds->n;
-        float *out = malloc((size_t)SC_WK_EVAL_BATCH * (size_t)w->n_classes * sizeof(float));
-        if (!out)
-                return SC_ERR_NOMEM;
         sc_metrics_reset(w->test_metrics);
-        for (size_t i = 0; i < n; i += SC_WK_EVAL_BATCH) {
-                int b = (int)(n - i < SC_WK_EVAL_BATCH ? n - i : SC_WK_EVAL_BATCH);
-                sc_model_eval_batch(w->model, ds->x + i * numel, ds->y + i, NULL, b, NULL, out);
-                sc_metrics_add_logits(w->test_metrics, out, ds->y + i, b);
-        }
-        free(out);
+        if (sc_metrics_eval(w->test_metrics, w->model, ds->x, ds->y, n))
+                return SC_ERR_NOMEM;
         sc_metrics_summary_t s;
         sc_metrics_summary(w->test_metrics, &s);
         if (isnan(s.loss))

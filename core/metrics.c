@@ -116,6 +116,24 @@ void sc_metrics_add_logits(sc_metrics_t *m, const float *logits, const int32_t *
         }
 }
 
+#define SC_METRICS_EVAL_BATCH 500
+
+sc_err_t sc_metrics_eval(sc_metrics_t *m, sc_model_t *model, const float *x, const int32_t *y,
+                         size_t n)
+{
+        size_t numel = sc_shape_numel(sc_model_spec(model)->input);
+        float *out = malloc((size_t)SC_METRICS_EVAL_BATCH * (size_t)m->classes * sizeof(float));
+        if (!out)
+                return SC_ERR_NOMEM;
+        for (size_t i = 0; i < n; i += SC_METRICS_EVAL_BATCH) {
+                int b = (int)(n - i < SC_METRICS_EVAL_BATCH ? n - i : SC_METRICS_EVAL_BATCH);
+                sc_model_eval_batch(model, x + i * numel, y + i, NULL, b, NULL, out);
+                sc_metrics_add_logits(m, out, y + i, b);
+        }
+        free(out);
+        return SC_OK;
+}
+
 void sc_metrics_summary(const sc_metrics_t *m, sc_metrics_summary_t *s)
 {
         memset(s, 0, sizeof(*s));
@@ -167,9 +185,9 @@ json_t *sc_metrics_json(const sc_metrics_t *m)
                         json_array_append_new(row, json_integer((json_int_t)c));
                 }
                 json_array_append_new(cm, row);
-                json_array_append_new(pc, total ? json_real((double)sc_metrics_confusion(m, t, t) /
-                                                            (double)total)
-                                                : json_null());
+                json_array_append_new(
+                    pc, total ? json_real((double)sc_metrics_confusion(m, t, t) / (double)total)
+                              : json_null());
         }
         json_object_set_new(j, "per_class_accuracy", pc);
         json_object_set_new(j, "confusion", cm);

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "sc_err.h"
+#include "sc_nn.h"
 
 typedef struct sc_metrics_s sc_metrics_t;
 
@@ -34,12 +35,17 @@ void sc_metrics_add(sc_metrics_t *m, int32_t label, int32_t pred, double loss);
  * the softmax cross-entropy log(sum_k exp z_k) - z_label. */
 void sc_metrics_add_logits(sc_metrics_t *m, const float *logits, const int32_t *labels, int B);
 
+/* Scores n samples x (n, input numel of model), labels y (n) with model
+ * in inference mode (batches of 500) into m. SC_ERR_NOMEM. */
+sc_err_t sc_metrics_eval(sc_metrics_t *m, sc_model_t *model, const float *x, const int32_t *y,
+                         size_t n);
+
 typedef struct sc_metrics_summary {
-        uint64_t n;         /* samples since start */
-        uint64_t hits;      /* ... predicted right */
-        double accuracy;    /* hits / n (0 when n = 0) */
-        double loss;        /* mean loss since start */
-        uint64_t window_n;  /* samples in the window (<= window) */
+        uint64_t n;        /* samples since start */
+        uint64_t hits;     /* ... predicted right */
+        double accuracy;   /* hits / n (0 when n = 0) */
+        double loss;       /* mean loss since start */
+        uint64_t window_n; /* samples in the window (<= window) */
         uint64_t window_hits;
         double window_accuracy;
         double window_loss;

@@ -4,6 +4,8 @@
 
 #include <signal.h>
 
+#include "sc_conf.h"
+
 /* Each subcommand: argv[0] is the subcommand's name; returns the exit code
  * (0 ok, 1 runtime failure, 2 usage or configuration error). */
 typedef int (*sc_cmd_fn)(int argc, char **argv);
@@ -23,6 +25,7 @@ int sc_cmd_worker(int argc, char **argv);
 int sc_cmd_sim(int argc, char **argv);
 int sc_cmd_aggregator(int argc, char **argv);
 int sc_cmd_demo(int argc, char **argv);
+int sc_cmd_model(int argc, char **argv);
 
 /* Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
  * commands poll it and stop cleanly (flushing, committing, saving). */
@@ -33,5 +36,12 @@ double sc_cli_now(void);
 /* Parses option opt's value s as a finite number >= 0 into *out; on error
  * prints "scadles <cmd>: <opt> <s>: expected a number >= 0" and returns -1. */
 int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
+
+/* Loads path into conf, applies the n_sets "KEY=VALUE" overrides, then
+ * kafka.bootstrap.servers from bootstrap_file's first line or bootstrap
+ * (either may be NULL). Prints "scadles <cmd>: ..." on error and returns 2
+ * (conf freed), else 0. */
+int sc_cli_conf_load(const char *cmd, const char *path, char *const *sets, int n_sets,
+                     const char *bootstrap, const char *bootstrap_file, sc_conf_t *conf);
 
 #endif

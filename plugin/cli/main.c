@@ -20,6 +20,7 @@ static const sc_cmd_t sc_cmds[] = {
     {"demo", sc_cmd_demo,
      "run a whole distributed job here (broker, feed, workers, aggregators) and plot accuracy"},
     {"sim", sc_cmd_sim, "simulate edge devices and a sync policy on a virtual clock"},
+    {"model", sc_cmd_model, "model pull: assemble a distributed job's model into a checkpoint"},
     {"config", sc_cmd_config, "list configuration properties, or check a config file"},
 };
 #define SC_NCMDS (sizeof(sc_cmds) / sizeof(sc_cmds[0]))

@@ -546,6 +546,12 @@ void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c)
         c->samples = w->samples;
         c->last_acc = w->last_acc;
         c->loss = w->last_loss;
+        sc_metrics_summary_t ps;
+        sc_metrics_summary(w->preq, &ps);
+        c->preq_samples = ps.n;
+        c->preq_acc = ps.accuracy;
+        c->preq_loss = ps.loss;
+        c->preq_window_acc = ps.window_accuracy;
         if (w->job)
                 sc_wk_job_counters(w, c);
 }

@@ -474,7 +474,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(train.checkpoint),
      .def = "\"\"",
      .size = SC_CONF_PATH_MAX,
-     .desc = "File the trained model is saved to; empty = do not save."},
+     .desc = "Checkpoint the model is saved to (docs/MODEL.md), atomically: by `train` at the "
+             "end, by the worker, the plugin and the aggregator (the job's whole model) at "
+             "train.checkpoint_interval and when they stop; empty = do not save."},
     {.path = "train.progress_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(train.progress_interval),

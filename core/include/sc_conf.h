@@ -227,6 +227,12 @@ void sc_conf_free(sc_conf_t *conf);
  * (markdown = 0) or the docs/CONFIG.md page (markdown = 1). Caller frees;
  * NULL if out of memory. */
 char *sc_conf_describe(int markdown);
+/* The markdown tables (### headings) of the comma-separated sections
+ * ("source,streams,worker"), as docs/CONFIG.md has them; docs/STREAMS.md
+ * embeds them. *textp is the caller's. SC_ERR_INVAL names an unknown
+ * section. */
+sc_err_t sc_conf_describe_sections(const char *sections, char **textp, char *errstr,
+                                   size_t errstr_size);
 /* Name of the i-th property of the table ("optim.lr", list element keys as
  * "model.layers[].units"); NULL when i is past the end. */
 const char *sc_conf_prop_name(size_t i);

@@ -155,8 +155,9 @@ static int sc_model_pull(int argc, char **argv)
                 goto out;
         }
         if (sc_model_nstate(model)) {
-                sc_err_t e = sc_eval_set_load(&conf, (int)sc_shape_numel(sc_model_output_shape(model)),
-                                              &calib, err, sizeof(err));
+                sc_err_t e =
+                    sc_eval_set_load(&conf, (int)sc_shape_numel(sc_model_output_shape(model)),
+                                     &calib, err, sizeof(err));
                 if (e || sc_model_out_recalibrate(model, &calib, err, sizeof(err))) {
                         fprintf(stderr, "scadles model pull: batchnorm statistics: %s\n", err);
                         rc = e == SC_ERR_CONFIG ? 2 : 1;

@@ -8,7 +8,8 @@
 # summaries agree with a recomputation from the confusion matrix; the
 # worker's checkpoint evaluates to the worker's accuracy; `model pull` ->
 # `eval` gives exactly the accuracy of the job's final model (the last
-# aggregator's checkpoint line).
+# aggregator's checkpoint line), and examples/tabular/score.py, reading the
+# file by docs/MODEL.md's layout, scores it the same.
 . "$(dirname "$0")/distributed_common.inc"
 command -v python3 >/dev/null || { echo "python3 is not installed"; exit 77; }
 MIN_ACC=0.85
@@ -115,6 +116,10 @@ awk -v a="${job_acc%% *}" -v m=$MIN_ACC 'BEGIN {exit !(a >= m)}' || fail "job te
 "$SCADLES" eval -c "$tmp/job.json" --checkpoint "$tmp/agg.ckpt" >"$tmp/eval2.out" 2>/dev/null ||
 	fail "eval of the aggregator's checkpoint exited $?"
 cmp -s "$tmp/eval1.out" "$tmp/eval2.out" || fail "aggregator checkpoint: $(cat "$tmp/eval2.out")"
+# The layout docs/MODEL.md documents, read by another program.
+python3 examples/tabular/score.py "$tmp/pulled.ckpt" "$data/eval.csv" >"$tmp/score.out" ||
+	fail "score.py exited $?"
+cmp -s "$tmp/eval1.out" "$tmp/score.out" || fail "score.py: $(cat "$tmp/score.out"), scadles eval: $(cat "$tmp/eval1.out")"
 echo "distributed job: $(cat "$tmp/eval1.out") (model pull -> eval = the job's final model);" \
 	"workers' prequential $(summary "$tmp/worker0.out" .prequential.accuracy)," \
 	"$(summary "$tmp/worker1.out" .prequential.accuracy)"

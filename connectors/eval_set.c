@@ -187,25 +187,15 @@ static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec
                             char *errstr, size_t errstr_size)
 {
         const char *topic = conf->eval.topic;
-        rd_kafka_conf_t *kc = NULL;
         rd_kafka_t *rk = NULL;
         rd_kafka_topic_partition_list_t *tp = NULL;
         const struct rd_kafka_metadata *md = NULL;
         int64_t *hi = NULL, *next = NULL;
         char why[512];
         sc_err_t err;
-        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", errstr,
-                                           errstr_size)))
-                return err;
-        sc_kafka_conf_log_bridge(kc);
-        sc_kafka_conf_set(kc, "client.id", "scadles-eval-reader", "client.id", why, sizeof(why));
-        sc_kafka_conf_set(kc, "enable.auto.commit", "false", "eval reader", why, sizeof(why));
-        sc_kafka_conf_set(kc, "group.id", "scadles-eval-reader", "eval reader", why, sizeof(why));
-        if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {
-                rd_kafka_conf_destroy(kc);
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "eval topic %s: %s", topic, why);
-        }
-        rd_kafka_poll_set_consumer(rk);
+        if ((err = sc_kafka_reader_new(&rk, (const json_t *)conf->kafka, "scadles-eval-reader",
+                                       NULL, why, sizeof(why))))
+                return sc_errf(err, errstr, errstr_size, "eval topic %s: %s", topic, why);
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
         rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
         rd_kafka_topic_destroy(rkt);

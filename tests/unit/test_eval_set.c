@@ -73,8 +73,8 @@ static void test_jsonl_and_bad_line(void **state)
         const char good[] = "{\"features\": [1, 2, 3], \"label\": 0}\n"
                             "{\"features\": [4, 5, 6], \"label\": 1}\n";
         put("e.jsonl", good, sizeof(good) - 1, path, sizeof(path));
-        snprintf(json, sizeof(json), "{%s, \"streams\": {\"scale\": 2}, \"eval\": {\"file\": \"%s\"}}",
-                 model3, path);
+        snprintf(json, sizeof(json),
+                 "{%s, \"streams\": {\"scale\": 2}, \"eval\": {\"file\": \"%s\"}}", model3, path);
         sc_conf_t conf;
         parse(&conf, json);
         sc_dataset_t ds;
@@ -107,8 +107,8 @@ static void test_idx_scale(void **state)
         (void)state;
         char img[256], lab[256], json[1024], err[512];
         /* 2 images of 1x2x2 bytes, labels 1 and 0 */
-        const unsigned char im[] = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2,
-                                    0, 2, 4, 6, 8, 10, 12, 14};
+        const unsigned char im[] = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0,  0,  2,
+                                    0, 0, 0, 2, 0, 2, 4, 6, 8, 10, 12, 14};
         const unsigned char lb[] = {0, 0, 8, 1, 0, 0, 0, 2, 1, 0};
         put("im.idx", im, sizeof(im), img, sizeof(img));
         put("lb.idx", lb, sizeof(lb), lab, sizeof(lab));

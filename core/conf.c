@@ -836,7 +836,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      .type = SC_CONF_BOOL,
      .offset = C(worker.eval),
      .def = "true",
-     .desc = "Evaluate on the held-out test half of data.source (Fashion-MNIST's t10k files)."},
+     .desc = "Evaluate on a held-out set: the eval section's (eval.file, eval.topic), else "
+             "Fashion-MNIST's t10k files (data.*); false = prequential figures only (every "
+             "batch scored before it trains, always reported)."},
     {.path = "worker.eval_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(worker.eval_interval),

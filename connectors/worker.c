@@ -142,7 +142,7 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         if (sc_batch_new(&w->batch, bmax, w->numel) ||
             !(w->tx = malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
             !(w->ty = malloc((size_t)w->tcap * sizeof(int32_t))) ||
-            !(w->plogits = malloc((size_t)bmax * (size_t)w->n_classes * sizeof(float)))) {
+            !(w->plogits = malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float)))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
                 goto fail;
         }
@@ -339,13 +339,21 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
         int n = w->batch->n, m = 0, correct = 0;
         memcpy(w->tx, w->batch->x, (size_t)n * w->numel * sizeof(float));
         memcpy(w->ty, w->batch->labels, (size_t)n * sizeof(int32_t));
-        /* Prequential: the batch's own samples scored by the model before it trains. */
-        sc_model_eval_batch(w->model, w->tx, w->ty, NULL, n, NULL, w->plogits);
-        sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
+        /* Prequential: the batch's own samples scored by the model before it
+         * trains; the training pass's own outputs when they are the model's
+         * predictions (no dropout, no batchnorm), else one inference pass. */
+        int same = sc_model_train_is_eval(w->model);
+        if (!same) {
+                sc_model_eval_batch(w->model, w->tx, w->ty, NULL, n, NULL, w->plogits);
+                sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
+        }
         if (w->job)
                 m = sc_wk_job_mix(w, w->batch, w->tx + (size_t)n * w->numel, w->ty + n,
                                   w->tcap - n);
-        float loss = sc_model_train_batch(w->model, w->tx, w->ty, NULL, n + m, &w->rng, &correct);
+        float loss = sc_model_train_batch_out(w->model, w->tx, w->ty, NULL, n + m, &w->rng,
+                                              &correct, same ? w->plogits : NULL);
+        if (same)
+                sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
         if (!isfinite(loss))
                 return sc_errf(SC_ERR_IO, errstr, errstr_size,
                                "loss is %s at step %llu (diverged: lower optim.lr)",

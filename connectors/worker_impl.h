@@ -66,7 +66,7 @@ struct sc_worker_s {
         double lr;
         sc_metrics_t *preq;         /* prequential: batches scored before they train */
         sc_metrics_t *test_metrics; /* the last held-out evaluation */
-        float *plogits;             /* (bmax, n_classes) */
+        float *plogits;             /* (tcap, n_classes) */
         double t_ckpt;              /* last checkpoint written (train.checkpoint_interval) */
         uint64_t checkpoints;       /* written */
         sc_wk_job_t *job;           /* NULL = standalone */

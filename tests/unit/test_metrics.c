@@ -119,7 +119,23 @@ static void test_logits_match_model(void **state)
         assert_int_equal(s.n, B);
         assert_int_equal(s.hits, (uint64_t)correct);
         assert_true(fabs(s.loss - (double)loss) < 1e-5);
+        /* The training pass's outputs are the predictions of a model without
+         * dropout or batchnorm (the worker scores batches with them). */
+        float tout[B * C];
+        int tcorrect = 0;
+        assert_true(sc_model_train_is_eval(model));
+        float tloss = sc_model_train_batch_out(model, x, y, NULL, B, &rng, &tcorrect, tout);
+        assert_true(fabsf(tloss - loss) < 1e-6f);
+        assert_int_equal(tcorrect, correct);
+        for (int i = 0; i < B * C; i++)
+                assert_true(fabsf(tout[i] - out[i]) <= 1e-5f * (1.0f + fabsf(out[i])));
         sc_metrics_destroy(m);
+        sc_model_destroy(model);
+        spec.n_layers = 4;
+        spec.layers[3] = spec.layers[2];
+        spec.layers[2] = (sc_layer_spec_t){.kind = SC_LAYER_DROPOUT, .rate = 0.5f};
+        assert_int_equal(sc_model_new(&model, &spec, err, sizeof(err)), SC_OK);
+        assert_false(sc_model_train_is_eval(model));
         sc_model_destroy(model);
 }
 

@@ -90,7 +90,7 @@ static void sc_agg_ckpt_write(sc_aggregator_t *agg, int final)
                          (unsigned long long)s.hits, (unsigned long long)s.n);
         }
         sc_metrics_destroy(m);
-        sc_agg_log(agg, final ? 5 : 6, "checkpoint %s: shard versions %llu..%llu%s%s",
+        sc_agg_log(agg, final ? 5 : 6, "checkpoint %s: J.model shard versions %llu..%llu%s%s",
                    conf->train.checkpoint, (unsigned long long)info.min_version,
                    (unsigned long long)info.max_version, final ? " (final)" : "", acc);
 }

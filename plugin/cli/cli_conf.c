@@ -1,6 +1,8 @@
-/* cli_conf.c — loading a command's configuration: the file, --set
- * overrides, and the bootstrap address from an option or a file. */
+/* cli_conf.c — what the commands share around their options: loading the
+ * configuration (the file, --set overrides, the bootstrap address from an
+ * option or a file) and getopt's help / error cases. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,5 +42,28 @@ int sc_cli_conf_load(const char *cmd, const char *path, char *const *sets, int n
 bad_set:
         fprintf(stderr, "scadles %s: %s\n", cmd, err);
         sc_conf_free(conf);
+        return 2;
+}
+
+int sc_cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *))
+{
+        if (c == 'h') {
+                usage(stdout);
+                return 0;
+        }
+        if (c == ':')
+                fprintf(stderr, "scadles %s: option %s needs a value\n\n", cmd, argv[optind - 1]);
+        else
+                fprintf(stderr, "scadles %s: unknown option '%s'\n\n", cmd, argv[optind - 1]);
+        usage(stderr);
+        return 2;
+}
+
+int sc_cli_no_operands(const char *cmd, int argc, char **argv, void (*usage)(FILE *))
+{
+        if (optind >= argc)
+                return 0;
+        fprintf(stderr, "scadles %s: unexpected argument '%s'\n\n", cmd, argv[optind]);
+        usage(stderr);
         return 2;
 }

@@ -3,6 +3,7 @@
 #define SC_CMD_H
 
 #include <signal.h>
+#include <stdio.h>
 
 #include "sc_conf.h"
 
@@ -43,5 +44,12 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
  * (conf freed), else 0. */
 int sc_cli_conf_load(const char *cmd, const char *path, char *const *sets, int n_sets,
                      const char *bootstrap, const char *bootstrap_file, sc_conf_t *conf);
+/* getopt's remaining cases after a command's own options ('h' or ':' /
+ * '?' for an option it does not know): prints usage (stdout for 'h') or
+ * "scadles <cmd>: ..." and the usage on stderr; returns 0 for 'h', else 2. */
+int sc_cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *));
+/* 0 when getopt consumed every argument, else prints "unexpected argument"
+ * and the usage on stderr and returns 2. */
+int sc_cli_no_operands(const char *cmd, int argc, char **argv, void (*usage)(FILE *));
 
 #endif

@@ -198,39 +198,8 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
 
 static int sc_agg_load(const sc_agg_opts_t *o, sc_conf_t *conf)
 {
-        char err[1024], line[1200], buf[1024];
-        const char *bs = o->bootstrap;
-
-        if (sc_conf_load(conf, o->config, err, sizeof(err))) {
-                fprintf(stderr, "scadles aggregator: %s\n", err);
-                return 2;
-        }
-        for (int i = 0; i < o->n_sets; i++)
-                if (sc_conf_set(conf, o->sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles aggregator: %s\n", err);
-                        return 2;
-                }
-        if (o->bootstrap_file) {
-                FILE *f = fopen(o->bootstrap_file, "r");
-                if (!f || !fgets(buf, sizeof(buf), f)) {
-                        fprintf(stderr, "scadles aggregator: --bootstrap-file %s: %s\n",
-                                o->bootstrap_file, f ? "empty" : strerror(errno));
-                        if (f)
-                                fclose(f);
-                        return 2;
-                }
-                fclose(f);
-                buf[strcspn(buf, "\r\n")] = '\0';
-                bs = buf;
-        }
-        if (bs) {
-                snprintf(line, sizeof(line), "kafka.bootstrap.servers=%s", bs);
-                if (sc_conf_set(conf, line, err, sizeof(err))) {
-                        fprintf(stderr, "scadles aggregator: %s\n", err);
-                        return 2;
-                }
-        }
-        return 0;
+        return sc_cli_conf_load("aggregator", o->config, (char *const *)o->sets, o->n_sets,
+                                o->bootstrap, o->bootstrap_file, conf);
 }
 
 /* ---- self-test: fake workers and the expected result ---------------------- */

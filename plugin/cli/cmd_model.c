@@ -93,26 +93,12 @@ static int sc_pull_args(int argc, char **argv, sc_pull_opts_t *o)
                         if (sc_cli_number("model pull", "--timeout", optarg, &o->timeout))
                                 return 2;
                         break;
-                case 'h':
-                        sc_model_usage(stdout);
-                        return 0;
-                case ':':
-                        fprintf(stderr, "scadles model pull: option %s needs a value\n\n",
-                                argv[optind - 1]);
-                        sc_model_usage(stderr);
-                        return 2;
                 default:
-                        fprintf(stderr, "scadles model pull: unknown option '%s'\n\n",
-                                argv[optind - 1]);
-                        sc_model_usage(stderr);
-                        return 2;
+                        return sc_cli_opt_other("model pull", c, argv, sc_model_usage);
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "scadles model pull: unexpected argument '%s'\n\n", argv[optind]);
-                sc_model_usage(stderr);
+        if (sc_cli_no_operands("model pull", argc, argv, sc_model_usage))
                 return 2;
-        }
         if (!o->config || !o->output || (!o->bootstrap && !o->bootstrap_file)) {
                 fprintf(stderr, "scadles model pull: -c, -o and one of -b / -B are required\n\n");
                 sc_model_usage(stderr);

@@ -178,26 +178,12 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                 case 'q':
                         o->quiet = 1;
                         break;
-                case 'h':
-                        sc_wcli_usage(stdout);
-                        return 0;
-                case ':':
-                        fprintf(stderr, "scadles worker: option %s needs a value\n\n",
-                                argv[optind - 1]);
-                        sc_wcli_usage(stderr);
-                        return 2;
                 default:
-                        fprintf(stderr, "scadles worker: unknown option '%s'\n\n",
-                                argv[optind - 1]);
-                        sc_wcli_usage(stderr);
-                        return 2;
+                        return sc_cli_opt_other("worker", c, argv, sc_wcli_usage);
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "scadles worker: unexpected argument '%s'\n\n", argv[optind]);
-                sc_wcli_usage(stderr);
+        if (sc_cli_no_operands("worker", argc, argv, sc_wcli_usage))
                 return 2;
-        }
         if (!o->config) {
                 fprintf(stderr, "scadles worker: -c CONFIG is required\n\n");
                 sc_wcli_usage(stderr);
@@ -246,38 +232,9 @@ static int sc_wcli_has_job(const sc_wcli_opts_t *o)
 /* Configuration, overrides and options; returns -1 to go on or an exit code. */
 static int sc_wcli_conf(sc_conf_t *conf, const sc_wcli_opts_t *o)
 {
-        char err[1024], line[1100], buf[1024];
-        if (sc_conf_load(conf, o->config, err, sizeof(err))) {
-                fprintf(stderr, "scadles worker: %s\n", err);
+        if (sc_cli_conf_load("worker", o->config, o->sets, o->n_sets, o->bootstrap,
+                             o->bootstrap_file, conf))
                 return 2;
-        }
-        for (int i = 0; i < o->n_sets; i++) {
-                if (sc_conf_set(conf, o->sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles worker: %s\n", err);
-                        return 2;
-                }
-        }
-        const char *bs = o->bootstrap;
-        if (o->bootstrap_file) {
-                FILE *f = fopen(o->bootstrap_file, "r");
-                if (!f || !fgets(buf, sizeof(buf), f)) {
-                        fprintf(stderr, "scadles worker: --bootstrap-file %s: %s\n",
-                                o->bootstrap_file, f ? "empty" : strerror(errno));
-                        if (f)
-                                fclose(f);
-                        return 2;
-                }
-                fclose(f);
-                buf[strcspn(buf, "\r\n")] = '\0';
-                bs = buf;
-        }
-        if (bs) {
-                snprintf(line, sizeof(line), "kafka.bootstrap.servers=%s", bs);
-                if (sc_conf_set(conf, line, err, sizeof(err))) {
-                        fprintf(stderr, "scadles worker: %s\n", err);
-                        return 2;
-                }
-        }
         if (o->max_samples >= 0)
                 conf->worker.max_samples = (long)o->max_samples;
         if (o->duration >= 0)

@@ -10,11 +10,14 @@
 # and from a topic holding the same records (eval.topic); `model pull` ->
 # `eval` gives exactly the accuracy of the job's final model (the last
 # aggregator's checkpoint line), and examples/tabular/score.py, reading the
-# file by docs/MODEL.md's layout, scores it the same.
+# file by docs/MODEL.md's layout, scores it the same. A 1-worker job of the
+# model with batchnorm: `model pull` recomputes the statistics from the
+# held-out set, `eval` gives the job's final accuracy exactly.
 . "$(dirname "$0")/distributed_common.inc"
 PREFIX= PARTS=2 KAFKA_EXTRA='{}'
 . "$(dirname "$0")/tabular_common.inc"
 start_broker sensors.csv:2 sensors.json:2 tabular.grad:2 tabular.model:2 tabular.inject:1 \
-	tabular.ctl:1
+	tabular.ctl:1 tabularbn.grad:2 tabularbn.model:2 tabularbn.inject:1 tabularbn.ctl:1
+tab_create_job() { :; } # created with the broker
 tabular_run
 echo ok

@@ -7,7 +7,8 @@
 . "$(dirname "$0")/distributed_real.inc"
 PREFIX="$run." PARTS=1 KAFKA_EXTRA='{"partition.assignment.strategy": "roundrobin"}'
 . "$(dirname "$0")/tabular_common.inc"
+tab_create_job() { real_create_job "$1"; }
 tab_conf examples/tabular/job.json "$tmp/create.json" none.ckpt
-real_create_job "$tmp/create.json"
+tab_create_job "$tmp/create.json"
 tabular_run
 echo ok

@@ -45,22 +45,15 @@ static void sc_run_free(sc_run_t *run)
                 sc_conf_free(&run->conf);
 }
 
-/* Loads the configuration and applies overrides; returns an exit code. */
-static int sc_run_conf(sc_run_t *run, const char *path, char **sets, int n_sets)
+/* Loads the configuration, applies overrides and the bootstrap address
+ * (either may be NULL); returns an exit code. */
+static int sc_run_conf(sc_run_t *run, const char *path, char **sets, int n_sets,
+                       const char *bootstrap, const char *bootstrap_file)
 {
-        char err[1024];
-        if (sc_conf_load(&run->conf, path, err, sizeof(err))) {
-                fprintf(stderr, "scadles %s: %s\n", run->cmd, err);
-                return 2;
-        }
-        run->have_conf = 1;
-        for (int i = 0; i < n_sets; i++) {
-                if (sc_conf_set(&run->conf, sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles %s: %s\n", run->cmd, err);
-                        return 2;
-                }
-        }
-        return 0;
+        int rc =
+            sc_cli_conf_load(run->cmd, path, sets, n_sets, bootstrap, bootstrap_file, &run->conf);
+        run->have_conf = rc == 0;
+        return rc;
 }
 
 /* Makes the data set fit the model input: same element count, any shape. */
@@ -235,7 +228,8 @@ static void sc_train_usage(FILE *out)
                      "each\n"
                      "epoch's test accuracy and the final line \"test accuracy: A "
                      "(hits/total)\"\n"
-                     "go to stdout. The checkpoint (train.checkpoint, if set) is saved after\n"
+                     "go to stdout (the test set: the eval section's, else data.source's).\n"
+                     "The checkpoint (train.checkpoint, if set) is saved after\n"
                      "every epoch and when the run ends; Ctrl-C (SIGINT/SIGTERM) saves it "
                      "and\n"
                      "stops.\n"
@@ -248,6 +242,8 @@ static void sc_train_usage(FILE *out)
                      "  -r, --resume CKPT    continue from a checkpoint: parameters, "
                      "optimizer\n"
                      "                       velocity, epoch and step (same model required)\n"
+                     "  -b, --bootstrap ADDR Kafka bootstrap servers (an eval.topic's broker)\n"
+                     "  -B, --bootstrap-file F  read the bootstrap address from F\n"
                      "  -h, --help           this text\n"
                      "\n"
                      "exit status: 0 done, 1 runtime error (data, checkpoint, divergence),\n"
@@ -258,6 +254,7 @@ static void sc_eval_usage(FILE *out)
 {
         fprintf(out,
                 "usage: scadles eval -c CONFIG --checkpoint CKPT [--set KEY=VALUE ...]\n"
+                "                    [-b ADDR | -B FILE]\n"
                 "\n"
                 "Loads the checkpoint into the configured model and prints its test-set\n"
                 "accuracy as \"test accuracy: A (hits/total)\" on stdout. The test set is\n"
@@ -269,6 +266,8 @@ static void sc_eval_usage(FILE *out)
                 "  -k, --checkpoint CKPT  checkpoint of `scadles train`, `worker`, `aggregator`,\n"
                 "                         `model pull` or the plugin (docs/MODEL.md)\n"
                 "  -s, --set KEY=VALUE    override one property (repeatable)\n"
+                "  -b, --bootstrap ADDR   Kafka bootstrap servers (an eval.topic's broker)\n"
+                "  -B, --bootstrap-file F read the bootstrap address from F\n"
                 "  -h, --help             this text\n"
                 "\n"
                 "exit status: 0 done, 1 runtime error, 2 usage or configuration "
@@ -276,7 +275,7 @@ static void sc_eval_usage(FILE *out)
 }
 
 typedef struct sc_train_opts {
-        const char *config, *resume, *checkpoint;
+        const char *config, *resume, *checkpoint, *bootstrap, *bootstrap_file;
         char *sets[SC_TRAIN_MAX_SETS];
         int n_sets;
         int epochs; /* 0 = from the configuration */
@@ -291,6 +290,8 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
             {"epochs", required_argument, NULL, 'e'},
             {"resume", required_argument, NULL, 'r'},
             {"checkpoint", required_argument, NULL, 'k'},
+            {"bootstrap", required_argument, NULL, 'b'},
+            {"bootstrap-file", required_argument, NULL, 'B'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
@@ -302,11 +303,17 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
         memset(o, 0, sizeof(*o));
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, eval ? ":c:s:k:h" : ":c:s:e:r:h", longopts, NULL)) !=
-               -1) {
+        while ((c = getopt_long(argc, argv, eval ? ":c:s:k:b:B:h" : ":c:s:e:r:b:B:h", longopts,
+                                NULL)) != -1) {
                 switch (c) {
                 case 'c':
                         o->config = optarg;
+                        break;
+                case 'b':
+                        o->bootstrap = optarg;
+                        break;
+                case 'B':
+                        o->bootstrap_file = optarg;
                         break;
                 case 's':
                         if (o->n_sets == SC_TRAIN_MAX_SETS) {
@@ -522,7 +529,7 @@ int sc_cmd_train(int argc, char **argv)
         if ((rc = sc_train_args(argc, argv, &o, 0)) >= 0)
                 return rc;
         sc_cli_signals();
-        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets)))
+        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets, o.bootstrap, o.bootstrap_file)))
                 goto out;
         sc_conf_t *conf = &run.conf;
         if (o.epochs)
@@ -615,8 +622,9 @@ int sc_cmd_eval(int argc, char **argv)
         run.cmd = "eval";
         if ((rc = sc_train_args(argc, argv, &o, 1)) >= 0)
                 return rc;
-        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets)) || (rc = sc_run_data(&run, 0)) ||
-            (rc = sc_run_model(&run)) || (rc = sc_run_eval_set(&run)))
+        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets, o.bootstrap, o.bootstrap_file)) ||
+            (rc = sc_run_data(&run, 0)) || (rc = sc_run_model(&run)) ||
+            (rc = sc_run_eval_set(&run)))
                 goto out;
         int has_state = 0;
         sc_err_t e =

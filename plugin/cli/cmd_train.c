@@ -12,6 +12,7 @@
 #include "sc_conf.h"
 #include "sc_data.h"
 #include "sc_eval_set.h"
+#include "sc_metrics.h"
 #include "sc_idx.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
@@ -214,6 +215,30 @@ static int sc_run_print_accuracy(sc_run_t *run)
         return 0;
 }
 
+/* `eval`'s per-class figures on stderr: "metrics: {JSON}" (sc_metrics_json:
+ * accuracy, loss, per_class_accuracy, confusion). */
+static void sc_run_print_metrics(sc_run_t *run)
+{
+        char err[256];
+        sc_metrics_t *m = NULL;
+        if (sc_metrics_new(&m, run->test.n_classes, 1, err, sizeof(err)) ||
+            sc_metrics_eval(m, run->model, run->test.x, run->test.y, run->test.n)) {
+                sc_metrics_destroy(m);
+                return;
+        }
+        json_t *j = sc_metrics_json(m);
+        json_object_del(j, "window");
+        json_object_del(j, "window_samples");
+        json_object_del(j, "window_accuracy");
+        json_object_del(j, "window_loss");
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (text)
+                fprintf(stderr, "metrics: %s\n", text);
+        free(text);
+        json_decref(j);
+        sc_metrics_destroy(m);
+}
+
 static void sc_train_usage(FILE *out)
 {
         fprintf(out, "usage: scadles train -c CONFIG [--set KEY=VALUE ...] [--epochs N] "
@@ -259,7 +284,8 @@ static void sc_eval_usage(FILE *out)
                 "Loads the checkpoint into the configured model and prints its test-set\n"
                 "accuracy as \"test accuracy: A (hits/total)\" on stdout. The test set is\n"
                 "the eval section's (eval.file: CSV, JSON Lines or IDX; eval.topic: read to\n"
-                "its end), decoded like the streams, else data.source's test half.\n"
+                "its end), decoded like the streams, else data.source's test half. Per-class\n"
+                "accuracy and the confusion matrix follow on stderr as \"metrics: {JSON}\".\n"
                 "\n"
                 "options:\n"
                 "  -c, --config FILE      JSON configuration of the model and data\n"
@@ -642,6 +668,8 @@ int sc_cmd_eval(int argc, char **argv)
         fprintf(stderr, "scadles eval: %s: epoch %llu, step %llu\n", o.checkpoint,
                 (unsigned long long)meta.epoch, (unsigned long long)meta.step);
         rc = sc_run_print_accuracy(&run);
+        if (rc == 0)
+                sc_run_print_metrics(&run);
 out:
         sc_run_free(&run);
         return rc;

@@ -134,10 +134,15 @@ style-check: | $(DEPS_STAMP)
 
 docs: $(CLI)
 	$(CLI) config --markdown > docs/CONFIG.md
+	scripts/docs-tables.sh $(CLI) docs/STREAMS.md > $(BUILD)/STREAMS.md && \
+		mv $(BUILD)/STREAMS.md docs/STREAMS.md
 
-# Fails when docs/CONFIG.md is out of date with the property table.
+# Fails when docs/CONFIG.md or the tables in docs/STREAMS.md are out of date
+# with the property table.
 check-docs: $(CLI)
-	@$(CLI) config --markdown | diff -u docs/CONFIG.md - && echo "check-docs: ok"
+	@$(CLI) config --markdown | diff -u docs/CONFIG.md - && \
+		scripts/docs-tables.sh $(CLI) docs/STREAMS.md | diff -u docs/STREAMS.md - && \
+		echo "check-docs: ok"
 
 $(BUILD)/scadles.pc: Makefile
 	@mkdir -p $(BUILD)

@@ -726,6 +726,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                 if (job->progress_interval > 0 &&
                     now - agg->last_progress >= job->progress_interval)
                         sc_agg_progress(agg, now);
+                sc_agg_ckpt_tick(agg, now);
                 if (agg->spec.duration > 0 && now - agg->t0 >= agg->spec.duration)
                         break;
                 if (agg->spec.idle_exit > 0 && agg->first_assign > 0 &&
@@ -737,6 +738,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
         rd_kafka_consumer_close(agg->consumer); /* revokes: final snapshots */
         for (int p = 0; p < agg->nshards; p++)
                 sc_agg_shard_release(agg, p, 0);
+        sc_agg_ckpt_final(agg);
         if (agg->fatal)
                 return sc_errf(agg->fatal, errstr, errstr_size, "%s", agg->fatal_str);
         return SC_OK;
@@ -758,6 +760,7 @@ void sc_aggregator_destroy(sc_aggregator_t *agg)
                 rd_kafka_flush(agg->producer, 5000);
                 rd_kafka_destroy(agg->producer);
         }
+        sc_agg_ckpt_free(agg);
         sc_model_destroy(agg->model);
         sc_buf_free(&agg->buf);
         free(agg->shards);

@@ -84,6 +84,7 @@ struct sc_aggregator {
         uint64_t clipped, rolled_back;
         sc_err_t fatal;
         char fatal_str[1024];
+        struct sc_agg_ckpt *ckpt; /* train.checkpoint state (aggregator_ckpt.c); NULL before */
 };
 
 /* aggregator_report.c */
@@ -97,5 +98,12 @@ void sc_agg_progress(sc_aggregator_t *agg, double now);
 /* Counts and logs what the shard server refused or undid (limits). */
 void sc_agg_limits(sc_aggregator_t *agg, int p, int64_t offset, uint32_t worker,
                    const sc_apply_result_t *res, const char *why);
+
+/* aggregator_ckpt.c: train.checkpoint, the job's model assembled from
+ * J.model and the shards held here. tick writes it every
+ * train.checkpoint_interval s; final after the last publications. */
+void sc_agg_ckpt_tick(sc_aggregator_t *agg, double now);
+void sc_agg_ckpt_final(sc_aggregator_t *agg);
+void sc_agg_ckpt_free(sc_aggregator_t *agg);
 
 #endif

@@ -178,6 +178,13 @@ out_close:
 sc_err_t sc_idx_load(sc_dataset_t *ds, const char *images, const char *labels, int n_classes,
                      char *errstr, size_t errstr_size)
 {
+        return sc_idx_load_norm(ds, images, labels, n_classes, 1.0f / 255.0f, 0.0f, 1.0f, errstr,
+                                errstr_size);
+}
+
+sc_err_t sc_idx_load_norm(sc_dataset_t *ds, const char *images, const char *labels, int n_classes,
+                          float scale, float mean, float std, char *errstr, size_t errstr_size)
+{
         sc_idx_file_t img, lab;
         sc_err_t err;
 
@@ -214,7 +221,7 @@ sc_err_t sc_idx_load(sc_dataset_t *ds, const char *images, const char *labels, i
         if (err)
                 goto out_free_lab;
         for (size_t i = 0; i < img.len; i++)
-                ds->x[i] = (float)img.data[i] * (1.0f / 255.0f);
+                ds->x[i] = ((float)img.data[i] * scale - mean) / std;
         for (uint32_t i = 0; i < lab.dims[0]; i++)
                 ds->y[i] = lab.data[i];
 out_free_lab:

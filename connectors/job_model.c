@@ -106,7 +106,6 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                           size_t nparams, char *errstr, size_t errstr_size)
 {
         sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
-        rd_kafka_conf_t *kc = NULL;
         char why[512];
         sc_err_t err;
 
@@ -139,20 +138,11 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                                              conf->job.replication, topics, errstr, errstr_size)))
                 goto fail;
         snprintf(jm->topic, sizeof(jm->topic), "%s", topics[SC_JOB_MODEL].name);
-        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", errstr,
-                                           errstr_size)))
-                goto fail;
-        sc_kafka_conf_log_bridge(kc);
-        sc_kafka_conf_set(kc, "client.id", "scadles-model-reader", "client.id", why, sizeof(why));
-        sc_kafka_conf_set(kc, "enable.auto.commit", "false", "model reader", why, sizeof(why));
-        sc_kafka_conf_set(kc, "group.id", "scadles-model-reader", "model reader", why, sizeof(why));
-        sc_kafka_conf_set(kc, "fetch.wait.max.ms", "10", "model reader", why, sizeof(why));
-        if (!(jm->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {
-                rd_kafka_conf_destroy(kc);
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s reader: %s", jm->topic, why);
+        if ((err = sc_kafka_reader_new(&jm->rk, (const json_t *)conf->kafka, "scadles-model-reader",
+                                       "10", why, sizeof(why)))) {
+                err = sc_errf(err, errstr, errstr_size, "%s reader: %s", jm->topic, why);
                 goto fail;
         }
-        rd_kafka_poll_set_consumer(jm->rk);
         rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(jm->shards);
         for (int s = 0; s < jm->shards; s++) {
                 int64_t lo = 0, hi = 0;

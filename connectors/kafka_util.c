@@ -436,3 +436,26 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
                 *lostp = lost;
         return SC_OK;
 }
+
+sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const json_t *kafka, const char *name,
+                             const char *fetch_wait_ms, char *errstr, size_t errstr_size)
+{
+        rd_kafka_conf_t *kc = NULL;
+        char why[512];
+        sc_err_t err;
+        *rkp = NULL;
+        if ((err = sc_kafka_conf_from_json(&kc, kafka, "$.kafka", errstr, errstr_size)))
+                return err;
+        sc_kafka_conf_log_bridge(kc);
+        sc_kafka_conf_set(kc, "client.id", name, "client.id", why, sizeof(why));
+        sc_kafka_conf_set(kc, "enable.auto.commit", "false", name, why, sizeof(why));
+        sc_kafka_conf_set(kc, "group.id", name, name, why, sizeof(why));
+        if (fetch_wait_ms)
+                sc_kafka_conf_set(kc, "fetch.wait.max.ms", fetch_wait_ms, name, why, sizeof(why));
+        if (!(*rkp = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {
+                rd_kafka_conf_destroy(kc);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s", why);
+        }
+        rd_kafka_poll_set_consumer(*rkp);
+        return SC_OK;
+}

@@ -21,6 +21,11 @@
 sc_err_t sc_idx_load(sc_dataset_t *ds, const char *images, const char *labels, int n_classes,
                      char *errstr, size_t errstr_size);
 
+/* sc_idx_load with the normalization of a decoder: each byte b becomes
+ * (b * scale - mean) / std (sc_idx_load: scale 1/255, mean 0, std 1). */
+sc_err_t sc_idx_load_norm(sc_dataset_t *ds, const char *images, const char *labels, int n_classes,
+                          float scale, float mean, float std, char *errstr, size_t errstr_size);
+
 /* Loads Fashion-MNIST's training set (train-images-idx3-ubyte[.gz],
  * train-labels-idx1-ubyte[.gz]) and test set (t10k-...) from dir (NULL or ""
  * = SC_FMNIST_DIR), 10 classes, pixels in [0, 1]. train or test may be NULL

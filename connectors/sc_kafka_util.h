@@ -160,4 +160,12 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
                              sc_kafka_gap_t *gp, int timeout_ms, int64_t *lostp, char *errstr,
                              size_t errstr_size);
 
+/* A consumer that reads by assignment only and commits nothing: the
+ * properties of the configuration's kafka object (may be NULL), client.id
+ * and group.id = name, fetch.wait.max.ms = fetch_wait_ms unless NULL.
+ * SC_ERR_CONFIG for a bad kafka property, SC_ERR_IO when librdkafka refuses
+ * the handle. *rkp is the caller's (rd_kafka_destroy). */
+sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const json_t *kafka, const char *name,
+                             const char *fetch_wait_ms, char *errstr, size_t errstr_size);
+
 #endif

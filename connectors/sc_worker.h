@@ -140,6 +140,9 @@ typedef struct sc_worker_counters {
         uint64_t injected_out, injected_in; /* samples shared / foreign samples mixed in */
         double last_acc;                    /* last periodic test accuracy, -1 before */
         double loss;                        /* mean training loss of the last batch */
+        uint64_t preq_samples;              /* prequential: samples scored before training */
+        double preq_acc, preq_loss;         /* ... their accuracy and mean loss since start */
+        double preq_window_acc;             /* ... accuracy over the last eval.window samples */
 } sc_worker_counters_t;
 void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c);
 

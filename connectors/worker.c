@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "kafka_source_impl.h"
-#include "sc_idx.h"
+#include "sc_ckpt.h"
+#include "sc_eval_set.h"
 #include "sc_kafka_util.h"
 
-#define SC_WK_EVAL_BATCH 500
 #define SC_WK_POLL_MAX 2048
 
 void sc_wk_logf(sc_worker_t *w, int level, const char *fmt, ...)
@@ -92,23 +92,14 @@ static sc_err_t sc_wk_model(sc_worker_t *w, char *errstr, size_t errstr_size)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
                                "out of memory for the optimizer");
         w->have_sgd = 1;
+        if (sc_metrics_new(&w->preq, w->n_classes, (size_t)conf->eval.window, errstr,
+                           errstr_size) ||
+            sc_metrics_new(&w->test_metrics, w->n_classes, (size_t)conf->eval.window, errstr,
+                           errstr_size))
+                return SC_ERR_NOMEM;
         if (!conf->worker.eval || !w->spec.eval)
                 return SC_OK;
-        if (strcmp(conf->data.source, "fashion-mnist"))
-                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                               "%s: $.data.source: the held-out set comes from fashion-mnist (or "
-                               "set worker.eval=false)",
-                               conf->origin);
-        char why[512];
-        if (sc_fmnist_load(conf->data.dir, NULL, &w->test, why, sizeof(why)))
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "Fashion-MNIST test set: %s", why);
-        if (sc_dataset_normalize(&w->test, (float)conf->data.mean, (float)conf->data.std, why,
-                                 sizeof(why)) ||
-            sc_shape_numel(w->test.shape) != w->numel || w->n_classes != w->test.n_classes)
-                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                               "%s: $.model: does not fit the test set (%zu features, %d "
-                               "classes)",
-                               conf->origin, sc_shape_numel(w->test.shape), w->test.n_classes);
+        return sc_eval_set_load(conf, w->n_classes, &w->test, errstr, errstr_size);
         return SC_OK;
 }
 
@@ -150,7 +141,8 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         w->tcap = bmax + (int)ceil(spec->inject_beta * bmax) + 1;
         if (sc_batch_new(&w->batch, bmax, w->numel) ||
             !(w->tx = malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
-            !(w->ty = malloc((size_t)w->tcap * sizeof(int32_t)))) {
+            !(w->ty = malloc((size_t)w->tcap * sizeof(int32_t))) ||
+            !(w->plogits = malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float)))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
                 goto fail;
         }
@@ -196,6 +188,9 @@ void sc_worker_destroy(sc_worker_t *w)
                 sc_sgd_free(&w->sgd);
         sc_model_destroy(w->model);
         sc_dataset_free(&w->test);
+        sc_metrics_destroy(w->preq);
+        sc_metrics_destroy(w->test_metrics);
+        free(w->plogits);
         free(w);
 }
 
@@ -209,6 +204,20 @@ sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size
         if (w->src)
                 return sc_kafka_source_ack(w->src, id, errstr, errstr_size);
         return sc_batcher_ack(w->pbatcher, id, errstr, errstr_size);
+}
+
+/* Saves the model to train.checkpoint (atomically); a failure is logged,
+ * the run goes on. */
+static void sc_wk_checkpoint(sc_worker_t *w)
+{
+        char why[512];
+        const sc_conf_t *conf = w->conf;
+        sc_ckpt_meta_t meta = {.step = w->steps, .seed = conf->train.seed};
+        if (sc_ckpt_save(conf->train.checkpoint, w->model, w->have_sgd ? &w->sgd : NULL, &meta, why,
+                         sizeof(why)))
+                sc_wk_logf(w, 3, "checkpoint: %s", why);
+        else
+                w->checkpoints++;
 }
 
 /* ---- push mode ---- */
@@ -330,10 +339,21 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
         int n = w->batch->n, m = 0, correct = 0;
         memcpy(w->tx, w->batch->x, (size_t)n * w->numel * sizeof(float));
         memcpy(w->ty, w->batch->labels, (size_t)n * sizeof(int32_t));
+        /* Prequential: the batch's own samples scored by the model before it
+         * trains; the training pass's own outputs when they are the model's
+         * predictions (no dropout, no batchnorm), else one inference pass. */
+        int same = sc_model_train_is_eval(w->model);
+        if (!same) {
+                sc_model_eval_batch(w->model, w->tx, w->ty, NULL, n, NULL, w->plogits);
+                sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
+        }
         if (w->job)
                 m = sc_wk_job_mix(w, w->batch, w->tx + (size_t)n * w->numel, w->ty + n,
                                   w->tcap - n);
-        float loss = sc_model_train_batch(w->model, w->tx, w->ty, NULL, n + m, &w->rng, &correct);
+        float loss = sc_model_train_batch_out(w->model, w->tx, w->ty, NULL, n + m, &w->rng,
+                                              &correct, same ? w->plogits : NULL);
+        if (same)
+                sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
         if (!isfinite(loss))
                 return sc_errf(SC_ERR_IO, errstr, errstr_size,
                                "loss is %s at step %llu (diverged: lower optim.lr)",
@@ -401,7 +421,7 @@ sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr
         sc_err_t err = SC_OK;
         if (!w->started) {
                 w->started = 1;
-                w->t0 = w->t_rx = w->t_prog = w->t_eval = w->t_commit = now;
+                w->t0 = w->t_rx = w->t_prog = w->t_eval = w->t_commit = w->t_ckpt = now;
         }
         w->t_now = now;
         sc_wk_check_stop(w, now);
@@ -459,6 +479,11 @@ sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr
                         w->t_last_acc = now - w->t0;
                 w->t_eval = now;
         }
+        if (w->conf->train.checkpoint[0] && w->conf->train.checkpoint_interval > 0 &&
+            now - w->t_ckpt >= w->conf->train.checkpoint_interval && w->steps > 0) {
+                sc_wk_checkpoint(w);
+                w->t_ckpt = now;
+        }
         if (wc->progress_interval > 0 && now - w->t_prog >= wc->progress_interval) {
                 sc_wk_progress(w, now);
                 w->t_prog = now;
@@ -500,29 +525,27 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         }
         if (w->test.n && sc_worker_eval(w, 0, &w->final_acc, &w->final_loss) == SC_OK)
                 w->evaluated = 1;
+        if (w->conf->train.checkpoint[0])
+                sc_wk_checkpoint(w);
         return err;
 }
 
 sc_err_t sc_worker_eval(sc_worker_t *w, size_t n, double *acc, double *loss)
 {
         const sc_dataset_t *ds = &w->test;
-        size_t numel = sc_shape_numel(ds->shape), correct = 0;
-        double sum = 0;
         if (!ds->n)
                 return SC_ERR_STATE;
         if (n == 0 || n > ds->n)
                 n = ds->n;
-        for (size_t i = 0; i < n; i += SC_WK_EVAL_BATCH) {
-                int b = (int)(n - i < SC_WK_EVAL_BATCH ? n - i : SC_WK_EVAL_BATCH), c = 0;
-                float l =
-                    sc_model_eval_batch(w->model, ds->x + i * numel, ds->y + i, NULL, b, &c, NULL);
-                if (isnan(l))
-                        return SC_ERR_STATE;
-                sum += (double)l * b;
-                correct += (size_t)c;
-        }
-        *acc = (double)correct / (double)n;
-        *loss = sum / (double)n;
+        sc_metrics_reset(w->test_metrics);
+        if (sc_metrics_eval(w->test_metrics, w->model, ds->x, ds->y, n))
+                return SC_ERR_NOMEM;
+        sc_metrics_summary_t s;
+        sc_metrics_summary(w->test_metrics, &s);
+        if (isnan(s.loss))
+                return SC_ERR_STATE;
+        *acc = s.accuracy;
+        *loss = s.loss;
         return SC_OK;
 }
 
@@ -533,6 +556,12 @@ void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c)
         c->samples = w->samples;
         c->last_acc = w->last_acc;
         c->loss = w->last_loss;
+        sc_metrics_summary_t ps;
+        sc_metrics_summary(w->preq, &ps);
+        c->preq_samples = ps.n;
+        c->preq_acc = ps.accuracy;
+        c->preq_loss = ps.loss;
+        c->preq_window_acc = ps.window_accuracy;
         if (w->job)
                 sc_wk_job_counters(w, c);
 }

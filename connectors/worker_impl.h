@@ -12,6 +12,7 @@
 #include "sc_data.h"
 #include "sc_decode.h"
 #include "sc_kafka_source.h"
+#include "sc_metrics.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_rng.h"
@@ -63,7 +64,12 @@ struct sc_worker_s {
         double final_acc, final_loss, elapsed;
         int evaluated;
         double lr;
-        sc_wk_job_t *job; /* NULL = standalone */
+        sc_metrics_t *preq;         /* prequential: batches scored before they train */
+        sc_metrics_t *test_metrics; /* the last held-out evaluation */
+        float *plogits;             /* (tcap, n_classes) */
+        double t_ckpt;              /* last checkpoint written (train.checkpoint_interval) */
+        uint64_t checkpoints;       /* written */
+        sc_wk_job_t *job;           /* NULL = standalone */
 };
 
 /* worker.c */

@@ -36,7 +36,7 @@ void sc_wk_progress(sc_worker_t *w, double now)
 {
         sc_stream_stats_t s;
         sc_worker_counters_t c;
-        char acc[64] = "", job[256] = "", src[160] = "";
+        char acc[64] = "", job[256] = "", src[160] = "", preq[128] = "";
         double dt = now - w->t_prog;
         sc_wk_totals(w, &s);
         sc_worker_counters(w, &c);
@@ -45,6 +45,11 @@ void sc_wk_progress(sc_worker_t *w, double now)
         double cap = (double)w->conf->streams.cap * (ns > 0 ? ns : 1);
         if (w->t_last_acc > 0)
                 snprintf(acc, sizeof(acc), "  test acc %.4f @%.0fs", w->last_acc, w->t_last_acc);
+        sc_metrics_summary_t ps;
+        sc_metrics_summary(w->preq, &ps);
+        if (ps.n)
+                snprintf(preq, sizeof(preq), "  preq acc %.4f (last %" PRIu64 ": %.4f) loss %.4f",
+                         ps.accuracy, ps.window_n, ps.window_accuracy, ps.loss);
         if (w->job)
                 snprintf(job, sizeof(job),
                          "  v%" PRIu64 " sent %" PRIu64 " acked %" PRIu64 " up %.2fMB down %.2fMB",
@@ -60,13 +65,13 @@ void sc_wk_progress(sc_worker_t *w, double now)
                    "%6.1f s  in %.0f/s  trained %" PRIu64 " (%.0f/s)  batch %.0f  buf %" PRIu64
                    " (%.0f%%) pool %zu  dropped %" PRIu64 "  rejected %" PRIu64
                    "%s  loss %.4f  train acc "
-                   "%.4f%s%s",
+                   "%.4f%s%s%s",
                    now - w->t0, dt > 0 ? (double)w->in_since / dt : 0.0, s.trained,
                    dt > 0 ? (double)w->seen / dt : 0.0,
                    w->batches ? (double)w->samples / (double)w->batches : 0.0, s.buffered,
                    100.0 * (double)s.buffered / cap, bt ? sc_batcher_pooled(bt) : 0, s.dropped,
                    s.rejected, src, w->seen ? w->loss_sum / (double)w->seen : 0.0,
-                   w->seen ? w->hits / (double)w->seen : 0.0, acc, job);
+                   w->seen ? w->hits / (double)w->seen : 0.0, preq, acc, job);
         w->loss_sum = w->hits = 0;
         w->seen = 0;
         w->in_since = 0;
@@ -121,7 +126,19 @@ char *sc_worker_stats_json(sc_worker_t *w)
                 json_object_set_new(j, "test_accuracy", json_real(w->final_acc));
                 json_object_set_new(j, "test_loss", json_real(w->final_loss));
                 json_object_set_new(j, "test_samples", json_integer((json_int_t)w->test.n));
+                json_t *tm = sc_metrics_json(w->test_metrics);
+                if (tm) {
+                        json_object_set(j, "test_per_class_accuracy",
+                                        json_object_get(tm, "per_class_accuracy"));
+                        json_object_set(j, "test_confusion", json_object_get(tm, "confusion"));
+                        json_decref(tm);
+                }
         }
+        if (w->conf->train.checkpoint[0])
+                json_object_set_new(j, "checkpoints", json_integer((json_int_t)w->checkpoints));
+        json_t *pq = sc_metrics_json(w->preq);
+        if (pq)
+                json_object_set_new(j, "prequential", pq);
         json_t *streams = json_array();
         int ns = w->src ? sc_kafka_source_nstreams(w->src) : w->n_push;
         for (int i = 0; streams && i < ns; i++) {

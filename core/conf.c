@@ -50,6 +50,7 @@ static const char *const sc_conf_label_enc_names[] = {"ascii", "byte", NULL};
 static const char *const sc_conf_dtype_names[] = {"u8", "f32", NULL};
 static const char *const sc_conf_policy_names[] = {"persist", "truncate", NULL};
 static const char *const sc_conf_batch_names[] = {"rate", "fixed", NULL};
+static const char *const sc_conf_eval_format_names[] = {"auto", "csv", "json", "idx", NULL};
 /* Job enums: indices follow sc_sync_kind_t, sc_codec_id_t and sc_conf_publish_t. */
 static const char *const sc_conf_sync_names[] = {"bsp",     "scadles", "asp",      "ssp",
                                                  "adacomp", "adsp",    "localsgd", NULL};
@@ -475,13 +476,23 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(train.checkpoint),
      .def = "\"\"",
      .size = SC_CONF_PATH_MAX,
-     .desc = "File the trained model is saved to; empty = do not save."},
+     .desc = "Checkpoint the model is saved to (docs/MODEL.md), atomically: by `train` at the "
+             "end, by the worker, the plugin and the aggregator (the job's whole model) at "
+             "train.checkpoint_interval and when they stop; empty = do not save."},
     {.path = "train.progress_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(train.progress_interval),
      .def = "5",
      R_GE(0),
      .desc = "Seconds between progress lines; 0 = one line per epoch."},
+    {.path = "train.checkpoint_interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(train.checkpoint_interval),
+     .def = "0",
+     R_GE(0),
+     .desc = "Seconds between checkpoints (train.checkpoint) written by the worker, the "
+             "aggregator and the plugin while they run; 0 = only when they stop. Every write is "
+             "atomic (a temporary file renamed)."},
 
     /* data */
     {.path = "data.source",
@@ -535,6 +546,52 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_GE(0),
      .desc = "Standard deviation of the per-sample noise around a class prototype "
              "(prototype entries are standard normal)."},
+
+    /* eval */
+    {.path = "eval.file",
+     .type = SC_CONF_STRING,
+     .offset = C(eval.file),
+     .def = "\"\"",
+     .size = SC_CONF_PATH_MAX,
+     .desc = "Held-out set: a file of CSV lines or JSON Lines (one record per line, decoded like "
+             "a stream record), or IDX images (plain or gzip, with eval.labels); \"\" = none "
+             "(Fashion-MNIST's t10k set through data.*, or prequential evaluation only)."},
+    {.path = "eval.labels",
+     .type = SC_CONF_STRING,
+     .offset = C(eval.labels),
+     .def = "\"\"",
+     .size = SC_CONF_PATH_MAX,
+     .desc = "IDX labels file (unsigned bytes, 1 dimension) of an IDX eval.file."},
+    {.path = "eval.topic",
+     .type = SC_CONF_STRING,
+     .offset = C(eval.topic),
+     .def = "\"\"",
+     .size = SC_CONF_TOPIC_MAX,
+     .desc = "Held-out topic: every partition read from its start to its end offset when the "
+             "process starts, kept in memory; \"\" = none. Not with eval.file."},
+    {.path = "eval.decoder",
+     .type = SC_CONF_STRING,
+     .offset = C(eval.decoder),
+     .def = "\"\"",
+     .size = SC_CONF_TOPIC_MAX,
+     .desc = "Topic of source.topics whose decoder (format, columns, label, scale, mean, std) "
+             "reads the held-out records, so training and evaluation share one normalization; "
+             "\"\" = eval.topic's element if listed, else streams.*."},
+    {.path = "eval.format",
+     .type = SC_CONF_ENUM,
+     .offset = C(eval.format),
+     .def = "\"auto\"",
+     .names = sc_conf_eval_format_names,
+     .desc = "Format of eval.file: auto (IDX when it starts with the IDX or gzip magic, else "
+             "lines in the decoder's format), csv, json (JSON Lines) or idx (bytes decoded with "
+             "the decoder's scale, mean and std)."},
+    {.path = "eval.window",
+     .type = SC_CONF_LONG,
+     .offset = C(eval.window),
+     .def = "1000",
+     R_IN(1, 1 << 24),
+     .desc = "Prequential evaluation (every batch scored by the current model before it "
+             "trains): samples of the sliding window reported next to the since-start figures."},
 
     /* kafka */
     {.path = "kafka",
@@ -785,7 +842,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      .type = SC_CONF_BOOL,
      .offset = C(worker.eval),
      .def = "true",
-     .desc = "Evaluate on the held-out test half of data.source (Fashion-MNIST's t10k files)."},
+     .desc = "Evaluate on a held-out set: the eval section's (eval.file, eval.topic), else "
+             "Fashion-MNIST's t10k files (data.*); false = prequential figures only (every "
+             "batch scored before it trains, always reported)."},
     {.path = "worker.eval_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(worker.eval_interval),
@@ -1095,6 +1154,10 @@ const sc_conf_section_t sc_conf_sections[] = {
               "twins (give one of each pair)."},
     {"train", "Offline training (`scadles train`)."},
     {"data", "The data set for offline training."},
+    {"eval", "Evaluation on the user's data: the held-out set (a file or a topic, decoded by "
+             "the same decoder as a stream, docs/STREAMS.md) used by `train`, `eval`, `worker`, "
+             "the plugin and the demo, and the window of the prequential metrics every worker "
+             "reports."},
     {"kafka", "librdkafka client properties, passed through unchanged."},
     {"source", "The Kafka source of `scadles worker`: which topics it consumes (a list, a "
                "regex, or both) as a member of a consumer group, and where malformed records "
@@ -1353,6 +1416,34 @@ static sc_err_t sc_conf_validate_job(const sc_conf_t *conf, char *errstr, size_t
         return SC_OK;
 }
 
+/* The eval section: one held-out source, labels only for IDX, a decoder
+ * that names a listed topic. */
+static sc_err_t sc_conf_validate_eval(const sc_conf_t *conf, char *errstr, size_t errstr_size)
+{
+        const sc_conf_eval_t *e = &conf->eval;
+        const char *o = conf->origin;
+        if (e->file[0] && e->topic[0])
+                return sc_conf_fail(errstr, errstr_size, o, "$.eval.topic",
+                                    "give eval.file or eval.topic, not both");
+        if (e->labels[0] && !e->file[0])
+                return sc_conf_fail(errstr, errstr_size, o, "$.eval.labels",
+                                    "labels of an IDX eval.file, which is not given");
+        if (e->labels[0] && e->format != SC_CONF_EVAL_AUTO && e->format != SC_CONF_EVAL_IDX)
+                return sc_conf_fail(errstr, errstr_size, o, "$.eval.labels",
+                                    "only an IDX eval.file has a labels file");
+        if (e->format == SC_CONF_EVAL_IDX && !e->labels[0])
+                return sc_conf_fail(errstr, errstr_size, o, "$.eval.labels",
+                                    "an IDX eval.file needs its labels file");
+        if (e->decoder[0]) {
+                for (int i = 0; i < conf->source.n_topics; i++)
+                        if (!strcmp(conf->source.topics[i].topic, e->decoder))
+                                return SC_OK;
+                return sc_conf_fail(errstr, errstr_size, o, "$.eval.decoder",
+                                    "\"%s\" is not a topic of source.topics", e->decoder);
+        }
+        return SC_OK;
+}
+
 sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
         const char *o = conf->origin;
@@ -1365,6 +1456,8 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
         if (conf->job.auth_key_file[0] && conf->job.auth_key_env[0])
                 return sc_conf_fail(errstr, errstr_size, o, "$.job.auth.key_env",
                                     "give job.auth.key_file or job.auth.key_env, not both");
+        if (sc_conf_validate_eval(conf, errstr, errstr_size))
+                return SC_ERR_CONFIG;
         if (s->warmup_steps > 0 && op->warmup_epochs > 0)
                 return sc_conf_fail(errstr, errstr_size, o, "$.optim.schedule.warmup_epochs",
                                     "give warmup_steps or warmup_epochs, not both");

@@ -174,42 +174,76 @@ static const char sc_conf_md_intro[] =
     "}\n"
     "```\n";
 
+/* Appends section s's table; heading "##" or "###" in markdown. */
+static void sc_conf_describe_section(sc_conf_sb_t *sb, size_t s, int markdown, const char *heading)
+{
+        const char *sec = sc_conf_sections[s].name;
+        size_t slen = strlen(sec);
+        if (markdown)
+                sc_conf_sb_printf(sb,
+                                  "\n%s %s\n\n%s\n\n"
+                                  "| Property | Type | Default | Description |\n"
+                                  "|---|---|---|---|\n",
+                                  heading, sec, sc_conf_sections[s].desc);
+        else
+                sc_conf_sb_printf(sb, "%s[%s] %s\n\n", s ? "\n" : "", sec,
+                                  sc_conf_sections[s].desc);
+        for (size_t i = 0; i < sc_conf_nprops; i++) {
+                const sc_conf_prop_t *p = &sc_conf_props[i];
+                if (strncmp(p->path, sec, slen) || (p->path[slen] && p->path[slen] != '.'))
+                        continue;
+                sc_conf_describe_row(sb, p, p->path, NULL, markdown);
+        }
+        for (size_t i = 0; i < sc_conf_nprops; i++) {
+                const sc_conf_prop_t *p = &sc_conf_props[i];
+                if (p->type == SC_CONF_OBJ_LIST && !strncmp(p->path, sec, slen) &&
+                    p->path[slen] == '.')
+                        sc_conf_describe_list(sb, p, markdown);
+        }
+}
+
+static char *sc_conf_sb_take(sc_conf_sb_t *sb)
+{
+        if (sb->oom) {
+                free(sb->s);
+                return NULL;
+        }
+        return sb->s;
+}
+
 char *sc_conf_describe(int markdown)
 {
         sc_conf_sb_t sb = {0};
 
         if (markdown)
                 sc_conf_sb_printf(&sb, "%s", sc_conf_md_intro);
-        for (size_t s = 0; s < sc_conf_nsections; s++) {
-                const char *sec = sc_conf_sections[s].name;
-                size_t slen = strlen(sec);
-                if (markdown)
-                        sc_conf_sb_printf(&sb,
-                                          "\n## %s\n\n%s\n\n"
-                                          "| Property | Type | Default | Description |\n"
-                                          "|---|---|---|---|\n",
-                                          sec, sc_conf_sections[s].desc);
-                else
-                        sc_conf_sb_printf(&sb, "%s[%s] %s\n\n", s ? "\n" : "", sec,
-                                          sc_conf_sections[s].desc);
-                for (size_t i = 0; i < sc_conf_nprops; i++) {
-                        const sc_conf_prop_t *p = &sc_conf_props[i];
-                        if (strncmp(p->path, sec, slen) || (p->path[slen] && p->path[slen] != '.'))
-                                continue;
-                        sc_conf_describe_row(&sb, p, p->path, NULL, markdown);
+        for (size_t s = 0; s < sc_conf_nsections; s++)
+                sc_conf_describe_section(&sb, s, markdown, "##");
+        return sc_conf_sb_take(&sb);
+}
+
+sc_err_t sc_conf_describe_sections(const char *sections, char **textp, char *errstr,
+                                   size_t errstr_size)
+{
+        sc_conf_sb_t sb = {0};
+        *textp = NULL;
+        for (const char *p = sections; *p;) {
+                size_t n = strcspn(p, ",");
+                size_t s = 0;
+                while (s < sc_conf_nsections && (strlen(sc_conf_sections[s].name) != n ||
+                                                 strncmp(sc_conf_sections[s].name, p, n)))
+                        s++;
+                if (s == sc_conf_nsections) {
+                        free(sb.s);
+                        return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                                       "no configuration section \"%.*s\"", (int)n, p);
                 }
-                for (size_t i = 0; i < sc_conf_nprops; i++) {
-                        const sc_conf_prop_t *p = &sc_conf_props[i];
-                        if (p->type == SC_CONF_OBJ_LIST && !strncmp(p->path, sec, slen) &&
-                            p->path[slen] == '.')
-                                sc_conf_describe_list(&sb, p, markdown);
-                }
+                sc_conf_describe_section(&sb, s, 1, "###");
+                p += n + (p[n] == ',');
         }
-        if (sb.oom) {
-                free(sb.s);
-                return NULL;
-        }
-        return sb.s;
+        if (!(*textp = sc_conf_sb_take(&sb)))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        return SC_OK;
 }
 
 static int sc_conf_is_zero(const void *at, size_t n)

@@ -608,7 +608,15 @@ SCADLES_EXPORT scadles_resp_err_t scadles_finish(scadles_worker_t *w, int timeou
         double acc = 0, loss = 0;
         int evaluated = w->conf->eval && sc_worker_eval(w->sw, 0, &acc, &loss) == SC_OK;
         sc_api_pred_publish(w->pred, w->sw, 1);
+        sc_worker_counters_t c;
+        sc_worker_counters(w->sw, &c);
         pthread_mutex_unlock(&w->engine);
+        if (c.preq_samples)
+                sc_api_logf(w, 5,
+                            "prequential accuracy: %.4f over %llu samples (last window %.4f, loss "
+                            "%.4f)",
+                            c.preq_acc, (unsigned long long)c.preq_samples, c.preq_window_acc,
+                            c.preq_loss);
         if (evaluated) {
                 pthread_mutex_lock(&w->lock);
                 w->final_acc_valid = 1;

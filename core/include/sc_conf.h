@@ -46,6 +46,7 @@ typedef struct sc_conf_train {
         int threads;                       /* compute threads per model */
         char checkpoint[SC_CONF_PATH_MAX]; /* "" = do not save */
         double progress_interval;          /* seconds between progress lines; 0 = per epoch */
+        double checkpoint_interval; /* s between checkpoints of long runs; 0 = at stop only */
 } sc_conf_train_t;
 
 typedef struct sc_conf_data {
@@ -130,6 +131,26 @@ typedef struct sc_conf_worker {
         double commit_interval;   /* s between offset commits */
 } sc_conf_worker_t;
 
+/* ---- evaluation: the held-out set from the user's data, the prequential window ---- */
+
+/* Format of eval.file; AUTO = IDX when the file starts with the IDX or gzip
+ * magic, else lines in the decoder's format. */
+typedef enum sc_conf_eval_format {
+        SC_CONF_EVAL_AUTO,
+        SC_CONF_EVAL_CSV,
+        SC_CONF_EVAL_JSON,
+        SC_CONF_EVAL_IDX,
+} sc_conf_eval_format_t;
+
+typedef struct sc_conf_eval {
+        char file[SC_CONF_PATH_MAX];     /* CSV / JSON Lines / IDX images; "" = none */
+        char labels[SC_CONF_PATH_MAX];   /* IDX labels of an IDX eval.file */
+        char topic[SC_CONF_TOPIC_MAX];   /* held-out topic, read to its end at start; "" = none */
+        char decoder[SC_CONF_TOPIC_MAX]; /* source.topics element whose decoder reads it */
+        int format;                      /* sc_conf_eval_format_t */
+        long window;                     /* prequential sliding window, samples */
+} sc_conf_eval_t;
+
 /* ---- distributed training: the job shared by workers and aggregators ---- */
 
 #define SC_CONF_JOB_NAME_MAX 200 /* topic names "<name>.grad" etc. stay below 249 */
@@ -174,6 +195,7 @@ typedef struct sc_conf {
         sc_conf_streams_t streams;
         sc_conf_worker_t worker;
         sc_conf_job_t job;
+        sc_conf_eval_t eval;
         /* Internal: bit j of topic_given[i] = source.topics[i]'s j-th key was given. */
         uint32_t topic_given[SC_CONF_MAX_TOPICS];
 
@@ -212,6 +234,12 @@ void sc_conf_free(sc_conf_t *conf);
  * (markdown = 0) or the docs/CONFIG.md page (markdown = 1). Caller frees;
  * NULL if out of memory. */
 char *sc_conf_describe(int markdown);
+/* The markdown tables (### headings) of the comma-separated sections
+ * ("source,streams,worker"), as docs/CONFIG.md has them; docs/STREAMS.md
+ * embeds them. *textp is the caller's. SC_ERR_INVAL names an unknown
+ * section. */
+sc_err_t sc_conf_describe_sections(const char *sections, char **textp, char *errstr,
+                                   size_t errstr_size);
 /* Name of the i-th property of the table ("optim.lr", list element keys as
  * "model.layers[].units"); NULL when i is past the end. */
 const char *sc_conf_prop_name(size_t i);

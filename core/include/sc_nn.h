@@ -144,6 +144,16 @@ void sc_model_init(sc_model_t *model, sc_rng_t *rng);
 float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,
                            const float *targets, int B, sc_rng_t *rng, int *correct);
 
+/* sc_model_train_batch that also writes the forward pass's output, before
+ * the update, to out (B, output numel): the logits the batch was trained on. */
+float sc_model_train_batch_out(sc_model_t *model, const float *x, const int32_t *labels,
+                               const float *targets, int B, sc_rng_t *rng, int *correct,
+                               float *out);
+/* 1 when the training forward pass computes what inference does (no
+ * dropout, no batchnorm): the outputs of sc_model_train_batch_out are then
+ * the model's predictions. */
+int sc_model_train_is_eval(const sc_model_t *model);
+
 /* Inference (dropout off): like train_batch without the backward pass and
  * without touching gradients. out (if not NULL) receives (B, output numel)
  * logits/outputs; labels/targets may be NULL (then the loss returned is 0). */

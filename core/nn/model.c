@@ -451,8 +451,24 @@ static float loss_of(sc_model_t *m, const float *y, const int32_t *labels, const
         return sc_nn_mse(y, last->out_fm, last->out, B, targets, d);
 }
 
+/* out (B, output numel) <- the last layer's output y, in sample-major order. */
+static void copy_out(const sc_model_t *m, const float *y, int B, float *out)
+{
+        const sc_layer_t *last = &m->layers[m->n - 1];
+        const int n = (int)sc_shape_numel(last->out);
+        if (last->out_fm) {
+                const int C = last->out.c, hw = last->out.h * last->out.w;
+                for (int b = 0; b < B; b++)
+                        for (int c = 0; c < C; c++)
+                                memcpy(out + ((size_t)b * C + c) * hw, y + ((size_t)c * B + b) * hw,
+                                       sizeof(float) * hw);
+        } else {
+                memcpy(out, y, sizeof(float) * (size_t)B * n);
+        }
+}
+
 static float train_batch(sc_model_t *model, const float *x, const int32_t *labels,
-                         const float *targets, int B, sc_rng_t *rng, int *correct)
+                         const float *targets, int B, sc_rng_t *rng, int *correct, float *out)
 {
         sc_model_t *m = model;
 
@@ -463,6 +479,8 @@ static float train_batch(sc_model_t *model, const float *x, const int32_t *label
         if (reserve(m, B))
                 return NAN;
         const float *y = forward(m, x, B, 1, rng);
+        if (out)
+                copy_out(m, y, B, out);
         int g = 0;
         float *dcur = m->gbuf[g];
         float loss = loss_of(m, y, labels, targets, B, dcur, correct);
@@ -532,19 +550,8 @@ static float eval_batch(sc_model_t *model, const float *x, const int32_t *labels
         if (reserve(m, B))
                 return NAN;
         const float *y = forward(m, x, B, 0, NULL);
-        const sc_layer_t *last = &m->layers[m->n - 1];
-        const int n = (int)sc_shape_numel(last->out);
-        if (out) {
-                if (last->out_fm) {
-                        const int C = last->out.c, hw = last->out.h * last->out.w;
-                        for (int b = 0; b < B; b++)
-                                for (int c = 0; c < C; c++)
-                                        memcpy(out + ((size_t)b * C + c) * hw,
-                                               y + ((size_t)c * B + b) * hw, sizeof(float) * hw);
-                } else {
-                        memcpy(out, y, sizeof(float) * (size_t)B * n);
-                }
-        }
+        if (out)
+                copy_out(m, y, B, out);
         if (m->spec.loss == SC_LOSS_SOFTMAX_XENT ? !labels : !targets)
                 return 0.0f;
         return loss_of(m, y, labels, targets, B, NULL, correct);
@@ -555,13 +562,28 @@ static float eval_batch(sc_model_t *model, const float *x, const int32_t *labels
 float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,
                            const float *targets, int B, sc_rng_t *rng, int *correct)
 {
+        return sc_model_train_batch_out(model, x, labels, targets, B, rng, correct, NULL);
+}
+
+float sc_model_train_batch_out(sc_model_t *model, const float *x, const int32_t *labels,
+                               const float *targets, int B, sc_rng_t *rng, int *correct, float *out)
+{
         if (!model)
                 return NAN;
         sync_pool(model);
         sc_nn_pool_t *prev = sc_nn_pool_enter(model->pool);
-        float loss = train_batch(model, x, labels, targets, B, rng, correct);
+        float loss = train_batch(model, x, labels, targets, B, rng, correct, out);
         sc_nn_pool_enter(prev);
         return loss;
+}
+
+int sc_model_train_is_eval(const sc_model_t *model)
+{
+        for (int i = 0; i < model->spec.n_layers; i++)
+                if (model->spec.layers[i].kind == SC_LAYER_DROPOUT ||
+                    model->spec.layers[i].kind == SC_LAYER_BATCHNORM)
+                        return 0;
+        return 1;
 }
 
 float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,

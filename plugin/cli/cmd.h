@@ -31,6 +31,7 @@ int sc_cmd_aggregator(int argc, char **argv);
 int sc_cmd_demo(int argc, char **argv);
 int sc_cmd_export(int argc, char **argv);
 int sc_cmd_predict(int argc, char **argv);
+int sc_cmd_model(int argc, char **argv);
 
 /* Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
  * commands poll it and stop cleanly (flushing, committing, saving). */
@@ -92,5 +93,19 @@ int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg);
  * --bootstrap-file. Prints "scadles <cmd>: <error>" and returns 2 on error,
  * 0 on success. */
 int sc_cli_conf_load(const char *cmd, struct sc_conf *conf, const sc_cli_conf_opts_t *co);
+
+/* Loads path into conf, applies the n_sets "KEY=VALUE" overrides, then
+ * kafka.bootstrap.servers from bootstrap_file's first line or bootstrap
+ * (either may be NULL). Prints "scadles <cmd>: ..." on error and returns 2
+ * (conf freed), else 0. */
+int sc_cli_conf_path(const char *cmd, const char *path, char *const *sets, int n_sets,
+                     const char *bootstrap, const char *bootstrap_file, sc_conf_t *conf);
+/* getopt's remaining cases after a command's own options ('h' or ':' /
+ * '?' for an option it does not know): prints usage (stdout for 'h') or
+ * "scadles <cmd>: ..." and the usage on stderr; returns 0 for 'h', else 2. */
+int sc_cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *));
+/* 0 when getopt consumed every argument, else prints "unexpected argument"
+ * and the usage on stderr and returns 2. */
+int sc_cli_no_operands(const char *cmd, int argc, char **argv, void (*usage)(FILE *));
 
 #endif

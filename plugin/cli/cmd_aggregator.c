@@ -55,6 +55,10 @@ static void sc_agg_usage(FILE *out)
                 "  -q, --quiet              no progress lines\n"
                 "  -h, --help               this text\n"
                 "\n"
+                "With train.checkpoint, the job's whole model (every shard's newest J.model\n"
+                "record) is saved there every train.checkpoint_interval seconds and at stop\n"
+                "(docs/MODEL.md).\n"
+                "\n"
                 "Output: progress lines on stderr, then `summary: {json}` on stdout.\n"
                 "Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }

@@ -13,10 +13,14 @@ static void sc_config_usage(FILE *out)
         fprintf(out,
                 "usage: scadles config --list\n"
                 "       scadles config --markdown\n"
+                "       scadles config --markdown-sections SECTION[,SECTION...]\n"
                 "       scadles config --check [-c FILE] [--set PROPERTY=VALUE ...]\n"
                 "\n"
                 "  --list            every property with type, range, default and meaning\n"
                 "  --markdown        the same as the docs/CONFIG.md page\n"
+                "  --markdown-sections S\n"
+                "                    the tables of the sections S (e.g. source,streams),\n"
+                "                    as docs/STREAMS.md embeds them\n"
                 "  --check           validate FILE (or the defaults) with the overrides applied,\n"
                 "                    check the kafka properties with librdkafka, compile\n"
                 "                    source.pattern, build the model to check its shapes, and\n"
@@ -44,7 +48,7 @@ static int sc_config_print(char *text)
 int sc_cmd_config(int argc, char **argv)
 {
         enum { NONE, LIST, MARKDOWN, CHECK } mode = NONE;
-        const char *file = NULL;
+        const char *file = NULL, *sections = NULL;
         char errstr[1024], why[768];
         sc_conf_t conf;
 
@@ -57,6 +61,8 @@ int sc_cmd_config(int argc, char **argv)
                         mode = LIST;
                 } else if (!strcmp(a, "--markdown")) {
                         mode = MARKDOWN;
+                } else if (!strcmp(a, "--markdown-sections") && i + 1 < argc) {
+                        sections = argv[++i];
                 } else if (!strcmp(a, "--check")) {
                         mode = CHECK;
                 } else if ((!strcmp(a, "-c") || !strcmp(a, "--config")) && i + 1 < argc) {
@@ -68,6 +74,14 @@ int sc_cmd_config(int argc, char **argv)
                         sc_config_usage(stderr);
                         return 2;
                 }
+        }
+        if (sections) {
+                char *text;
+                if (sc_conf_describe_sections(sections, &text, errstr, sizeof(errstr))) {
+                        fprintf(stderr, "scadles config: --markdown-sections: %s\n", errstr);
+                        return 2;
+                }
+                return sc_config_print(text);
         }
         if (mode == LIST)
                 return sc_config_print(sc_conf_describe(0));

@@ -25,7 +25,9 @@
 #include "sc_conf.h"
 #include "sc_data.h"
 #include "sc_idx.h"
+#include "sc_eval_set.h"
 #include "sc_job_model.h"
+#include "sc_model_out.h"
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
 #include "sc_nn.h"
@@ -340,20 +342,23 @@ static void sc_demo_sleep(double s)
                 ;
 }
 
-/* Samples of the training half a model with batchnorm is recalibrated on
- * before each evaluation (J.model carries parameters only). */
-#define SC_DEMO_CALIB_SAMPLES 5000
+/* The samples a model with batchnorm is recalibrated on before each
+ * evaluation (J.model carries parameters only): the held-out set of the
+ * eval section, else Fashion-MNIST's training half. */
+static const sc_dataset_t *sc_demo_calib(const sc_conf_t *conf, const sc_dataset_t *train,
+                                         const sc_dataset_t *test)
+{
+        return sc_eval_set_configured(conf) ? test : train;
+}
 
-/* Test accuracy of m; calib (not NULL for a model with state) first
- * recomputes its running statistics. */
+/* Test accuracy of m; a model with state first gets its running statistics
+ * recomputed from calib. */
 static int sc_demo_eval(sc_model_t *m, const sc_dataset_t *calib, const sc_dataset_t *ds,
                         double *acc)
 {
         size_t numel = sc_shape_numel(ds->shape), correct = 0;
-        if (calib && calib->n &&
-            sc_model_recalibrate(
-                m, calib->x, calib->n < SC_DEMO_CALIB_SAMPLES ? calib->n : SC_DEMO_CALIB_SAMPLES,
-                500))
+        char why[256];
+        if (sc_model_out_recalibrate(m, calib, why, sizeof(why)))
                 return -1;
         for (size_t i = 0; i < ds->n; i += 500) {
                 int b = (int)(ds->n - i < 500 ? ds->n - i : 500), c = 0;
@@ -463,19 +468,19 @@ int sc_cmd_demo(int argc, char **argv)
                         goto out;
                 }
         }
-        /* The evaluator: the test half and a reader of J.model. */
-        if (sc_fmnist_load(conf.data.dir, NULL, &test, err, sizeof(err)) ||
-            sc_dataset_normalize(&test, (float)conf.data.mean, (float)conf.data.std, err,
-                                 sizeof(err))) {
-                fprintf(stderr, "scadles demo: Fashion-MNIST test set: %s\n", err);
-                goto out;
-        }
+        /* The evaluator: the held-out set (eval section, else Fashion-MNIST's
+         * test half) and a reader of J.model. */
         if (sc_kafka_model_initial(&conf, &model, err, sizeof(err))) {
                 fprintf(stderr, "scadles demo: %s\n", err);
                 goto out;
         }
+        if (sc_eval_set_load(&conf, (int)sc_shape_numel(sc_model_output_shape(model)), &test, err,
+                             sizeof(err))) {
+                fprintf(stderr, "scadles demo: test set: %s\n", err);
+                goto out;
+        }
         size_t nparams = sc_model_nparams(model);
-        if (sc_model_nstate(model) &&
+        if (sc_model_nstate(model) && !sc_eval_set_configured(&conf) &&
             (sc_fmnist_load(conf.data.dir, &calib, NULL, err, sizeof(err)) ||
              sc_dataset_normalize(&calib, (float)conf.data.mean, (float)conf.data.std, err,
                                   sizeof(err)))) {
@@ -570,8 +575,8 @@ int sc_cmd_demo(int argc, char **argv)
                 if (t - t_eval >= o.eval_every) {
                         memcpy(sc_model_params(model), sc_job_model_params(jm),
                                nparams * sizeof(float));
-                        if (sc_demo_eval(model, sc_model_nstate(model) ? &calib : NULL, &test,
-                                         &acc) == 0 &&
+                        if (sc_demo_eval(model, sc_demo_calib(&conf, &calib, &test), &test, &acc) ==
+                                0 &&
                             npts < SC_DEMO_MAX_POINTS) {
                                 pt_t[npts] = t - t0;
                                 pt_a[npts++] = acc;
@@ -620,7 +625,7 @@ stop:
                 sc_job_model_poll(jm, 50, NULL, err, sizeof(err));
         memcpy(sc_model_params(model), sc_job_model_params(jm), nparams * sizeof(float));
         double final_acc = 0;
-        sc_demo_eval(model, sc_model_nstate(model) ? &calib : NULL, &test, &final_acc);
+        sc_demo_eval(model, sc_demo_calib(&conf, &calib, &test), &test, &final_acc);
         if (npts < SC_DEMO_MAX_POINTS && npts > 0) {
                 pt_t[npts] = sc_cli_now() - t0;
                 pt_a[npts++] = final_acc;
@@ -635,7 +640,8 @@ stop:
         }
         /* The summary, from every process's own counters. */
         double up = 0, dense = 0, down = 0, trained = 0, consumed = 0, lost = 0, sent = 0,
-               acked = 0, injected = 0, applied = 0, dups = 0, rejected = 0;
+               acked = 0, injected = 0, applied = 0, dups = 0, rejected = 0, pq_n = 0, pq_hits = 0,
+               pq_wacc = 0;
         int identity = 1, nsum = 0;
         for (int i = 0; i < o.workers; i++) {
                 json_t *j = sc_demo_summary(&workers[i]);
@@ -653,6 +659,10 @@ stop:
                 consumed += sc_demo_jnum(j, "consumed");
                 lost += sc_demo_jnum(j, "lost");
                 identity &= json_is_true(json_object_get(j, "identity_ok"));
+                json_t *pq = json_object_get(j, "prequential");
+                pq_n += sc_demo_jnum(pq, "samples");
+                pq_hits += sc_demo_jnum(pq, "accuracy") * sc_demo_jnum(pq, "samples");
+                pq_wacc += sc_demo_jnum(pq, "window_accuracy");
                 json_decref(j);
         }
         for (int i = 0; i < 2; i++) {
@@ -667,6 +677,9 @@ stop:
         printf("  test accuracy     %.4f (best %.4f); 85%% %s %.1f s\n", final_acc,
                best > final_acc ? best : final_acc, t85 < 0 ? "not reached in" : "reached after",
                t85 < 0 ? t_end : t85);
+        printf("  prequential       %.4f accuracy over %.0f samples, each scored before it "
+               "trained (last windows: %.4f)\n",
+               pq_n > 0 ? pq_hits / pq_n : 0.0, pq_n, nsum > 0 ? pq_wacc / nsum : 0.0);
         printf("  wall time         %.1f s of training (%d workers, 2 aggregators, %d topics)\n",
                t_end, o.workers, o.topics);
         printf("  updates           %.0f sent, %.0f acknowledged, %.0f applied, %.0f "

@@ -11,6 +11,8 @@
 #include "sc_ckpt.h"
 #include "sc_conf.h"
 #include "sc_data.h"
+#include "sc_eval_set.h"
+#include "sc_metrics.h"
 #include "sc_idx.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
@@ -44,11 +46,14 @@ static void sc_run_free(sc_run_t *run)
                 sc_conf_free(&run->conf);
 }
 
-/* Loads the configuration and applies overrides; returns an exit code. */
-static int sc_run_conf(sc_run_t *run, const char *path, char **sets, int n_sets)
+/* Loads the configuration, applies overrides and the bootstrap address
+ * (either may be NULL); returns an exit code. */
+static int sc_run_conf(sc_run_t *run, const char *path, char **sets, int n_sets,
+                       const char *bootstrap, const char *bootstrap_file)
 {
-        int rc = sc_cli_conf_file(run->cmd, &run->conf, path, sets, n_sets);
-        run->have_conf = !rc;
+        int rc =
+            sc_cli_conf_path(run->cmd, path, sets, n_sets, bootstrap, bootstrap_file, &run->conf);
+        run->have_conf = rc == 0;
         return rc;
 }
 
@@ -77,6 +82,9 @@ static int sc_run_data(sc_run_t *run, int want_train)
         char err[1024];
         sc_conf_data_t *d = &run->conf.data;
         int rc;
+
+        if (!want_train && sc_eval_set_configured(&run->conf))
+                return 0; /* sc_run_eval_set loads the test set */
 
         if (!strcmp(d->source, "synthetic")) {
                 sc_rng_t root, r;
@@ -141,7 +149,7 @@ static int sc_run_model(sc_run_t *run)
                 return 2;
         }
         size_t out = sc_shape_numel(sc_model_output_shape(run->model));
-        if (out != (size_t)run->test.n_classes) {
+        if (run->test.n_classes && out != (size_t)run->test.n_classes) {
                 fprintf(stderr,
                         "scadles %s: %s: $.model.layers: the model has %zu outputs but the "
                         "data "
@@ -151,6 +159,24 @@ static int sc_run_model(sc_run_t *run)
         }
         if (run->conf.train.threads > 0)
                 sc_nn_set_threads(run->conf.train.threads);
+        return 0;
+}
+
+/* With an eval section, the held-out set comes from it (decoded like a
+ * stream's records) in place of data.source's test half. Returns an exit
+ * code. */
+static int sc_run_eval_set(sc_run_t *run)
+{
+        char err[1024];
+        if (!sc_eval_set_configured(&run->conf))
+                return 0;
+        sc_dataset_free(&run->test);
+        int classes = (int)sc_shape_numel(sc_model_output_shape(run->model));
+        sc_err_t e = sc_eval_set_load(&run->conf, classes, &run->test, err, sizeof(err));
+        if (e) {
+                fprintf(stderr, "scadles %s: %s\n", run->cmd, err);
+                return e == SC_ERR_CONFIG ? 2 : 1;
+        }
         return 0;
 }
 
@@ -189,6 +215,30 @@ static int sc_run_print_accuracy(sc_run_t *run)
         return 0;
 }
 
+/* `eval`'s per-class figures on stderr: "metrics: {JSON}" (sc_metrics_json:
+ * accuracy, loss, per_class_accuracy, confusion). */
+static void sc_run_print_metrics(sc_run_t *run)
+{
+        char err[256];
+        sc_metrics_t *m = NULL;
+        if (sc_metrics_new(&m, run->test.n_classes, 1, err, sizeof(err)) ||
+            sc_metrics_eval(m, run->model, run->test.x, run->test.y, run->test.n)) {
+                sc_metrics_destroy(m);
+                return;
+        }
+        json_t *j = sc_metrics_json(m);
+        json_object_del(j, "window");
+        json_object_del(j, "window_samples");
+        json_object_del(j, "window_accuracy");
+        json_object_del(j, "window_loss");
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (text)
+                fprintf(stderr, "metrics: %s\n", text);
+        free(text);
+        json_decref(j);
+        sc_metrics_destroy(m);
+}
+
 static void sc_train_usage(FILE *out)
 {
         fprintf(out, "usage: scadles train -c CONFIG [--set KEY=VALUE ...] [--epochs N] "
@@ -203,7 +253,8 @@ static void sc_train_usage(FILE *out)
                      "each\n"
                      "epoch's test accuracy and the final line \"test accuracy: A "
                      "(hits/total)\"\n"
-                     "go to stdout. The checkpoint (train.checkpoint, if set) is saved after\n"
+                     "go to stdout (the test set: the eval section's, else data.source's).\n"
+                     "The checkpoint (train.checkpoint, if set) is saved after\n"
                      "every epoch and when the run ends; Ctrl-C (SIGINT/SIGTERM) saves it "
                      "and\n"
                      "stops.\n"
@@ -216,6 +267,8 @@ static void sc_train_usage(FILE *out)
                      "  -r, --resume CKPT    continue from a checkpoint: parameters, "
                      "optimizer\n"
                      "                       velocity, epoch and step (same model required)\n"
+                     "  -b, --bootstrap ADDR Kafka bootstrap servers (an eval.topic's broker)\n"
+                     "  -B, --bootstrap-file F  read the bootstrap address from F\n"
                      "  -h, --help           this text\n"
                      "\n"
                      "exit status: 0 done, 1 runtime error (data, checkpoint, divergence),\n"
@@ -224,27 +277,34 @@ static void sc_train_usage(FILE *out)
 
 static void sc_eval_usage(FILE *out)
 {
-        fprintf(out, "usage: scadles eval -c CONFIG --checkpoint CKPT [--set KEY=VALUE ...]\n"
-                     "                    [--predictions FILE]\n"
-                     "\n"
-                     "Loads the checkpoint into the configured model and prints its test-set\n"
-                     "accuracy as \"test accuracy: A (hits/total)\" on stdout.\n"
-                     "\n"
-                     "options:\n"
-                     "  -c, --config FILE      JSON configuration of the model and data\n"
-                     "  -k, --checkpoint CKPT  checkpoint written by `scadles train`\n"
-                     "  -s, --set KEY=VALUE    override one property (repeatable)\n"
-                     "  -p, --predictions FILE also write each test sample's label, predicted\n"
-                     "                         class and class probabilities as CSV\n"
-                     "                         (label,predicted,p0,...; one line per sample)\n"
-                     "  -h, --help             this text\n"
-                     "\n"
-                     "exit status: 0 done, 1 runtime error, 2 usage or configuration "
-                     "error.\n");
+        fprintf(out,
+                "usage: scadles eval -c CONFIG --checkpoint CKPT [--set KEY=VALUE ...]\n"
+                "                    [-b ADDR | -B FILE] [--predictions FILE]\n"
+                "\n"
+                "Loads the checkpoint into the configured model and prints its test-set\n"
+                "accuracy as \"test accuracy: A (hits/total)\" on stdout. The test set is\n"
+                "the eval section's (eval.file: CSV, JSON Lines or IDX; eval.topic: read to\n"
+                "its end), decoded like the streams, else data.source's test half. Per-class\n"
+                "accuracy and the confusion matrix follow on stderr as \"metrics: {JSON}\".\n"
+                "\n"
+                "options:\n"
+                "  -c, --config FILE      JSON configuration of the model and data\n"
+                "  -k, --checkpoint CKPT  checkpoint of `scadles train`, `worker`, `aggregator`,\n"
+                "                         `model pull` or the plugin (docs/MODEL.md)\n"
+                "  -s, --set KEY=VALUE    override one property (repeatable)\n"
+                "  -b, --bootstrap ADDR   Kafka bootstrap servers (an eval.topic's broker)\n"
+                "  -B, --bootstrap-file F read the bootstrap address from F\n"
+                "  -p, --predictions FILE also write each test sample's label, predicted\n"
+                "                         class and class probabilities as CSV\n"
+                "                         (label,predicted,p0,...; one line per sample)\n"
+                "  -h, --help             this text\n"
+                "\n"
+                "exit status: 0 done, 1 runtime error, 2 usage or configuration "
+                "error.\n");
 }
 
 typedef struct sc_train_opts {
-        const char *config, *resume, *checkpoint, *predictions;
+        const char *config, *resume, *checkpoint, *predictions, *bootstrap, *bootstrap_file;
         char *sets[SC_TRAIN_MAX_SETS];
         int n_sets;
         int epochs; /* 0 = from the configuration */
@@ -260,6 +320,8 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
             {"resume", required_argument, NULL, 'r'},
             {"checkpoint", required_argument, NULL, 'k'},
             {"predictions", required_argument, NULL, 'p'},
+            {"bootstrap", required_argument, NULL, 'b'},
+            {"bootstrap-file", required_argument, NULL, 'B'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
@@ -271,11 +333,17 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
         memset(o, 0, sizeof(*o));
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, eval ? ":c:s:k:p:h" : ":c:s:e:r:h", longopts, NULL)) !=
-               -1) {
+        while ((c = getopt_long(argc, argv, eval ? ":c:s:k:p:b:B:h" : ":c:s:e:r:b:B:h", longopts,
+                                NULL)) != -1) {
                 switch (c) {
                 case 'c':
                         o->config = optarg;
+                        break;
+                case 'b':
+                        o->bootstrap = optarg;
+                        break;
+                case 'B':
+                        o->bootstrap_file = optarg;
                         break;
                 case 's':
                         if (o->n_sets == SC_TRAIN_MAX_SETS) {
@@ -496,12 +564,13 @@ int sc_cmd_train(int argc, char **argv)
         if ((rc = sc_train_args(argc, argv, &o, 0)) >= 0)
                 return rc;
         sc_cli_signals();
-        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets)))
+        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets, o.bootstrap, o.bootstrap_file)))
                 goto out;
         sc_conf_t *conf = &run.conf;
         if (o.epochs)
                 conf->train.epochs = o.epochs;
-        if ((rc = sc_run_data(&run, 1)) || (rc = sc_run_model(&run)))
+        if ((rc = sc_run_data(&run, 1)) || (rc = sc_run_model(&run)) ||
+            (rc = sc_run_eval_set(&run)))
                 goto out;
 
         long steps_per_epoch =
@@ -588,8 +657,9 @@ int sc_cmd_eval(int argc, char **argv)
         run.cmd = "eval";
         if ((rc = sc_train_args(argc, argv, &o, 1)) >= 0)
                 return rc;
-        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets)) || (rc = sc_run_data(&run, 0)) ||
-            (rc = sc_run_model(&run)))
+        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets, o.bootstrap, o.bootstrap_file)) ||
+            (rc = sc_run_data(&run, 0)) || (rc = sc_run_model(&run)) ||
+            (rc = sc_run_eval_set(&run)))
                 goto out;
         int has_state = 0;
         sc_err_t e =
@@ -610,6 +680,8 @@ int sc_cmd_eval(int argc, char **argv)
         if (!rc && o.predictions)
                 rc = sc_cli_write_predictions("eval", run.model, run.test.x, run.test.y, run.test.n,
                                               o.predictions);
+        if (rc == 0)
+                sc_run_print_metrics(&run);
 out:
         sc_run_free(&run);
         return rc;

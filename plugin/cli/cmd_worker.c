@@ -50,11 +50,13 @@ static void sc_wcli_usage(FILE *out)
                 "\n"
                 "A progress line (samples/s in, trained, batch size, buffer occupancy, drops,\n"
                 "rejects, records lost to retention, consumer lag, paused partitions, loss,\n"
-                "test accuracy) goes to stderr every worker.progress_interval seconds; test\n"
-                "accuracy on data.source's test half is measured every worker.eval_interval\n"
-                "seconds. On stop the worker trains nothing more, commits, and prints\n"
-                "\"test accuracy: A (hits/total)\" and \"summary: {JSON}\" to stdout "
-                "(docs/STREAMS.md).\n"
+                "prequential accuracy: each batch scored before it trains, test accuracy)\n"
+                "goes to stderr every worker.progress_interval seconds; test accuracy on the\n"
+                "held-out set (eval.file or eval.topic, else Fashion-MNIST's test set) is\n"
+                "measured every worker.eval_interval seconds. With train.checkpoint the model\n"
+                "is saved every train.checkpoint_interval seconds and at stop. On stop the\n"
+                "worker trains nothing more, commits, and prints \"test accuracy: A\n"
+                "(hits/total)\" and \"summary: {JSON}\" to stdout (docs/STREAMS.md).\n"
                 "\n"
                 "options:\n"
                 "  -c, --config FILE        JSON configuration (see `scadles config`)\n"
@@ -167,11 +169,8 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                         return sc_cli_bad_option("worker", c, argv, sc_wcli_usage);
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "scadles worker: unexpected argument '%s'\n\n", argv[optind]);
-                sc_wcli_usage(stderr);
+        if (sc_cli_no_operands("worker", argc, argv, sc_wcli_usage))
                 return 2;
-        }
         if (!o->co.config) {
                 fprintf(stderr, "scadles worker: -c CONFIG is required\n\n");
                 sc_wcli_usage(stderr);

@@ -25,6 +25,7 @@ static const sc_cmd_t sc_cmds[] = {
      "score records of Kafka topics with a model and produce the predictions to a topic"},
     {"sim", sc_cmd_sim, "simulate edge devices and a sync policy on a virtual clock"},
     {"export", sc_cmd_export, "write a checkpoint as an ONNX model (input normalization included)"},
+    {"model", sc_cmd_model, "model pull: assemble a distributed job's model into a checkpoint"},
     {"config", sc_cmd_config, "list configuration properties, or check a config file"},
 };
 #define SC_NCMDS (sizeof(sc_cmds) / sizeof(sc_cmds[0]))

@@ -15,4 +15,8 @@ read -r sent acked applied < <(awk '/^  updates/ {print $2, $4, $6}' "$tmp/demo.
 	fail "updates: sent $sent, acknowledged $acked, applied $applied"
 grep -q 'accounting exact (2/2' "$tmp/demo.out" || fail "record accounting"
 grep -q '^  records lost      0$' "$tmp/demo.out" || fail "records lost"
+# Prequential: the workers' batches scored before they trained, summed.
+read -r pacc pn < <(awk '/^  prequential/ {print $2, $5}' "$tmp/demo.out")
+awk -v a="${pacc:-0}" -v n="${pn:-0}" 'BEGIN {exit !(a > 0.5 && n > 0)}' ||
+	fail "prequential line: $(grep '^  prequential' "$tmp/demo.out")"
 echo "ok: accuracy $acc"

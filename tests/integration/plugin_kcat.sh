@@ -21,6 +21,8 @@ plug=(-X plugin.library.paths=libscadles -X "scadles.config=$job")
 # 1) kcat trains on everything it consumes.
 n=$(kcat -C -b "$bs" -t pk -o beginning -e -q -f '%o\n' "${plug[@]}" \
 	-X "scadles.summary.file=$tmp/summary.json" -X scadles.queue.block.ms=-1 \
+	-X "scadles.train.checkpoint=$tmp/plugin.ckpt" -X scadles.worker.progress_interval=0.2 \
+	-X scadles.log.level=6 \
 	-X scadles.worker.batch=fixed -X scadles.worker.b=32 2>"$tmp/kcat.err" | wc -l)
 [ "$n" -eq 6000 ] || fail "kcat printed $n records, expected 6000"
 [ -s "$tmp/summary.json" ] || fail "no summary written"
@@ -33,7 +35,17 @@ left=$(s '.consumed - .trained')
 acc=$(s .test_accuracy)
 awk -v a="$acc" 'BEGIN { exit !(a >= 0.60) }' || fail "test accuracy $acc < 0.60 after 6000 records"
 grep -q '^scadles: test accuracy: ' "$tmp/kcat.err" || fail "no accuracy line on stderr"
-echo "kcat: 6000 consumed, $(s .trained) trained, test accuracy $acc"
+# Prequential: every trained sample scored before it trained, counted in the
+# confusion matrix, accuracy its diagonal's share; on stderr as well.
+[ "$(s '.prequential.samples == .trained')" = true ] || fail "prequential samples $(s .prequential.samples) != trained $(s .trained)"
+[ "$(s '.prequential as $p | ([$p.confusion[][]] | add) == $p.samples and (([range(0; 10) | $p.confusion[.][.]] | add) / $p.samples - $p.accuracy | fabs) < 1e-12')" = true ] ||
+	fail "prequential figures do not match their confusion matrix: $(s .prequential)"
+grep -q '^scadles: prequential accuracy: ' "$tmp/kcat.err" || fail "no prequential line on stderr"
+grep -q 'preq acc ' "$tmp/kcat.err" || fail "no prequential figures in the progress lines"
+# The model out of the plugin: its checkpoint scores the summary's accuracy.
+"$SCADLES" eval -c "$job" --checkpoint "$tmp/plugin.ckpt" >"$tmp/eval.out" 2>/dev/null || fail "eval of the plugin's checkpoint"
+grep -q "^test accuracy: $(printf '%.4f' "$acc") " "$tmp/eval.out" || fail "plugin checkpoint: $(cat "$tmp/eval.out"), summary $acc"
+echo "kcat: 6000 consumed, $(s .trained) trained, test accuracy $acc, prequential $(s .prequential.accuracy)"
 
 # 2) Bad properties: kcat's config call fails with the plugin's message.
 bad() { # expected-substring kcat-args...

@@ -1,0 +1,368 @@
+/* eval_set.c — loads the held-out set named by the eval section (a file of
+ * lines, IDX files, or a topic to its end) or Fashion-MNIST's test set
+ * (sc_eval_set.h). */
+#include "sc_eval_set.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "kafka_source_impl.h"
+#include "sc_idx.h"
+#include "sc_kafka_util.h"
+
+#define SC_ES_TOPIC_TIMEOUT_MS 30000
+
+int sc_eval_set_configured(const sc_conf_t *conf)
+{
+        return conf->eval.file[0] || conf->eval.topic[0];
+}
+
+void sc_eval_set_decoder(const sc_conf_t *conf, size_t numel, int n_classes, sc_decode_spec_t *ds)
+{
+        const char *name = conf->eval.decoder[0] ? conf->eval.decoder : conf->eval.topic;
+        sc_ks_decode_spec(conf, name, numel, n_classes, ds);
+}
+
+/* Reads the whole file at path into *bufp (NUL-terminated). */
+static sc_err_t sc_es_slurp(const char *path, char **bufp, size_t *lenp, char *errstr,
+                            size_t errstr_size)
+{
+        FILE *f = fopen(path, "rb");
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        if (!f)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: %s", path, strerror(errno));
+        for (;;) {
+                if (cap - len < 65536) {
+                        char *nb = realloc(buf, cap ? cap * 2 : 65536 + 1);
+                        if (!nb) {
+                                free(buf);
+                                fclose(f);
+                                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                                               "%s: out of memory", path);
+                        }
+                        buf = nb;
+                        cap = cap ? cap * 2 : 65536 + 1;
+                }
+                size_t r = fread(buf + len, 1, cap - len - 1, f);
+                len += r;
+                if (r == 0)
+                        break;
+        }
+        int bad = ferror(f);
+        fclose(f);
+        if (bad) {
+                free(buf);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: read error", path);
+        }
+        buf[len] = 0;
+        *bufp = buf;
+        *lenp = len;
+        return SC_OK;
+}
+
+static int sc_es_blank(const char *s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+                        return 0;
+        return 1;
+}
+
+/* Decodes every non-blank line of text with dspec into ds. */
+static sc_err_t sc_es_lines(const char *path, const char *text, size_t len,
+                            const sc_decode_spec_t *dspec, const sc_conf_t *conf, sc_dataset_t *ds,
+                            char *errstr, size_t errstr_size)
+{
+        size_t lines = 1, n = 0, numel = dspec->numel;
+        char why[512];
+        for (size_t i = 0; i < len; i++)
+                lines += text[i] == '\n';
+        sc_err_t err =
+            sc_dataset_alloc(ds, lines, conf->model.input, dspec->n_classes, errstr, errstr_size);
+        if (err)
+                return err;
+        size_t lineno = 0;
+        for (const char *p = text, *end = text + len; p < end;) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+                lineno++;
+                if (!sc_es_blank(p, ll)) {
+                        sc_record_t rec = {.value = p, .value_size = ll};
+                        sc_decode_fault_t f = sc_decode_record(dspec, &rec, ds->x + n * numel,
+                                                               ds->y + n, why, sizeof(why));
+                        if (f == SC_DECODE_NOT_NUMERIC && dspec->format == SC_DECODE_CSV &&
+                            n == 0 && lineno == 1) {
+                                /* a header line */
+                        } else if (f != SC_DECODE_OK) {
+                                sc_dataset_free(ds);
+                                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                               "%s:%zu: %s record (%s): %s", path, lineno,
+                                               sc_decode_format_name(dspec->format),
+                                               sc_decode_fault_name(f), why);
+                        } else {
+                                n++;
+                        }
+                }
+                p += ll + 1;
+        }
+        if (n == 0) {
+                sc_dataset_free(ds);
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: no records", path);
+        }
+        ds->n = n;
+        return SC_OK;
+}
+
+static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec, sc_dataset_t *ds,
+                           char *errstr, size_t errstr_size)
+{
+        const sc_conf_eval_t *e = &conf->eval;
+        char *text = NULL;
+        size_t len = 0;
+        sc_err_t err = sc_es_slurp(e->file, &text, &len, errstr, errstr_size);
+        if (err)
+                return err;
+        int format = e->format;
+        if (format == SC_CONF_EVAL_AUTO) {
+                const unsigned char *u = (const unsigned char *)text;
+                int idx = len >= 4 && ((u[0] == 0x1f && u[1] == 0x8b) ||
+                                       (u[0] == 0 && u[1] == 0 && u[2] == 0x08));
+                format = idx                               ? SC_CONF_EVAL_IDX
+                         : dspec->format == SC_DECODE_CSV  ? SC_CONF_EVAL_CSV
+                         : dspec->format == SC_DECODE_JSON ? SC_CONF_EVAL_JSON
+                                                           : -1;
+        }
+        if (format == -1) {
+                free(text);
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.eval.format: %s is not IDX and the decoder's format is raw; "
+                               "set eval.format (csv, json or idx)",
+                               conf->origin, e->file);
+        }
+        if (format == SC_CONF_EVAL_IDX) {
+                free(text);
+                if (!e->labels[0])
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: $.eval.labels: %s is IDX and needs its labels file",
+                                       conf->origin, e->file);
+                err = sc_idx_load_norm(ds, e->file, e->labels, dspec->n_classes, dspec->scale,
+                                       dspec->mean, dspec->std, errstr, errstr_size);
+                if (!err && sc_shape_numel(ds->shape) != dspec->numel) {
+                        err =
+                            sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                    "%s: $.model.input: %zu features, but %s has %zu per image",
+                                    conf->origin, dspec->numel, e->file, sc_shape_numel(ds->shape));
+                        sc_dataset_free(ds);
+                }
+                if (!err)
+                        ds->shape = conf->model.input;
+                return err;
+        }
+        sc_decode_spec_t ls = *dspec;
+        if (format == SC_CONF_EVAL_CSV && ls.format != SC_DECODE_CSV)
+                sc_decode_spec_defaults(&ls, SC_DECODE_CSV);
+        else if (format == SC_CONF_EVAL_JSON && ls.format != SC_DECODE_JSON)
+                sc_decode_spec_defaults(&ls, SC_DECODE_JSON);
+        if (ls.format != dspec->format) {
+                /* another format than the decoder's: its normalization and classes */
+                ls.numel = dspec->numel;
+                ls.n_classes = dspec->n_classes;
+                ls.scale = dspec->scale;
+                ls.mean = dspec->mean;
+                ls.std = dspec->std;
+        }
+        err = sc_es_lines(e->file, text, len, &ls, conf, ds, errstr, errstr_size);
+        free(text);
+        return err;
+}
+
+/* Reads every partition of eval.topic from its start to its end offset as
+ * of now. */
+static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec, sc_dataset_t *ds,
+                            char *errstr, size_t errstr_size)
+{
+        const char *topic = conf->eval.topic;
+        rd_kafka_t *rk = NULL;
+        rd_kafka_topic_partition_list_t *tp = NULL;
+        const struct rd_kafka_metadata *md = NULL;
+        int64_t *hi = NULL, *next = NULL;
+        char why[512];
+        sc_err_t err;
+        if ((err = sc_kafka_reader_new(&rk, (const json_t *)conf->kafka, "scadles-eval-reader",
+                                       NULL, why, sizeof(why))))
+                return sc_errf(err, errstr, errstr_size, "eval topic %s: %s", topic, why);
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+        rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+        rd_kafka_topic_destroy(rkt);
+        if (rerr || md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt < 1) {
+                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: $.eval.topic: %s: %s",
+                              conf->origin, topic,
+                              rd_kafka_err2str(rerr ? rerr
+                                               : md->topic_cnt == 1 && md->topics[0].err
+                                                   ? md->topics[0].err
+                                                   : RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION));
+                goto out;
+        }
+        int np = md->topics[0].partition_cnt;
+        hi = calloc((size_t)np, sizeof(int64_t));
+        next = calloc((size_t)np, sizeof(int64_t));
+        tp = rd_kafka_topic_partition_list_new(np);
+        if (!hi || !next || !tp) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+                goto out;
+        }
+        size_t total = 0;
+        for (int p = 0; p < np; p++) {
+                int32_t id = md->topics[0].partitions[p].id;
+                int64_t lo = 0;
+                if ((rerr = rd_kafka_query_watermark_offsets(rk, topic, id, &lo, &hi[p], 10000))) {
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: end offset: %s",
+                                      topic, (int)id, rd_kafka_err2str(rerr));
+                        goto out;
+                }
+                next[p] = lo;
+                total += (size_t)(hi[p] - lo);
+                if (hi[p] > lo)
+                        rd_kafka_topic_partition_list_add(tp, topic, id)->offset = lo;
+        }
+        if (total == 0) {
+                err = sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                              "%s: $.eval.topic: %s holds no records", conf->origin, topic);
+                goto out;
+        }
+        if ((err = sc_dataset_alloc(ds, total, conf->model.input, dspec->n_classes, errstr,
+                                    errstr_size)))
+                goto out;
+        if ((rerr = rd_kafka_assign(rk, tp))) {
+                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: assign: %s", topic,
+                              rd_kafka_err2str(rerr));
+                goto out;
+        }
+        size_t n = 0, numel = dspec->numel;
+        int left = 0;
+        for (int p = 0; p < np; p++)
+                left += hi[p] > next[p];
+        int waited = 0;
+        while (left > 0) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+                if (!m) {
+                        if ((waited += 100) >= SC_ES_TOPIC_TIMEOUT_MS) {
+                                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                              "%s: %zu of %zu records read in %d s", topic, n,
+                                              total, SC_ES_TOPIC_TIMEOUT_MS / 1000);
+                                goto out;
+                        }
+                        continue;
+                }
+                waited = 0;
+                if (m->err) {
+                        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: %s", topic,
+                                              rd_kafka_message_errstr(m));
+                                rd_kafka_message_destroy(m);
+                                goto out;
+                        }
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                int p = 0;
+                while (p < np && md->topics[0].partitions[p].id != m->partition)
+                        p++;
+                if (p == np || m->offset >= hi[p] || m->offset < next[p]) {
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                sc_decode_header_t hd[32];
+                size_t nh = 0;
+                rd_kafka_headers_t *hdrs = NULL;
+                if (!rd_kafka_message_headers(m, &hdrs))
+                        for (size_t i = 0; nh < 32; i++) {
+                                const char *name;
+                                const void *val;
+                                size_t sz;
+                                if (rd_kafka_header_get_all(hdrs, i, &name, &val, &sz))
+                                        break;
+                                hd[nh++] = (sc_decode_header_t){name, val, sz};
+                        }
+                sc_record_t rec = {.key = m->key,
+                                   .key_size = m->key_len,
+                                   .value = m->payload,
+                                   .value_size = m->len,
+                                   .headers = hd,
+                                   .n_headers = nh};
+                sc_decode_fault_t f =
+                    sc_decode_record(dspec, &rec, ds->x + n * numel, ds->y + n, why, sizeof(why));
+                if (f != SC_DECODE_OK) {
+                        err = sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                      "%s [%d] offset %lld: %s record (%s): %s", topic,
+                                      (int)m->partition, (long long)m->offset,
+                                      sc_decode_format_name(dspec->format), sc_decode_fault_name(f),
+                                      why);
+                        rd_kafka_message_destroy(m);
+                        goto out;
+                }
+                n++;
+                next[p] = m->offset + 1;
+                if (next[p] >= hi[p])
+                        left--;
+                rd_kafka_message_destroy(m);
+        }
+        ds->n = n;
+out:
+        if (err)
+                sc_dataset_free(ds);
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_partition_list_destroy(tp);
+        free(hi);
+        free(next);
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return err;
+}
+
+sc_err_t sc_eval_set_load(const sc_conf_t *conf, int n_classes, sc_dataset_t *ds, char *errstr,
+                          size_t errstr_size)
+{
+        char why[512];
+        size_t numel = sc_shape_numel(conf->model.input);
+        memset(ds, 0, sizeof(*ds));
+        if (!sc_eval_set_configured(conf)) {
+                if (strcmp(conf->data.source, "fashion-mnist"))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: $.eval: no held-out set (set eval.file or eval.topic; "
+                                       "data.source %s has no test file)",
+                                       conf->origin, conf->data.source);
+                if (sc_fmnist_load(conf->data.dir, NULL, ds, why, sizeof(why)))
+                        return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                       "Fashion-MNIST test set: %s (set eval.file or eval.topic "
+                                       "for another held-out set)",
+                                       why);
+                if (sc_dataset_normalize(ds, (float)conf->data.mean, (float)conf->data.std, why,
+                                         sizeof(why)) ||
+                    sc_shape_numel(ds->shape) != numel || ds->n_classes != n_classes) {
+                        sc_err_t e =
+                            sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                    "%s: $.model: does not fit the Fashion-MNIST test "
+                                    "set (%zu features, %d classes); set eval.file or "
+                                    "eval.topic for a held-out set of your own",
+                                    conf->origin, sc_shape_numel(ds->shape), ds->n_classes);
+                        sc_dataset_free(ds);
+                        return e;
+                }
+                return SC_OK;
+        }
+        sc_decode_spec_t dspec;
+        sc_eval_set_decoder(conf, numel, n_classes, &dspec);
+        if (sc_decode_spec_check(&dspec, why, sizeof(why)))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: $.eval: %s", conf->origin,
+                               why);
+        if (conf->eval.file[0])
+                return sc_es_file(conf, &dspec, ds, errstr, errstr_size);
+        return sc_es_topic(conf, &dspec, ds, errstr, errstr_size);
+}

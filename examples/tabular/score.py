@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""score.py — scores a scadles checkpoint of the tabular example's MLP
+(dense 8 -> 32, relu, dense 32 -> 4; examples/tabular/*.json) on a CSV file
+of "f0,...,f7,label" lines, reading the file by the layout docs/MODEL.md
+documents, with the standard library only. Prints "test accuracy: A (hits/n)"
+like `scadles eval`.
+
+usage: score.py CKPT EVAL.csv [--mean 50] [--std 20]
+"""
+import argparse
+import struct
+
+
+def read_params(path):
+    b = open(path, "rb").read()
+    if b[:4] != b"SCCK":
+        raise SystemExit("%s: not a scadles checkpoint" % path)
+    off = 12 + 4 * 8 + 8                       # magic, version, flags; counters; batch
+    c, h, w, loss, n_layers = struct.unpack_from("<iiiII", b, off)
+    off += 20
+    kinds = [struct.unpack_from("<Ii", b, off + 32 * i) for i in range(n_layers)]
+    if (c * h * w, [k[0] for k in kinds]) != (8, [0, 3, 0]) or kinds[0][1] != 32 or kinds[2][1] != 4:
+        raise SystemExit("%s: not the example's MLP 8-32-4" % path)
+    off += 32 * n_layers
+    nparams, = struct.unpack_from("<Q", b, off)
+    return struct.unpack_from("<%df" % nparams, b, off + 8)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("ckpt")
+    ap.add_argument("eval_csv")
+    ap.add_argument("--mean", type=float, default=50)
+    ap.add_argument("--std", type=float, default=20)
+    a = ap.parse_args()
+    p = read_params(a.ckpt)
+    w1, b1, w2, b2 = p[0:256], p[256:288], p[288:416], p[416:420]   # (32, 8) (32) (4, 32) (4)
+    hits = n = 0
+    for line in open(a.eval_csv):
+        v = line.strip().split(",")
+        try:
+            v = [float(t) for t in v]
+        except ValueError:
+            continue                                  # the header line
+        x = [(t - a.mean) / a.std for t in v[:8]]
+        hid = [max(0.0, sum(w1[o * 8 + k] * x[k] for k in range(8)) + b1[o]) for o in range(32)]
+        z = [sum(w2[o * 32 + k] * hid[k] for k in range(32)) + b2[o] for o in range(4)]
+        hits += z.index(max(z)) == int(v[8])
+        n += 1
+    print("test accuracy: %.4f (%d/%d)" % (hits / n, hits, n))
+
+
+if __name__ == "__main__":
+    main()

@@ -96,8 +96,10 @@ refused bad-aggregator "$auth" "$SCADLES" aggregator -c "$tmp/bad.json" --bootst
 refused bad-ca "$auth.*(SSL|certificate)" "$SCADLES" worker -c "$tmp/badca.json" --bootstrap "$bs" --id 0 --idle-exit 5
 if [ -e "$root/$BUILD/libscadles.so" ]; then
 	mapfile -t bx < <(plugin_args "$tmp/bad-sec.json")
-	refused bad-plugin "$auth" kcat -C -b "$bs" -F "$KAFKA_DIR/client.properties" -t "$run.d.0" -o beginning \
+	# kcat -G: a group consumer, which exits non-zero on the fatal error the
+	# plugin raises when its worker cannot start (docs/PLUGIN.md).
+	refused bad-plugin "$auth" kcat -C -G "$run-badplugin" -b "$bs" -F "$KAFKA_DIR/client.properties" -o beginning \
 		-c 1500 -q -f '' -X plugin.library.paths=libscadles -X "scadles.config=$tmp/p.json" \
-		-X scadles.distributed=true -X scadles.worker.id=0 "${bx[@]}"
+		-X scadles.distributed=true -X scadles.worker.id=0 "${bx[@]}" "$run.d.0"
 fi
 echo "kafka_sasl_ssl: ok"

@@ -8,22 +8,47 @@
 
 #include "cmd.h"
 
-int sc_cli_conf_path(const char *cmd, const char *path, char *const *sets, int n_sets,
-                     const char *bootstrap, const char *bootstrap_file, sc_conf_t *conf)
+int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg)
+{
+        switch (c) {
+        case 'c':
+                co->config = arg;
+                return 1;
+        case 's':
+                if (co->n_sets == SC_CLI_MAX_SETS) {
+                        fprintf(stderr, "scadles %s: more than %d --set options\n", cmd,
+                                SC_CLI_MAX_SETS);
+                        return -1;
+                }
+                co->sets[co->n_sets++] = arg;
+                return 1;
+        case 'b':
+                co->bootstrap = arg;
+                return 1;
+        case 'B':
+                co->bootstrap_file = arg;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+int sc_cli_conf_load(const char *cmd, sc_conf_t *conf, const sc_cli_conf_opts_t *co)
 {
         char err[1024], line[1200], buf[1024];
-        if (sc_conf_load(conf, path, err, sizeof(err))) {
+        const char *bootstrap = co->bootstrap;
+        if (sc_conf_load(conf, co->config, err, sizeof(err))) {
                 fprintf(stderr, "scadles %s: %s\n", cmd, err);
                 return 2;
         }
-        for (int i = 0; i < n_sets; i++)
-                if (sc_conf_set(conf, sets[i], err, sizeof(err)))
+        for (int i = 0; i < co->n_sets; i++)
+                if (sc_conf_set(conf, co->sets[i], err, sizeof(err)))
                         goto bad_set;
-        if (bootstrap_file) {
-                FILE *f = fopen(bootstrap_file, "r");
+        if (co->bootstrap_file) {
+                FILE *f = fopen(co->bootstrap_file, "r");
                 if (!f || !fgets(buf, sizeof(buf), f)) {
                         fprintf(stderr, "scadles %s: --bootstrap-file %s: %s\n", cmd,
-                                bootstrap_file, f ? "empty" : strerror(errno));
+                                co->bootstrap_file, f ? "empty" : strerror(errno));
                         if (f)
                                 fclose(f);
                         sc_conf_free(conf);

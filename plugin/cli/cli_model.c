@@ -9,23 +9,6 @@
 #include "cmd.h"
 #include "sc_ckpt.h"
 
-int sc_cli_conf_file(const char *cmd, sc_conf_t *conf, const char *path, char **sets, int n_sets)
-{
-        char err[1024];
-        if (sc_conf_load(conf, path, err, sizeof(err))) {
-                fprintf(stderr, "scadles %s: %s\n", cmd, err);
-                return 2;
-        }
-        for (int i = 0; i < n_sets; i++) {
-                if (sc_conf_set(conf, sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles %s: %s\n", cmd, err);
-                        sc_conf_free(conf);
-                        return 2;
-                }
-        }
-        return 0;
-}
-
 int sc_cli_model_load(const char *cmd, sc_conf_t *conf, const char *ckpt, sc_model_t **modelp)
 {
         char err[1024];

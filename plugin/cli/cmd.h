@@ -45,9 +45,6 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
 
 /* cli_model.c. Each prints its own error as "scadles <cmd>: ..." and returns
  * an exit code (0 ok, 1 runtime failure, 2 usage or configuration error). */
-/* Loads path into conf and applies the --set overrides; conf needs
- * sc_conf_free() only after a 0 return. */
-int sc_cli_conf_file(const char *cmd, sc_conf_t *conf, const char *path, char **sets, int n_sets);
 /* Builds conf's model and loads the checkpoint ckpt into it (parameters and
  * batchnorm statistics; a warning when the checkpoint has none). *modelp is
  * the caller's on 0, NULL otherwise. */
@@ -65,18 +62,13 @@ int sc_cli_write_predictions(const char *cmd, sc_model_t *model, const float *x,
 extern volatile int sc_cli_quiet;
 void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg);
 
-/* The end of a getopt_long loop run with opterr = 0 and a leading ':':
- * prints that option c (':' = its value is missing, else unknown) of argv
- * is wrong, then the usage, to stderr; returns 2 (the exit code). */
-int sc_cli_bad_option(const char *cmd, int c, char **argv, void (*usage)(FILE *));
-
-struct sc_conf;
+/* cli_conf.c: the options every command shares. */
 
 #define SC_CLI_MAX_SETS 64
 
-/* The configuration options the Kafka commands share: -c/--config FILE,
- * -s/--set KEY=VALUE (repeatable, applied in order), -b/--bootstrap ADDR,
- * -B/--bootstrap-file FILE. */
+/* The configuration options: -c/--config FILE, -s/--set KEY=VALUE
+ * (repeatable, applied in order), and for the commands that reach a broker
+ * -b/--bootstrap ADDR and -B/--bootstrap-file FILE. */
 typedef struct sc_cli_conf_opts {
         const char *config, *bootstrap, *bootstrap_file;
         char *sets[SC_CLI_MAX_SETS];
@@ -88,18 +80,11 @@ typedef struct sc_cli_conf_opts {
  * "scadles <cmd>: ..." (too many --set). */
 int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg);
 
-/* Loads co->config, applies the --set overrides in order, then
+/* Loads co->config into conf, applies the --set overrides in order, then
  * kafka.bootstrap.servers from --bootstrap or from the first line of the
- * --bootstrap-file. Prints "scadles <cmd>: <error>" and returns 2 on error,
- * 0 on success. */
-int sc_cli_conf_load(const char *cmd, struct sc_conf *conf, const sc_cli_conf_opts_t *co);
-
-/* Loads path into conf, applies the n_sets "KEY=VALUE" overrides, then
- * kafka.bootstrap.servers from bootstrap_file's first line or bootstrap
- * (either may be NULL). Prints "scadles <cmd>: ..." on error and returns 2
- * (conf freed), else 0. */
-int sc_cli_conf_path(const char *cmd, const char *path, char *const *sets, int n_sets,
-                     const char *bootstrap, const char *bootstrap_file, sc_conf_t *conf);
+ * --bootstrap-file. Prints "scadles <cmd>: <error>" and returns 2 on error
+ * (conf freed; a second sc_conf_free is harmless), else 0. */
+int sc_cli_conf_load(const char *cmd, sc_conf_t *conf, const sc_cli_conf_opts_t *co);
 /* getopt's remaining cases after a command's own options ('h' or ':' /
  * '?' for an option it does not know): prints usage (stdout for 'h') or
  * "scadles <cmd>: ..." and the usage on stderr; returns 0 for 'h', else 2. */

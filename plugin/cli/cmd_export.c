@@ -13,8 +13,6 @@
 #include "sc_nn.h"
 #include "sc_onnx.h"
 
-#define SC_EXPORT_MAX_SETS 64
-
 static void sc_export_usage(FILE *out)
 {
         fprintf(out,
@@ -134,9 +132,8 @@ static int sc_export_norm(const sc_conf_t *conf, const char *from, sc_onnx_norm_
 }
 
 typedef struct sc_export_opts {
-        const char *config, *checkpoint, *onnx, *normalize;
-        char *sets[SC_EXPORT_MAX_SETS];
-        int n_sets;
+        sc_cli_conf_opts_t co;
+        const char *checkpoint, *onnx, *normalize;
 } sc_export_opts_t;
 
 /* Parses the options; returns -1 to go on, else an exit code. */
@@ -158,10 +155,12 @@ static int sc_export_args(int argc, char **argv, sc_export_opts_t *o)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":c:k:o:n:s:h", longopts, NULL)) != -1) {
+                int taken = sc_cli_conf_opt("export", &o->co, c, optarg);
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
                 switch (c) {
-                case 'c':
-                        o->config = optarg;
-                        break;
                 case 'k':
                         o->checkpoint = optarg;
                         break;
@@ -171,37 +170,15 @@ static int sc_export_args(int argc, char **argv, sc_export_opts_t *o)
                 case 'n':
                         o->normalize = optarg;
                         break;
-                case 's':
-                        if (o->n_sets == SC_EXPORT_MAX_SETS) {
-                                fprintf(stderr, "scadles export: more than %d --set options\n",
-                                        SC_EXPORT_MAX_SETS);
-                                return 2;
-                        }
-                        o->sets[o->n_sets++] = optarg;
-                        break;
-                case 'h':
-                        sc_export_usage(stdout);
-                        return 0;
-                case ':':
-                        fprintf(stderr, "scadles export: option %s needs a value\n\n",
-                                argv[optind - 1]);
-                        sc_export_usage(stderr);
-                        return 2;
                 default:
-                        fprintf(stderr, "scadles export: unknown option '%s'\n\n",
-                                argv[optind - 1]);
-                        sc_export_usage(stderr);
-                        return 2;
+                        return sc_cli_opt_other("export", c, argv, sc_export_usage);
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "scadles export: unexpected argument '%s'\n\n", argv[optind]);
-                sc_export_usage(stderr);
+        if (sc_cli_no_operands("export", argc, argv, sc_export_usage))
                 return 2;
-        }
-        if (!o->config || !o->checkpoint || !o->onnx) {
+        if (!o->co.config || !o->checkpoint || !o->onnx) {
                 fprintf(stderr, "scadles export: %s is required\n\n",
-                        !o->config       ? "-c CONFIG"
+                        !o->co.config    ? "-c CONFIG"
                         : !o->checkpoint ? "--checkpoint CKPT"
                                          : "--onnx OUT");
                 sc_export_usage(stderr);
@@ -222,7 +199,7 @@ int sc_cmd_export(int argc, char **argv)
 
         if ((rc = sc_export_args(argc, argv, &o)) >= 0)
                 return rc;
-        if ((rc = sc_cli_conf_file("export", &conf, o.config, o.sets, o.n_sets)))
+        if ((rc = sc_cli_conf_load("export", &conf, &o.co)))
                 return rc;
         if ((rc = sc_export_norm(&conf, o.normalize, &oo.norm, what, sizeof(what))))
                 goto out;

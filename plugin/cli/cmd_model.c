@@ -12,8 +12,6 @@
 #include "sc_model_out.h"
 #include "sc_nn.h"
 
-#define SC_MODEL_MAX_SETS 64
-
 static void sc_model_usage(FILE *out)
 {
         fprintf(out,
@@ -44,9 +42,8 @@ static void sc_model_usage(FILE *out)
 }
 
 typedef struct sc_pull_opts {
-        const char *config, *bootstrap, *bootstrap_file, *output;
-        char *sets[SC_MODEL_MAX_SETS];
-        int n_sets;
+        sc_cli_conf_opts_t co;
+        const char *output;
         double timeout;
 } sc_pull_opts_t;
 
@@ -68,26 +65,14 @@ static int sc_pull_args(int argc, char **argv, sc_pull_opts_t *o)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":c:b:B:o:s:t:h", longopts, NULL)) != -1) {
+                int taken = sc_cli_conf_opt("model pull", &o->co, c, optarg);
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
                 switch (c) {
-                case 'c':
-                        o->config = optarg;
-                        break;
-                case 'b':
-                        o->bootstrap = optarg;
-                        break;
-                case 'B':
-                        o->bootstrap_file = optarg;
-                        break;
                 case 'o':
                         o->output = optarg;
-                        break;
-                case 's':
-                        if (o->n_sets == SC_MODEL_MAX_SETS) {
-                                fprintf(stderr, "scadles model pull: more than %d --set options\n",
-                                        SC_MODEL_MAX_SETS);
-                                return 2;
-                        }
-                        o->sets[o->n_sets++] = optarg;
                         break;
                 case 't':
                         if (sc_cli_number("model pull", "--timeout", optarg, &o->timeout))
@@ -99,7 +84,7 @@ static int sc_pull_args(int argc, char **argv, sc_pull_opts_t *o)
         }
         if (sc_cli_no_operands("model pull", argc, argv, sc_model_usage))
                 return 2;
-        if (!o->config || !o->output || (!o->bootstrap && !o->bootstrap_file)) {
+        if (!o->co.config || !o->output || (!o->co.bootstrap && !o->co.bootstrap_file)) {
                 fprintf(stderr, "scadles model pull: -c, -o and one of -b / -B are required\n\n");
                 sc_model_usage(stderr);
                 return 2;
@@ -119,8 +104,7 @@ static int sc_model_pull(int argc, char **argv)
         if ((rc = sc_pull_args(argc, argv, &o)) >= 0)
                 return rc;
         sc_conf_defaults(&conf);
-        if ((rc = sc_cli_conf_path("model pull", o.config, o.sets, o.n_sets, o.bootstrap,
-                                   o.bootstrap_file, &conf)))
+        if ((rc = sc_cli_conf_load("model pull", &conf, &o.co)))
                 return rc;
         rc = 2;
         if (sc_model_new(&model, &conf.model, err, sizeof(err))) {

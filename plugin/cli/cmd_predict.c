@@ -156,25 +156,18 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
                 case 'q':
                         o->quiet = 1;
                         break;
-                case 'h':
-                        sc_pcli_usage(stdout);
-                        return 0;
                 default:
-                        return sc_cli_bad_option("predict", c, argv, sc_pcli_usage);
+                        return sc_cli_opt_other("predict", c, argv, sc_pcli_usage);
                 }
         }
-        const char *missing = optind < argc   ? NULL
-                              : !o->co.config ? "-c CONFIG"
-                              : !o->in        ? "--in TOPIC|^REGEX"
-                              : !o->out       ? "--out TOPIC"
+        if (sc_cli_no_operands("predict", argc, argv, sc_pcli_usage))
+                return 2;
+        const char *missing = !o->co.config ? "-c CONFIG"
+                              : !o->in      ? "--in TOPIC|^REGEX"
+                              : !o->out     ? "--out TOPIC"
                               : !o->checkpoint && !o->follow_job
                                   ? "--checkpoint CKPT or --follow-job"
                                   : NULL;
-        if (optind < argc) {
-                fprintf(stderr, "scadles predict: unexpected argument '%s'\n\n", argv[optind]);
-                sc_pcli_usage(stderr);
-                return 2;
-        }
         if (missing) {
                 fprintf(stderr, "scadles predict: %s is required\n\n", missing);
                 sc_pcli_usage(stderr);

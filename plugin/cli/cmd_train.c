@@ -18,7 +18,6 @@
 #include "sc_optim.h"
 #include "sc_rng.h"
 
-#define SC_TRAIN_MAX_SETS 64
 #define SC_EVAL_BATCH 500
 
 /* rng streams split from the run seed: per epoch (shuffle) and per step
@@ -46,13 +45,11 @@ static void sc_run_free(sc_run_t *run)
                 sc_conf_free(&run->conf);
 }
 
-/* Loads the configuration, applies overrides and the bootstrap address
- * (either may be NULL); returns an exit code. */
-static int sc_run_conf(sc_run_t *run, const char *path, char **sets, int n_sets,
-                       const char *bootstrap, const char *bootstrap_file)
+/* Loads the configuration, applies overrides and the bootstrap address;
+ * returns an exit code. */
+static int sc_run_conf(sc_run_t *run, const sc_cli_conf_opts_t *co)
 {
-        int rc =
-            sc_cli_conf_path(run->cmd, path, sets, n_sets, bootstrap, bootstrap_file, &run->conf);
+        int rc = sc_cli_conf_load(run->cmd, &run->conf, co);
         run->have_conf = rc == 0;
         return rc;
 }
@@ -304,9 +301,8 @@ static void sc_eval_usage(FILE *out)
 }
 
 typedef struct sc_train_opts {
-        const char *config, *resume, *checkpoint, *predictions, *bootstrap, *bootstrap_file;
-        char *sets[SC_TRAIN_MAX_SETS];
-        int n_sets;
+        sc_cli_conf_opts_t co;
+        const char *resume, *checkpoint, *predictions;
         int epochs; /* 0 = from the configuration */
 } sc_train_opts_t;
 
@@ -335,24 +331,12 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
         opterr = 0;
         while ((c = getopt_long(argc, argv, eval ? ":c:s:k:p:b:B:h" : ":c:s:e:r:b:B:h", longopts,
                                 NULL)) != -1) {
+                int taken = sc_cli_conf_opt(name, &o->co, c, optarg);
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
                 switch (c) {
-                case 'c':
-                        o->config = optarg;
-                        break;
-                case 'b':
-                        o->bootstrap = optarg;
-                        break;
-                case 'B':
-                        o->bootstrap_file = optarg;
-                        break;
-                case 's':
-                        if (o->n_sets == SC_TRAIN_MAX_SETS) {
-                                fprintf(stderr, "scadles %s: more than %d --set options\n", name,
-                                        SC_TRAIN_MAX_SETS);
-                                return 2;
-                        }
-                        o->sets[o->n_sets++] = optarg;
-                        break;
                 case 'e':
                         if (eval)
                                 goto bad_option;
@@ -380,30 +364,23 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
                                 goto bad_option;
                         o->predictions = optarg;
                         break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                case ':':
-                        fprintf(stderr, "scadles %s: option %s needs a value\n\n", name,
-                                argv[optind - 1]);
-                        usage(stderr);
-                        return 2;
                 default:
-                bad_option:
-                        fprintf(stderr, "scadles %s: unknown option '%s'\n\n", name,
-                                argv[optind - 1]);
-                        usage(stderr);
-                        return 2;
+                        return sc_cli_opt_other(name, c, argv, usage);
                 }
-        }
-        if (optind < argc) {
-                fprintf(stderr, "scadles %s: unexpected argument '%s'\n\n", name, argv[optind]);
+                continue;
+        bad_option: /* an option of the other command (train / eval) */
+                for (const struct option *lo = longopts; lo->name; lo++)
+                        if (lo->val == c)
+                                fprintf(stderr, "scadles %s: --%s is not an option of %s\n\n", name,
+                                        lo->name, name);
                 usage(stderr);
                 return 2;
         }
-        if (!o->config || (eval && !o->checkpoint)) {
+        if (sc_cli_no_operands(name, argc, argv, usage))
+                return 2;
+        if (!o->co.config || (eval && !o->checkpoint)) {
                 fprintf(stderr, "scadles %s: %s is required\n\n", name,
-                        !o->config ? "-c CONFIG" : "--checkpoint CKPT");
+                        !o->co.config ? "-c CONFIG" : "--checkpoint CKPT");
                 usage(stderr);
                 return 2;
         }
@@ -564,7 +541,7 @@ int sc_cmd_train(int argc, char **argv)
         if ((rc = sc_train_args(argc, argv, &o, 0)) >= 0)
                 return rc;
         sc_cli_signals();
-        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets, o.bootstrap, o.bootstrap_file)))
+        if ((rc = sc_run_conf(&run, &o.co)))
                 goto out;
         sc_conf_t *conf = &run.conf;
         if (o.epochs)
@@ -657,9 +634,8 @@ int sc_cmd_eval(int argc, char **argv)
         run.cmd = "eval";
         if ((rc = sc_train_args(argc, argv, &o, 1)) >= 0)
                 return rc;
-        if ((rc = sc_run_conf(&run, o.config, o.sets, o.n_sets, o.bootstrap, o.bootstrap_file)) ||
-            (rc = sc_run_data(&run, 0)) || (rc = sc_run_model(&run)) ||
-            (rc = sc_run_eval_set(&run)))
+        if ((rc = sc_run_conf(&run, &o.co)) || (rc = sc_run_data(&run, 0)) ||
+            (rc = sc_run_model(&run)) || (rc = sc_run_eval_set(&run)))
                 goto out;
         int has_state = 0;
         sc_err_t e =

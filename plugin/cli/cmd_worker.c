@@ -162,11 +162,8 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                 case 'q':
                         o->quiet = 1;
                         break;
-                case 'h':
-                        sc_wcli_usage(stdout);
-                        return 0;
                 default:
-                        return sc_cli_bad_option("worker", c, argv, sc_wcli_usage);
+                        return sc_cli_opt_other("worker", c, argv, sc_wcli_usage);
                 }
         }
         if (sc_cli_no_operands("worker", argc, argv, sc_wcli_usage))

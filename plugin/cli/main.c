@@ -68,16 +68,6 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out)
         return 0;
 }
 
-int sc_cli_bad_option(const char *cmd, int c, char **argv, void (*usage)(FILE *))
-{
-        if (c == ':')
-                fprintf(stderr, "scadles %s: option %s needs a value\n\n", cmd, argv[optind - 1]);
-        else
-                fprintf(stderr, "scadles %s: unknown option '%s'\n\n", cmd, argv[optind - 1]);
-        usage(stderr);
-        return 2;
-}
-
 volatile int sc_cli_quiet;
 
 void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg)
@@ -85,68 +75,6 @@ void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name
         if (level > 5 || (level > 4 && sc_cli_quiet) || !strcmp(fac, "CONFWARN"))
                 return;
         fprintf(stderr, "scadles %s: kafka: %s: %s: %s\n", (const char *)opaque, name, fac, msg);
-}
-
-int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg)
-{
-        switch (c) {
-        case 'c':
-                co->config = arg;
-                return 1;
-        case 's':
-                if (co->n_sets == SC_CLI_MAX_SETS) {
-                        fprintf(stderr, "scadles %s: more than %d --set options\n", cmd,
-                                SC_CLI_MAX_SETS);
-                        return -1;
-                }
-                co->sets[co->n_sets++] = arg;
-                return 1;
-        case 'b':
-                co->bootstrap = arg;
-                return 1;
-        case 'B':
-                co->bootstrap_file = arg;
-                return 1;
-        default:
-                return 0;
-        }
-}
-
-int sc_cli_conf_load(const char *cmd, sc_conf_t *conf, const sc_cli_conf_opts_t *co)
-{
-        char err[1024], line[1200], buf[1024];
-        const char *bs = co->bootstrap, *bootstrap_file = co->bootstrap_file;
-
-        if (sc_conf_load(conf, co->config, err, sizeof(err))) {
-                fprintf(stderr, "scadles %s: %s\n", cmd, err);
-                return 2;
-        }
-        for (int i = 0; i < co->n_sets; i++)
-                if (sc_conf_set(conf, co->sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles %s: %s\n", cmd, err);
-                        return 2;
-                }
-        if (bootstrap_file) {
-                FILE *f = fopen(bootstrap_file, "r");
-                if (!f || !fgets(buf, sizeof(buf), f)) {
-                        fprintf(stderr, "scadles %s: --bootstrap-file %s: %s\n", cmd,
-                                bootstrap_file, f ? "empty" : strerror(errno));
-                        if (f)
-                                fclose(f);
-                        return 2;
-                }
-                fclose(f);
-                buf[strcspn(buf, "\r\n")] = '\0';
-                bs = buf;
-        }
-        if (bs) {
-                snprintf(line, sizeof(line), "kafka.bootstrap.servers=%s", bs);
-                if (sc_conf_set(conf, line, err, sizeof(err))) {
-                        fprintf(stderr, "scadles %s: %s\n", cmd, err);
-                        return 2;
-                }
-        }
-        return 0;
 }
 
 static void sc_usage(FILE *out)

@@ -418,10 +418,9 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         sc_agg_shard_t *s;
         char why[512];
         sc_wire_msg_t wm;
-        sc_codec_info_t info;
         sc_apply_result_t res;
         sc_err_t err;
-        size_t len, nnz = 0;
+        size_t len;
 
         if (p < 0 || p >= agg->nshards || !(s = &agg->shards[p])->held || msg->offset < s->next ||
             s->parked)
@@ -449,32 +448,9 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
                 sc_agg_reject(agg, SC_REJ_SHARD, topic, p, msg->offset, why);
                 return;
         }
-        if ((err = sc_codec_payload_info(wu->payload, wu->payload_len, &info, why, sizeof(why))) ||
-            info.n != len) {
-                if (!err)
-                        snprintf(why, sizeof(why), "payload of %u floats, shard has %zu", info.n,
-                                 len);
-                sc_agg_reject(agg, SC_REJ_PAYLOAD, topic, p, msg->offset, why);
-                return;
-        }
-        sc_update_t u = {.worker = wu->worker,
-                         .seq = wu->seq,
-                         .t_read = wu->t_read,
-                         .samples = wu->samples,
-                         .kind = (sc_update_kind_t)wu->kind,
-                         .n = len};
-        if (info.format == SC_CODEC_FMT_SPARSE) {
-                err = sc_codec_decode_sparse(wu->payload, wu->payload_len, agg->idx, agg->val, len,
-                                             &nnz, why, sizeof(why));
-                u.indices = agg->idx;
-                u.values = agg->val;
-                u.count = nnz;
-        } else {
-                memset(agg->dense, 0, len * sizeof(float));
-                err = sc_codec_decode_add(wu->payload, wu->payload_len, agg->dense, len, 1.0f, why,
-                                          sizeof(why));
-                u.values = agg->dense;
-        }
+        sc_update_t u;
+        err =
+            sc_server_update_decode(wu, len, agg->idx, agg->val, agg->dense, &u, why, sizeof(why));
         if (err) {
                 sc_agg_reject(agg, SC_REJ_PAYLOAD, topic, p, msg->offset, why);
                 return;

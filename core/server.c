@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_codec.h"
 #include "sc_crc32c.h"
 #include "sc_server.h"
+#include "sc_wire.h"
 #include "sync/sync_impl.h"
 
 #define SC_SNAP_MAGIC 0x56535353u /* "SSSV" */
@@ -306,6 +308,37 @@ static sc_err_t sc_server_check(const sc_server_t *srv, const sc_update_t *u, ch
                                srv->spec.shard, u->worker, (unsigned long long)u->seq,
                                (unsigned long long)u->t_read, (unsigned long long)srv->version);
         return SC_OK;
+}
+
+sc_err_t sc_server_update_decode(const sc_wire_update_t *wu, size_t n, uint32_t *idx, float *val,
+                                 float *dense, sc_update_t *u, char *errstr, size_t errstr_size)
+{
+        sc_codec_info_t info;
+        size_t nnz = 0;
+        sc_err_t err;
+        if ((err = sc_codec_payload_info(wu->payload, wu->payload_len, &info, errstr, errstr_size)))
+                return err;
+        if (info.n != n)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "payload of %u floats, shard has %zu", info.n, n);
+        *u = (sc_update_t){.worker = wu->worker,
+                           .seq = wu->seq,
+                           .t_read = wu->t_read,
+                           .samples = wu->samples,
+                           .kind = (sc_update_kind_t)wu->kind,
+                           .n = n};
+        if (info.format == SC_CODEC_FMT_SPARSE) {
+                err = sc_codec_decode_sparse(wu->payload, wu->payload_len, idx, val, n, &nnz,
+                                             errstr, errstr_size);
+                u->indices = idx;
+                u->values = val;
+                u->count = nnz;
+                return err;
+        }
+        memset(dense, 0, n * sizeof(float));
+        u->values = dense;
+        return sc_codec_decode_add(wu->payload, wu->payload_len, dense, n, 1.0f, errstr,
+                                   errstr_size);
 }
 
 sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result_t *res,

@@ -15,13 +15,6 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 10
-# Known: a sparse index block claiming 2^32 - 1 indices of bit width 0 costs
-# seconds of CPU before the value bytes are checked (issue 15, being fixed in
-# core/codec/sparse.c); until then the codec target skips such counts while
-# fuzzing and its replay of fuzz/regress/fuzz_codec/sparse-index-walk-cpu
-# tolerates the seconds. Drop this line and the skip (fuzz/fuzz_codec.c)
-# once the decoder bounds its work by the bytes present.
-export FUZZ_TIMEOUT_codec ?= 90
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS   = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g \
 		-fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP \

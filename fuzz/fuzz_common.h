@@ -64,27 +64,6 @@ static inline void sc_fuzz_fix_trailer(uint8_t *p, size_t len)
                 sc_fuzz_wr32(p + len - 4, sc_crc32c(0, p, len - 4));
 }
 
-/* Known (issue 15): a sparse index block's count is walked before the bytes
- * behind it are checked, so a 20-byte payload claiming 2^32 - 1 indices
- * costs seconds. While fuzzing, counts above 2^20 are skipped so a run finds
- * other faults; fuzz-run replays fuzz/regress/ with SC_FUZZ_REPLAY=1, which
- * keeps them (fuzz/regress/fuzz_codec/sparse-index-walk-cpu). Remove both
- * helpers once the decoder bounds its work by the bytes present. */
-static inline int sc_fuzz_count_slow(uint32_t k)
-{
-        static int replay = -1;
-        if (replay < 0)
-                replay = getenv("SC_FUZZ_REPLAY") != NULL;
-        return !replay && k > (1u << 20);
-}
-
-/* The same for a codec payload (u8 id, u8 format 1 = sparse, u16, u32 n,
- * u32 k, ...). */
-static inline int sc_fuzz_payload_slow(const uint8_t *p, size_t len)
-{
-        return len >= 12 && p[1] == 1 && sc_fuzz_count_slow(sc_fuzz_rd32(p + 8));
-}
-
 /* Writes n bytes to DIR/name; exits on failure (seed generation only). */
 static inline void sc_fuzz_seed(const char *dir, const char *name, const void *data, size_t n)
 {

@@ -36,35 +36,12 @@ static void sc_fuzz_update(sc_server_t *srv, uint8_t sel, const sc_wire_update_t
 {
         static uint32_t idx[SC_FUZZ_SHARD];
         static float val[SC_FUZZ_SHARD], dense[SC_FUZZ_SHARD];
-        sc_codec_info_t info;
         sc_apply_result_t res;
-        size_t nnz = 0;
+        sc_update_t u;
         char why[256];
 
-        if (sc_fuzz_payload_slow(wu->payload, wu->payload_len) ||
-            sc_codec_payload_info(wu->payload, wu->payload_len, &info, why, sizeof(why)) ||
-            info.n != SC_FUZZ_SHARD)
+        if (sc_server_update_decode(wu, SC_FUZZ_SHARD, idx, val, dense, &u, why, sizeof(why)))
                 return;
-        sc_update_t u = {.worker = wu->worker,
-                         .seq = wu->seq,
-                         .t_read = wu->t_read,
-                         .samples = wu->samples,
-                         .kind = (sc_update_kind_t)wu->kind,
-                         .n = SC_FUZZ_SHARD};
-        if (info.format == SC_CODEC_FMT_SPARSE) {
-                if (sc_codec_decode_sparse(wu->payload, wu->payload_len, idx, val, SC_FUZZ_SHARD,
-                                           &nnz, why, sizeof(why)))
-                        return;
-                u.indices = idx;
-                u.values = val;
-                u.count = nnz;
-        } else {
-                memset(dense, 0, sizeof(dense));
-                if (sc_codec_decode_add(wu->payload, wu->payload_len, dense, SC_FUZZ_SHARD, 1.0f,
-                                        why, sizeof(why)))
-                        return;
-                u.values = dense;
-        }
         if (sc_server_apply(srv, &u, &res, why, sizeof(why)) == SC_OK)
                 sc_fuzz_roundtrip(srv, sel);
 }

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Bounded fuzzing: for each target, replays fuzz/regress/<target>/ (inputs
-# that once failed; with SC_FUZZ_REPLAY=1, which turns off a target's skip of
-# a known, not yet fixed slow input class) and then fuzzes for FUZZ_SECONDS from the seeds, the
+# that once failed) and then fuzzes for FUZZ_SECONDS from the seeds, the
 # regression inputs and the corpus grown by earlier runs
 # ($FUZZ_BUILD/corpus/<target>/). Fails on any crash, leak, timeout
 # (FUZZ_TIMEOUT seconds for one input; FUZZ_TIMEOUT_<target without fuzz_>
@@ -26,7 +25,7 @@ for bin in "$@"; do
 	timeout=${!tvar:-$default_timeout}
 	mkdir -p "$corpus"
 	if compgen -G "$regress/*" >/dev/null; then
-		if ! SC_FUZZ_REPLAY=1 "$bin" -timeout="$timeout" -rss_limit_mb=2048 "$regress"/* >"$log.replay" 2>&1; then
+		if ! "$bin" -timeout="$timeout" -rss_limit_mb=2048 "$regress"/* >"$log.replay" 2>&1; then
 			echo "fuzz: $name: a regression input fails again (log: $log.replay)" >&2
 			tail -n 30 "$log.replay" >&2
 			failed+=("$name")

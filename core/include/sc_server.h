@@ -10,6 +10,8 @@
 
 #include "sc_err.h"
 #include "sc_optim.h"
+
+struct sc_wire_update;
 #include "sc_sync.h"
 
 /* Aggregation of a round's updates (round policies). */
@@ -97,6 +99,14 @@ void sc_server_destroy(sc_server_t *srv);
  * makes it live again. res may be NULL. */
 sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result_t *res,
                          char *errstr, size_t errstr_size);
+/* The update a wire message carries, for a shard of n floats: checks that
+ * its codec payload is of n floats, then decodes a sparse payload into idx
+ * and val (n entries each) and a dense one into dense (n floats, zeroed
+ * first); u's indices/values point into those buffers. SC_ERR_INVAL (errstr
+ * filled) for a payload that does not decode or is of another length. */
+sc_err_t sc_server_update_decode(const struct sc_wire_update *wu, size_t n, uint32_t *idx,
+                                 float *val, float *dense, sc_update_t *u, char *errstr,
+                                 size_t errstr_size);
 /* Membership: a worker leaving can close a round (res->stepped). */
 sc_err_t sc_server_set_live(sc_server_t *srv, uint32_t worker, int live, sc_apply_result_t *res);
 

@@ -463,32 +463,11 @@ static int sc_agg_ref_apply(sc_fake_t *f, sc_server_t *srv, const sc_buf_t *msg,
                             size_t errsz)
 {
         sc_wire_msg_t wm;
-        sc_codec_info_t info;
-        size_t len = sc_server_len(srv), nnz = 0;
+        sc_update_t u;
         if (sc_auth_decode(&f->auth, msg->data, msg->len, &wm, NULL, err, errsz) ||
-            sc_codec_payload_info(wm.u.update.payload, wm.u.update.payload_len, &info, err, errsz))
+            sc_server_update_decode(&wm.u.update, sc_server_len(srv), f->idx, f->val, f->dense, &u,
+                                    err, errsz))
                 return -1;
-        const sc_wire_update_t *wu = &wm.u.update;
-        sc_update_t u = {.worker = wu->worker,
-                         .seq = wu->seq,
-                         .t_read = wu->t_read,
-                         .samples = wu->samples,
-                         .kind = (sc_update_kind_t)wu->kind,
-                         .n = len};
-        if (info.format == SC_CODEC_FMT_SPARSE) {
-                if (sc_codec_decode_sparse(wu->payload, wu->payload_len, f->idx, f->val, len, &nnz,
-                                           err, errsz))
-                        return -1;
-                u.indices = f->idx;
-                u.values = f->val;
-                u.count = nnz;
-        } else {
-                memset(f->dense, 0, len * sizeof(float));
-                if (sc_codec_decode_add(wu->payload, wu->payload_len, f->dense, len, 1.0f, err,
-                                        errsz))
-                        return -1;
-                u.values = f->dense;
-        }
         return sc_server_apply(srv, &u, NULL, err, errsz) ? -1 : 0;
 }
 

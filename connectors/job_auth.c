@@ -56,7 +56,7 @@ sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr, 
         }
         while (len > 0 && (key[len - 1] == '\n' || key[len - 1] == '\r'))
                 len--;
-        err = sc_auth_init(auth, key, len, job->sync.n_workers, errstr, errstr_size);
+        err = sc_auth_init(auth, key, len, job->name, job->sync.n_workers, errstr, errstr_size);
         sc_job_auth_wipe(key, sizeof(key));
         if (err == SC_ERR_CONFIG)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,

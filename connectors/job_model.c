@@ -2,7 +2,6 @@
  * newest global model (see sc_job_model.h). */
 #include "sc_job_model.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,13 +45,9 @@ struct sc_job_model_s {
 static int sc_jm_plausible(sc_job_model_t *jm, const sc_jm_shard_t *sh,
                            const sc_wire_model_view_t *v)
 {
-        for (uint32_t i = 0; i < v->count; i++) {
-                float x;
-                sc_wire_get_f32s(&x, v->params + 4 * (size_t)i, 1);
-                if (!isfinite(x)) {
-                        jm->stats.nonfinite++;
-                        return -1;
-                }
+        if (!sc_wire_f32s_finite(v->params, v->count)) {
+                jm->stats.nonfinite++;
+                return -1;
         }
         if (sh->stamp > 0 && v->version > sh->version &&
             v->version - sh->version >= jm->conf->job.model_jump) {

@@ -508,7 +508,9 @@ static void sc_wj_inject_recv(sc_worker_t *w)
                 if (derr == SC_ERR_AUTH)
                         j->inj_auth++;
                 if (derr || msg.type != SC_WIRE_SAMPLES || !msg.u.samples.labels ||
-                    (size_t)msg.u.samples.c * msg.u.samples.h * msg.u.samples.w != w->numel) {
+                    (size_t)msg.u.samples.c * msg.u.samples.h * msg.u.samples.w != w->numel ||
+                    !sc_wire_f32s_finite(msg.u.samples.data,
+                                         (size_t)msg.u.samples.count * w->numel)) {
                         j->inj_bad++;
                 } else if (msg.u.samples.worker == (uint32_t)w->spec.worker_id) {
                         j->own_skipped += msg.u.samples.count;

@@ -10,33 +10,40 @@ static uint32_t sc_auth_le32(const uint8_t *p)
         return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-void sc_auth_derive(const void *key, size_t keylen, uint32_t signer, uint8_t out[32])
+void sc_auth_derive(const void *key, size_t keylen, const char *job, uint32_t signer,
+                    uint8_t out[32])
 {
-        static const char wlabel[] = "scadles-worker", alabel[] = "scadles-aggregator";
-        uint8_t w[4];
+        /* label NUL job NUL, then u32le(worker) for a worker */
+        uint8_t m[20 + SC_AUTH_JOB_MAX + 1 + 4];
+        const char *label = signer == SC_AUTH_AGGREGATOR ? "scadles-aggregator" : "scadles-worker";
+        size_t ll = strlen(label) + 1, jl = strnlen(job, SC_AUTH_JOB_MAX), n;
 
-        if (signer == SC_AUTH_AGGREGATOR) {
-                sc_wire_hmac_sha256(key, keylen, alabel, sizeof(alabel) - 1, NULL, 0, out);
-                return;
-        }
-        for (int i = 0; i < 4; i++)
-                w[i] = (uint8_t)(signer >> (8 * i));
-        sc_wire_hmac_sha256(key, keylen, wlabel, sizeof(wlabel) - 1, w, 4, out);
+        memcpy(m, label, ll);
+        memcpy(m + ll, job, jl);
+        m[ll + jl] = 0;
+        n = ll + jl + 1;
+        if (signer != SC_AUTH_AGGREGATOR)
+                for (int i = 0; i < 4; i++)
+                        m[n++] = (uint8_t)(signer >> (8 * i));
+        sc_wire_hmac_sha256(key, keylen, m, n, NULL, 0, out);
 }
 
-sc_err_t sc_auth_init(sc_auth_t *auth, const void *key, size_t keylen, int n_workers, char *errstr,
-                      size_t errstr_size)
+sc_err_t sc_auth_init(sc_auth_t *auth, const void *key, size_t keylen, const char *job,
+                      int n_workers, char *errstr, size_t errstr_size)
 {
         if (keylen < SC_AUTH_MIN_KEY)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "job key of %zu bytes: at least %d are needed", keylen,
                                SC_AUTH_MIN_KEY);
-        if (n_workers < 1 || !(auth->worker_keys = malloc((size_t)n_workers * 32)))
+        if (n_workers < 1)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "job keys for %d workers",
+                               n_workers);
+        if (!(auth->worker_keys = malloc((size_t)n_workers * 32)))
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "job keys: out of memory");
         auth->n_workers = n_workers;
-        sc_auth_derive(key, keylen, SC_AUTH_AGGREGATOR, auth->agg_key);
+        sc_auth_derive(key, keylen, job, SC_AUTH_AGGREGATOR, auth->agg_key);
         for (int w = 0; w < n_workers; w++)
-                sc_auth_derive(key, keylen, (uint32_t)w, auth->worker_keys + 32 * (size_t)w);
+                sc_auth_derive(key, keylen, job, (uint32_t)w, auth->worker_keys + 32 * (size_t)w);
         auth->on = 1;
         return SC_OK;
 }
@@ -106,8 +113,11 @@ sc_err_t sc_auth_decode(const sc_auth_t *auth, const void *data, size_t len, sc_
                 return sc_errf(SC_ERR_AUTH, errstr, errstr_size,
                                "unsigned %s message (this job requires the HMAC tag)",
                                sc_wire_type_name(type));
-        /* a signed frame that passed the check holds the tag */
-        if (sc_auth_signer(m, len, type, &signer) || !(key = sc_auth_key(auth, signer)))
+        /* a signed frame that passed the check holds the tag; the aggregators'
+         * key signs model shards only, whatever a worker field says */
+        if (sc_auth_signer(m, len, type, &signer) ||
+            (type != SC_WIRE_MODEL && signer == SC_AUTH_AGGREGATOR) ||
+            !(key = sc_auth_key(auth, signer)))
                 return sc_errf(SC_ERR_AUTH, errstr, errstr_size,
                                "%s message signed as worker %u, not a worker of the job",
                                sc_wire_type_name(type), signer);

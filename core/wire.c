@@ -575,6 +575,15 @@ sc_err_t sc_wire_decode_auth(const void *data, size_t len, const void *key, size
                                    errstr_size);
 }
 
+int sc_wire_f32s_finite(const uint8_t *src, size_t n)
+{
+        int ok = 1;
+        /* bytes 2 and 3 of a little-endian float hold its 8 exponent bits */
+        for (size_t i = 0; i < n; i++, src += 4)
+                ok &= ((src[3] & 0x7f) != 0x7f) | ((src[2] & 0x80) == 0);
+        return ok;
+}
+
 void sc_wire_get_f32s(float *dst, const uint8_t *src, size_t n)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__

@@ -220,6 +220,9 @@ sc_err_t sc_wire_decode(const void *data, size_t len, sc_wire_msg_t *msg, char *
 
 /* Conversions from decoded raw arrays. */
 void sc_wire_get_f32s(float *dst, const uint8_t *src, size_t n);
+/* 1 when the n little-endian floats at src are all finite (exponent bits
+ * not all set), read in place. */
+int sc_wire_f32s_finite(const uint8_t *src, size_t n);
 void sc_wire_get_i32s(int32_t *dst, const uint8_t *src, size_t n);
 void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out);
 void sc_wire_get_input(const sc_wire_model_view_t *m, uint32_t i, sc_wire_input_offset_t *out);

@@ -12,7 +12,8 @@
  *       "none" or "agg"
  *   forge check OUT_UNUSED IN SHARD COUNT KEYFILE
  *       verifies the J.model record in IN (aggregators' key), prints its
- *       version and exits 1 unless it has COUNT finite parameters */
+ *       version and exits 1 unless it has COUNT finite parameters
+ * Keys are those of the job named by $FORGE_JOB (default "dj"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,12 +51,19 @@ static void sign(sc_buf_t *buf, const char *signer, const char *keyfile)
         if (!strcmp(signer, "none"))
                 return;
         kl = read_key(keyfile, key);
-        sc_auth_derive(key, kl,
+        sc_auth_derive(key, kl, job_name(),
                        !strcmp(signer, "agg") ? SC_AUTH_AGGREGATOR : (uint32_t)atoi(signer), k);
         if (sc_wire_sign(buf, 0, k, 32, err, sizeof(err))) {
                 fprintf(stderr, "forge: %s\n", err);
                 exit(2);
         }
+}
+
+/* The job the keys are bound to: $FORGE_JOB, else "dj". */
+static const char *job_name(void)
+{
+        const char *j = getenv("FORGE_JOB");
+        return j && *j ? j : "dj";
 }
 
 static void write_out(const char *path, const sc_buf_t *buf)
@@ -132,7 +140,7 @@ int main(int argc, char **argv)
                 size_t len = read_file(argv[3], rec, sizeof(rec)), kl = read_key(argv[6], key);
                 sc_auth_t auth = {0};
                 sc_wire_msg_t msg;
-                if (sc_auth_init(&auth, key, kl, 2, err, sizeof(err)) ||
+                if (sc_auth_init(&auth, key, kl, job_name(), 2, err, sizeof(err)) ||
                     sc_auth_decode(&auth, rec, len, &msg, NULL, err, sizeof(err)) ||
                     msg.type != SC_WIRE_MODEL) {
                         fprintf(stderr, "forge check: %s\n", err);

@@ -22,7 +22,7 @@ esac
 cc -std=c11 -O1 $san -Icore/include tests/integration/forge.c "$(dirname "$SCADLES")/libscadles.a" \
 	$(pkg-config --libs openblas jansson rdkafka zlib) -lpthread -lm -o "$tmp/forge" ||
 	fail "cannot build the forge helper"
-forge() { "$tmp/forge" "$@" || fail "forge $*"; }
+forge() { FORGE_JOB=dj "$tmp/forge" "$@" || fail "forge $*"; } # dj: write_job's job
 
 start_broker sa.0:1 dj.grad:2 dj.model:2 dj.inject:1 dj.ctl:1
 head -c 24 /dev/urandom | base64 >"$tmp/job.key"

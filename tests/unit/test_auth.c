@@ -38,16 +38,18 @@ static void encode_update(sc_buf_t *buf, uint32_t worker)
 
 static void keys_are_per_signer(void **state)
 {
-        uint8_t a[32], b[32], c[32], d[32];
+        uint8_t a[32], b[32], c[32], d[32], e[32];
         (void)state;
-        sc_auth_derive(job_key, strlen(job_key), 0, a);
-        sc_auth_derive(job_key, strlen(job_key), 1, b);
-        sc_auth_derive(job_key, strlen(job_key), SC_AUTH_AGGREGATOR, c);
-        sc_auth_derive("another-job-key-of-16", 21, 0, d);
+        sc_auth_derive(job_key, strlen(job_key), "j", 0, a);
+        sc_auth_derive(job_key, strlen(job_key), "j", 1, b);
+        sc_auth_derive(job_key, strlen(job_key), "j", SC_AUTH_AGGREGATOR, c);
+        sc_auth_derive("another-job-key-of-16", 21, "j", 0, d);
+        sc_auth_derive(job_key, strlen(job_key), "j2", 0, e);
         assert_memory_not_equal(a, b, 32);
         assert_memory_not_equal(a, c, 32);
         assert_memory_not_equal(b, c, 32);
         assert_memory_not_equal(a, d, 32);
+        assert_memory_not_equal(a, e, 32); /* another job, same key */
 }
 
 static void reader_requires_the_signers_tag(void **state)
@@ -59,7 +61,8 @@ static void reader_requires_the_signers_tag(void **state)
         uint8_t k0[32];
         (void)state;
         sc_buf_init(&buf);
-        assert_int_equal(sc_auth_init(&auth, job_key, strlen(job_key), 3, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_auth_init(&auth, job_key, strlen(job_key), "j", 3, err, sizeof(err)),
+                         SC_OK);
         /* honest: worker 1 signs its own update */
         encode_update(&buf, 1);
         assert_int_equal(sc_auth_sign(&auth, &buf, 0, 1, err, sizeof(err)), SC_OK);
@@ -77,7 +80,7 @@ static void reader_requires_the_signers_tag(void **state)
         assert_non_null(strstr(err, "unsigned"));
         /* worker 0's key speaking for worker 1 */
         encode_update(&buf, 1);
-        sc_auth_derive(job_key, strlen(job_key), 0, k0);
+        sc_auth_derive(job_key, strlen(job_key), "j", 0, k0);
         assert_int_equal(sc_wire_sign(&buf, 0, k0, 32, err, sizeof(err)), SC_OK);
         assert_int_equal(sc_auth_decode(&auth, buf.data, buf.len, &msg, NULL, err, sizeof(err)),
                          SC_ERR_AUTH);
@@ -88,6 +91,12 @@ static void reader_requires_the_signers_tag(void **state)
         assert_int_equal(sc_wire_sign(&buf, 0, k0, 32, err, sizeof(err)), SC_OK);
         assert_int_equal(sc_auth_decode(&auth, buf.data, buf.len, &msg, NULL, err, sizeof(err)),
                          SC_ERR_AUTH);
+        /* the aggregators' key on an update that claims their signer id */
+        encode_update(&buf, SC_AUTH_AGGREGATOR);
+        assert_int_equal(sc_auth_sign(&auth, &buf, 0, SC_AUTH_AGGREGATOR, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_auth_decode(&auth, buf.data, buf.len, &msg, NULL, err, sizeof(err)),
+                         SC_ERR_AUTH);
+        assert_non_null(strstr(err, "not a worker of the job"));
         assert_non_null(strstr(err, "not a worker"));
         /* a model record signed by a worker is not the aggregators' */
         float p[2] = {1, 2};

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "sc_codec.h"
@@ -558,6 +559,32 @@ static void data_driven_invalid(void **state_)
         assert_true(cases >= 8);
 }
 
+static void put_f32(uint8_t *p, float f)
+{
+        uint32_t v;
+        memcpy(&v, &f, 4);
+        put32(p, v);
+}
+
+/* sc_wire_f32s_finite reads the exponent bits in place: NaN and both
+ * infinities are caught, the largest finite floats and denormals are not. */
+static void f32s_finite(void **state_)
+{
+        const float good[] = {0.0f, -0.0f, 3.4e38f, -3.4e38f, 1e-45f, 1.0f};
+        const float bad[] = {INFINITY, -INFINITY, NAN};
+        uint8_t b[4 * 7];
+        (void)state_;
+        for (size_t i = 0; i < 6; i++)
+                put_f32(b + 4 * i, good[i]);
+        assert_true(sc_wire_f32s_finite(b, 6));
+        for (size_t k = 0; k < 3; k++) {
+                put_f32(b + 4 * 6, bad[k]);
+                assert_false(sc_wire_f32s_finite(b, 7));
+                assert_true(sc_wire_f32s_finite(b, 6));
+        }
+        assert_true(sc_wire_f32s_finite(b, 0));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -572,6 +599,7 @@ int main(void)
             cmocka_unit_test(sha256_and_hmac_vectors),
             cmocka_unit_test(signed_messages),
             cmocka_unit_test(data_driven_invalid),
+            cmocka_unit_test(f32s_finite),
         };
         return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
 }

@@ -58,6 +58,11 @@ static void sc_agg_ckpt_write(sc_aggregator_t *agg, int final)
                 sc_agg_log(agg, 3, "checkpoint: %s", why);
                 return;
         }
+        if (info.unpublished) { /* as `model pull`: no file that mixes in initial values */
+                sc_agg_log(agg, 4, "checkpoint %s not written: %d shard(s) never published",
+                           conf->train.checkpoint, info.unpublished);
+                return;
+        }
         /* While running, the shards held here are newer than their last publication. */
         float *params = sc_model_params(c->model);
         for (int p = 0; !final && p < agg->nshards; p++) {

@@ -343,10 +343,8 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
          * trains; the training pass's own outputs when they are the model's
          * predictions (no dropout, no batchnorm), else one inference pass. */
         int same = sc_model_train_is_eval(w->model);
-        if (!same) {
-                sc_model_eval_batch(w->model, w->tx, w->ty, NULL, n, NULL, w->plogits);
+        if (!same && !isnan(sc_model_eval_batch(w->model, w->tx, NULL, NULL, n, NULL, w->plogits)))
                 sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
-        }
         if (w->job)
                 m = sc_wk_job_mix(w, w->batch, w->tx + (size_t)n * w->numel, w->ty + n,
                                   w->tcap - n);
@@ -525,8 +523,13 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         }
         if (w->test.n && sc_worker_eval(w, 0, &w->final_acc, &w->final_loss) == SC_OK)
                 w->evaluated = 1;
-        if (w->conf->train.checkpoint[0])
+        /* A worker that trained nothing keeps an earlier file (the model it
+         * would write is only the initial one). */
+        if (w->conf->train.checkpoint[0] && w->steps > 0)
                 sc_wk_checkpoint(w);
+        else if (w->conf->train.checkpoint[0])
+                sc_wk_logf(w, 5, "checkpoint %s not written: nothing was trained",
+                           w->conf->train.checkpoint);
         return err;
 }
 

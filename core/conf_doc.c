@@ -335,20 +335,8 @@ json_t *sc_conf_value_json(const sc_conf_prop_t *p, const void *base, const sc_c
                 return a;
         }
         case SC_CONF_PASSTHROUGH: {
-                json_t *obj = *(json_t *const *)at, *copy;
-                const char *key;
-                json_t *v;
-                if (!obj || !(copy = json_copy(obj)))
-                        return obj ? NULL : json_object();
-                json_object_foreach(copy, key, v)
-                {
-                        if (sc_conf_kafka_secret(key) &&
-                            json_object_set_new(copy, key, json_string(SC_CONF_REDACTED))) {
-                                json_decref(copy);
-                                return NULL;
-                        }
-                }
-                return copy;
+                json_t *obj = *(json_t *const *)at;
+                return obj ? json_deep_copy(obj) : json_object();
         }
         }
         return json_null();
@@ -376,17 +364,35 @@ static int sc_conf_put(json_t *root, const char *path, json_t *v)
         return json_object_set_new(root, path, v);
 }
 
-char *sc_conf_dump(const sc_conf_t *conf)
+/* Replaces the values of secret properties of a passthrough object. */
+static int sc_conf_redact(json_t *obj)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach(obj, key, v)
+        {
+                if (sc_conf_kafka_secret(key) &&
+                    json_object_set_new(obj, key, json_string(SC_CONF_REDACTED)))
+                        return -1;
+        }
+        return 0;
+}
+
+static char *sc_conf_dump_as(const sc_conf_t *conf, int redact)
 {
         json_t *root = json_object();
         char *text;
 
         for (size_t i = 0; root && i < sc_conf_nprops; i++) {
                 const sc_conf_prop_t *p = &sc_conf_props[i];
-                if (p->type == SC_CONF_PASSTHROUGH &&
-                    !*(json_t *const *)((const char *)conf + p->offset))
+                int pass = p->type == SC_CONF_PASSTHROUGH;
+                if (pass && !*(json_t *const *)((const char *)conf + p->offset))
                         continue;
                 json_t *v = sc_conf_value_json(p, conf, conf);
+                if (v && pass && redact && sc_conf_redact(v)) {
+                        json_decref(v);
+                        v = NULL;
+                }
                 if (!v || sc_conf_put(root, p->path, v)) {
                         json_decref(root);
                         return NULL;
@@ -395,4 +401,14 @@ char *sc_conf_dump(const sc_conf_t *conf)
         text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
         json_decref(root);
         return text;
+}
+
+char *sc_conf_dump(const sc_conf_t *conf)
+{
+        return sc_conf_dump_as(conf, 1);
+}
+
+char *sc_conf_dump_secret(const sc_conf_t *conf)
+{
+        return sc_conf_dump_as(conf, 0);
 }

@@ -125,13 +125,17 @@ sc_err_t sc_metrics_eval(sc_metrics_t *m, sc_model_t *model, const float *x, con
         float *out = malloc((size_t)SC_METRICS_EVAL_BATCH * (size_t)m->classes * sizeof(float));
         if (!out)
                 return SC_ERR_NOMEM;
-        for (size_t i = 0; i < n; i += SC_METRICS_EVAL_BATCH) {
+        sc_err_t err = SC_OK;
+        for (size_t i = 0; i < n && !err; i += SC_METRICS_EVAL_BATCH) {
                 int b = (int)(n - i < SC_METRICS_EVAL_BATCH ? n - i : SC_METRICS_EVAL_BATCH);
-                sc_model_eval_batch(model, x + i * numel, y + i, NULL, b, NULL, out);
-                sc_metrics_add_logits(m, out, y + i, b);
+                /* no labels: the loss is the metrics' own; NaN = the pass failed */
+                if (isnan(sc_model_eval_batch(model, x + i * numel, NULL, NULL, b, NULL, out)))
+                        err = SC_ERR_NOMEM;
+                else
+                        sc_metrics_add_logits(m, out, y + i, b);
         }
         free(out);
-        return SC_OK;
+        return err;
 }
 
 void sc_metrics_summary(const sc_metrics_t *m, sc_metrics_summary_t *s)

@@ -126,23 +126,6 @@ void sc_api_pred_publish(sc_api_pred_t *p, struct sc_worker_s *sw, int force)
         p->steps_published = steps;
 }
 
-/* Softmax of the outputs into probs (if not NULL) and the first largest. */
-static int32_t sc_api_pred_softmax(const float *z, int n, float *probs)
-{
-        int32_t arg = 0;
-        for (int j = 1; j < n; j++)
-                if (z[j] > z[arg])
-                        arg = j;
-        if (probs) {
-                double sum = 0;
-                for (int j = 0; j < n; j++)
-                        sum += exp((double)(z[j] - z[arg]));
-                for (int j = 0; j < n; j++)
-                        probs[j] = (float)(exp((double)(z[j] - z[arg])) / sum);
-        }
-        return arg;
-}
-
 scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *sw,
                                    const char *topic, const void *key, size_t key_len,
                                    const void *value, size_t value_len,
@@ -193,7 +176,7 @@ scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *s
                 sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "scadles_predict: out of memory");
                 return SCADLES_ERR_NOMEM;
         }
-        int32_t arg = sc_api_pred_softmax(p->out, p->classes, probs);
+        int32_t arg = sc_nn_softmax(p->out, p->classes, probs);
         if (label)
                 *label = arg;
         if (version)

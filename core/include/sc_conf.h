@@ -247,6 +247,9 @@ const char *sc_conf_prop_name(size_t i);
  * to the same values, except that secret kafka values (sc_conf_kafka_secret)
  * read SC_CONF_REDACTED. Caller frees; NULL if out of memory. */
 char *sc_conf_dump(const sc_conf_t *conf);
+/* The same with the secret values themselves: for a configuration file one
+ * process writes for others (the demo's job.json), never for display. */
+char *sc_conf_dump_secret(const sc_conf_t *conf);
 
 /* The learning-rate schedule in optimizer steps: conf->optim.sched with lr
  * filled in and every epoch-valued time (warmup_epochs, total_epochs,

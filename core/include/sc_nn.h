@@ -161,8 +161,10 @@ float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labe
                           const float *targets, int B, int *correct, float *out);
 
 /* Class probabilities of one sample's n >= 1 logits z: p = softmax(z),
- * stabilized by the largest logit, summed in double. p may equal z. */
-void sc_nn_softmax(const float *z, int n, float *p);
+ * stabilized by the largest logit, summed in double. p may equal z, or be
+ * NULL. Returns the index of the first largest logit (the predicted class,
+ * as evaluation counts hits). */
+int sc_nn_softmax(const float *z, int n, float *p);
 
 /* Recomputes the non-trainable state from data ("recalibration"): resets
  * it, then runs the forward pass in training mode (dropout off) over the

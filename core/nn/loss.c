@@ -46,16 +46,23 @@ float sc_nn_xent(const float *logits, int fm, int n, int B, const int32_t *label
         return (float)(total / B);
 }
 
-void sc_nn_softmax(const float *z, int n, float *p)
+int sc_nn_softmax(const float *z, int n, float *p)
 {
         float m = z[0];
         double s = 0.0;
+        int arg = 0;
         for (int j = 1; j < n; j++)
-                m = z[j] > m ? z[j] : m;
+                if (z[j] > m) {
+                        m = z[j];
+                        arg = j;
+                }
+        if (!p)
+                return arg;
         for (int j = 0; j < n; j++)
                 s += exp((double)(z[j] - m));
         for (int j = 0; j < n; j++)
                 p[j] = (float)(exp((double)(z[j] - m)) / s);
+        return arg;
 }
 
 float sc_nn_mse(const float *out, int fm, sc_shape_t shape, int B, const float *targets, float *d)

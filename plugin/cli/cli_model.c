@@ -2,6 +2,7 @@
  * configuration with its overrides, a model loaded from a checkpoint, and
  * per-sample class probabilities written as CSV. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,13 +63,13 @@ int sc_cli_write_predictions(const char *cmd, sc_model_t *model, const float *x,
         fprintf(f, "\n");
         for (size_t i = 0; i < n; i += SC_CLI_PRED_BATCH) {
                 int b = (int)(n - i < SC_CLI_PRED_BATCH ? n - i : SC_CLI_PRED_BATCH);
-                sc_model_eval_batch(model, x + i * numel, NULL, NULL, b, NULL, out);
+                if (isnan(sc_model_eval_batch(model, x + i * numel, NULL, NULL, b, NULL, out))) {
+                        fprintf(stderr, "scadles %s: --predictions: out of memory\n", cmd);
+                        goto out;
+                }
                 for (int s = 0; s < b; s++) {
                         float *p = out + (size_t)s * (size_t)k;
-                        int arg = 0;
-                        for (int j = 1; j < k; j++)
-                                arg = p[j] > p[arg] ? j : arg;
-                        sc_nn_softmax(p, k, p);
+                        int arg = sc_nn_softmax(p, k, p);
                         fprintf(f, "%d,%d", (int)y[i + (size_t)s], arg);
                         for (int j = 0; j < k; j++)
                                 fprintf(f, ",%.9g", (double)p[j]);

@@ -439,7 +439,7 @@ int sc_cmd_demo(int argc, char **argv)
                         rc = 2;
                         goto out;
                 }
-        char *dump = sc_conf_dump(&conf);
+        char *dump = sc_conf_dump_secret(&conf);
         snprintf(path, sizeof(path), "%s/job.json", o.out);
         FILE *jf = fopen(path, "w");
         if (!dump || !jf || fputs(dump, jf) < 0) {

@@ -141,7 +141,8 @@ SCADLES_EXPORT void scadles_conf_set_log_cb(scadles_conf_t *conf, scadles_log_cb
 SCADLES_EXPORT void scadles_conf_set_stats_cb(scadles_conf_t *conf, scadles_stats_cb_t *stats_cb);
 SCADLES_EXPORT void scadles_conf_set_opaque(scadles_conf_t *conf, void *opaque);
 
-/* The resolved training configuration as JSON. Caller frees with
+/* The resolved training configuration as JSON, secret kafka values
+ * (passwords, keys) shown as "(redacted)". Caller frees with
  * scadles_mem_free(); NULL on OOM or NULL conf. */
 SCADLES_EXPORT char *scadles_conf_dump(const scadles_conf_t *conf);
 

@@ -442,6 +442,18 @@ static void dump_redacts_secrets(void **state)
         snprintf(set, sizeof(set), "\"sasl.password\": \"%s\"", SC_CONF_REDACTED);
         assert_non_null(strstr(d, set));
         free(d);
+        /* the file a process writes for others keeps the values, and reads
+         * back to the same configuration */
+        d = sc_conf_dump_secret(&c);
+        assert_non_null(d);
+        assert_null(strstr(d, SC_CONF_REDACTED));
+        sc_conf_t back;
+        assert_int_equal(sc_conf_parse(&back, d, "dump", err, sizeof(err)), SC_OK);
+        char *d2 = sc_conf_dump_secret(&back);
+        assert_string_equal(d, d2);
+        free(d2);
+        free(d);
+        sc_conf_free(&back);
         sc_conf_free(&c);
 }
 

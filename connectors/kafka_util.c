@@ -170,7 +170,11 @@ static void sc_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void 
         const char *name = rk ? rd_kafka_name(rk) : "kafka";
         (void)opaque;
         line[0] = '\0';
-        if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL ||
+        /* A TLS error counts only when the handshake failed (a certificate
+         * not verified, no common protocol): an established connection's TLS
+         * error (a peer that reset it) is retried like any disconnect. */
+        int tls = err == RD_KAFKA_RESP_ERR__SSL && reason && strstr(reason, "handshake");
+        if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || tls ||
             err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED)
                 snprintf(line, sizeof(line),
                          "Kafka authentication failed: %s: %s (check security.protocol, sasl.* "

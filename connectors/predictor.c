@@ -174,7 +174,8 @@ static sc_err_t sc_pred_producer(sc_predictor_t *p, char *errstr, size_t errstr_
                 rd_kafka_conf_destroy(kc);
                 return sc_errf(SC_ERR_IO, errstr, errstr_size, "predictions producer: %s", why);
         }
-        sc_kafka_topic_spec_t ts = {.partitions = 1, .replication = 1};
+        /* job.replication: -1 (the default) is the broker's default factor */
+        sc_kafka_topic_spec_t ts = {.partitions = 1, .replication = p->conf.job.replication};
         snprintf(ts.name, sizeof(ts.name), "%s", p->spec.out_topic);
         return sc_kafka_admin_ensure(p->prod, &ts, 1, 10000, NULL, errstr, errstr_size);
 }

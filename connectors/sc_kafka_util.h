@@ -70,7 +70,10 @@ void sc_kafka_conf_log_bridge(rd_kafka_conf_t *conf);
  * (check ...)" (or "Kafka client <client>: fatal error: ...") once any
  * bridged client of this process reported such a failure (librdkafka would
  * retry an unauthenticated client for ever); SC_OK before. Thread-safe.
- * Loops call it to stop with that message instead of waiting. */
+ * Loops call it to stop with that message instead of waiting. The state is
+ * the process's, never cleared: it suits the commands (one worker,
+ * aggregator or predictor a process); a host embedding several workers
+ * (the plugin in several consumers) sees one's failure stop all of them. */
 sc_err_t sc_kafka_fatal_check(char *errstr, size_t errstr_size);
 
 /* For an error err a call returned after its own timeout: when such a

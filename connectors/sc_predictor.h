@@ -47,8 +47,8 @@ typedef struct sc_predictor_spec {
 void sc_predictor_spec_defaults(sc_predictor_spec_t *spec);
 
 /* Loads or starts following the model, creates the output topic when
- * missing (one partition per input partition is not assumed: the broker's
- * default count), the producer and the source. Errors name the option or
+ * missing (one partition, replication job.replication: -1 = the broker's
+ * default), the producer and the source. Errors name the option or
  * JSON path. */
 sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, char *errstr,
                           size_t errstr_size);

@@ -27,9 +27,10 @@ struct scadles_conf_s {
 struct sc_worker_s;
 typedef struct sc_api_pred sc_api_pred_t;
 
-/* A model like sw's (its parameters copied now). */
-sc_err_t sc_api_pred_new(sc_api_pred_t **pp, struct sc_worker_s *sw, long publish_steps,
-                         char *errstr, size_t errstr_size);
+/* A model like sw's (its parameters copied now); distributed: sw is a
+ * member of a job (versions are J.model's). */
+sc_err_t sc_api_pred_new(sc_api_pred_t **pp, struct sc_worker_s *sw, int distributed,
+                         long publish_steps, char *errstr, size_t errstr_size);
 /* Accepts NULL. */
 void sc_api_pred_destroy(sc_api_pred_t *p);
 /* The training side, after a round of training work, where no other call on

@@ -24,6 +24,7 @@
 struct sc_api_pred {
         size_t nparams, nstate, numel;
         int classes;
+        int distributed; /* versions are J.model's, not the local steps */
         long publish_steps;
 
         pthread_mutex_t pub_lock; /* guards the published copy */
@@ -42,19 +43,21 @@ struct sc_api_pred {
 };
 
 /* A stamp that changes whenever the live parameters may have (steps and
- * J.model installs only grow) and the version reported to callers. */
-static void sc_api_pred_stamp(struct sc_worker_s *sw, uint64_t *stamp, uint64_t *version,
-                              uint64_t *steps)
+ * J.model installs only grow) and the version reported to callers: the
+ * local steps standalone, the J.model version held when distributed (0
+ * before the first install), so that it never goes back. */
+static void sc_api_pred_stamp(const sc_api_pred_t *p, struct sc_worker_s *sw, uint64_t *stamp,
+                              uint64_t *version, uint64_t *steps)
 {
         sc_worker_counters_t c;
         sc_worker_counters(sw, &c);
         *stamp = c.steps + c.model_version;
-        *version = c.model_version ? c.model_version : c.steps;
+        *version = p->distributed ? c.model_version : c.steps;
         *steps = c.steps;
 }
 
-sc_err_t sc_api_pred_new(sc_api_pred_t **pp, struct sc_worker_s *sw, long publish_steps,
-                         char *errstr, size_t errstr_size)
+sc_err_t sc_api_pred_new(sc_api_pred_t **pp, struct sc_worker_s *sw, int distributed,
+                         long publish_steps, char *errstr, size_t errstr_size)
 {
         sc_model_t *live = sc_worker_model(sw);
         sc_err_t err;
@@ -65,6 +68,7 @@ sc_err_t sc_api_pred_new(sc_api_pred_t **pp, struct sc_worker_s *sw, long publis
         pthread_mutex_init(&p->pub_lock, NULL);
         pthread_mutex_init(&p->use_lock, NULL);
         p->publish_steps = publish_steps;
+        p->distributed = distributed;
         p->nparams = sc_model_nparams(live);
         p->nstate = sc_model_nstate(live);
         p->numel = sc_shape_numel(sc_model_spec(live)->input);
@@ -106,7 +110,7 @@ void sc_api_pred_destroy(sc_api_pred_t *p)
 void sc_api_pred_publish(sc_api_pred_t *p, struct sc_worker_s *sw, int force)
 {
         uint64_t stamp, version, steps;
-        sc_api_pred_stamp(sw, &stamp, &version, &steps);
+        sc_api_pred_stamp(p, sw, &stamp, &version, &steps);
         atomic_store(&p->live_stamp, stamp);
         int due = p->publish_steps > 0 && steps - p->steps_published >= (uint64_t)p->publish_steps;
         if (p->pub_seq && stamp == atomic_load(&p->pub_stamp))

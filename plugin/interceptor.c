@@ -20,7 +20,6 @@
 #define SC_PLUG_PREFIX "scadles."
 #define SC_PLUG_MAX_HEADERS 16
 #define SC_PLUG_MAX_SETS 64
-#define SC_PLUG_MAX_HOST 64 /* inherited host properties */
 
 /* One rd_kafka_conf_t's plugin settings (ic_opaque of its conf interceptors). */
 typedef struct sc_plug_conf {
@@ -28,8 +27,6 @@ typedef struct sc_plug_conf {
         char *config_path;
         int n_sets; /* scadles.<key> overrides, replayed over a later config file */
         char *set_names[SC_PLUG_MAX_SETS], *set_values[SC_PLUG_MAX_SETS];
-        int n_host; /* the host's connection properties the worker inherits */
-        char *host_names[SC_PLUG_MAX_HOST], *host_values[SC_PLUG_MAX_HOST];
         char *summary_file; /* final statistics JSON goes here */
         char *stats_file;   /* periodic statistics, one JSON per line */
         int log_level;      /* stderr lines at or below this level */
@@ -60,10 +57,6 @@ static void sc_plug_conf_free(sc_plug_conf_t *pc)
         for (int i = 0; i < pc->n_sets; i++) {
                 free(pc->set_names[i]);
                 free(pc->set_values[i]);
-        }
-        for (int i = 0; i < pc->n_host; i++) {
-                free(pc->host_names[i]);
-                free(pc->host_values[i]);
         }
         free(pc->summary_file);
         free(pc->stats_file);
@@ -154,28 +147,6 @@ static int sc_plug_inherited(const char *name)
                !strncmp(name, "sasl.", 5);
 }
 
-/* Remembers the host's value of an inherited property (the last one set). */
-static int sc_plug_host_set(sc_plug_conf_t *pc, const char *name, const char *val)
-{
-        if (!strcmp(name, "metadata.broker.list"))
-                name = "bootstrap.servers"; /* librdkafka's alias */
-        for (int i = 0; i < pc->n_host; i++)
-                if (!strcmp(pc->host_names[i], name))
-                        return sc_plug_str(&pc->host_values[i], val);
-        if (pc->n_host == SC_PLUG_MAX_HOST)
-                return -1;
-        char *k = strdup(name), *v = strdup(val);
-        if (!k || !v) {
-                free(k);
-                free(v);
-                return -1;
-        }
-        pc->host_names[pc->n_host] = k;
-        pc->host_values[pc->n_host] = v;
-        pc->n_host++;
-        return 0;
-}
-
 /* 0 if key=val (a scadles.kafka.* override) leaves kafka properties that
  * librdkafka takes; checked on a copy, so pc is unchanged either way. */
 static int sc_plug_kafka_check(const sc_plug_conf_t *pc, const char *key, const char *val,
@@ -198,16 +169,6 @@ static rd_kafka_conf_res_t sc_plug_on_conf_set(rd_kafka_conf_t *conf, const char
 {
         sc_plug_conf_t *pc = ic_opaque;
         char err[1024];
-        if (sc_plug_inherited(name)) {
-                if (val && sc_plug_host_set(pc, name, val)) {
-                        snprintf(errstr, errstr_size,
-                                 "%s: scadles: cannot keep it for the embedded worker (out of "
-                                 "memory or more than %d connection properties)",
-                                 name, SC_PLUG_MAX_HOST);
-                        return RD_KAFKA_CONF_INVALID;
-                }
-                return RD_KAFKA_CONF_UNKNOWN; /* librdkafka's own, too */
-        }
         if (strncmp(name, SC_PLUG_PREFIX, strlen(SC_PLUG_PREFIX)))
                 return RD_KAFKA_CONF_UNKNOWN;
         const char *key = name + strlen(SC_PLUG_PREFIX);
@@ -281,12 +242,6 @@ static rd_kafka_resp_err_t sc_plug_on_conf_dup(rd_kafka_conf_t *new_conf,
         pc->log_level = old->log_level;
         pc->flush_ms = old->flush_ms;
         int oom = 0;
-        for (int i = 0; i < old->n_host; i++) {
-                pc->host_names[i] = sc_plug_strdup(old->host_names[i]);
-                pc->host_values[i] = sc_plug_strdup(old->host_values[i]);
-                pc->n_host++;
-                oom |= !pc->host_names[i] || !pc->host_values[i];
-        }
         for (int i = 0; i < old->n_sets; i++) {
                 pc->set_names[i] = sc_plug_strdup(old->set_names[i]);
                 pc->set_values[i] = sc_plug_strdup(old->set_values[i]);
@@ -415,27 +370,78 @@ static rd_kafka_resp_err_t sc_plug_fail(rd_kafka_t *rk, const char *why)
         if (!f)
                 return RD_KAFKA_RESP_ERR__APPLICATION;
         snprintf(f->why, sizeof(f->why), "%s", why);
-        if (rd_kafka_interceptor_add_on_thread_start(rk, SC_PLUG_NAME, sc_plug_fail_on_thread_start,
-                                                     f) ||
-            rd_kafka_interceptor_add_on_destroy(rk, SC_PLUG_NAME, sc_plug_fail_on_destroy, f)) {
-                /* Not added: librdkafka never calls it with f. */
-                free(f);
-        }
+        /* on_destroy first: once it is added, it frees f whatever follows */
+        if (rd_kafka_interceptor_add_on_destroy(rk, SC_PLUG_NAME, sc_plug_fail_on_destroy, f))
+                free(f); /* nothing added: librdkafka never calls back with f */
+        else
+                rd_kafka_interceptor_add_on_thread_start(rk, SC_PLUG_NAME,
+                                                         sc_plug_fail_on_thread_start, f);
         return RD_KAFKA_RESP_ERR__APPLICATION;
 }
 
-/* The worker's kafka object gets each inherited host property it does not
- * set itself (the job file wins), as a string. */
-static int sc_plug_inherit(scadles_conf_t *c, const sc_plug_conf_t *pc)
+/* The value of name in a conf dump (n name, value pairs), or NULL. */
+static const char *sc_plug_dump_get(const char **kv, size_t n, const char *name)
+{
+        for (size_t i = 0; i + 1 < n; i += 2)
+                if (!strcmp(kv[i], name))
+                        return kv[i + 1];
+        return NULL;
+}
+
+/* 1 if the job's kafka object sets name or its librdkafka alias. */
+static int sc_plug_job_sets(const json_t *kafka, const char *name)
+{
+        static const char *const alias[][2] = {{"metadata.broker.list", "bootstrap.servers"},
+                                               {"sasl.mechanisms", "sasl.mechanism"}};
+        if (json_object_get(kafka, name))
+                return 1;
+        for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++)
+                for (int k = 0; k < 2; k++)
+                        if (!strcmp(name, alias[i][k]) && json_object_get(kafka, alias[i][!k]))
+                                return 1;
+        return 0;
+}
+
+/* The worker's kafka object gets the host's connection properties from the
+ * host client's final configuration (whatever order they were set in):
+ * each inherited property the host set to other than librdkafka's default
+ * and the job file does not set (the job file wins). The security
+ * properties (security.*, ssl.*, sasl.*) only go where the host's cluster
+ * is: when the job names no other bootstrap servers. */
+static int sc_plug_inherit(scadles_conf_t *c, const rd_kafka_conf_t *host)
 {
         json_t *kafka = c->sc.kafka;
-        if (!kafka && !(kafka = c->sc.kafka = json_object()))
-                return -1;
-        for (int i = 0; i < pc->n_host; i++)
-                if (!json_object_get(kafka, pc->host_names[i]) &&
-                    json_object_set_new(kafka, pc->host_names[i], json_string(pc->host_values[i])))
-                        return -1;
-        return 0;
+        rd_kafka_conf_t *def = rd_kafka_conf_new();
+        size_t nh = 0, nd = 0;
+        const char **kv = rd_kafka_conf_dump((rd_kafka_conf_t *)host, &nh);
+        const char **dv = def ? rd_kafka_conf_dump(def, &nd) : NULL;
+        int rc = -1;
+        if (!kv || !dv || (!kafka && !(kafka = c->sc.kafka = json_object())))
+                goto out;
+        const char *hb = sc_plug_dump_get(kv, nh, "metadata.broker.list");
+        const json_t *jb = json_object_get(kafka, "bootstrap.servers");
+        if (!jb)
+                jb = json_object_get(kafka, "metadata.broker.list");
+        int same_cluster = !jb || (hb && json_is_string(jb) && !strcmp(json_string_value(jb), hb));
+        for (size_t i = 0; i + 1 < nh; i += 2) {
+                const char *name = kv[i], *val = kv[i + 1], *d = sc_plug_dump_get(dv, nd, name);
+                if (!sc_plug_inherited(name) || (d && !strcmp(d, val)) ||
+                    sc_plug_job_sets(kafka, name))
+                        continue;
+                if (strcmp(name, "metadata.broker.list") && !same_cluster)
+                        continue;
+                if (json_object_set_new(kafka, name, json_string(val)))
+                        goto out;
+        }
+        rc = 0;
+out:
+        if (kv)
+                rd_kafka_conf_dump_free(kv, nh);
+        if (dv)
+                rd_kafka_conf_dump_free(dv, nd);
+        if (def)
+                rd_kafka_conf_destroy(def);
+        return rc;
 }
 
 static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t *conf,
@@ -463,7 +469,7 @@ static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t 
                          pi->stats_file);
                 goto fail;
         }
-        if (sc_plug_inherit(c, pc))
+        if (sc_plug_inherit(c, conf))
                 goto oom;
         scadles_conf_set_log_cb(c, sc_plug_log);
         scadles_conf_set_stats_cb(c, sc_plug_stats);
@@ -478,10 +484,15 @@ static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t 
                 snprintf(errstr, errstr_size, "scadles: cannot start the training thread");
                 goto fail;
         }
-        if (rd_kafka_interceptor_add_on_consume(rk, SC_PLUG_NAME, sc_plug_on_consume, pi) ||
-            rd_kafka_interceptor_add_on_destroy(rk, SC_PLUG_NAME, sc_plug_on_destroy, pi)) {
+        /* on_destroy first: once it is added, it owns pi (a failed on_consume
+         * then only fails the consumer) */
+        if (rd_kafka_interceptor_add_on_destroy(rk, SC_PLUG_NAME, sc_plug_on_destroy, pi)) {
                 snprintf(errstr, errstr_size, "scadles: cannot add interceptors");
                 goto fail;
+        }
+        if (rd_kafka_interceptor_add_on_consume(rk, SC_PLUG_NAME, sc_plug_on_consume, pi)) {
+                snprintf(errstr, errstr_size, "scadles: cannot add interceptors");
+                return sc_plug_fail(rk, errstr);
         }
         return RD_KAFKA_RESP_ERR_NO_ERROR;
 oom:

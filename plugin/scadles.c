@@ -194,7 +194,8 @@ SCADLES_EXPORT scadles_worker_t *scadles_worker_new(scadles_conf_t *conf, char *
         spec.log = sc_api_engine_log;
         spec.log_opaque = w;
         if (sc_worker_new(&w->sw, &spec, errstr, errstr_size) ||
-            sc_api_pred_new(&w->pred, w->sw, conf->publish_steps, errstr, errstr_size)) {
+            sc_api_pred_new(&w->pred, w->sw, spec.distributed, conf->publish_steps, errstr,
+                            errstr_size)) {
                 sc_worker_destroy(w->sw);
                 pthread_cond_destroy(&w->work);
                 pthread_cond_destroy(&w->room);

@@ -43,4 +43,10 @@ for t in tests/integration/*.sh; do
 done
 echo
 echo "integration: $pass passed, $fail failed, $skip skipped"
+# Under CI everything a test needs is installed (scripts/deps.sh): a skip
+# means something is missing, and fails the run.
+if [ -n "${CI:-}" ] && [ "$skip" -gt 0 ]; then
+	echo "integration: $skip test(s) skipped under CI" >&2
+	exit 1
+fi
 [ "$fail" -eq 0 ]

@@ -227,7 +227,8 @@ SCADLES_EXPORT void scadles_destroy(scadles_worker_t *w);
  * source.topics element, else streams.*) with a copy of the worker's model
  * and returns the class probabilities (softmax of the output), the most
  * probable class and the model's version (standalone: training steps so
- * far; distributed: the smallest shard version of the J.model held).
+ * far; distributed: the smallest shard version of the J.model held, 0
+ * before the first).
  * Nothing is trained or counted; the record is not pushed.
  *
  * Any thread, any number of threads, at any time between

@@ -40,35 +40,29 @@ job_check 1500 eq
 echo "SASL_SSL: feed, aggregator and 2 workers: 3000 records trained and committed, every update applied once"
 
 # 3) The interceptor plugin in kcat as a distributed worker, its own clients
-#    given the same settings through scadles.kafka.* (kcat's through -F).
+#    inheriting kcat's settings (from -F, set before the plugin is loaded).
 plugin_args() { # FILE: -X scadles.kafka.NAME=VALUE for each member of the JSON object
 	jq -r 'to_entries[] | "-X\nscadles.kafka.\(.key)=\(.value)"' "$1"
 }
-if [ -e "$root/$BUILD/libscadles.so" ]; then
-	export LD_LIBRARY_PATH="$root/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-	write_job "$tmp/p.json" "[{\"topic\": \"$run.d.0\"}]" \
-		"{\"job\": {\"name\": \"$run.p\", \"workers\": 1}, \"worker\": {\"batch\": \"fixed\", \"b\": 32}}"
-	jq --argjson k "$sec" '.kafka += $k' "$tmp/p.json" >"$tmp/pa.json"
-	job_aggregator "$tmp/pa.json" pagg 6
-	jq '."sasl.password" = "wrong"' <<<"$sec" >"$tmp/bad-sec.json"
-	jq -n --argjson k "$sec" '$k' >"$tmp/sec.json"
-	mapfile -t px < <(plugin_args "$tmp/sec.json")
-	timeout 120 kcat -C -b "$bs" -F "$KAFKA_DIR/client.properties" -t "$run.d.0" -o beginning -c 1500 -q -f '' \
-		-X plugin.library.paths=libscadles -X "scadles.config=$tmp/p.json" \
-		-X scadles.distributed=true -X scadles.worker.id=0 -X scadles.queue.block.ms=-1 \
-		-X "scadles.summary.file=$tmp/plugin-summary.json" "${px[@]}" 2>"$tmp/kcat.err" ||
-		fail "kcat with the plugin over SASL_SSL exited $?"
-	wait "$agg" || fail "plugin job's aggregator exited $?"
-	sent=$(jq -r .job.updates_sent "$tmp/plugin-summary.json")
-	acked=$(jq -r .job.updates_acked "$tmp/plugin-summary.json")
-	applied=$(summary "$tmp/pagg.out" .applied)
-	[ "$(jq -r .trained "$tmp/plugin-summary.json")" -gt 1400 ] || fail "plugin trained $(jq -r .trained "$tmp/plugin-summary.json")"
-	[ "$sent" -gt 0 ] && [ "$sent" -eq "$acked" ] && [ "$acked" -eq "$applied" ] ||
-		fail "plugin: sent $sent, acknowledged $acked, applied $applied"
-	echo "SASL_SSL: kcat + plugin trained $(jq -r .trained "$tmp/plugin-summary.json") records, $sent updates sent, acknowledged and applied"
-else
-	echo "$BUILD/libscadles.so not built: plugin part skipped"
-fi
+use_plugin
+write_job "$tmp/p.json" "[{\"topic\": \"$run.d.0\"}]" \
+	"{\"job\": {\"name\": \"$run.p\", \"workers\": 1}, \"worker\": {\"batch\": \"fixed\", \"b\": 32}}"
+jq --argjson k "$sec" '.kafka += $k' "$tmp/p.json" >"$tmp/pa.json"
+job_aggregator "$tmp/pa.json" pagg 6
+jq '."sasl.password" = "wrong"' <<<"$sec" >"$tmp/bad-sec.json"
+timeout 120 kcat -C -b "$bs" -F "$KAFKA_DIR/client.properties" -t "$run.d.0" -o beginning -c 1500 -q -f '' \
+	-X plugin.library.paths=libscadles -X "scadles.config=$tmp/p.json" \
+	-X scadles.distributed=true -X scadles.worker.id=0 -X scadles.queue.block.ms=-1 \
+	-X "scadles.summary.file=$tmp/plugin-summary.json" 2>"$tmp/kcat.err" ||
+	fail "kcat with the plugin over SASL_SSL exited $?"
+wait "$agg" || fail "plugin job's aggregator exited $?"
+sent=$(jq -r .job.updates_sent "$tmp/plugin-summary.json")
+acked=$(jq -r .job.updates_acked "$tmp/plugin-summary.json")
+applied=$(summary "$tmp/pagg.out" .applied)
+[ "$(jq -r .trained "$tmp/plugin-summary.json")" -gt 1400 ] || fail "plugin trained $(jq -r .trained "$tmp/plugin-summary.json")"
+[ "$sent" -gt 0 ] && [ "$sent" -eq "$acked" ] && [ "$acked" -eq "$applied" ] ||
+	fail "plugin: sent $sent, acknowledged $acked, applied $applied"
+echo "SASL_SSL: kcat + plugin trained $(jq -r .trained "$tmp/plugin-summary.json") records, $sent updates sent, acknowledged and applied"
 
 # 4) Wrong credentials and an unknown CA: a clear error and a non-zero exit, in bounded time.
 jq '.kafka["sasl.password"] = "wrong"' "$tmp/j0.json" >"$tmp/bad.json"
@@ -94,12 +88,10 @@ refused bad-feed "$auth" "$SCADLES" feed --bootstrap "$bs" -c "$tmp/bad.json" --
 refused bad-worker "$auth" "$SCADLES" worker -c "$tmp/bad.json" --bootstrap "$bs" --id 0 --idle-exit 5
 refused bad-aggregator "$auth" "$SCADLES" aggregator -c "$tmp/bad.json" --bootstrap "$bs" --idle-exit 5
 refused bad-ca "$auth.*(SSL|certificate)" "$SCADLES" worker -c "$tmp/badca.json" --bootstrap "$bs" --id 0 --idle-exit 5
-if [ -e "$root/$BUILD/libscadles.so" ]; then
-	mapfile -t bx < <(plugin_args "$tmp/bad-sec.json")
-	# kcat -G: a group consumer, which exits non-zero on the fatal error the
-	# plugin raises when its worker cannot start (docs/PLUGIN.md).
-	refused bad-plugin "$auth" kcat -C -G "$run-badplugin" -b "$bs" -F "$KAFKA_DIR/client.properties" -o beginning \
-		-c 1500 -q -f '' -X plugin.library.paths=libscadles -X "scadles.config=$tmp/p.json" \
-		-X scadles.distributed=true -X scadles.worker.id=0 "${bx[@]}" "$run.d.0"
-fi
+mapfile -t bx < <(plugin_args "$tmp/bad-sec.json")
+# kcat -G: a group consumer, which exits non-zero on the fatal error the
+# plugin raises when its worker cannot start (docs/PLUGIN.md).
+refused bad-plugin "$auth" kcat -C -G "$run-badplugin" -b "$bs" -F "$KAFKA_DIR/client.properties" -o beginning \
+	-c 1500 -q -f '' -X plugin.library.paths=libscadles -X "scadles.config=$tmp/p.json" \
+	-X scadles.distributed=true -X scadles.worker.id=0 "${bx[@]}" "$run.d.0"
 echo "kafka_sasl_ssl: ok"

@@ -19,10 +19,12 @@ jq '.job = {name: "phj", shards: 2, workers: 1, sync: {policy: "asp"}, session_t
 
 # 1) Inheritance: librdkafka warns about a sasl.username without a SASL
 #    mechanism in every client that has it; the worker's own clients (named
-#    scadles-*) have it only if they inherited it from the host.
-kcat -C -b "$bs" -t ph -o beginning -c 300 -q -f '' -X plugin.library.paths=libscadles \
+#    scadles-*) have it only if they inherited it from the host. It is set
+#    before the plugin is loaded: the host's final configuration counts.
+kcat -C -b "$bs" -t ph -o beginning -c 300 -q -f '' -X sasl.username=inherited-user \
+	-X plugin.library.paths=libscadles \
 	-X "scadles.config=$tmp/job.json" -X scadles.distributed=true -X scadles.worker.id=0 \
-	-X scadles.eval=false -X scadles.flush.timeout.ms=5000 -X sasl.username=inherited-user \
+	-X scadles.eval=false -X scadles.flush.timeout.ms=5000 \
 	2>"$tmp/inherit.err" || fail "kcat with the plugin exited $?"
 n=$(grep 'CONFWARN|scadles-' "$tmp/inherit.err" | grep -c 'sasl.username' || true)
 [ "$n" -ge 2 ] || fail "the worker's clients did not inherit sasl.username ($n warnings): $(cat "$tmp/inherit.err")"

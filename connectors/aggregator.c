@@ -321,6 +321,21 @@ static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, d
                 sc_agg_reject(agg, SC_REJ_CTL, topic, msg->partition, msg->offset, why);
                 return;
         }
+        /* The tag binds a record to its signer, not to a time: a signed control
+         * message counts only when its own (signed) timestamp is newer than
+         * the worker's last, so a replayed heartbeat or join keeps nobody
+         * live. */
+        if (agg->auth.on) {
+                if (wm.u.control.timestamp <= agg->ctl_ts[w]) {
+                        snprintf(why, sizeof(why),
+                                 "worker %u: control message of %lld us, not newer than its last "
+                                 "(a replay)",
+                                 w, (long long)wm.u.control.timestamp);
+                        sc_agg_reject(agg, SC_REJ_CTL, topic, msg->partition, msg->offset, why);
+                        return;
+                }
+                agg->ctl_ts[w] = wm.u.control.timestamp;
+        }
         clock_gettime(CLOCK_REALTIME, &wall);
         if (ts > 0)
                 age = ((double)wall.tv_sec * 1e3 + (double)wall.tv_nsec * 1e-6 - (double)ts) / 1e3;
@@ -537,6 +552,7 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
             !(agg->val = malloc(agg->maxlen * sizeof(float))) ||
             !(agg->idx = malloc(agg->maxlen * sizeof(uint32_t))) ||
             !(agg->last_seen = calloc((size_t)agg->nworkers, sizeof(double))) ||
+            !(agg->ctl_ts = calloc((size_t)agg->nworkers, sizeof(int64_t))) ||
             !(agg->left = calloc((size_t)agg->nworkers, 1)) ||
             !(agg->live = calloc((size_t)agg->nworkers, 1)) ||
             !(agg->ahead_logged = calloc((size_t)agg->nworkers, 1))) {
@@ -744,6 +760,7 @@ void sc_aggregator_destroy(sc_aggregator_t *agg)
         free(agg->val);
         free(agg->idx);
         free(agg->last_seen);
+        free(agg->ctl_ts);
         free(agg->left);
         free(agg->live);
         free(agg->ahead_logged);

@@ -70,6 +70,7 @@ struct sc_aggregator {
         uint32_t *idx;
         sc_buf_t buf;
         double *last_seen;
+        int64_t *ctl_ts; /* authenticated jobs: newest signed control timestamp per worker */
         uint8_t *left, *live;
         int round_based, publish_every;
         uint64_t rej[SC_REJ__END];

@@ -12,7 +12,7 @@
 #include "sync/sync_impl.h"
 
 #define SC_SNAP_MAGIC 0x56535353u /* "SSSV" */
-#define SC_SNAP_VERSION 1u
+#define SC_SNAP_VERSION 2u        /* 1: no robust-row count (and no rows) */
 /* got[w]: 0 no turn yet in the round, 1 contributed, SC_GOT_REFUSED its
  * update was refused by the limits (its turn, taken; kept in snapshots). */
 #define SC_GOT_REFUSED 2
@@ -493,8 +493,10 @@ const sc_server_spec_t *sc_server_spec(const sc_server_t *srv)
  * begin u64, end u64, n_workers u32, version u64, stats 6 x u64,
  * acc_weight f64, n_got u32, per worker {live u8, got u8, base u64, mask u64,
  * clock u64} (got: 0, 1 or 2 = refused), params, velocity (n, or 0 floats),
- * acc (n or 0), mom (n or 0), robust rows (n_workers x n, or 0), adacomp
- * length u64 + bytes, crc32c u32 of everything before. */
+ * acc (n or 0), mom (n or 0), robust row count u32 (format 2 on) and the
+ * rows of the round's contributors (got 1) in worker order (n floats each;
+ * none outside a robust round), adacomp length u64 + bytes, crc32c u32 of
+ * everything before. Format 1 (no row count, no rows) is read too. */
 
 typedef struct sc_wbuf {
         uint8_t *p;
@@ -549,10 +551,10 @@ static size_t sc_server_vel_len(const sc_server_t *srv)
         return srv->sgd.velocity ? srv->n : 0;
 }
 
-/* Robust rounds: the contributors' rows (n_workers x n). */
-static size_t sc_server_rows_len(const sc_server_t *srv)
+/* Robust rounds: rows of the round's contributors kept (got == 1). */
+static uint32_t sc_server_rows_kept(const sc_server_t *srv)
 {
-        return srv->rows ? (size_t)srv->spec.sync.n_workers * srv->n : 0;
+        return srv->rows ? srv->n_got : 0;
 }
 
 sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp)
@@ -560,8 +562,8 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
         size_t nw = (size_t)srv->spec.sync.n_workers,
                ada = srv->ada ? sc_adacomp_save_size(srv->ada) : 0;
         size_t nf = srv->n + sc_server_vel_len(srv) + (srv->acc ? srv->n : 0) +
-                    (srv->mom ? srv->n : 0) + sc_server_rows_len(srv);
-        size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 8 + ada + 4;
+                    (srv->mom ? srv->n : 0) + (size_t)sc_server_rows_kept(srv) * srv->n;
+        size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 4 + 8 + ada + 4;
         sc_wbuf_t b;
         uint64_t accw;
         uint8_t *buf;
@@ -601,7 +603,10 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
                 sc_put_f32s(&b, srv->acc, srv->n);
         if (srv->mom)
                 sc_put_f32s(&b, srv->mom, srv->n);
-        sc_put_f32s(&b, srv->rows, sc_server_rows_len(srv));
+        sc_put(&b, sc_server_rows_kept(srv), 4);
+        for (size_t w = 0; srv->rows && w < nw; w++)
+                if (srv->got[w] == 1)
+                        sc_put_f32s(&b, srv->rows + w * srv->n, srv->n);
         sc_put(&b, ada, 8);
         if (srv->ada) {
                 sc_adacomp_save(srv->ada, b.p);
@@ -620,11 +625,10 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         size_t n = srv->n, nw = (size_t)srv->spec.sync.n_workers, adalen;
         uint32_t crc, fmt;
         uint64_t accw, stats[6], version;
-        uint32_t n_got, shard;
-        float *fl = NULL;
+        uint32_t n_got, shard, nrows = 0;
+        float *fl = NULL, *rows = NULL;
         uint8_t *wb = NULL;
-        size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0,
-               nrows = sc_server_rows_len(srv);
+        size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0;
         sc_err_t err = SC_ERR_CORRUPT;
 
         if (len < 8)
@@ -638,9 +642,9 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         b.end = buf + len - 4;
         if (sc_get(&b, 4) != SC_SNAP_MAGIC)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size, "shard snapshot: bad magic");
-        if ((fmt = (uint32_t)sc_get(&b, 4)) != SC_SNAP_VERSION)
+        if ((fmt = (uint32_t)sc_get(&b, 4)) < 1 || fmt > SC_SNAP_VERSION)
                 return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
-                               "shard snapshot: format %u, this build reads %u", fmt,
+                               "shard snapshot: format %u, this build reads 1 to %u", fmt,
                                SC_SNAP_VERSION);
         if (sc_get(&b, 4) != (uint64_t)srv->pol->kind)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
@@ -659,7 +663,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         accw = sc_get(&b, 8);
         n_got = (uint32_t)sc_get(&b, 4);
         /* Decode into temporaries; commit only when everything checked out. */
-        if (!(fl = malloc((n + nvel + nacc + nmom + nrows + 1) * sizeof(float))) ||
+        if (!(fl = malloc((n + nvel + nacc + nmom + 1) * sizeof(float))) ||
             !(wb = malloc(nw * 26 + 1))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "shard snapshot: out of memory");
                 goto out;
@@ -670,7 +674,38 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 memcpy(wb, b.p, nw * 26);
                 b.p += nw * 26;
         }
-        sc_get_f32s(&b, fl, n + nvel + nacc + nmom + nrows);
+        sc_get_f32s(&b, fl, n + nvel + nacc + nmom);
+        if (fmt >= 2)
+                nrows = (uint32_t)sc_get(&b, 4);
+        if (nrows && !srv->rows) {
+                err = sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                              "shard snapshot: %u robust rows, and this shard's rounds are not "
+                              "robust (job.limits.robust)",
+                              nrows);
+                goto out;
+        }
+        if (nrows && nrows != n_got) {
+                err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                              "shard snapshot: %u robust rows for %u contributions", nrows, n_got);
+                goto out;
+        }
+        if (srv->rows && n_got && !nrows) {
+                err = sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                              "shard snapshot: a round of %u contributions without their rows "
+                              "(written without job.limits.robust)",
+                              n_got);
+                goto out;
+        }
+        if (nrows && (size_t)(b.end - b.p) / 4 / n < nrows) {
+                b.bad = 1;
+        } else if (nrows) {
+                if (!(rows = malloc((size_t)nrows * n * sizeof(float)))) {
+                        err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                                      "shard snapshot: out of memory");
+                        goto out;
+                }
+                sc_get_f32s(&b, rows, (size_t)nrows * n);
+        }
         adalen = (size_t)sc_get(&b, 8);
         if (b.bad || adalen != (size_t)(b.end - b.p) || (!srv->ada && adalen)) {
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -694,7 +729,8 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                         goto out;
                 }
         }
-        if (!sc_server_floats_finite(fl, n + nvel + nacc + nmom + nrows)) {
+        if (!sc_server_floats_finite(fl, n + nvel + nacc + nmom) ||
+            (nrows && !sc_server_floats_finite(rows, (size_t)nrows * n))) {
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                               "shard snapshot: a parameter or optimizer value is not finite");
                 goto out;
@@ -728,10 +764,12 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 memcpy(srv->acc, fl + n + nvel, nacc * sizeof(float));
         if (nmom)
                 memcpy(srv->mom, fl + n + nvel + nacc, nmom * sizeof(float));
-        if (nrows)
-                memcpy(srv->rows, fl + n + nvel + nacc + nmom, nrows * sizeof(float));
+        for (size_t w = 0, r = 0; nrows && w < nw; w++)
+                if (srv->got[w] == 1)
+                        memcpy(srv->rows + w * n, rows + n * r++, n * sizeof(float));
         err = SC_OK;
 out:
+        free(rows);
         free(fl);
         free(wb);
         return err;

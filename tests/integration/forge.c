@@ -43,6 +43,13 @@ static size_t read_key(const char *path, uint8_t *key)
         return n;
 }
 
+/* The job the keys are bound to: $FORGE_JOB, else "dj". */
+static const char *job_name(void)
+{
+        const char *j = getenv("FORGE_JOB");
+        return j && *j ? j : "dj";
+}
+
 static void sign(sc_buf_t *buf, const char *signer, const char *keyfile)
 {
         uint8_t key[4096], k[32];
@@ -57,13 +64,6 @@ static void sign(sc_buf_t *buf, const char *signer, const char *keyfile)
                 fprintf(stderr, "forge: %s\n", err);
                 exit(2);
         }
-}
-
-/* The job the keys are bound to: $FORGE_JOB, else "dj". */
-static const char *job_name(void)
-{
-        const char *j = getenv("FORGE_JOB");
-        return j && *j ? j : "dj";
 }
 
 static void write_out(const char *path, const sc_buf_t *buf)

@@ -3,7 +3,9 @@
 # norm limit 1e4): while worker 0 trains, a raw producer (kcat) writes forged
 # records built by tests/integration/forge.c: on J.grad an unsigned update
 # and one signed with worker 1's key, both claiming worker 0; as worker 1
-# (its own key) a 1e30 update, two 3.4e38 updates and the 20-byte sparse
+# (its own key) a 1e30 update, two 3.4e38 updates (both refused by the norm
+# limit here; an overflowing step's undo is tests/unit/test_server_limits.c's)
+# and the 20-byte sparse
 # DoS payload; worker 0's update at seq 5000 (signed with its key: a
 # leaked key or a buggy worker); on J.model an unsigned record and one
 # signed with the aggregators' key, both at version 2^62 with zero

@@ -337,6 +337,13 @@ sc_err_t sc_codec_index_decode(const uint8_t *p, size_t len, size_t k, uint32_t 
 
         if (err)
                 return err;
+        if (it.method == SC_CODEC_INDEX_BITPACK && it.width == 0) {
+                /* every gap 0: the indices are 0..k-1 (k <= n checked), and the
+                 * block is empty: no walk whatever k claims */
+                for (size_t j = 0; idx && j < k; j++)
+                        idx[j] = (uint32_t)j;
+                return SC_OK;
+        }
         for (size_t j = 0; j < k; j++) {
                 if (sc_index_iter_next(&it, &v))
                         return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,

@@ -229,10 +229,9 @@ size_t sc_codec_index_size(const uint32_t *idx, size_t k, uint32_t n);
 sc_err_t sc_codec_index_encode(const uint32_t *idx, size_t k, uint32_t n, int method,
                                sc_buf_t *out);
 /* Decodes a block of k indices < n from p (len bytes available); *usedp gets
- * the block's size. idx may be NULL to validate only. The work is O(k) even
- * where the block is a few bytes (a bit width of 0): a caller decoding a
- * message bounds k by the bytes behind the block first, as
- * sc_codec_sparse_check does with the value bytes. */
+ * the block's size. idx may be NULL to validate only: the work is then
+ * bounded by the block's bytes (a bit-packed block of width 0, the indices
+ * 0..k-1, is validated from its header), else it is O(k). */
 sc_err_t sc_codec_index_decode(const uint8_t *p, size_t len, size_t k, uint32_t n, uint32_t *idx,
                                size_t *usedp, char *errstr, size_t errstr_size);
 

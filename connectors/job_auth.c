@@ -9,13 +9,6 @@
 
 #define SC_JOB_KEY_MAX 4096
 
-static void sc_job_auth_wipe(void *p, size_t n)
-{
-        volatile uint8_t *v = p;
-        for (size_t i = 0; i < n; i++)
-                v[i] = 0;
-}
-
 sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
         const sc_conf_job_t *job = &conf->job;
@@ -33,7 +26,7 @@ sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr, 
                 len = fread(key, 1, sizeof(key), f);
                 fclose(f);
                 if (len > SC_JOB_KEY_MAX) {
-                        sc_job_auth_wipe(key, sizeof(key));
+                        sc_auth_wipe(key, sizeof(key));
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                        "%s: %s: %s: more than %d bytes", conf->origin, what,
                                        job->auth_key_file, SC_JOB_KEY_MAX);
@@ -57,7 +50,7 @@ sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr, 
         while (len > 0 && (key[len - 1] == '\n' || key[len - 1] == '\r'))
                 len--;
         err = sc_auth_init(auth, key, len, job->name, job->sync.n_workers, errstr, errstr_size);
-        sc_job_auth_wipe(key, sizeof(key));
+        sc_auth_wipe(key, sizeof(key));
         if (err == SC_ERR_CONFIG)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "%s: %s: the job key has %zu bytes, at least %d are needed",

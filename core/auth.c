@@ -10,6 +10,13 @@ static uint32_t sc_auth_le32(const uint8_t *p)
         return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+void sc_auth_wipe(void *p, size_t n)
+{
+        volatile uint8_t *v = p; /* stores a compiler keeps */
+        for (size_t i = 0; i < n; i++)
+                v[i] = 0;
+}
+
 void sc_auth_derive(const void *key, size_t keylen, const char *job, uint32_t signer,
                     uint8_t out[32])
 {
@@ -52,13 +59,10 @@ void sc_auth_free(sc_auth_t *auth)
 {
         if (!auth)
                 return;
-        if (auth->worker_keys) {
-                volatile uint8_t *p = auth->worker_keys;
-                for (size_t i = 0; i < (size_t)auth->n_workers * 32; i++)
-                        p[i] = 0;
-        }
+        if (auth->worker_keys)
+                sc_auth_wipe(auth->worker_keys, (size_t)auth->n_workers * 32);
         free(auth->worker_keys);
-        memset(auth, 0, sizeof(*auth));
+        sc_auth_wipe(auth, sizeof(*auth));
 }
 
 static const uint8_t *sc_auth_key(const sc_auth_t *auth, uint32_t signer)

@@ -13,9 +13,6 @@
 
 #define SC_SNAP_MAGIC 0x56535353u /* "SSSV" */
 #define SC_SNAP_VERSION 2u        /* 1: no robust-row count (and no rows) */
-/* got[w]: 0 no turn yet in the round, 1 contributed, SC_GOT_REFUSED its
- * update was refused by the limits (its turn, taken; kept in snapshots). */
-#define SC_GOT_REFUSED 2
 
 sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const float *init,
                        char *errstr, size_t errstr_size)
@@ -222,7 +219,7 @@ static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
         if (srv->rows)
                 sc_server_robust_add(srv, u);
         srv->acc_weight += wgt;
-        srv->got[u->worker] = 1;
+        srv->got[u->worker] = SC_GOT_CONTRIBUTED;
         srv->n_got++;
         return 1;
 }
@@ -546,7 +543,7 @@ static void sc_get_f32s(sc_rbuf_t *b, float *f, size_t n)
         }
 }
 
-static size_t sc_server_vel_len(const sc_server_t *srv)
+size_t sc_server_vel_len(const sc_server_t *srv)
 {
         return srv->sgd.velocity ? srv->n : 0;
 }
@@ -605,7 +602,7 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
                 sc_put_f32s(&b, srv->mom, srv->n);
         sc_put(&b, sc_server_rows_kept(srv), 4);
         for (size_t w = 0; srv->rows && w < nw; w++)
-                if (srv->got[w] == 1)
+                if (srv->got[w] == SC_GOT_CONTRIBUTED)
                         sc_put_f32s(&b, srv->rows + w * srv->n, srv->n);
         sc_put(&b, ada, 8);
         if (srv->ada) {
@@ -721,7 +718,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 for (size_t k = 0; k < nw; k++) {
                         if (wb[k * 26] > 1 || wb[k * 26 + 1] > SC_GOT_REFUSED)
                                 b.bad = 1;
-                        got += wb[k * 26 + 1] == 1;
+                        got += wb[k * 26 + 1] == SC_GOT_CONTRIBUTED;
                 }
                 if (b.bad || got != n_got || (!srv->acc && n_got) || !(w >= 0) || !isfinite(w)) {
                         err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -765,7 +762,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         if (nmom)
                 memcpy(srv->mom, fl + n + nvel + nacc, nmom * sizeof(float));
         for (size_t w = 0, r = 0; nrows && w < nw; w++)
-                if (srv->got[w] == 1)
+                if (srv->got[w] == SC_GOT_CONTRIBUTED)
                         memcpy(srv->rows + w * n, rows + n * r++, n * sizeof(float));
         err = SC_OK;
 out:

@@ -86,11 +86,6 @@ sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *ou
         return SC_OK;
 }
 
-static size_t sc_server_vel_n(const sc_server_t *srv)
-{
-        return srv->sgd.velocity ? srv->n : 0;
-}
-
 void sc_server_save(sc_server_t *srv)
 {
         size_t n = srv->n;
@@ -132,7 +127,7 @@ int sc_server_floats_finite(const float *x, size_t n)
 int sc_server_is_finite(const sc_server_t *srv)
 {
         return sc_all_finite(srv->params, srv->n) &&
-               sc_all_finite(srv->sgd.velocity, sc_server_vel_n(srv)) &&
+               sc_all_finite(srv->sgd.velocity, sc_server_vel_len(srv)) &&
                (!srv->mom || sc_all_finite(srv->mom, srv->n));
 }
 
@@ -182,7 +177,7 @@ void sc_server_robust_acc(sc_server_t *srv)
         int nw = srv->spec.sync.n_workers, k = 0, t;
 
         for (int w = 0; w < nw; w++)
-                k += srv->got[w] == 1;
+                k += srv->got[w] == SC_GOT_CONTRIBUTED;
         if (k == 0)
                 return;
         t = (int)(lim->trim * k);
@@ -192,7 +187,7 @@ void sc_server_robust_acc(sc_server_t *srv)
                 double m = 0;
                 int j = 0;
                 for (int w = 0; w < nw; w++)
-                        if (srv->got[w] == 1)
+                        if (srv->got[w] == SC_GOT_CONTRIBUTED)
                                 srv->col[j++] = srv->rows[(size_t)w * srv->n + i];
                 sc_robust_sort(srv->col, k);
                 if (lim->robust == SC_ROBUST_MEDIAN) {

@@ -32,6 +32,8 @@ typedef struct sc_auth {
         uint8_t *worker_keys; /* (n_workers x 32) */
 } sc_auth_t;
 
+/* Zeroes n bytes of key material at p (stores the compiler keeps). */
+void sc_auth_wipe(void *p, size_t n);
 /* Derives the key of signer (a worker id or SC_AUTH_AGGREGATOR) in job
  * (its first SC_AUTH_JOB_MAX bytes). */
 void sc_auth_derive(const void *key, size_t keylen, const char *job, uint32_t signer,

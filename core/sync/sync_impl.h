@@ -91,7 +91,7 @@ struct sc_server_s {
         float *col;        /* (n_workers) robust rounds: one coordinate's values */
         double acc_weight; /* round: sum of weights */
         uint32_t n_got;    /* round: contributions */
-        uint8_t *got;      /* (n_workers) contributed in this round */
+        uint8_t *got;      /* (n_workers) SC_GOT_* of this round */
         uint8_t *live;     /* (n_workers) */
         sc_seqwin_t *seq;  /* (n_workers) */
         uint64_t *clock;   /* (n_workers) updates applied per worker */
@@ -118,6 +118,11 @@ void sc_server_rollback(sc_server_t *srv);
  * finite (a step params[i] -= lr * v / s, s >= 1, then does too). */
 int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr);
 /* 1 if the n floats of x are all finite. */
+/* got[w]: no turn yet in the round, contributed, or its update was refused
+ * by the limits (its turn, taken; kept in snapshots). */
+enum { SC_GOT_NONE = 0, SC_GOT_CONTRIBUTED = 1, SC_GOT_REFUSED = 2 };
+/* Velocity floats: n with momentum, else 0. */
+size_t sc_server_vel_len(const sc_server_t *srv);
 int sc_server_floats_finite(const float *x, size_t n);
 /* 1 if acc + wgt * u stays finite everywhere. */
 int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt);

@@ -10,11 +10,28 @@
 #include "cmd.h"
 #include "sc_ckpt.h"
 
-int sc_cli_model_load(const char *cmd, sc_conf_t *conf, const char *ckpt, sc_model_t **modelp)
+int sc_cli_ckpt_load(const char *cmd, const char *ckpt, sc_model_t *model, sc_sgd_t *sgd,
+                     sc_ckpt_meta_t *meta)
 {
         char err[1024];
         int has_state = 0;
-        sc_err_t e;
+        sc_err_t e = sc_ckpt_load(ckpt, model, sgd, meta, &has_state, err, sizeof(err));
+        if (e) {
+                fprintf(stderr, "scadles %s: %s\n", cmd, err);
+                return e == SC_ERR_SHAPE ? 2 : 1;
+        }
+        if (sc_model_nstate(model) && !has_state)
+                fprintf(stderr,
+                        "scadles %s: warning: %s has no batchnorm running statistics (an "
+                        "older checkpoint); using mean 0, variance 1\n",
+                        cmd, ckpt);
+        return 0;
+}
+
+int sc_cli_model_load(const char *cmd, sc_conf_t *conf, const char *ckpt, sc_model_t **modelp)
+{
+        char err[1024];
+        int rc;
 
         *modelp = NULL;
         if (sc_model_new(modelp, &conf->model, err, sizeof(err))) {
@@ -22,19 +39,11 @@ int sc_cli_model_load(const char *cmd, sc_conf_t *conf, const char *ckpt, sc_mod
                 fprintf(stderr, "scadles %s: %s\n", cmd, err);
                 return 2;
         }
-        e = sc_ckpt_load(ckpt, *modelp, NULL, NULL, &has_state, err, sizeof(err));
-        if (e) {
-                fprintf(stderr, "scadles %s: %s\n", cmd, err);
+        if ((rc = sc_cli_ckpt_load(cmd, ckpt, *modelp, NULL, NULL))) {
                 sc_model_destroy(*modelp);
                 *modelp = NULL;
-                return e == SC_ERR_SHAPE ? 2 : 1;
         }
-        if (sc_model_nstate(*modelp) && !has_state)
-                fprintf(stderr,
-                        "scadles %s: warning: %s has no batchnorm running statistics (an "
-                        "older checkpoint); using mean 0, variance 1\n",
-                        cmd, ckpt);
-        return 0;
+        return rc;
 }
 
 #define SC_CLI_PRED_BATCH 256

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sc_ckpt.h"
 #include "sc_conf.h"
 #include "sc_nn.h"
 
@@ -45,6 +46,10 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
 
 /* cli_model.c. Each prints its own error as "scadles <cmd>: ..." and returns
  * an exit code (0 ok, 1 runtime failure, 2 usage or configuration error). */
+/* Loads the checkpoint ckpt into model (and sgd, meta: may be NULL),
+ * warning when the model has batchnorm and the checkpoint no statistics. */
+int sc_cli_ckpt_load(const char *cmd, const char *ckpt, sc_model_t *model, sc_sgd_t *sgd,
+                     sc_ckpt_meta_t *meta);
 /* Builds conf's model and loads the checkpoint ckpt into it (parameters and
  * batchnorm statistics; a warning when the checkpoint has none). *modelp is
  * the caller's on 0, NULL otherwise. */

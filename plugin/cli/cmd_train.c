@@ -228,7 +228,7 @@ static void sc_run_print_metrics(sc_run_t *run)
         json_object_del(j, "window_samples");
         json_object_del(j, "window_accuracy");
         json_object_del(j, "window_loss");
-        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
         if (text)
                 fprintf(stderr, "metrics: %s\n", text);
         free(text);
@@ -573,19 +573,8 @@ int sc_cmd_train(int argc, char **argv)
 
         memset(&meta, 0, sizeof(meta));
         if (o.resume) {
-                int has_state = 0;
-                sc_err_t e =
-                    sc_ckpt_load(o.resume, run.model, &sgd, &meta, &has_state, err, sizeof(err));
-                if (e) {
-                        fprintf(stderr, "scadles train: --resume %s\n", err);
-                        rc = e == SC_ERR_SHAPE ? 2 : 1;
+                if ((rc = sc_cli_ckpt_load("train --resume", o.resume, run.model, &sgd, &meta)))
                         goto out;
-                }
-                if (sc_model_nstate(run.model) && !has_state)
-                        fprintf(stderr,
-                                "scadles train: %s has no batchnorm running statistics (an "
-                                "older checkpoint); they restart from mean 0, variance 1\n",
-                                o.resume);
                 if (meta.epoch_step &&
                     (meta.seed != conf->train.seed || meta.batch != (uint32_t)conf->train.batch ||
                      meta.epoch_step >= (uint64_t)steps_per_epoch)) {
@@ -624,7 +613,6 @@ out:
 
 int sc_cmd_eval(int argc, char **argv)
 {
-        char err[1024];
         sc_train_opts_t o;
         sc_run_t run;
         sc_ckpt_meta_t meta;
@@ -637,19 +625,8 @@ int sc_cmd_eval(int argc, char **argv)
         if ((rc = sc_run_conf(&run, &o.co)) || (rc = sc_run_data(&run, 0)) ||
             (rc = sc_run_model(&run)) || (rc = sc_run_eval_set(&run)))
                 goto out;
-        int has_state = 0;
-        sc_err_t e =
-            sc_ckpt_load(o.checkpoint, run.model, NULL, &meta, &has_state, err, sizeof(err));
-        if (e) {
-                fprintf(stderr, "scadles eval: %s\n", err);
-                rc = e == SC_ERR_SHAPE ? 2 : 1;
+        if ((rc = sc_cli_ckpt_load("eval", o.checkpoint, run.model, NULL, &meta)))
                 goto out;
-        }
-        if (sc_model_nstate(run.model) && !has_state)
-                fprintf(stderr,
-                        "scadles eval: warning: %s has no batchnorm running statistics (an "
-                        "older checkpoint); evaluating with mean 0, variance 1\n",
-                        o.checkpoint);
         fprintf(stderr, "scadles eval: %s: epoch %llu, step %llu\n", o.checkpoint,
                 (unsigned long long)meta.epoch, (unsigned long long)meta.step);
         rc = sc_run_print_accuracy(&run);

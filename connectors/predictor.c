@@ -18,6 +18,7 @@
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
+#include "sc_model_out.h"
 #include "sc_nn.h"
 
 #define SC_PRED_PENDING 64 /* batches produced and not yet acknowledged */
@@ -144,11 +145,12 @@ static void sc_pred_follow(sc_predictor_t *p)
                 stamp += sc_job_model_stamp(p->jm, s);
         if (stamp == p->jm_stamp)
                 return;
-        memcpy(sc_model_params(p->model), sc_job_model_params(p->jm), p->nparams * sizeof(float));
+        sc_model_out_info_t info;
+        sc_model_out_assemble(p->model, p->jm, &info);
         if (p->jm_stamp)
                 p->st.model_swaps++;
         p->jm_stamp = stamp;
-        p->st.model_version = sc_job_model_min_version(p->jm);
+        p->st.model_version = info.min_version;
 }
 
 static sc_err_t sc_pred_producer(sc_predictor_t *p, char *errstr, size_t errstr_size)

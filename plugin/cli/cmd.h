@@ -65,6 +65,9 @@ int sc_cli_write_predictions(const char *cmd, sc_model_t *model, const float *x,
  * sc_cli_quiet; warnings about properties a client ignores (CONFWARN: the
  * kafka object serves consumers and producers alike) are left out. */
 extern volatile int sc_cli_quiet;
+/* A library log line (opaque: the command's name): up to informational
+ * (6), or warnings and worse (4) when sc_cli_quiet. */
+void sc_cli_log(void *opaque, int level, const char *msg);
 void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg);
 
 /* cli_conf.c: the options every command shares. */

@@ -70,14 +70,6 @@ static void sc_agg_print(void *opaque, int level, const char *line)
         fprintf(stderr, "aggregator: %s\n", line);
 }
 
-static void sc_agg_kafka_log(void *opaque, int level, const char *fac, const char *name,
-                             const char *msg)
-{
-        (void)opaque;
-        if (level <= 3 || (level == 4 && strcmp(fac, "CONFWARN")))
-                fprintf(stderr, "aggregator: kafka %s %s: %s\n", name, fac, msg);
-}
-
 static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
 {
         static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
@@ -129,9 +121,6 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                 case 'q':
                         o->quiet = 1;
                         break;
-                case 'h':
-                        sc_agg_usage(stdout);
-                        return -1;
                 case 'P':
                         o->produce = 1;
                         break;
@@ -167,24 +156,18 @@ static int sc_agg_parse(int argc, char **argv, sc_agg_opts_t *o)
                         o->dup_every = atol(optarg);
                         break;
                 default:
-                        fprintf(stderr, "scadles aggregator: bad option '%s'\n\n",
-                                argv[optind - 1]);
-                        sc_agg_usage(stderr);
-                        return 2;
+                        return sc_cli_opt_other("aggregator", c, argv, sc_agg_usage);
                 }
         }
-        if (!o->co.config || optind < argc || o->seq_from < 1 || o->seq_to < o->seq_from - 1) {
+        if (sc_cli_no_operands("aggregator", argc, argv, sc_agg_usage))
+                return 2;
+        if (!o->co.config || o->seq_from < 1 || o->seq_to < o->seq_from - 1) {
                 fprintf(stderr, "scadles aggregator: %s\n\n",
-                        !o->co.config ? "-c CONFIG is required" : "bad arguments");
+                        !o->co.config ? "-c CONFIG is required" : "bad --from/--to");
                 sc_agg_usage(stderr);
                 return 2;
         }
-        return 0;
-}
-
-static int sc_agg_load(const sc_agg_opts_t *o, sc_conf_t *conf)
-{
-        return sc_cli_conf_load("aggregator", conf, &o->co);
+        return -1;
 }
 
 /* ---- self-test: fake workers and the expected result ---------------------- */
@@ -577,12 +560,13 @@ int sc_cmd_aggregator(int argc, char **argv)
         char err[1024];
         int rc;
 
-        if ((rc = sc_agg_parse(argc, argv, &o)))
-                return rc < 0 ? 0 : rc;
+        if ((rc = sc_agg_parse(argc, argv, &o)) >= 0)
+                return rc;
         sc_conf_defaults(&conf);
-        if ((rc = sc_agg_load(&o, &conf)))
+        if ((rc = sc_cli_conf_load("aggregator", &conf, &o.co)))
                 goto out;
-        sc_kafka_log_set_sink(sc_agg_kafka_log, NULL);
+        sc_cli_quiet = o.quiet;
+        sc_kafka_log_set_sink(sc_cli_kafka_log, "aggregator");
         sc_cli_signals();
         if (o.produce || o.bad_model || o.ctl_kind) {
                 rc = sc_agg_produce(&conf, &o);

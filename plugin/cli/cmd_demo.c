@@ -573,8 +573,7 @@ int sc_cmd_demo(int argc, char **argv)
                         break;
                 }
                 if (t - t_eval >= o.eval_every) {
-                        memcpy(sc_model_params(model), sc_job_model_params(jm),
-                               nparams * sizeof(float));
+                        sc_model_out_assemble(model, jm, NULL);
                         if (sc_demo_eval(model, sc_demo_calib(&conf, &calib, &test), &test, &acc) ==
                                 0 &&
                             npts < SC_DEMO_MAX_POINTS) {
@@ -623,7 +622,7 @@ stop:
         /* The final model: what the aggregators published last. */
         for (int k = 0; k < 10; k++)
                 sc_job_model_poll(jm, 50, NULL, err, sizeof(err));
-        memcpy(sc_model_params(model), sc_job_model_params(jm), nparams * sizeof(float));
+        sc_model_out_assemble(model, jm, NULL);
         double final_acc = 0;
         sc_demo_eval(model, sc_demo_calib(&conf, &calib, &test), &test, &final_acc);
         if (npts < SC_DEMO_MAX_POINTS && npts > 0) {

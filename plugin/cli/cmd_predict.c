@@ -220,16 +220,6 @@ static int sc_pcli_input(sc_conf_t *conf, const char *in)
         return 0;
 }
 
-static int sc_pcli_quiet;
-
-static void sc_pcli_log(void *opaque, int level, const char *msg)
-{
-        (void)opaque;
-        if (level > 6 || (level > 4 && sc_pcli_quiet))
-                return;
-        fprintf(stderr, "scadles predict: %s\n", msg);
-}
-
 static void sc_pcli_progress(sc_predictor_t *p, double now, double t0, uint64_t *last_n,
                              double *last_t)
 {
@@ -259,7 +249,6 @@ int sc_cmd_predict(int argc, char **argv)
 
         if ((rc = sc_pcli_args(argc, argv, &o)) >= 0)
                 return rc;
-        sc_pcli_quiet = o.quiet;
         sc_cli_quiet = o.quiet;
         sc_cli_signals();
         /* librdkafka's fetch buffers (up to max.partition.fetch.bytes each)
@@ -291,7 +280,8 @@ int sc_cmd_predict(int argc, char **argv)
         spec.checkpoint = o.checkpoint;
         spec.follow_job = o.follow_job;
         spec.batch = (int)o.batch;
-        spec.log = sc_pcli_log;
+        spec.log = sc_cli_log;
+        spec.log_opaque = "predict";
         sc_kafka_log_set_sink(sc_cli_kafka_log, "predict");
         sc_err_t e = sc_predictor_new(&p, &spec, err, sizeof(err));
         if (e) {

@@ -176,18 +176,13 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
         return -1;
 }
 
-static int sc_wcli_quiet;
-
 static void sc_wcli_log(void *opaque, int level, const char *msg)
 {
-        (void)opaque;
-        if (level > 6 || (level > 4 && sc_wcli_quiet))
-                return;
         /* Progress lines read "worker: ...", the others name the command. */
-        if (level == 6 && isdigit((unsigned char)msg[strspn(msg, " ")]))
+        if (level == 6 && !sc_cli_quiet && isdigit((unsigned char)msg[strspn(msg, " ")]))
                 fprintf(stderr, "worker: %s\n", msg);
         else
-                fprintf(stderr, "scadles worker: %s\n", msg);
+                sc_cli_log(opaque, level, msg);
 }
 
 /* 1 if the configuration file has a "job" section or an override sets job.*. */
@@ -228,7 +223,6 @@ int sc_cmd_worker(int argc, char **argv)
 
         if ((rc = sc_wcli_args(argc, argv, &o)) >= 0)
                 return rc;
-        sc_wcli_quiet = o.quiet;
         sc_cli_quiet = o.quiet;
         sc_cli_signals();
         memset(&conf, 0, sizeof(conf));
@@ -243,6 +237,7 @@ int sc_cmd_worker(int argc, char **argv)
         spec.inject_alpha = o.alpha >= 0 ? o.alpha : conf.job.inject_alpha;
         spec.inject_beta = spec.distributed ? (o.beta >= 0 ? o.beta : conf.job.inject_beta) : 0;
         spec.log = sc_wcli_log;
+        spec.log_opaque = "worker";
         if (spec.distributed && o.id < 0) {
                 fprintf(stderr,
                         "scadles worker: %s has a job section: give this worker's --id "

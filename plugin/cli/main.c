@@ -70,6 +70,13 @@ int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out)
 
 volatile int sc_cli_quiet;
 
+void sc_cli_log(void *opaque, int level, const char *msg)
+{
+        if (level > 6 || (level > 4 && sc_cli_quiet))
+                return;
+        fprintf(stderr, "scadles %s: %s\n", (const char *)opaque, msg);
+}
+
 void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg)
 {
         if (level > 5 || (level > 4 && sc_cli_quiet) || !strcmp(fac, "CONFWARN"))

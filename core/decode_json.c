@@ -13,9 +13,9 @@
 #define SC_JSON_DEPTH_MAX 128 /* deeper documents are refused as bad_json */
 #define SC_JSON_FEAT_DEPTH 8  /* nesting allowed inside the features value */
 #define SC_JSON_KEY_MAX 128   /* unescaped key bytes compared against a path */
-/* Member names of the open objects remembered (as 64-bit FNV-1a hashes of
- * their unescaped bytes) to refuse duplicates; a record with more open at
- * once is refused as bad_json. */
+/* Member names of the open objects remembered (a 64-bit FNV-1a hash of
+ * their unescaped bytes, and where they start) to refuse duplicates; a
+ * record with more open at once is refused as bad_json. */
 #define SC_JSON_KEYS_MAX 1024
 
 typedef struct sc_json {
@@ -37,6 +37,7 @@ typedef struct sc_json {
         /* member names of the open objects, innermost last */
         size_t nkeys;
         uint64_t keys[SC_JSON_KEYS_MAX];
+        const unsigned char *key_at[SC_JSON_KEYS_MAX]; /* the name's opening quote */
 } sc_json_t;
 
 static void sc_json_fail(sc_json_t *j, const char *msg)
@@ -145,13 +146,31 @@ static size_t sc_json_put_utf8(unsigned char *out, size_t at, size_t cap, long c
 #define SC_FNV_PRIME 0x100000001b3ull
 
 /* One unescaped byte of a string: kept in key (up to SC_JSON_KEY_MAX) and
- * hashed. */
+ * hashed (h may be NULL: a value's bytes are not). */
 static void sc_json_key_byte(unsigned char *key, size_t *k, uint64_t *h, unsigned char c)
 {
         if (key && *k < SC_JSON_KEY_MAX)
                 key[*k] = c;
         (*k)++;
-        *h = (*h ^ c) * SC_FNV_PRIME;
+        if (h)
+                *h = (*h ^ c) * SC_FNV_PRIME;
+}
+
+static int sc_json_string(sc_json_t *j, unsigned char *key, size_t *key_len, uint64_t *hashp);
+
+/* 1 if the member names starting at a and b (opening quotes, both already
+ * validated) unescape to the same bytes: compared on their lengths and
+ * their first SC_JSON_KEY_MAX bytes (their hashes matched already). */
+static int sc_json_same_name(const sc_json_t *j, const unsigned char *a, const unsigned char *b)
+{
+        unsigned char ka[SC_JSON_KEY_MAX], kb[SC_JSON_KEY_MAX];
+        size_t la = 0, lb = 0;
+        sc_json_t t = {.start = j->start, .end = j->end};
+        t.p = a;
+        sc_json_string(&t, ka, &la, NULL);
+        t.p = b;
+        sc_json_string(&t, kb, &lb, NULL);
+        return la == lb && !memcmp(ka, kb, la < SC_JSON_KEY_MAX ? la : SC_JSON_KEY_MAX);
 }
 
 /* Scans a string at j->p (on the opening quote). If key is not NULL, its
@@ -161,7 +180,7 @@ static void sc_json_key_byte(unsigned char *key, size_t *k, uint64_t *h, unsigne
 static int sc_json_string(sc_json_t *j, unsigned char *key, size_t *key_len, uint64_t *hashp)
 {
         size_t k = 0;
-        uint64_t h = SC_FNV_OFFSET;
+        uint64_t h = SC_FNV_OFFSET, *hp = hashp ? &h : NULL;
         j->p++;
         for (;;) {
                 if (j->p >= j->end) {
@@ -236,11 +255,11 @@ static int sc_json_string(sc_json_t *j, unsigned char *key, size_t *key_len, uin
                         unsigned char b[4];
                         size_t nb = sc_json_put_utf8(b, 0, sizeof(b), cp);
                         for (size_t i = 0; i < nb; i++)
-                                sc_json_key_byte(key, &k, &h, b[i]);
+                                sc_json_key_byte(key, &k, hp, b[i]);
                         continue;
                 }
                 if (c < 0x80) {
-                        sc_json_key_byte(key, &k, &h, c);
+                        sc_json_key_byte(key, &k, hp, c);
                         j->p++;
                         continue;
                 }
@@ -250,7 +269,7 @@ static int sc_json_string(sc_json_t *j, unsigned char *key, size_t *key_len, uin
                         return -1;
                 }
                 for (int i = 0; i < n; i++)
-                        sc_json_key_byte(key, &k, &h, j->p[i]);
+                        sc_json_key_byte(key, &k, hp, j->p[i]);
                 j->p += n;
         }
         if (key_len)
@@ -469,7 +488,8 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                         if (sc_json_string(j, want ? key : NULL, &len, &hash) < 0)
                                 return;
                         for (size_t i = base; i < j->nkeys; i++)
-                                if (j->keys[i] == hash) {
+                                if (j->keys[i] == hash &&
+                                    sc_json_same_name(j, j->key_at[i], name)) {
                                         j->p = name;
                                         sc_json_fail(j, "duplicate member name");
                                         return;
@@ -479,6 +499,7 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                                 sc_json_fail(j, "too many member names in open objects");
                                 return;
                         }
+                        j->key_at[j->nkeys] = name;
                         j->keys[j->nkeys++] = hash;
                         sc_json_ws(j);
                         if (j->p >= j->end || *j->p != ':') {
@@ -571,7 +592,7 @@ sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t
         }
         if (!want_label)
                 lpath.n = SC_DECODE_PATH_STEPS + 1; /* never reached */
-        memset(&j, 0, offsetof(sc_json_t, keys));   /* keys[] is written before it is read */
+        memset(&j, 0, offsetof(sc_json_t, keys));   /* keys[], key_at[]: written before read */
         j.p = j.start = rec->value;
         j.end = j.p + rec->value_size;
         j.fpath = &fpath;

@@ -174,25 +174,12 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
                 case 'q':
                         o->quiet = 1;
                         break;
-                case 'h':
-                        sc_demo_usage(stdout);
-                        return 0;
-                case ':':
-                        fprintf(stderr, "scadles demo: option %s needs a value\n\n",
-                                argv[optind - 1]);
-                        sc_demo_usage(stderr);
-                        return 2;
                 default:
-                        fprintf(stderr, "scadles demo: unknown option '%s'\n\n", argv[optind - 1]);
-                        sc_demo_usage(stderr);
-                        return 2;
+                        return sc_cli_opt_other("demo", c, argv, sc_demo_usage);
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "scadles demo: unexpected argument '%s'\n\n", argv[optind]);
-                sc_demo_usage(stderr);
+        if (sc_cli_no_operands("demo", argc, argv, sc_demo_usage))
                 return 2;
-        }
         return -1;
 }
 

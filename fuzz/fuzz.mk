@@ -4,6 +4,8 @@
 #   make fuzz-run FUZZ_SECONDS=60      replay the regression corpora, then run
 #                                      each target for FUZZ_SECONDS; fails on any
 #                                      crash, leak, timeout or failed property
+#   make fuzz-run FUZZ_SEED=1          the same with libFuzzer's seed fixed
+#                                      (repeatable runs; CI's)
 #
 # The library is compiled a second time with clang (from Debian), coverage
 # instrumentation, ASan and UBSan into build-fuzz/; each target is one
@@ -15,6 +17,7 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 10
+FUZZ_SEED    ?=
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS   = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g \
 		-fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP \
@@ -50,6 +53,6 @@ fuzz: $(FUZZ_BIN)
 
 fuzz-run: fuzz
 	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_TIMEOUT=$(FUZZ_TIMEOUT) \
-		fuzz/run.sh $(FUZZ_BIN)
+		FUZZ_SEED=$(FUZZ_SEED) fuzz/run.sh $(FUZZ_BIN)
 
 -include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

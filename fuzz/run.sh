@@ -6,7 +6,8 @@
 # (FUZZ_TIMEOUT seconds for one input; FUZZ_TIMEOUT_<target without fuzz_>
 # overrides it for one target) or failed property; the failing input
 # is left in $FUZZ_BUILD/artifacts/ to be added to fuzz/regress/<target>/.
-# Prints the executions and corpus size per target.
+# Prints the executions and corpus size per target. FUZZ_SEED, when set, fixes
+# libFuzzer's random seed.
 # Usage: fuzz/run.sh build-fuzz/fuzz_wire ...
 set -uo pipefail
 build=${FUZZ_BUILD:-build-fuzz}
@@ -34,7 +35,7 @@ for bin in "$@"; do
 	fi
 	dirs=("$corpus" "$build/seeds/$name")
 	[ -d "$regress" ] && dirs+=("$regress")
-	if "$bin" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
+	if "$bin" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 ${FUZZ_SEED:+-seed="$FUZZ_SEED"} \
 		-print_final_stats=1 -artifact_prefix="$build/artifacts/$name-" "${dirs[@]}" >"$log" 2>&1; then
 		execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 		rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")

@@ -239,6 +239,10 @@ static sc_err_t sc_server_async_step(sc_server_t *srv, const sc_update_t *u, int
 
         if (sparse_ok && !sc_server_bounded_step_ok(srv, u, (float)sc_server_lr(srv)))
                 goto refuse;
+        if (sc_server_plain_sgd(srv) &&
+            sc_server_sgd_step_bounded(srv, u, (float)sc_server_lr(srv)))
+                return srv->pol->apply(srv, u, errstr, errstr_size); /* cannot overflow */
+        srv->bounds_ok = 0; /* the step below is not bounded: rescan next time */
         if (!sparse_ok)
                 sc_server_save(srv);
         if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
@@ -738,6 +742,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 goto out;
         }
         srv->version = version;
+        srv->bounds_ok = 0;
         srv->stats.applied = stats[0];
         srv->stats.duplicates = stats[1];
         srv->stats.stale = stats[2];

@@ -17,6 +17,22 @@ static inline uint32_t sc_f32_bad(float x)
         return (uint32_t)((b & 0x7f800000u) == 0x7f800000u);
 }
 
+/* max |x[i]|, from the bits (NaN and infinity compare above every finite
+ * magnitude, so a non-finite x gives a non-finite result). */
+static double sc_max_abs(const float *x, size_t n)
+{
+        uint32_t m = 0;
+        float f;
+        for (size_t i = 0; i < n; i++) {
+                uint32_t b;
+                memcpy(&b, &x[i], 4);
+                b &= 0x7fffffffu;
+                m = b > m ? b : m;
+        }
+        memcpy(&f, &m, 4);
+        return (double)f;
+}
+
 static int sc_all_finite(const float *x, size_t n)
 {
         uint32_t bad = 0;
@@ -48,7 +64,9 @@ sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *ou
 
         *out = *u;
         *clipped = 0;
-        if (!sc_all_finite(u->values, cnt))
+        /* one pass: finiteness, and for an SGD step the magnitude bound too */
+        if (sc_server_plain_sgd(srv) ? !isfinite(srv->umax = sc_max_abs(u->values, cnt))
+                                     : !sc_all_finite(u->values, cnt))
                 for (size_t k = 0; k < cnt; k++)
                         if (!isfinite(u->values[k]))
                                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
@@ -200,4 +218,39 @@ void sc_server_robust_acc(sc_server_t *srv)
                 }
                 srv->acc[i] = (float)(m * srv->acc_weight);
         }
+}
+
+/* Magnitudes below this stay finite through an SGD step's float rounding. */
+#define SC_SGD_BOUND 1e37
+
+/* Bounds on max |params| and max |velocity| after an SGD step of
+ * max |grad| g (sgd_update: g' = grad + wd p, v' = mu v + g',
+ * p' = p - lr (v' or g' + mu v')). 1 if both stay below SC_SGD_BOUND. */
+static int sc_sgd_bound(const sc_server_t *srv, double g, double lr, double *pmax, double *vmax)
+{
+        double mu = srv->sgd.spec.momentum, wd = srv->sgd.spec.weight_decay;
+        double a = g + wd * srv->pmax, b = mu > 0 ? mu * srv->vmax + a : 0;
+        *pmax = srv->pmax + lr * (a + b);
+        *vmax = mu > 0 ? b : srv->vmax;
+        return *pmax < SC_SGD_BOUND && *vmax < SC_SGD_BOUND;
+}
+
+int sc_server_sgd_step_bounded(sc_server_t *srv, const sc_update_t *u, float lr)
+{
+        double g = srv->umax, p, v; /* u passed sc_server_limit(): clipping only shrinks it */
+        (void)u;
+        if (!(g < SC_SGD_BOUND) || !(lr >= 0))
+                return 0;
+        if (srv->bounds_ok && sc_sgd_bound(srv, g, lr, &p, &v))
+                goto ok;
+        /* (re)start from the exact magnitudes */
+        srv->pmax = sc_max_abs(srv->params, srv->n);
+        srv->vmax = sc_max_abs(srv->sgd.velocity, sc_server_vel_len(srv));
+        srv->bounds_ok = srv->pmax < SC_SGD_BOUND && srv->vmax < SC_SGD_BOUND;
+        if (!srv->bounds_ok || !sc_sgd_bound(srv, g, lr, &p, &v))
+                return 0;
+ok:
+        srv->pmax = p;
+        srv->vmax = v;
+        return 1;
 }

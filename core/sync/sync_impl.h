@@ -79,13 +79,16 @@ typedef struct sc_seqwin {
 struct sc_server_s {
         sc_server_spec_t spec;
         const sc_sync_policy_t *pol;
-        size_t n;          /* end - begin */
-        float *params;     /* (n) */
-        sc_sgd_t sgd;      /* velocity (n) when momentum > 0 */
-        float *scratch;    /* (n) densified update */
-        float *acc;        /* (n) round sum (round policies) */
-        float *mom;        /* (n) adsp server momentum (adsp_mu > 0) */
-        float *backup;     /* (n x 3) params, velocity, mom before a step (rollback) */
+        size_t n;       /* end - begin */
+        float *params;  /* (n) */
+        sc_sgd_t sgd;   /* velocity (n) when momentum > 0 */
+        float *scratch; /* (n) densified update */
+        float *acc;     /* (n) round sum (round policies) */
+        float *mom;     /* (n) adsp server momentum (adsp_mu > 0) */
+        float *backup;  /* (n x 3) params, velocity, mom before a step (rollback) */
+        int bounds_ok;  /* pmax, vmax bound max |params|, max |velocity| */
+        double pmax, vmax;
+        double umax;       /* max |value| of the update sc_server_limit() last passed */
         float *clipped;    /* (n) values of an update scaled down to limits.max_norm */
         float *rows;       /* (n_workers x n) robust rounds: each contributor's update */
         float *col;        /* (n_workers) robust rounds: one coordinate's values */
@@ -117,12 +120,24 @@ void sc_server_rollback(sc_server_t *srv);
 /* 1 if moving each of u's coordinates by up to lr x its value stays
  * finite (a step params[i] -= lr * v / s, s >= 1, then does too). */
 int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr);
-/* 1 if the n floats of x are all finite. */
+/* 1 for the policies whose step is the server's SGD step on the update
+ * (asp, ssp). */
+static inline int sc_server_plain_sgd(const sc_server_t *srv)
+{
+        return (srv->pol->kind == SC_SYNC_ASP || srv->pol->kind == SC_SYNC_SSP) && !srv->mom;
+}
+/* An SGD step of u (asp, ssp) provably leaves the parameters and velocity
+ * finite: 1 by upper bounds on their magnitudes (kept from step to step,
+ * rescanned only near the float range), with no copy and no scan of the
+ * shard; 0 when the bound cannot show it (save, step and check then). */
+int sc_server_sgd_step_bounded(sc_server_t *srv, const sc_update_t *u, float lr);
+/* (u must have passed sc_server_limit(), which measured its magnitude.) */
 /* got[w]: no turn yet in the round, contributed, or its update was refused
  * by the limits (its turn, taken; kept in snapshots). */
 enum { SC_GOT_NONE = 0, SC_GOT_CONTRIBUTED = 1, SC_GOT_REFUSED = 2 };
 /* Velocity floats: n with momentum, else 0. */
 size_t sc_server_vel_len(const sc_server_t *srv);
+/* 1 if the n floats of x are all finite. */
 int sc_server_floats_finite(const float *x, size_t n);
 /* 1 if acc + wgt * u stays finite everywhere. */
 int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt);

@@ -15,6 +15,7 @@
 #include "sc_kafka_util.h"
 
 #define SC_ES_TOPIC_TIMEOUT_MS 30000
+#define SC_ES_TOPIC_MAX_BYTES (4.0 * 1024 * 1024 * 1024) /* features of a topic's held-out set */
 
 int sc_eval_set_configured(const sc_conf_t *conf)
 {
@@ -181,6 +182,25 @@ static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
         return err;
 }
 
+/* Partitions whose consume position passed their end offset while records
+ * below it were never delivered (transaction markers, aborted records):
+ * marked read (next = hi); returns how many. */
+static int sc_es_topic_passed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *tp,
+                              const rd_kafka_metadata_topic_t *mt, const int64_t *hi, int64_t *next)
+{
+        int done = 0;
+        if (rd_kafka_position(rk, tp))
+                return 0;
+        for (int i = 0; i < tp->cnt; i++)
+                for (int p = 0; p < mt->partition_cnt; p++)
+                        if (mt->partitions[p].id == tp->elems[i].partition && next[p] < hi[p] &&
+                            tp->elems[i].offset >= hi[p]) {
+                                next[p] = hi[p];
+                                done++;
+                        }
+        return done;
+}
+
 /* Reads every partition of eval.topic from its start to its end offset as
  * of now. */
 static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec, sc_dataset_t *ds,
@@ -235,6 +255,13 @@ static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec
                               "%s: $.eval.topic: %s holds no records", conf->origin, topic);
                 goto out;
         }
+        if ((double)total * (double)dspec->numel * sizeof(float) > SC_ES_TOPIC_MAX_BYTES) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "%s: $.eval.topic: %s holds %zu records, more than a held-out set "
+                              "kept in memory (%.0f MiB of features at most)",
+                              conf->origin, topic, total, SC_ES_TOPIC_MAX_BYTES / 1048576.0);
+                goto out;
+        }
         if ((err = sc_dataset_alloc(ds, total, conf->model.input, dspec->n_classes, errstr,
                                     errstr_size)))
                 goto out;
@@ -250,6 +277,8 @@ static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec
         int waited = 0;
         while (left > 0) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+                if (!m && (left -= sc_es_topic_passed(rk, tp, &md->topics[0], hi, next)) <= 0)
+                        break;
                 if (!m) {
                         if ((waited += 100) >= SC_ES_TOPIC_TIMEOUT_MS) {
                                 err = sc_errf(SC_ERR_IO, errstr, errstr_size,

@@ -7,7 +7,9 @@
 # SCADLES_REAL_KAFKA=0 to skip those tests instead (they exit 77). KAFKA_PORT
 # and KAFKA_DIR (see scripts/kafka.sh) are exported so that a test can stop
 # and start that broker; when SCADLES_KAFKA is given, export them too if the
-# broker is not the default one.
+# broker is not the default one. Each test is stopped after
+# SCADLES_TEST_TIMEOUT seconds (default 600) and counts as failed: a hang
+# costs one test, not the run.
 set -u
 BUILD=${BUILD:-build}
 export BUILD SCADLES="$PWD/$BUILD/scadles"
@@ -32,8 +34,12 @@ for t in tests/integration/*.sh; do
 	log="$BUILD/integration/$name.log"
 	mkdir -p "$BUILD/integration"
 	start=$(date +%s)
-	bash "$t" >"$log" 2>&1
+	# timeout signals the test's whole process group: its workers, aggregators
+	# and brokers stop with it (the test's EXIT trap runs on SIGTERM).
+	timeout -k 30 "${SCADLES_TEST_TIMEOUT:-600}" bash "$t" >"$log" 2>&1
 	rc=$?
+	[ "$rc" -eq 124 ] && echo "integration: $name timed out after ${SCADLES_TEST_TIMEOUT:-600} s" >>"$log"
+	[ "$rc" -eq 137 ] && echo "integration: $name killed $((${SCADLES_TEST_TIMEOUT:-600} + 30)) s after its start" >>"$log"
 	secs=$(( $(date +%s) - start ))
 	case $rc in
 	0) pass=$((pass + 1)); echo "[ PASS ] $name (${secs}s)" ;;

@@ -22,6 +22,11 @@
 #include "sc_server.h"
 #include "sc_wire.h"
 
+/* Reads of a shard's J.model partition when the aggregator takes it: one,
+ * then more while they time out (a leader being elected after a broker died:
+ * Kafka's broker.session.timeout.ms is 9 s by default). */
+#define SC_AGG_TAKE_TRIES 3
+
 static sc_agg_rej_t sc_agg_rej_of(sc_err_t err)
 {
         switch (err) {
@@ -122,9 +127,18 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
                                  errstr_size)))
                 return err;
         r.srv = s->srv;
-        err = sc_kafka_model_read_latest(
-            agg->reader, agg->topics[SC_JOB_MODEL].name, p, agg->spec.model_timeout_ms, &agg->auth,
-            sc_agg_accept, sc_agg_model_reject, &r, &rec, &found, errstr, errstr_size);
+        /* A broker that died leaves the partition without a leader until
+         * the cluster elects one: a read that timed out is tried again. */
+        for (int tries = 1;; tries++) {
+                err = sc_kafka_model_read_latest(agg->reader, agg->topics[SC_JOB_MODEL].name, p,
+                                                 agg->spec.model_timeout_ms, &agg->auth,
+                                                 sc_agg_accept, sc_agg_model_reject, &r, &rec,
+                                                 &found, errstr, errstr_size);
+                if (err != SC_ERR_IO || tries == SC_AGG_TAKE_TRIES)
+                        break;
+                sc_agg_log(agg, 4, "shard %d: %s; reading again (%d of %d)", p, errstr, tries + 1,
+                           SC_AGG_TAKE_TRIES);
+        }
         if (err) {
                 sc_server_destroy(s->srv);
                 s->srv = NULL;

@@ -16,6 +16,7 @@
 /* Records read back from the end of a partition at start (a newest record
  * that turns out unusable falls back on an older one). */
 #define SC_JM_BACK 4
+#define SC_JM_END_MS 30000 /* a shard's end offset: at most this long (a leader election) */
 
 typedef struct sc_jm_shard {
         size_t begin, end;
@@ -141,22 +142,11 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
         rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(jm->shards);
         for (int s = 0; s < jm->shards; s++) {
                 int64_t lo = 0, hi = 0;
-                rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
-                for (int tries = 0; tries < 20; tries++) {
-                        rerr =
-                            rd_kafka_query_watermark_offsets(jm->rk, jm->topic, s, &lo, &hi, 5000);
-                        /* A topic just created may have no leader for a moment. */
-                        if (!rerr || (rerr != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
-                                      rerr != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
-                                      rerr != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION &&
-                                      rerr != RD_KAFKA_RESP_ERR__TIMED_OUT))
-                                break;
-                        rd_kafka_poll(jm->rk, 250);
-                }
-                if (rerr) {
+                /* A topic just created may have no leader for a moment, a
+                 * leader that died is replaced: the fetch waits for both. */
+                if ((err = sc_kafka_end_offsets(jm->rk, jm->topic, s, SC_JM_END_MS, &lo, &hi,
+                                                errstr, errstr_size))) {
                         rd_kafka_topic_partition_list_destroy(tp);
-                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: watermarks: %s",
-                                      jm->topic, s, rd_kafka_err2str(rerr));
                         goto fail;
                 }
                 jm->sh[s].need = hi > lo ? hi - 1 : -1;

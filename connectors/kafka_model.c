@@ -2,6 +2,7 @@
  * on J.model: encoding a server's state, publishing it, and finding the
  * newest usable record of a shard. */
 #include "sc_kafka_model.h"
+#include "sc_kafka_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,10 +182,9 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
 
         memset(rec, 0, sizeof(*rec));
         *found = 0;
-        rerr = rd_kafka_query_watermark_offsets(rk, topic, shard, &lo, &hi, timeout_ms);
-        if (rerr)
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: watermarks: %s", topic,
-                               (int)shard, rd_kafka_err2str(rerr));
+        if ((err =
+                 sc_kafka_end_offsets(rk, topic, shard, timeout_ms, &lo, &hi, errstr, errstr_size)))
+                return err;
         for (end = hi; end > lo && !*found; end = start) {
                 int nc = 0;
                 double deadline = sc_kafka_model_now() + timeout_ms / 1000.0;
@@ -199,16 +199,18 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
                         break;
                 }
                 for (;;) {
-                        rd_kafka_message_t *msg = rd_kafka_consumer_poll(rk, 100);
-                        if (!msg) {
-                                if (sc_kafka_model_now() < deadline)
-                                        continue;
+                        /* Checked before each poll: errors (a broker down)
+                         * come as events, so the poll may never be empty. */
+                        if (sc_kafka_model_now() >= deadline) {
                                 err = sc_errf(SC_ERR_IO, errstr, errstr_size,
                                               "%s [%d]: no record in [%lld, %lld) within %d ms",
                                               topic, (int)shard, (long long)start, (long long)end,
                                               timeout_ms);
                                 break;
                         }
+                        rd_kafka_message_t *msg = rd_kafka_consumer_poll(rk, 100);
+                        if (!msg)
+                                continue;
                         if (msg->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
                             msg->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
                             msg->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {

@@ -441,6 +441,64 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
         return SC_OK;
 }
 
+sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partition, int timeout_ms,
+                              int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size)
+{
+        rd_kafka_resp_err_t last = RD_KAFKA_RESP_ERR__TIMED_OUT;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double deadline = (double)ts.tv_sec + ts.tv_nsec / 1e9 + timeout_ms / 1000.0;
+        int64_t end = -1;
+        *lo = 0;
+        *hi = -1;
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+        if (!tp)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        rd_kafka_topic_partition_list_add(tp, topic, partition)->offset = RD_KAFKA_OFFSET_END;
+        rd_kafka_resp_err_t rerr = rd_kafka_assign(rk, tp);
+        rd_kafka_topic_partition_list_destroy(tp);
+        if (rerr)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%" PRId32 "]: assign: %s",
+                               topic, partition, rd_kafka_err2str(rerr));
+        /* The end: a PARTITION_EOF's offset, or past a record that came first
+         * (one produced since); the fetch's cached watermarks may add to it. */
+        for (;;) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
+                int eof = 0;
+                if (m) {
+                        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+                            m->partition == partition) {
+                                eof = 1;
+                                end = m->offset > end ? m->offset : end;
+                        } else if (m->err) {
+                                last = m->err;
+                        } else if (m->partition == partition && m->offset + 1 > end) {
+                                end = m->offset + 1;
+                        }
+                        rd_kafka_message_destroy(m);
+                }
+                if (eof)
+                        break;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                if ((double)ts.tv_sec + ts.tv_nsec / 1e9 >= deadline)
+                        break;
+        }
+        int64_t clo = -1, chi = -1;
+        if (end >= 0 && !rd_kafka_get_watermark_offsets(rk, topic, partition, &clo, &chi)) {
+                if (chi > end)
+                        end = chi;
+                if (clo > 0 && clo <= end)
+                        *lo = clo;
+        }
+        rd_kafka_assign(rk, NULL);
+        if (end < 0)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size,
+                               "%s [%" PRId32 "]: no fetch reached the end within %d ms (%s)",
+                               topic, partition, timeout_ms, rd_kafka_err2str(last));
+        *hi = end;
+        return SC_OK;
+}
+
 sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const json_t *kafka, const char *name,
                              const char *fetch_wait_ms, char *errstr, size_t errstr_size)
 {
@@ -454,6 +512,7 @@ sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const json_t *kafka, const char *
         sc_kafka_conf_set(kc, "client.id", name, "client.id", why, sizeof(why));
         sc_kafka_conf_set(kc, "enable.auto.commit", "false", name, why, sizeof(why));
         sc_kafka_conf_set(kc, "group.id", name, name, why, sizeof(why));
+        sc_kafka_conf_set(kc, "enable.partition.eof", "true", name, why, sizeof(why));
         if (fetch_wait_ms)
                 sc_kafka_conf_set(kc, "fetch.wait.max.ms", fetch_wait_ms, name, why, sizeof(why));
         if (!(*rkp = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {

@@ -163,9 +163,21 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
                              sc_kafka_gap_t *gp, int timeout_ms, int64_t *lostp, char *errstr,
                              size_t errstr_size);
 
+/* A partition's end offset (*hi) and, when the fetch reported it, its log
+ * start (*lo, else 0) as a fetch learns them: rk, a consumer with
+ * enable.partition.eof=true and nothing assigned, is assigned the partition
+ * at its end until the fetch reaches it, then unassigned. A fetch follows a
+ * leader that moved (a broker that died), where librdkafka 2.0.2's
+ * rd_kafka_query_watermark_offsets() waits past its timeout for the old
+ * leader. SC_ERR_IO naming the partition and the last error when no fetch
+ * answered within timeout_ms. */
+sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partition, int timeout_ms,
+                              int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size);
+
 /* A consumer that reads by assignment only and commits nothing: the
  * properties of the configuration's kafka object (may be NULL), client.id
- * and group.id = name, fetch.wait.max.ms = fetch_wait_ms unless NULL.
+ * and group.id = name, enable.partition.eof = true (sc_kafka_end_offsets),
+ * fetch.wait.max.ms = fetch_wait_ms unless NULL.
  * SC_ERR_CONFIG for a bad kafka property, SC_ERR_IO when librdkafka refuses
  * the handle. *rkp is the caller's (rd_kafka_destroy). */
 sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const json_t *kafka, const char *name,

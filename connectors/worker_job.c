@@ -214,6 +214,7 @@ static uint64_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base)
         rd_kafka_conf_t *kc = rd_kafka_conf_dup(base);
         sc_kafka_conf_set(kc, "group.id", "scadles-seq-scan", "scan", why, sizeof(why));
         sc_kafka_conf_set(kc, "enable.auto.commit", "false", "scan", why, sizeof(why));
+        sc_kafka_conf_set(kc, "enable.partition.eof", "true", "scan", why, sizeof(why));
         rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why));
         if (!rk) {
                 rd_kafka_conf_destroy(kc);
@@ -223,7 +224,8 @@ static uint64_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base)
         for (int s = 0; s < j->shards; s++) {
                 int64_t lo = 0, hi = 0;
                 const char *topic = j->topics[SC_JOB_GRAD].name;
-                if (rd_kafka_query_watermark_offsets(rk, topic, s, &lo, &hi, 5000) || hi <= lo)
+                if (sc_kafka_end_offsets(rk, topic, s, 5000, &lo, &hi, why, sizeof(why)) ||
+                    hi <= lo)
                         continue;
                 rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
                 rd_kafka_topic_partition_list_add(tp, topic, s)->offset =

@@ -311,6 +311,25 @@ static void retention_loss_is_counted(void **state)
         print_message("embedded broker retained %" PRId64 " of %d 1000-byte records (%.2f MB)\n",
                       high - low, n, (double)(high - low) * 1000 / 1e6);
 
+        /* The same end offsets as a fetch learns them. */
+        json_t *kj = json_pack("{s:s}", "bootstrap.servers", bs);
+        rd_kafka_t *rrk = NULL;
+        assert_int_equal(sc_kafka_reader_new(&rrk, kj, "end-reader", "10", errstr, sizeof(errstr)),
+                         SC_OK);
+        int64_t elo = -1, ehi = -1;
+        assert_int_equal(
+            sc_kafka_end_offsets(rrk, "ret", 0, 5000, &elo, &ehi, errstr, sizeof(errstr)), SC_OK);
+        print_message("end offsets by fetch: [%" PRId64 ", %" PRId64 ")\n", elo, ehi);
+        assert_int_equal(ehi, n);
+        assert_int_equal(elo, low);
+        /* A partition that does not exist: an error naming it, in bounded time. */
+        assert_int_equal(
+            sc_kafka_end_offsets(rrk, "ret", 7, 1000, &elo, &ehi, errstr, sizeof(errstr)),
+            SC_ERR_IO);
+        assert_non_null(strstr(errstr, "ret [7]"));
+        rd_kafka_destroy(rrk);
+        json_decref(kj);
+
         /* auto.offset.reset=error: the consumer is told, resyncs, counts. */
         rd_kafka_t *crk = consumer(bs, "error");
         sc_kafka_gap_t gp;

@@ -331,6 +331,7 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
         if (c)
                 rd_kafka_topic_partition_list_destroy(c);
         src->stats.ks_assigns++;
+        src->stats.ks_awaiting = 0;
 }
 
 static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t *parts)
@@ -389,6 +390,7 @@ static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                 src->stats.ks_partitions--;
         }
         src->stats.ks_revokes++;
+        src->stats.ks_awaiting = src->stats.ks_partitions == 0;
 }
 
 void sc_ks_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,

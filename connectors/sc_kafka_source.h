@@ -56,7 +56,9 @@ typedef struct sc_kafka_source_stats {
         uint64_t ks_commits, ks_commit_errors;
         uint64_t ks_consumer_errors; /* error events from the consumer (logged) */
         int ks_partitions;           /* assigned now */
-        int ks_paused_partitions;    /* paused now */
+        int ks_awaiting;          /* 1 from a revocation that left nothing assigned (a session that
+                                     timed out, a coordinator that moved) to the next assignment */
+        int ks_paused_partitions; /* paused now */
         uint64_t ks_wakeups; /* fetchers woken when the consumer queue ran dry (docs/STREAMS.md) */
 } sc_kafka_source_stats_t;
 

@@ -401,6 +401,12 @@ static int sc_wk_left(sc_worker_t *w)
 static void sc_wk_check_stop(sc_worker_t *w, double t)
 {
         const sc_conf_worker_t *wc = &w->conf->worker;
+        /* A worker revoked of everything waits to be assigned again (its
+         * group's coordinator may be moving after a broker died): it counts
+         * as idle only after three times as long. */
+        double idle = wc->idle_exit;
+        if (w->src && sc_kafka_source_stats(w->src)->ks_awaiting)
+                idle *= 3;
         if (w->stopped)
                 return;
         if (wc->duration > 0 && t - w->t0 >= wc->duration)
@@ -408,7 +414,7 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
         else if (wc->max_samples > 0 && w->samples >= (uint64_t)wc->max_samples)
                 sc_worker_stop(w, "max-samples");
         else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) &&
-                 w->steps + w->in_since > 0 && t - w->t_rx >= wc->idle_exit && !sc_wk_left(w))
+                 w->steps + w->in_since > 0 && t - w->t_rx >= idle && !sc_wk_left(w))
                 sc_worker_stop(w, "idle");
 }
 

@@ -875,8 +875,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(worker.idle_exit),
      .def = "0",
      R_GE(0),
-     .desc = "Stop once no record arrived and nothing is left to train for this many seconds; 0 = "
-             "never (--idle-exit)."},
+     .desc = "Stop once no record arrived and nothing is left to train for this many seconds "
+             "(three times as long while a revocation left no partition assigned and the group "
+             "has not assigned any again); 0 = never (--idle-exit)."},
     {.path = "worker.commit_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(worker.commit_interval),

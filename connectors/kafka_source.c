@@ -102,6 +102,8 @@ static sc_ks_stream_t *sc_ks_stream_get(sc_kafka_source_t *src, const char *topi
         ks = &src->streams[src->n_streams];
         memset(ks, 0, sizeof(*ks));
         sc_ks_decode_spec(src->conf, topic, src->numel, src->n_classes, &ks->dspec);
+        if (src->conf->source.unlabelled)
+                sc_decode_spec_unlabelled(&ks->dspec);
         if (sc_decode_spec_check(&ks->dspec, why, sizeof(why))) {
                 sc_ks_logf(src, 3, "topic %s: %s", topic, why);
                 return NULL;

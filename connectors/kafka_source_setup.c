@@ -159,6 +159,8 @@ sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, si
         for (int i = 0; i < conf->source.n_topics; i++) {
                 sc_decode_spec_t ds;
                 sc_ks_decode_spec(conf, conf->source.topics[i].topic, numel, n_classes, &ds);
+                if (conf->source.unlabelled)
+                        sc_decode_spec_unlabelled(&ds);
                 if ((err = sc_decode_spec_check(&ds, why, sizeof(why)))) {
                         sc_errf(err, errstr, errstr_size, "%s: $.source.topics[%d]: %s",
                                 conf->origin, i, why);

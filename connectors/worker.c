@@ -115,6 +115,13 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         w->conf = spec->conf;
         w->last_acc = -1;
         const sc_conf_t *conf = w->conf;
+        if (conf->source.unlabelled) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "%s: $.source.unlabelled: a worker trains on labelled records; "
+                              "unlabelled ones are for scadles predict",
+                              conf->origin);
+                goto fail;
+        }
         if (spec->distributed &&
             (spec->worker_id < 0 || spec->worker_id >= conf->job.sync.n_workers)) {
                 err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,

@@ -636,6 +636,14 @@ const sc_conf_prop_t sc_conf_props[] = {
      .size = SC_CONF_TOPIC_MAX,
      .desc = "Malformed records are produced here (original key and value; headers scadles.error, "
              "scadles.topic, scadles.partition, scadles.offset); \"\" = only counted and logged."},
+    {.path = "source.unlabelled",
+     .type = SC_CONF_BOOL,
+     .offset = C(source.unlabelled),
+     .def = "false",
+     .desc = "Records carry no label: every decoder reads its layout without the label (a CSV "
+             "label column before the features and a raw label byte before the tensor are taken "
+             "out; JSON's label_path, key and header labels are not read). For `scadles predict` "
+             "(--unlabelled) only: a worker, which trains on labels, refuses it."},
 
     /* streams */
     {.path = "streams.format",

@@ -164,7 +164,8 @@ sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t
                                (double)spec->std);
         if ((int)spec->label_source < 0 || spec->label_source >= SC_DECODE_LABEL_SOURCE__END)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                               "decode.label_source: expected field, key, header or offset");
+                               "decode.label_source: expected field, key, header, offset or "
+                               "none");
         if (spec->label_source == SC_DECODE_LABEL_FIELD && spec->format == SC_DECODE_RAW)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "decode.label_source: raw records take the label from key, "
@@ -308,7 +309,21 @@ static sc_decode_fault_t sc_decode_label_bytes(const sc_decode_spec_t *spec, con
         return SC_DECODE_OK;
 }
 
-/* Label from key, header or value offset (not FIELD). */
+void sc_decode_spec_unlabelled(sc_decode_spec_t *spec)
+{
+        if (spec->format == SC_DECODE_CSV && spec->label_source == SC_DECODE_LABEL_FIELD) {
+                if (spec->label_column < spec->first_feature_column)
+                        spec->first_feature_column--;
+                if (spec->columns > 0)
+                        spec->columns--;
+        }
+        if (spec->format == SC_DECODE_RAW && spec->label_source == SC_DECODE_LABEL_OFFSET &&
+            spec->label_offset < spec->data_offset)
+                spec->data_offset--;
+        spec->label_source = SC_DECODE_LABEL_NONE;
+}
+
+/* Label from key, header or value offset, or none (not FIELD). */
 sc_decode_fault_t sc_decode_label_meta(const sc_decode_spec_t *spec, const sc_record_t *rec,
                                        int32_t *label, char *errstr, size_t errstr_size)
 {
@@ -349,6 +364,9 @@ sc_decode_fault_t sc_decode_label_meta(const sc_decode_spec_t *spec, const sc_re
                 *label = l;
                 return SC_DECODE_OK;
         }
+        case SC_DECODE_LABEL_NONE:
+                *label = -1;
+                return SC_DECODE_OK;
         default:
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "decode.label_source: not valid here");
                 return SC_DECODE_BAD_SPEC;

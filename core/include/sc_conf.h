@@ -102,6 +102,7 @@ typedef struct sc_conf_source {
         char group_id[SC_CONF_TOPIC_MAX];
         char pattern[SC_CONF_TOPIC_MAX];     /* POSIX extended regex of topics; "" = none */
         char dead_letter[SC_CONF_TOPIC_MAX]; /* dead-letter topic; "" = none */
+        int unlabelled; /* records carry no label (scadles predict): sc_decode_spec_unlabelled */
         int n_topics;
         sc_conf_topic_t topics[SC_CONF_MAX_TOPICS];
 } sc_conf_source_t;

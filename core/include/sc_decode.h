@@ -36,6 +36,7 @@ typedef enum sc_decode_label_source {
         SC_DECODE_LABEL_KEY,    /* the record key, per label_encoding */
         SC_DECODE_LABEL_HEADER, /* the last header named label_header, per label_encoding */
         SC_DECODE_LABEL_OFFSET, /* raw: the uint8 at byte label_offset of the value */
+        SC_DECODE_LABEL_NONE,   /* no label (scoring): *label is -1 */
         SC_DECODE_LABEL_SOURCE__END
 } sc_decode_label_source_t;
 
@@ -116,6 +117,13 @@ typedef struct sc_record {
 /* Fills spec with the defaults for format (numel is set to 0: the caller sets
  * it to the model's input numel). */
 void sc_decode_spec_defaults(sc_decode_spec_t *spec, sc_decode_format_t format);
+
+/* Turns a labelled spec into the same layout without its label, for records
+ * that carry none (scoring): label_source NONE; a CSV label column before
+ * the features or a raw label byte before the tensor is taken out, so the
+ * later columns or bytes move down by one (columns, when set, one fewer). A
+ * spec whose label is in the key or a header keeps its layout. */
+void sc_decode_spec_unlabelled(sc_decode_spec_t *spec);
 
 /* Checks every field of spec; the message names the field as "decode.<name>"
  * so a config loader can prefix its JSON path. */

@@ -20,7 +20,7 @@
 typedef struct sc_pcli_opts {
         sc_cli_conf_opts_t co;
         const char *in, *out, *checkpoint, *group, *dead_letter;
-        int follow_job, quiet;
+        int follow_job, quiet, unlabelled;
         double batch, idle_exit, duration, progress;
 } sc_pcli_opts_t;
 
@@ -37,14 +37,17 @@ static void sc_pcli_usage(FILE *out)
                 "(key \"<topic>:<partition>\" of the input record). Records are decoded as\n"
                 "a worker decodes them: the topic's source.topics element when --in names\n"
                 "it, else streams.*; the label too: a record without a valid one is\n"
-                "malformed. Malformed records go to the dead-letter topic\n"
-                "(source.dead_letter_topic) with the worker's headers. The processor is a\n"
-                "member of consumer group --group; input offsets are committed only once the\n"
-                "predictions of every record before them were acknowledged by the broker\n"
-                "(idempotent producer): a restart resumes where the acknowledged predictions\n"
-                "end. model_version is the checkpoint's step, or with --follow-job the\n"
-                "smallest shard version of the job's newest model on J.model, which is\n"
-                "swapped in between batches.\n"
+                "malformed, unless --unlabelled (source.unlabelled) says records carry\n"
+                "none: the decoder's layout without its label (a CSV label column before\n"
+                "the features and a raw label byte before the tensor taken out; JSON's\n"
+                "label_path, key and header labels not read). Malformed records go to\n"
+                "the dead-letter topic (source.dead_letter_topic) with the worker's\n"
+                "headers. The processor is a member of consumer group --group; input\n"
+                "offsets are committed only once the predictions of every record before\n"
+                "them were acknowledged by the broker (idempotent producer): a restart\n"
+                "resumes where the acknowledged predictions end. model_version is the\n"
+                "checkpoint's step, or with --follow-job the smallest shard version of\n"
+                "the job's newest model on J.model, which is swapped in between batches.\n"
                 "\n"
                 "options:\n"
                 "  -c, --config FILE        JSON configuration (model, streams.*, source.*)\n"
@@ -55,6 +58,7 @@ static void sc_pcli_usage(FILE *out)
                 "      --out TOPIC          output topic (created when missing)\n"
                 "  -k, --checkpoint CKPT    score with this checkpoint (from `scadles train`)\n"
                 "      --follow-job         score with the newest model of the config's job\n"
+                "      --unlabelled         records carry no label (source.unlabelled)\n"
                 "      --group G            consumer group (default scadles-predict)\n"
                 "      --dead-letter TOPIC  dead-letter topic (default source.dead_letter_topic)\n"
                 "      --batch N            most records scored at once (default 1024)\n"
@@ -88,6 +92,7 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
             {"out", required_argument, NULL, 'O'},
             {"checkpoint", required_argument, NULL, 'k'},
             {"follow-job", no_argument, NULL, 'F'},
+            {"unlabelled", no_argument, NULL, 'U'},
             {"group", required_argument, NULL, 'G'},
             {"dead-letter", required_argument, NULL, 'D'},
             {"batch", required_argument, NULL, 'N'},
@@ -123,6 +128,9 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
                         break;
                 case 'F':
                         o->follow_job = 1;
+                        break;
+                case 'U':
+                        o->unlabelled = 1;
                         break;
                 case 'G':
                         o->group = optarg;
@@ -268,6 +276,8 @@ int sc_cmd_predict(int argc, char **argv)
                 goto out;
         }
         snprintf(conf.source.group_id, sizeof(conf.source.group_id), "%s", o.group);
+        if (o.unlabelled)
+                conf.source.unlabelled = 1;
         if (o.dead_letter)
                 snprintf(conf.source.dead_letter, sizeof(conf.source.dead_letter), "%s",
                          o.dead_letter);

@@ -2,7 +2,9 @@
 # `scadles predict` on the embedded broker: 10,000 Fashion-MNIST test
 # records and 3 malformed ones in, 10,000 acknowledged predictions whose hits
 # equal `scadles eval` of the same checkpoint, 3 dead letters, every offset
-# committed (predict_common.inc); plus its usage and model errors.
+# committed (predict_common.inc); a stop by SIGTERM; unlabelled CSV records
+# (--unlabelled) predicted as their labelled twins; plus its usage and model
+# errors.
 . "$(dirname "$0")/predict_common.inc"
 
 start_broker pin:2
@@ -40,6 +42,49 @@ check_committed "$tmp/t2.out"
 u=$(kcat -C -b "$bs" -t plive.out -e -q -f '%s\n' | jq -r '"\(.partition) \(.offset)"' | sort -u | wc -l)
 [ "$u" -eq 3000 ] || fail "$u of 3000 records predicted over the two runs"
 echo "SIGTERM after $n1 records; the next run predicted the rest ($(summary "$tmp/t2.out" .acknowledged))"
+
+# Unlabelled records (--unlabelled): 2000 CSV test records without their
+# label column get the predictions of the same records with it (the same
+# class, probabilities within 1e-5); a worker refuses the setting.
+"$SCADLES" feed --bootstrap "$bs" --topic pcsv --split test --count 2000 --rate 50000 --quiet \
+	--format csv >"$tmp/csv.out" 2>"$tmp/csv.err" || fail "csv feed failed"
+# Line i of punl (one partition) is the record at "partition offset" line i
+# of pcsv.map.
+kcat -C -b "$bs" -t pcsv -e -q -f '%p %o,%s\n' >"$tmp/pcsv.txt"
+cut -d, -f1 "$tmp/pcsv.txt" >"$tmp/pcsv.map"
+cut -d, -f3- "$tmp/pcsv.txt" >"$tmp/unl.csv"
+[ "$(wc -l <"$tmp/unl.csv")" -eq 2000 ] || fail "read $(wc -l <"$tmp/unl.csv") of 2000 csv records"
+kcat -P -b "$bs" -t punl -p 0 -l "$tmp/unl.csv" || fail "kcat produce failed"
+jq '.source.topics = [{topic: "pcsv", format: "csv", label: "field"},
+	{topic: "punl", format: "csv", label: "field"}]' \
+	"$tmp/p.json" >"$tmp/pu.json"
+for t in pcsv punl; do
+	"$SCADLES" predict -c "$tmp/pu.json" --bootstrap "$bs" --in $t --out $t.out \
+		--checkpoint "$tmp/m.ckpt" --group g$t --idle-exit 3 --duration 60 --progress 0 \
+		$([ $t = punl ] && echo --unlabelled) >"$tmp/$t.out" 2>"$tmp/$t.err" ||
+		fail "predict $t exited $?: $(tail -n 3 "$tmp/$t.err")"
+	[ "$(summary "$tmp/$t.out" .acknowledged)" -eq 2000 ] && [ "$(summary "$tmp/$t.out" .bad)" -eq 0 ] ||
+		fail "$t: $(summary "$tmp/$t.out" .acknowledged) acknowledged, $(summary "$tmp/$t.out" .bad) bad"
+	kcat -C -b "$bs" -t $t.out -e -q -f '%s\n' |
+		jq -r '"\(.partition) \(.offset) \(.label) \(.probabilities | join(" "))"' >"$tmp/$t.pred"
+done
+# The same class, probabilities within 1e-5 (batches group other records).
+awk 'FILENAME == ARGV[1] { src[NR - 1] = $0; next }
+     FILENAME == ARGV[2] { k = $1 " " $2; lab[k] = $3; for (i = 4; i <= NF; i++) p[k, i] = $i; next }
+     { k = src[$2]; n++; if (!(k in lab) || lab[k] != $3) bad++
+       for (i = 4; i <= NF; i++) { d = p[k, i] - $i; if (d < 0) d = -d; if (d > m) m = d } }
+     END { printf "unlabelled: %d records, %d other classes, max probability difference %.2g\n", n, bad, m
+           exit !(n == 2000 && bad == 0 && m <= 1e-5) }' \
+	"$tmp/pcsv.map" "$tmp/pcsv.pred" "$tmp/punl.pred" ||
+	fail "unlabelled predictions differ from labelled ones"
+set +e
+"$SCADLES" worker -c "$tmp/pu.json" --bootstrap "$bs" --set source.unlabelled=true \
+	--duration 5 >/dev/null 2>"$tmp/wu.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q 'source.unlabelled' "$tmp/wu.err" ||
+	fail "a worker with source.unlabelled: rc $rc, $(cat "$tmp/wu.err")"
+echo "unlabelled: 2000 csv records without their label column, predictions identical; a worker refuses it"
 
 # Errors: usage (exit 2), a missing checkpoint (1), another model's (2).
 "$SCADLES" predict -c "$tmp/p.json" --bootstrap "$bs" --in pin --checkpoint "$tmp/m.ckpt" \

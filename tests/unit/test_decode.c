@@ -385,6 +385,68 @@ static void csv_columns_delimiters_and_line_ends(void **state)
         assert_int_equal(sc_decode_spec_check(&s, err, sizeof(err)), SC_ERR_CONFIG);
 }
 
+/* Records without a label: each format's layout less its label, label -1. */
+static void unlabelled_layouts(void **state)
+{
+        (void)state;
+        float x[3];
+        int32_t label = 0;
+        char err[128];
+
+        /* CSV, label first: the features move down to column 0. */
+        sc_decode_spec_t s = spec_of(SC_DECODE_CSV, 3);
+        sc_decode_spec_unlabelled(&s);
+        assert_int_equal(sc_decode_spec_check(&s, err, sizeof(err)), SC_OK);
+        sc_record_t r = rec_of("0.25,-1.5e1,7\n", NULL);
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_int_equal(label, -1);
+        assert_float_equal(x[0], 0.25f, 0);
+        assert_float_equal(x[2], 7.0f, 0);
+        r = rec_of("2,0.25,-1.5e1,7", NULL); /* a labelled line is one column too many */
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_BAD_CSV);
+
+        /* CSV, an id column, the features, the label last of 5: 4 columns. */
+        s = spec_of(SC_DECODE_CSV, 3);
+        s.label_column = 4;
+        s.columns = 5;
+        sc_decode_spec_unlabelled(&s);
+        assert_int_equal(s.first_feature_column, 1);
+        assert_int_equal(s.columns, 4);
+        r = rec_of("id-3,1,2,3", NULL);
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_float_equal(x[0], 1.0f, 0);
+        assert_int_equal(label, -1);
+
+        /* JSON: the label path is not read; present or not, no fault. */
+        s = spec_of(SC_DECODE_JSON, 3);
+        sc_decode_spec_unlabelled(&s);
+        r = rec_of("{\"features\":[1,2,3]}", NULL);
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_int_equal(label, -1);
+        r = rec_of("{\"features\":[1,2,3],\"label\":\"x\"}", NULL);
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+
+        /* Raw: a label byte before the tensor is taken out; a key label is
+         * not read (no key needed). */
+        uint8_t v[3] = {10, 20, 30};
+        s = spec_of(SC_DECODE_RAW, 3);
+        s.label_source = SC_DECODE_LABEL_OFFSET;
+        s.label_offset = 0;
+        s.data_offset = 1;
+        s.scale = 1;
+        sc_decode_spec_unlabelled(&s);
+        assert_int_equal(s.data_offset, 0);
+        r = (sc_record_t){.value = v, .value_size = sizeof(v)};
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_float_equal(x[1], 20.0f, 0);
+        assert_int_equal(label, -1);
+        s = spec_of(SC_DECODE_RAW, 3);
+        s.scale = 1;
+        sc_decode_spec_unlabelled(&s);
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_int_equal(label, -1);
+}
+
 static void spec_checks_name_fields(void **state)
 {
         sc_decode_spec_t s = spec_of(SC_DECODE_JSON, 0);
@@ -695,6 +757,7 @@ int main(void)
             cmocka_unit_test(json_validity_matches_jansson),
             cmocka_unit_test(numbers_match_strtod),
             cmocka_unit_test(csv_columns_delimiters_and_line_ends),
+            cmocka_unit_test(unlabelled_layouts),
             cmocka_unit_test(spec_checks_name_fields),
             cmocka_unit_test(stats_report_first_of_each_kind),
             cmocka_unit_test(invalid_cases),

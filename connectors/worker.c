@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +519,30 @@ void sc_worker_stop(sc_worker_t *w, const char *reason)
         w->reason = reason;
 }
 
+/* A standalone worker's graceful stop trains what the shuffle pool holds
+ * (its samples pin their partitions' commit points) and the last partial
+ * batch, reading nothing more. A distributed worker's rounds wait on others:
+ * what it pooled is returned uncommitted at the revocation, and counted. */
+static sc_err_t sc_wk_flush(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        if (!bt || !w->started || w->job)
+                return SC_OK;
+        sc_batcher_flush(bt);
+        uint64_t before = w->samples;
+        sc_err_t err = SC_OK;
+        while (!err && sc_batcher_ready(bt, w->t_now, NULL)) {
+                uint64_t id;
+                int n;
+                if (!(err = sc_wk_train(w, w->t_now, 1, &id, &n, errstr, errstr_size)))
+                        err = sc_wk_ack(w, id, errstr, errstr_size);
+        }
+        if (w->samples > before)
+                sc_wk_logf(w, 6, "stop: trained the %" PRIu64 " pooled sample(s)",
+                           w->samples - before);
+        return err;
+}
+
 sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size)
 {
         sc_err_t err = SC_OK, e2;
@@ -527,6 +552,8 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         w->finished = 1;
         if (!w->stopped)
                 sc_worker_stop(w, "finish");
+        if (!w->reason || strcmp(w->reason, "error") != 0)
+                err = sc_wk_flush(w, errstr, errstr_size);
         w->elapsed = w->started ? w->t_now - w->t0 : 0;
         if (w->job)
                 err = sc_wk_job_finish(w, timeout_ms, errstr, errstr_size);

@@ -628,7 +628,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .desc = "Also consume every topic whose name matches this POSIX extended regex, e.g. "
              "\"^fmnist\\\\..*\" (Kafka's \"^\" subscription; new topics join at the next metadata "
              "refresh); they use streams.* unless listed in source.topics; \"\" = none. It "
-             "must compile (regcomp) when the configuration is checked."},
+             "must compile (regcomp) when the configuration is checked, to at most 20000 nodes "
+             "(a repetition of a repetition, as in a++ or (a+){9}, multiplies them)."},
     {.path = "source.dead_letter_topic",
      .type = SC_CONF_STRING,
      .offset = C(source.dead_letter),
@@ -1329,6 +1330,101 @@ static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode
         return SC_OK;
 }
 
+/* How many nodes glibc's regcomp builds for an extended regex, roughly: it
+ * copies a repeated subexpression once per repetition (x+ is x x*, x{n,m}
+ * m copies), so adjacent or nested repetitions multiply. A bound on it keeps
+ * a 256-byte pattern like "^a+++...+" or "((a)+)+..." from taking
+ * gigabytes to compile. Counting stops past SC_CONF_REGEX_NODES. */
+#define SC_CONF_REGEX_NODES 20000.0
+static double sc_conf_regex_nodes(const char *p)
+{
+        double outer[SC_CONF_TOPIC_MAX], sum = 0, last = 0;
+        int depth = 0;
+        for (; *p && sum <= SC_CONF_REGEX_NODES; p++) {
+                switch (*p) {
+                case '\\':
+                        if (p[1])
+                                p++;
+                        sum += 1, last = 1;
+                        break;
+                case '[': /* a bracket expression is one node */
+                        p++;
+                        if (*p == '^')
+                                p++;
+                        if (*p == ']')
+                                p++;
+                        while (*p && *p != ']') {
+                                if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+                                        char c = p[1];
+                                        for (p += 2; *p && !(*p == c && p[1] == ']'); p++)
+                                                ;
+                                        if (*p)
+                                                p++;
+                                }
+                                if (*p)
+                                        p++;
+                        }
+                        if (!*p)
+                                return sum + 1;
+                        sum += 1, last = 1;
+                        break;
+                case '(':
+                        outer[depth++] = sum;
+                        sum = 0, last = 0;
+                        break;
+                case ')':
+                        if (depth > 0) {
+                                last = sum + 1;
+                                sum = outer[--depth] + last;
+                        } else {
+                                sum += 1, last = 1;
+                        }
+                        break;
+                case '+':
+                        sum += last, last *= 2;
+                        break;
+                case '{': {
+                        char *end;
+                        long n = strtol(p + 1, &end, 10), m = n;
+                        if (end == p + 1 || n < 0) {
+                                sum += 1, last = 1;
+                                break;
+                        }
+                        if (*end == ',') {
+                                if (end[1] == '}') {
+                                        m = n + 1;
+                                        end++;
+                                } else {
+                                        m = strtol(end + 1, &end, 10);
+                                }
+                        }
+                        if (*end != '}') {
+                                sum += 1, last = 1;
+                                break;
+                        }
+                        double k = (double)(m > n ? m : n);
+                        if (k < 1)
+                                k = 1;
+                        sum += last * (k - 1), last *= k;
+                        p = end;
+                        break;
+                }
+                case '*':
+                case '?':
+                        sum += 1;
+                        break;
+                case '|':
+                        sum += 1, last = 0;
+                        break;
+                default:
+                        sum += 1, last = 1;
+                }
+        }
+        while (depth > 0)
+                sum += outer[--depth];
+        return sum;
+}
+
 /* Cross-property rules of the source, streams and worker sections. */
 static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
@@ -1353,6 +1449,12 @@ static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, 
                                     "a topic pattern starts with \"^\" (got \"%s\")",
                                     conf->source.pattern);
         if (conf->source.pattern[0]) {
+                if (sc_conf_regex_nodes(conf->source.pattern) > SC_CONF_REGEX_NODES)
+                        return sc_conf_fail(errstr, errstr_size, o, "$.source.pattern",
+                                            "too many repetitions: compiled, the regex would "
+                                            "expand to more than %.0f nodes (a repetition of a "
+                                            "repetition multiplies): \"%s\"",
+                                            SC_CONF_REGEX_NODES, conf->source.pattern);
                 /* Compiled as librdkafka will compile it for the subscription. */
                 regex_t re;
                 int rc = regcomp(&re, conf->source.pattern, REG_EXTENDED | REG_NOSUB);

@@ -402,6 +402,15 @@ static void overrides(void **state)
         set_fails(&c, "optim.momentum=0", "override: $.optim.nesterov: needs optim.momentum > 0");
         set_fails(&c, "lr", "override: \"lr\": expected <property>=<value>");
         set_fails(&c, "=1", "expected <property>=<value>");
+        /* Repetitions of repetitions multiply what regcomp builds: refused
+         * before it allocates gigabytes (a fuzz find); ordinary ones pass. */
+        set_fails(&c, "source.pattern=^ens+++++++++++++++++++++++++++++o]+$",
+                  "$.source.pattern: too many repetitions");
+        set_fails(&c, "source.pattern=^((((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
+                  "$.source.pattern: too many repetitions");
+        set_fails(&c, "source.pattern=^a{32767}{32767}", "$.source.pattern: too many repetitions");
+        set_ok(&c, "source.pattern=^dev-[0-9]{1,3}\\.(temp|hum)+[[:alpha:]]*$");
+        set_ok(&c, "source.pattern=");
         /* The origin survives overrides (for later model errors). */
         assert_string_equal(c.origin, VALID_DIR "/mlp.json");
         sc_conf_free(&c);

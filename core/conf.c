@@ -628,8 +628,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      .desc = "Also consume every topic whose name matches this POSIX extended regex, e.g. "
              "\"^fmnist\\\\..*\" (Kafka's \"^\" subscription; new topics join at the next metadata "
              "refresh); they use streams.* unless listed in source.topics; \"\" = none. It "
-             "must compile (regcomp) when the configuration is checked, to at most 20000 nodes "
-             "(a repetition of a repetition, as in a++ or (a+){9}, multiplies them)."},
+             "must compile (regcomp) when the configuration is checked, to at most 2000 nodes "
+             "(a repetition of a repetition, as in ((a)+){9}, multiplies them); two repetition "
+             "operators in a row (a+*) are refused."},
     {.path = "source.dead_letter_topic",
      .type = SC_CONF_STRING,
      .offset = C(source.dead_letter),
@@ -1332,15 +1333,24 @@ static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode
 
 /* How many nodes glibc's regcomp builds for an extended regex, roughly: it
  * copies a repeated subexpression once per repetition (x+ is x x*, x{n,m}
- * m copies), so adjacent or nested repetitions multiply. A bound on it keeps
- * a 256-byte pattern like "^a+++...+" or "((a)+)+..." from taking
- * gigabytes to compile. Counting stops past SC_CONF_REGEX_NODES. */
-#define SC_CONF_REGEX_NODES 20000.0
-static double sc_conf_regex_nodes(const char *p)
+ * m copies), so nested repetitions multiply. A bound on it keeps a 256-byte
+ * pattern like "((a)+)+..." from taking gigabytes and minutes to compile.
+ * *adjacent is set for a repetition operator right after another ("a+*",
+ * "a++": undefined in POSIX, and the fastest way to blow up glibc's
+ * epsilon closures). Counting stops past SC_CONF_REGEX_NODES. */
+#define SC_CONF_REGEX_NODES 2000.0
+static double sc_conf_regex_nodes(const char *p, int *adjacent)
 {
         double outer[SC_CONF_TOPIC_MAX], sum = 0, last = 0;
-        int depth = 0;
-        for (; *p && sum <= SC_CONF_REGEX_NODES; p++) {
+        int depth = 0, rep = 0, prev = 0;
+        *adjacent = 0;
+        for (; *p && sum <= SC_CONF_REGEX_NODES; p++, prev = rep) {
+                rep = *p == '*' || *p == '+' || *p == '?' ||
+                      (*p == '{' && p[1] >= '0' && p[1] <= '9');
+                if (rep && prev) {
+                        *adjacent = 1;
+                        return sum;
+                }
                 switch (*p) {
                 case '\\':
                         if (p[1])
@@ -1449,7 +1459,14 @@ static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, 
                                     "a topic pattern starts with \"^\" (got \"%s\")",
                                     conf->source.pattern);
         if (conf->source.pattern[0]) {
-                if (sc_conf_regex_nodes(conf->source.pattern) > SC_CONF_REGEX_NODES)
+                int adjacent;
+                double nodes = sc_conf_regex_nodes(conf->source.pattern, &adjacent);
+                if (adjacent)
+                        return sc_conf_fail(errstr, errstr_size, o, "$.source.pattern",
+                                            "two repetition operators in a row (as in \"a+*\"; "
+                                            "POSIX leaves them undefined): \"%s\"",
+                                            conf->source.pattern);
+                if (nodes > SC_CONF_REGEX_NODES)
                         return sc_conf_fail(errstr, errstr_size, o, "$.source.pattern",
                                             "too many repetitions: compiled, the regex would "
                                             "expand to more than %.0f nodes (a repetition of a "

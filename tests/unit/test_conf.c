@@ -405,11 +405,13 @@ static void overrides(void **state)
         /* Repetitions of repetitions multiply what regcomp builds: refused
          * before it allocates gigabytes (a fuzz find); ordinary ones pass. */
         set_fails(&c, "source.pattern=^ens+++++++++++++++++++++++++++++o]+$",
-                  "$.source.pattern: too many repetitions");
+                  "$.source.pattern: two repetition operators in a row");
+        set_fails(&c, "source.pattern=^ens+*+)+", "$.source.pattern: two repetition operators");
+        set_fails(&c, "source.pattern=^a{2}+", "$.source.pattern: two repetition operators");
         set_fails(&c, "source.pattern=^((((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
                   "$.source.pattern: too many repetitions");
         set_fails(&c, "source.pattern=^a{32767}{32767}", "$.source.pattern: too many repetitions");
-        set_ok(&c, "source.pattern=^dev-[0-9]{1,3}\\.(temp|hum)+[[:alpha:]]*$");
+        set_ok(&c, "source.pattern=^dev-[0-9]{1,3}\\.(temp|hum)+[[:alpha:]+*]*\\+$");
         set_ok(&c, "source.pattern=");
         /* The origin survives overrides (for later model errors). */
         assert_string_equal(c.origin, VALID_DIR "/mlp.json");

@@ -445,9 +445,7 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
                               int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size)
 {
         rd_kafka_resp_err_t last = RD_KAFKA_RESP_ERR__TIMED_OUT;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        double deadline = (double)ts.tv_sec + ts.tv_nsec / 1e9 + timeout_ms / 1000.0;
+        double deadline = sc_kafka_now() + timeout_ms / 1000.0;
         int64_t end = -1;
         *lo = 0;
         *hi = -1;
@@ -479,8 +477,7 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
                 }
                 if (eof)
                         break;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                if ((double)ts.tv_sec + ts.tv_nsec / 1e9 >= deadline)
+                if (sc_kafka_now() >= deadline)
                         break;
         }
         int64_t clo = -1, chi = -1;

@@ -552,7 +552,9 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         w->finished = 1;
         if (!w->stopped)
                 sc_worker_stop(w, "finish");
-        if (!w->reason || strcmp(w->reason, "error") != 0)
+        /* Not after an error, nor past --max-samples (what is pooled goes
+         * back uncommitted, counted as returned). */
+        if (!w->reason || (strcmp(w->reason, "error") && strcmp(w->reason, "max-samples")))
                 err = sc_wk_flush(w, errstr, errstr_size);
         w->elapsed = w->started ? w->t_now - w->t0 : 0;
         if (w->job)

@@ -4,6 +4,8 @@
 # with SIGTERM once every record arrived. It trains the pool and the last
 # partial batch, so it trained all 1000 and every partition is committed to
 # its end (nothing trained and left uncommitted, nothing read again later).
+# A stop at --max-samples trains nothing more: 500 stops after the 8th batch
+# of 64 (512), what is pooled goes back uncommitted.
 . "$(dirname "$0")/distributed_common.inc"
 
 start_broker sf.0:2
@@ -29,4 +31,9 @@ check_worker "$tmp/w.out"
 [ "$(summary "$tmp/w.out" .trained)" -eq 1000 ] || fail "trained $(summary "$tmp/w.out" .trained) of 1000"
 [ "$(summary "$tmp/w.out" .redelivered)" -eq 0 ] || fail "trained records left uncommitted"
 check_committed "$tmp/w.out"
+"$SCADLES" worker -c "$tmp/w.json" --bootstrap "$bs" --max-samples 500 \
+	--set source.group_id=itest-stop-max >"$tmp/m.out" 2>"$tmp/m.err" || fail "max-samples worker exited $?"
+[ "$(summary "$tmp/m.out" .reason)" = max-samples ] || fail "not stopped at max-samples"
+[ "$(summary "$tmp/m.out" .trained)" -eq 512 ] || fail "max-samples: trained $(summary "$tmp/m.out" .trained), not 512"
+[ "$(summary "$tmp/m.out" .identity_ok)" = true ] || fail "max-samples: accounting"
 echo "worker_stop_flush: ok (trained 1000, committed = end: $(summary "$tmp/w.out" '[.partitions[] | "\(.committed)=\(.end)"] | join(" ")'))"

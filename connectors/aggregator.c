@@ -281,9 +281,20 @@ static void sc_agg_set_live(sc_aggregator_t *agg, int w, int live)
         agg->live[w] = (uint8_t)live;
         sc_agg_log(agg, 6, "worker %d %s", w,
                    live ? "is live" : "left the barriers (silent or leaving)");
-        for (int p = 0; p < agg->nshards; p++)
-                if (agg->shards[p].held)
-                        sc_server_set_live(agg->shards[p].srv, (uint32_t)w, live, NULL);
+        for (int p = 0; p < agg->nshards; p++) {
+                sc_apply_result_t res = {0};
+                char why[512];
+                sc_err_t err;
+                if (!agg->shards[p].held)
+                        continue;
+                sc_server_set_live(agg->shards[p].srv, (uint32_t)w, live, &res);
+                /* A round closed by a leave goes out now, not at the next tick. */
+                if (res.stepped && agg->publish_every &&
+                    (err = sc_agg_publish(agg, p, why, sizeof(why))) && !agg->fatal) {
+                        agg->fatal = err;
+                        snprintf(agg->fatal_str, sizeof(agg->fatal_str), "shard %d: %s", p, why);
+                }
+        }
 }
 
 static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, double now)

@@ -27,6 +27,10 @@ static sc_err_t sc_ks_conf(const sc_conf_t *conf, rd_kafka_conf_t **out, char *e
             {"max.partition.fetch.bytes", "262144"},
             {"topic.metadata.refresh.interval.ms", conf->source.pattern[0] ? "2000" : "300000"},
             {"group.id", conf->source.group_id},
+            /* One partition per topic is the common shape of device streams:
+             * range would give partition 0 of every topic to one member,
+             * roundrobin spreads them (docs/DISTRIBUTED.md, "Assignment"). */
+            {"partition.assignment.strategy", "roundrobin"},
         };
         rd_kafka_conf_t *kc = rd_kafka_conf_new();
         sc_err_t err = SC_OK;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <inttypes.h>
 
 #include "kafka_source_impl.h"
 #include "sc_idx.h"
@@ -380,6 +382,13 @@ static int sc_wk_left(sc_worker_t *w)
         return buffered + sc_batcher_pooled(bt) >= need;
 }
 
+/* 1 for a member of the group that holds no partition (a rebalance gave
+ * them all to others): it idles as well as one whose input ended. */
+static int sc_wk_unassigned(const sc_worker_t *w)
+{
+        return w->src && sc_kafka_source_stats(w->src)->ks_partitions == 0;
+}
+
 static void sc_wk_check_stop(sc_worker_t *w, double t)
 {
         const sc_conf_worker_t *wc = &w->conf->worker;
@@ -390,7 +399,8 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
         else if (wc->max_samples > 0 && w->samples >= (uint64_t)wc->max_samples)
                 sc_worker_stop(w, "max-samples");
         else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) &&
-                 w->steps + w->in_since > 0 && t - w->t_rx >= wc->idle_exit && !sc_wk_left(w))
+                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w)) &&
+                 t - w->t_rx >= wc->idle_exit && !sc_wk_left(w))
                 sc_worker_stop(w, "idle");
 }
 
@@ -480,6 +490,51 @@ void sc_worker_stop(sc_worker_t *w, const char *reason)
         w->reason = reason;
 }
 
+static double sc_wk_mono(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A graceful stop trains what the shuffle pool holds (its samples pin their
+ * partitions' commit points) and the last partial batch, reading nothing
+ * more; a distributed worker goes on following its policy (rounds wait for
+ * their models) for at most timeout_ms. What is left is returned
+ * uncommitted at the revocation and counted there. */
+static sc_err_t sc_wk_flush(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size)
+{
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        if (!bt || !w->started)
+                return SC_OK;
+        sc_batcher_flush(bt);
+        double m0 = sc_wk_mono(), base = w->t_now;
+        double t_end = m0 + timeout_ms / 1e3;
+        uint64_t before = w->samples;
+        sc_err_t err = SC_OK;
+        while (sc_batcher_pooled(bt) > 0 && sc_wk_mono() < t_end) {
+                double now = base + (sc_wk_mono() - m0);
+                w->t_now = now;
+                if (w->job) {
+                        if ((err = sc_wk_job_poll(w, now, errstr, errstr_size)))
+                                break;
+                } else if (now >= w->t_next && sc_batcher_ready(bt, now, NULL)) {
+                        uint64_t id;
+                        int n;
+                        if ((err = sc_wk_train(w, now, 1, &id, &n, errstr, errstr_size)) ||
+                            (err = sc_wk_ack(w, id, errstr, errstr_size)))
+                                break;
+                        continue;
+                }
+                struct timespec ts = {0, 1000000};
+                nanosleep(&ts, NULL);
+        }
+        if (w->samples > before || sc_batcher_pooled(bt) > 0)
+                sc_wk_logf(w, 6, "stop: trained %" PRIu64 " pooled sample(s), %zu left",
+                           w->samples - before, sc_batcher_pooled(bt));
+        return err;
+}
+
 sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size)
 {
         sc_err_t err = SC_OK, e2;
@@ -489,9 +544,13 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         w->finished = 1;
         if (!w->stopped)
                 sc_worker_stop(w, "finish");
+        if (strcmp(w->reason, "error") != 0)
+                err = sc_wk_flush(w, timeout_ms, errstr, errstr_size);
         w->elapsed = w->started ? w->t_now - w->t0 : 0;
-        if (w->job)
+        if (w->job && !err)
                 err = sc_wk_job_finish(w, timeout_ms, errstr, errstr_size);
+        else if (w->job)
+                (void)sc_wk_job_finish(w, timeout_ms, why, sizeof(why));
         if (w->src && (e2 = sc_kafka_source_finish(w->src, timeout_ms, why, sizeof(why)))) {
                 if (!err)
                         err = sc_errf(e2, errstr, errstr_size, "%s", why);

@@ -25,6 +25,7 @@ struct sc_batcher_s {
         int started;         /* first window began */
         double window_start; /* time of the last take (or first query) */
         int draining;        /* hold nothing back in the shuffle buffer */
+        int flushing;        /* stop: only the pool, any size, no window */
         int waiting;         /* a query since the last take started the wait clock */
         double wait_since;
         uint64_t next_id;
@@ -203,6 +204,11 @@ static size_t sc_batcher_size(sc_batcher_t *bt, double t, double *wake)
         size_t avail = sc_batcher_buffered(bt) + pooled;
         const sc_batch_spec_t *sp = &bt->spec;
 
+        *wake = INFINITY;
+        if (bt->flushing) {
+                size_t cap = (size_t)(sp->mode == SC_BATCH_FIXED ? sp->b : sp->b_max);
+                return pooled < cap ? pooled : cap;
+        }
         /* The shuffle buffer holds `shuffle` samples back (unless draining). */
         size_t hold = bt->draining ? 0 : (size_t)sp->shuffle;
         avail = avail > hold ? avail - hold : 0;
@@ -222,6 +228,11 @@ static size_t sc_batcher_size(sc_batcher_t *bt, double t, double *wake)
 void sc_batcher_drain(sc_batcher_t *batcher, int on)
 {
         batcher->draining = on != 0;
+}
+
+void sc_batcher_flush(sc_batcher_t *batcher)
+{
+        batcher->flushing = 1;
 }
 
 int sc_batcher_ready(sc_batcher_t *batcher, double t, double *wake_at)
@@ -292,7 +303,7 @@ sc_err_t sc_batcher_take(sc_batcher_t *batcher, double t, sc_batch_t *batch, cha
          * their rates, then draw n at random. */
         size_t pooled = sc_mix_pool_count(bt->pool);
         size_t fill = n + (size_t)bt->spec.shuffle;
-        fill = fill > pooled ? fill - pooled : 0;
+        fill = fill > pooled && !bt->flushing ? fill - pooled : 0;
         for (int i = 0; i < bt->n_streams; i++) {
                 weights[i] = sc_stream_rate(bt->streams[i], t);
                 avail[i] = sc_stream_count(bt->streams[i]);

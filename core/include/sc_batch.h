@@ -118,6 +118,13 @@ sc_err_t sc_batcher_take(sc_batcher_t *batcher, double t, sc_batch_t *batch, cha
  * nothing back, so every buffered sample can still be trained on. */
 void sc_batcher_drain(sc_batcher_t *batcher, int on);
 
+/* Flushing (a graceful stop, for good): batches come from the shuffle pool
+ * only, nothing more from the streams, of any size up to b (fixed) or b_max
+ * (rate) and without waiting for a window, so the samples already drawn
+ * into the pool -- which pin their partitions' commit points -- are trained
+ * and the last partial batch too. */
+void sc_batcher_flush(sc_batcher_t *batcher);
+
 /* The update trained on batch id was acknowledged: its samples count as
  * trained and their offsets finish. SC_ERR_STATE for an unknown id. */
 sc_err_t sc_batcher_ack(sc_batcher_t *batcher, uint64_t id, char *errstr, size_t errstr_size);

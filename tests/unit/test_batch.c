@@ -235,6 +235,47 @@ static void shuffle_holds_back_until_drained(void **state)
         sc_stream_destroy(s);
 }
 
+/* A flush (graceful stop) takes only the pool, the last batch partial,
+ * without waiting for a window, and nothing more from the streams. */
+static void flush_trains_the_pool_only(void **state)
+{
+        sc_stream_t *s = mk_stream(SC_STREAM_PERSIST, 64);
+        sc_batch_spec_t bs;
+        sc_batch_t *b;
+        char err[128];
+
+        (void)state;
+        sc_batch_spec_defaults(&bs);
+        bs.mode = SC_BATCH_FIXED;
+        bs.b = 4;
+        bs.shuffle = 10;
+        sc_batcher_t *bt = mk_batcher(&bs, &s, 1);
+        assert_int_equal(sc_batch_new(&b, 4, NUMEL), SC_OK);
+        for (int i = 0; i < 14; i++)
+                push(s, 0, i, 0, 0.0);
+        assert_int_equal(sc_batcher_take(bt, 0.1, b, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_batcher_pooled(bt), 10);
+        for (int i = 14; i < 20; i++)
+                push(s, 0, i, 0, 0.1);
+        sc_batcher_flush(bt);
+        int sizes[3], k = 0;
+        while (sc_batcher_ready(bt, 0.2, NULL)) {
+                assert_true(k < 3);
+                assert_int_equal(sc_batcher_take(bt, 0.2, b, err, sizeof(err)), SC_OK);
+                sizes[k++] = b->n;
+        }
+        assert_int_equal(k, 3);
+        assert_int_equal(sizes[0], 4);
+        assert_int_equal(sizes[1], 4);
+        assert_int_equal(sizes[2], 2); /* the last partial batch */
+        assert_int_equal(sc_batcher_pooled(bt), 0);
+        assert_int_equal(sc_stream_count(s), 6); /* not read: returned at the stop */
+        check(bt);
+        sc_batch_destroy(b);
+        sc_batcher_destroy(bt);
+        sc_stream_destroy(s);
+}
+
 /* The loop a Kafka driver runs: decode each record of 2 partitions (some
  * malformed), push or reject it, pause/resume on backpressure, take batches,
  * acknowledge them late and out of order, commit what becomes committable.
@@ -510,6 +551,7 @@ int main(void)
             cmocka_unit_test(rate_mode_emits_window_worth_clamped),
             cmocka_unit_test(out_of_order_acks_commit_lowest_unfinished),
             cmocka_unit_test(shuffle_holds_back_until_drained),
+            cmocka_unit_test(flush_trains_the_pool_only),
             cmocka_unit_test(driver_loop_commits_every_offset),
             cmocka_unit_test(streams_added_later_join_batches),
             cmocka_unit_test(config_errors),

@@ -43,10 +43,8 @@ static sc_err_t sc_agg_client(sc_aggregator_t *agg, rd_kafka_type_t type, const 
         char why[512];
         sc_err_t err;
 
-        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)agg->conf->kafka, "$.kafka", errstr,
-                                           errstr_size)))
+        if ((err = sc_kafka_client_conf(&kc, agg->conf, type, NULL, errstr, errstr_size)))
                 return err;
-        sc_kafka_conf_log_bridge(kc);
         for (; kv && kv[0]; kv += 2)
                 if ((err = sc_kafka_conf_set(kc, kv[0], kv[1], kv[0], errstr, errstr_size))) {
                         rd_kafka_conf_destroy(kc);
@@ -593,10 +591,9 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
                         goto out;
                 rd_kafka_conf_t *kc;
                 char why[512];
-                if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka",
-                                                   errstr, errstr_size)))
+                if ((err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, NULL, errstr,
+                                                errstr_size)))
                         goto out;
-                sc_kafka_conf_log_bridge(kc);
                 for (const char *const *kv = cons_kv; kv[0]; kv += 2)
                         rd_kafka_conf_set(kc, kv[0], kv[1], why, sizeof(why));
                 rd_kafka_conf_set_rebalance_cb(kc, sc_agg_rebalance);

@@ -106,14 +106,11 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                                              conf->job.replication, topics, errstr, errstr_size)))
                 goto fail;
         snprintf(jm->topic, sizeof(jm->topic), "%s", topics[SC_JOB_MODEL].name);
-        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", errstr,
-                                           errstr_size)))
+        const char *const def[] = {"client.id", "scadles-model-reader", NULL};
+        if ((err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, def, errstr, errstr_size)))
                 goto fail;
-        sc_kafka_conf_log_bridge(kc);
-        sc_kafka_conf_set(kc, "client.id", "scadles-model-reader", "client.id", why, sizeof(why));
         sc_kafka_conf_set(kc, "enable.auto.commit", "false", "model reader", why, sizeof(why));
         sc_kafka_conf_set(kc, "group.id", "scadles-model-reader", "model reader", why, sizeof(why));
-        sc_kafka_conf_set(kc, "fetch.wait.max.ms", "10", "model reader", why, sizeof(why));
         if (!(jm->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {
                 rd_kafka_conf_destroy(kc);
                 err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s reader: %s", jm->topic, why);
@@ -123,18 +120,9 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
         rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(jm->shards);
         for (int s = 0; s < jm->shards; s++) {
                 int64_t lo = 0, hi = 0;
-                rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
-                for (int tries = 0; tries < 20; tries++) {
-                        rerr =
-                            rd_kafka_query_watermark_offsets(jm->rk, jm->topic, s, &lo, &hi, 5000);
-                        /* A topic just created may have no leader for a moment. */
-                        if (!rerr || (rerr != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
-                                      rerr != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
-                                      rerr != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION &&
-                                      rerr != RD_KAFKA_RESP_ERR__TIMED_OUT))
-                                break;
-                        rd_kafka_poll(jm->rk, 250);
-                }
+                /* A topic just created may have no leader for a moment. */
+                rd_kafka_resp_err_t rerr =
+                    sc_kafka_watermarks(jm->rk, jm->topic, s, &lo, &hi, 10000);
                 if (rerr) {
                         rd_kafka_topic_partition_list_destroy(tp);
                         err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: watermarks: %s",

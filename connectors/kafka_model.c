@@ -179,7 +179,7 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
 
         memset(rec, 0, sizeof(*rec));
         *found = 0;
-        rerr = rd_kafka_query_watermark_offsets(rk, topic, shard, &lo, &hi, timeout_ms);
+        rerr = sc_kafka_watermarks(rk, topic, shard, &lo, &hi, timeout_ms);
         if (rerr)
                 return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: watermarks: %s", topic,
                                (int)shard, rd_kafka_err2str(rerr));

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
+#include "sc_conf.h"
 #include "sc_err.h"
 
 /* ---- configuration ---- */
@@ -32,6 +33,30 @@ sc_err_t sc_kafka_conf_apply_json(rd_kafka_conf_t *conf, const json_t *obj, cons
  * owns (rd_kafka_conf_destroy, or pass it to rd_kafka_new). */
 sc_err_t sc_kafka_conf_from_json(rd_kafka_conf_t **confp, const json_t *obj, const char *path,
                                  char *errstr, size_t errstr_size);
+
+/* 1 if librdkafka's client of this type reads the property (its C/P
+ * column), so that setting it draws no CONFWARN; 1 for unknown names. */
+int sc_kafka_conf_applies(const char *name, rd_kafka_type_t type);
+
+/* The configuration of one of the runtime's own clients (worker, aggregator,
+ * model reader), in this order: the latency settings the job needs
+ * (consumers: fetch.wait.max.ms 10, producers: linger.ms 0; no Nagle), the
+ * caller's defaults (name, value pairs, NULL-terminated; may be NULL), every
+ * $.kafka property this client type reads (the others are skipped, so a
+ * consumer property draws no warning from a producer), then $.kafka_consumer
+ * or $.kafka_producer, which win. The log bridge is installed. On success
+ * *confp is the caller's. */
+sc_err_t sc_kafka_client_conf(rd_kafka_conf_t **confp, const sc_conf_t *conf, rd_kafka_type_t type,
+                              const char *const *defaults, char *errstr, size_t errstr_size);
+
+/* 1 for the errors a broker gives for a moment (a topic just created, a
+ * leader or coordinator moving or loading, a timeout): worth a retry. */
+int sc_kafka_err_transient(rd_kafka_resp_err_t err);
+
+/* rd_kafka_query_watermark_offsets, retried on transient errors with a
+ * backoff of 50 ms doubling to 1 s, for at most timeout_ms in all. */
+rd_kafka_resp_err_t sc_kafka_watermarks(rd_kafka_t *rk, const char *topic, int32_t partition,
+                                        int64_t *lo, int64_t *hi, int timeout_ms);
 
 /* Applies "name=value" strings (as given to a command's -X option); errors
  * name the argument. */

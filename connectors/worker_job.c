@@ -214,7 +214,7 @@ static uint64_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base)
         for (int s = 0; s < j->shards; s++) {
                 int64_t lo = 0, hi = 0;
                 const char *topic = j->topics[SC_JOB_GRAD].name;
-                if (rd_kafka_query_watermark_offsets(rk, topic, s, &lo, &hi, 5000) || hi <= lo)
+                if (sc_kafka_watermarks(rk, topic, s, &lo, &hi, 5000) || hi <= lo)
                         continue;
                 rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
                 rd_kafka_topic_partition_list_add(tp, topic, s)->offset =
@@ -319,15 +319,17 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
         memcpy(j->sync_params, sc_model_params(w->model), j->n * sizeof(float));
         if ((err = sc_wj_codecs(w, errstr, errstr_size)))
                 return err;
-        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", errstr,
-                                           errstr_size)))
+        char cid[64];
+        snprintf(cid, sizeof(cid), "scadles-worker-%d", w->spec.worker_id);
+        const char *const pdef[] = {"client.id", cid, NULL};
+        rd_kafka_conf_t *pc;
+        if ((err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, NULL, errstr, errstr_size)))
                 return err;
-        sc_kafka_conf_log_bridge(kc);
-        rd_kafka_conf_t *pc = rd_kafka_conf_dup(kc);
+        if ((err = sc_kafka_client_conf(&pc, conf, RD_KAFKA_PRODUCER, pdef, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                return err;
+        }
         sc_kafka_conf_set(pc, "enable.idempotence", "true", "worker producer", why, sizeof(why));
-        sc_kafka_conf_set(pc, "linger.ms", "1", "worker producer", why, sizeof(why));
-        snprintf(why, sizeof(why), "scadles-worker-%d", w->spec.worker_id);
-        sc_kafka_conf_set(pc, "client.id", why, "client.id", why, sizeof(why));
         rd_kafka_conf_set_dr_msg_cb(pc, sc_wj_dr);
         if (!(j->prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, why, sizeof(why)))) {
                 rd_kafka_conf_destroy(pc);
@@ -348,7 +350,6 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                 sc_kafka_conf_set(ic, "group.id", "scadles-inject-reader", "inject", why,
                                   sizeof(why));
                 sc_kafka_conf_set(ic, "enable.auto.commit", "false", "inject", why, sizeof(why));
-                sc_kafka_conf_set(ic, "fetch.wait.max.ms", "20", "inject", why, sizeof(why));
                 if (!(j->inj = rd_kafka_new(RD_KAFKA_CONSUMER, ic, why, sizeof(why)))) {
                         rd_kafka_conf_destroy(ic);
                         rd_kafka_conf_destroy(kc);

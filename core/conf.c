@@ -541,6 +541,18 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def_doc = "{}",
      .desc = "librdkafka properties (\"bootstrap.servers\", \"security.protocol\", ...) "
              "passed through unchanged; values are strings, numbers or booleans."},
+    {.path = "kafka_consumer",
+     .type = SC_CONF_PASSTHROUGH,
+     .offset = C(kafka_consumer),
+     .def_doc = "{}",
+     .desc = "librdkafka properties for the consumers only (the worker's source, the "
+             "aggregator's, the J.model and J.inject readers); they win over `kafka`."},
+    {.path = "kafka_producer",
+     .type = SC_CONF_PASSTHROUGH,
+     .offset = C(kafka_producer),
+     .def_doc = "{}",
+     .desc = "librdkafka properties for the producers only (J.grad, J.model, J.ctl, "
+             "J.inject, dead letters); they win over `kafka`."},
 
     /* source */
     {.path = "source.group_id",
@@ -1026,7 +1038,12 @@ const sc_conf_section_t sc_conf_sections[] = {
               "twins (give one of each pair)."},
     {"train", "Offline training (`scadles train`)."},
     {"data", "The data set for offline training."},
-    {"kafka", "librdkafka client properties, passed through unchanged."},
+    {"kafka", "librdkafka client properties, passed through unchanged. The runtime's own "
+              "clients take from it the properties their type reads (a consumer property "
+              "never reaches a producer) after their latency defaults (consumers "
+              "`fetch.wait.max.ms` 10, producers `linger.ms` 0)."},
+    {"kafka_consumer", "librdkafka properties for consumers only (win over `kafka`)."},
+    {"kafka_producer", "librdkafka properties for producers only (win over `kafka`)."},
     {"source", "The Kafka source of `scadles worker`: which topics it consumes (a list, a "
                "regex, or both) as a member of a consumer group, and where malformed records "
                "go. One stream per topic. Offsets are committed only for records trained on, "
@@ -1073,7 +1090,9 @@ void sc_conf_free(sc_conf_t *conf)
         if (!conf)
                 return;
         json_decref((json_t *)conf->kafka);
-        conf->kafka = NULL;
+        json_decref((json_t *)conf->kafka_consumer);
+        json_decref((json_t *)conf->kafka_producer);
+        conf->kafka = conf->kafka_consumer = conf->kafka_producer = NULL;
 }
 
 /* Gives list elements the value of their "inherit" property unless given. */

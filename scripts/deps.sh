@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [extra-package ...]
 set -eu
 pkgs=(build-essential pkg-config librdkafka-dev libjansson-dev libopenblas-dev libcmocka-dev
-      zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox kcat valgrind python3-confluent-kafka "$@")
+      zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox kcat jq valgrind python3-confluent-kafka "$@")
 # Java 17+ and Maven run the real Apache Kafka broker of the integration tests
 # (scripts/kafka.sh); any installed JDK will do.
 command -v java >/dev/null || pkgs+=(openjdk-17-jre-headless)

@@ -15,14 +15,14 @@ per=800
 jq -n --arg j "${run}j" --arg p "${run}d" --argjson w $W '{
   model: {input: [1, 28, 28], loss: "softmax_xent", layers: [{type: "flatten"},
           {type: "dense", units: 32}, {type: "relu"}, {type: "dense", units: 10}]},
-  optim: {lr: 0.1, momentum: 0.9},
+  optim: {lr: 0.05, momentum: 0.9},
   train: {seed: 1, threads: 1},
   data: {source: "fashion-mnist", mean: 0.286, std: 0.353},
   source: {group_id: "\($j)-workers", pattern: "^\($p)\\..*"},
   streams: {format: "raw", label: "key", scale: 0.00392156862745098, mean: 0.286, std: 0.353},
-  worker: {batch: "rate", window: 0.05, b_min: 8, b_max: 32, shuffle: 32, eval: false,
+  worker: {batch: "rate", window: 0.05, b_min: 4, b_max: 8, shuffle: 16, eval: false,
            progress_interval: 1, commit_interval: 0.5},
-  job: {name: $j, shards: 2, workers: $w, sync: {policy: "scadles", base_batch: 256},
+  job: {name: $j, shards: 2, workers: $w, sync: {policy: "scadles", base_batch: 128},
         codec: {name: "topk", ratio: 0.25, error_feedback: 1},
         session_timeout: 10, heartbeat_interval: 0.5, progress_interval: 5},
   kafka: {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}

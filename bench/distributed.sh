@@ -155,12 +155,47 @@ run_job() {
 	done
 }
 
+# run_live LABEL BOOTSTRAP RUN POLICY: the job running first, then a live
+# feed of LIVE_RATE samples/s per worker's topic for 15 s (every version
+# published); prints the latency percentiles.
+LIVE_RATE=${LIVE_RATE:-200}
+run_live() {
+	local label="$1/$4/live" bs=$2 run=$3 d="$tmp/$3" a w0 w1 lat
+	mkdir -p "$d"
+	for w in 0 1; do job_config "$d/j$w.json" "$run" "$bs" $w every "$4"; done
+	# one record each first: the topics exist before the workers subscribe
+	"$SCADLES" feed --bootstrap "$bs" --prefix "$run.d" --topics 2 --count 1 --data synth \
+		--synth-n 10 --quiet >/dev/null 2>&1
+	"$SCADLES" aggregator -c "$d/j0.json" --duration 40 >"$d/a.out" 2>"$d/a.err" &
+	a=$!
+	sleep 1
+	"$SCADLES" worker -c "$d/j0.json" --id 0 --duration 28 >"$d/w0.out" 2>"$d/w0.err" &
+	w0=$!
+	"$SCADLES" worker -c "$d/j1.json" --id 1 --duration 28 >"$d/w1.out" 2>"$d/w1.err" &
+	w1=$!
+	pids="$pids $a $w0 $w1"
+	sleep 6
+	"$SCADLES" feed --bootstrap "$bs" --prefix "$run.d" --topics 2 --count $((LIVE_RATE * 15)) \
+		--rate $((2 * LIVE_RATE)) --data fmnist --quiet >"$d/feed.out" 2>"$d/feed.err"
+	wait "$w0" || echo "$label: worker 0 exited $?"
+	wait "$w1" || echo "$label: worker 1 exited $?"
+	kill "$a" 2>/dev/null
+	wait "$a"
+	for k in acked visible; do
+		lat=$(for w in 0 1; do
+			summ "$d/w$w.out" ".job.latency_ms.$k | \"w$w n \(.n) p50 \(.p50) p95 \(.p95) p99 \(.p99)\""
+		done | paste -sd';' | sed 's/;/; /')
+		printf '%-22s latency produce->%-7s ms: %s\n' "$label" "$k" "$lat"
+	done
+}
+
 echo "distributed job: 2 workers x $N Fashion-MNIST records, 1 aggregator, 4 shards, top-k 10%;"
 echo "asp with J.model published by interval (1 s, its default) or every version; bsp and"
-echo "scadles (every version); one standalone worker on worker 0's backlog for comparison"
+echo "scadles (every version); one standalone worker on worker 0's backlog for comparison;"
+echo "then latency with a live feed of $LIVE_RATE samples/s per worker (asp and bsp, every version)"
 # two partitions per data topic: the embedded broker keeps ~5 MiB per partition
 targs=()
-for r in ea eb ec ed; do
+for r in ea eb ec ed ee ef; do
 	targs+=(--topic "$r.d.0:2" --topic "$r.d.1:2" --topic "$r.grad:4" --topic "$r.model:4"
 		--topic "$r.inject:1" --topic "$r.ctl:1")
 done
@@ -176,6 +211,8 @@ if [ -s "$tmp/bootstrap" ]; then
 	run_job embedded "$(cat "$tmp/bootstrap")" eb 0 every asp
 	run_job embedded "$(cat "$tmp/bootstrap")" ec 0 auto bsp
 	run_job embedded "$(cat "$tmp/bootstrap")" ed 0 auto scadles
+	run_live embedded "$(cat "$tmp/bootstrap")" ee asp
+	run_live embedded "$(cat "$tmp/bootstrap")" ef bsp
 else
 	echo "embedded: the broker did not start"
 fi
@@ -197,6 +234,8 @@ if [ -n "$bs" ]; then
 	run_job kafka "$bs" "bd$$x$(date +%s)b" 1 every asp
 	run_job kafka "$bs" "bd$$x$(date +%s)c" 1 auto bsp
 	run_job kafka "$bs" "bd$$x$(date +%s)d" 1 auto scadles
+	run_live kafka "$bs" "bd$$x$(date +%s)e" asp
+	run_live kafka "$bs" "bd$$x$(date +%s)f" bsp
 else
 	echo "kafka:    skipped (no broker: set SCADLES_KAFKA or run scripts/kafka.sh up)"
 fi

@@ -83,6 +83,17 @@ busy() {
 	    END { if (a == "" || b == "" || b <= a) print 0; else printf "%.2f", b - a }' "$1"
 }
 
+# latency LABEL DIR: the workers' latency percentiles (acked, visible).
+latency() {
+	local k lat
+	for k in acked visible; do
+		lat=$(for w in 0 1; do
+			summ "$2/w$w.out" ".job.latency_ms.$k | \"w$w n \(.n) p50 \(.p50) p95 \(.p95) p99 \(.p99)\""
+		done | paste -sd';' | sed 's/;/; /')
+		printf '%-22s latency produce->%-7s ms: %s\n' "$1" "$k" "$lat"
+	done
+}
+
 # run_standalone LABEL BOOTSTRAP RUN: one standalone worker on the backlog
 # of worker 0's topic (its own group), same model; sets $alone (samples/s).
 run_standalone() {
@@ -131,7 +142,7 @@ run_job() {
 	# busy wall time, from the progress lines (every 0.1 s): from the first
 	# sample trained to the last, each end the midpoint of the two lines
 	# around it
-	local sps=0 line="" lat
+	local sps=0 line=""
 	for w in 0 1; do
 		local f="$d/w$w.out" tr b r
 		tr=$(summ "$f" .trained)
@@ -147,12 +158,7 @@ run_job() {
 		"$(summ "$d/a.out" .applied)" "$(summ "$d/a.out" .busy_updates_per_s)" \
 		"$(summ "$d/a.out" .updates_per_s)" "$(summ "$d/a.out" .busy_s)" \
 		"$(summ "$d/a.out" .duplicates)"
-	for k in acked visible; do
-		lat=$(for w in 0 1; do
-			summ "$d/w$w.out" ".job.latency_ms.$k | \"w$w n \(.n) p50 \(.p50) p95 \(.p95) p99 \(.p99)\""
-		done | paste -sd';' | sed 's/;/; /')
-		printf '%-22s latency produce->%-7s ms: %s\n' "$label" "$k" "$lat"
-	done
+	latency "$label" "$d"
 }
 
 # run_live LABEL BOOTSTRAP RUN POLICY: the job running first, then a live
@@ -160,7 +166,7 @@ run_job() {
 # published); prints the latency percentiles.
 LIVE_RATE=${LIVE_RATE:-200}
 run_live() {
-	local label="$1/$4/live" bs=$2 run=$3 d="$tmp/$3" a w0 w1 lat
+	local label="$1/$4/live" bs=$2 run=$3 d="$tmp/$3" a w0 w1
 	mkdir -p "$d"
 	for w in 0 1; do job_config "$d/j$w.json" "$run" "$bs" $w every "$4"; done
 	# one record each first: the topics exist before the workers subscribe
@@ -181,12 +187,7 @@ run_live() {
 	wait "$w1" || echo "$label: worker 1 exited $?"
 	kill "$a" 2>/dev/null
 	wait "$a"
-	for k in acked visible; do
-		lat=$(for w in 0 1; do
-			summ "$d/w$w.out" ".job.latency_ms.$k | \"w$w n \(.n) p50 \(.p50) p95 \(.p95) p99 \(.p99)\""
-		done | paste -sd';' | sed 's/;/; /')
-		printf '%-22s latency produce->%-7s ms: %s\n' "$label" "$k" "$lat"
-	done
+	latency "$label" "$d"
 }
 
 echo "distributed job: 2 workers x $N Fashion-MNIST records, 1 aggregator, 4 shards, top-k 10%;"

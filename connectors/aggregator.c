@@ -51,10 +51,8 @@ static sc_err_t sc_agg_client(sc_aggregator_t *agg, rd_kafka_type_t type, const 
         char why[512];
         sc_err_t err;
 
-        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)agg->conf->kafka, "$.kafka", errstr,
-                                           errstr_size)))
+        if ((err = sc_kafka_client_conf(&kc, agg->conf, type, NULL, errstr, errstr_size)))
                 return err;
-        sc_kafka_conf_log_bridge(kc);
         for (; kv && kv[0]; kv += 2)
                 if ((err = sc_kafka_conf_set(kc, kv[0], kv[1], kv[0], errstr, errstr_size))) {
                         rd_kafka_conf_destroy(kc);
@@ -202,6 +200,38 @@ static int sc_agg_changed(const sc_agg_shard_t *s)
         return s->held && (s->next != s->pub_next || sc_server_version(s->srv) != s->pub_version);
 }
 
+/* job.publish every: a new version goes out as soon as it exists, unless
+ * as many publications as there are shards await their delivery reports;
+ * then the newest version goes out when they are in (sc_agg_publish_due),
+ * so under a backlog publications coalesce instead of queueing behind each
+ * other. Returns 1 if a version still waits. */
+static int sc_agg_publish_now(sc_aggregator_t *agg, int p)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        char why[512];
+        sc_err_t err;
+        if (!s->held || sc_server_version(s->srv) == s->pub_version)
+                return 0;
+        if (agg->dv.dv_pending >= agg->nshards)
+                return 1;
+        s->version = sc_server_version(s->srv);
+        s->offset = s->next;
+        if ((err = sc_agg_publish(agg, p, why, sizeof(why))) && !agg->fatal) {
+                agg->fatal = err;
+                snprintf(agg->fatal_str, sizeof(agg->fatal_str), "shard %d: %s", p, why);
+        }
+        return 0;
+}
+
+/* Versions that waited for delivery reports; 1 if any still waits. */
+static int sc_agg_publish_due(sc_aggregator_t *agg)
+{
+        int waiting = 0;
+        for (int p = 0; agg->publish_every && p < agg->nshards; p++)
+                waiting |= sc_agg_publish_now(agg, p);
+        return waiting;
+}
+
 /* Publishes a final snapshot (when anything changed), waits for it and
  * releases the shard. */
 static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
@@ -302,9 +332,15 @@ static void sc_agg_set_live(sc_aggregator_t *agg, int w, int live)
         agg->live[w] = (uint8_t)live;
         sc_agg_log(agg, 6, "worker %d %s", w,
                    live ? "is live" : "left the barriers (silent or leaving)");
-        for (int p = 0; p < agg->nshards; p++)
-                if (agg->shards[p].held)
-                        sc_server_set_live(agg->shards[p].srv, (uint32_t)w, live, NULL);
+        for (int p = 0; p < agg->nshards; p++) {
+                sc_apply_result_t res = {0};
+                if (!agg->shards[p].held)
+                        continue;
+                sc_server_set_live(agg->shards[p].srv, (uint32_t)w, live, &res);
+                /* A round closed by a leave goes out now, not at the next tick. */
+                if (res.stepped && agg->publish_every)
+                        sc_agg_publish_now(agg, p);
+        }
 }
 
 static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, double now)
@@ -512,12 +548,8 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         agg->last_seen[wu->worker] = now;
         if (!agg->live[wu->worker])
                 sc_agg_set_live(agg, (int)wu->worker, 1);
-        if (res.stepped && agg->publish_every) {
-                if ((err = sc_agg_publish(agg, p, why, sizeof(why))) && !agg->fatal) {
-                        agg->fatal = err;
-                        snprintf(agg->fatal_str, sizeof(agg->fatal_str), "shard %d: %s", p, why);
-                }
-        }
+        if (res.stepped && agg->publish_every)
+                sc_agg_publish_now(agg, p);
 }
 
 /* ---- life cycle ---------------------------------------------------------- */
@@ -603,10 +635,9 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
                         goto out;
                 rd_kafka_conf_t *kc;
                 char why[512];
-                if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka",
-                                                   errstr, errstr_size)))
+                if ((err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, NULL, errstr,
+                                                errstr_size)))
                         goto out;
-                sc_kafka_conf_log_bridge(kc);
                 for (const char *const *kv = cons_kv; kv[0]; kv += 2)
                         rd_kafka_conf_set(kc, kv[0], kv[1], why, sizeof(why));
                 rd_kafka_conf_set_rebalance_cb(kc, sc_agg_rebalance);
@@ -675,8 +706,9 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
         }
         if ((err = sc_agg_start(agg, errstr, errstr_size)))
                 return sc_kafka_fatal_or(err, errstr, errstr_size);
+        int waiting = 0;
         while (!(stop && *stop) && !agg->fatal) {
-                rd_kafka_message_t *msg = rd_kafka_consumer_poll(agg->consumer, 20);
+                rd_kafka_message_t *msg = rd_kafka_consumer_poll(agg->consumer, waiting ? 1 : 20);
                 now = sc_agg_now();
                 if (msg) {
                         if (!msg->err)
@@ -695,6 +727,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                         rd_kafka_message_destroy(cm);
                 }
                 rd_kafka_poll(agg->producer, 0);
+                waiting = sc_agg_publish_due(agg);
                 if (agg->dv.dv_failed) {
                         agg->publish_failed += (uint64_t)agg->dv.dv_failed;
                         sc_agg_log(agg, 3, "%lld shard publication(s) failed: %s",

@@ -213,8 +213,7 @@ static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec
         int64_t *hi = NULL, *next = NULL;
         char why[512];
         sc_err_t err;
-        if ((err = sc_kafka_reader_new(&rk, (const json_t *)conf->kafka, "scadles-eval-reader",
-                                       NULL, why, sizeof(why))))
+        if ((err = sc_kafka_reader_new(&rk, conf, "scadles-eval-reader", why, sizeof(why))))
                 return sc_errf(err, errstr, errstr_size, "eval topic %s: %s", topic, why);
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
         rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, 10000);

@@ -134,8 +134,7 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                                              conf->job.replication, topics, errstr, errstr_size)))
                 goto fail;
         snprintf(jm->topic, sizeof(jm->topic), "%s", topics[SC_JOB_MODEL].name);
-        if ((err = sc_kafka_reader_new(&jm->rk, (const json_t *)conf->kafka, "scadles-model-reader",
-                                       "10", why, sizeof(why)))) {
+        if ((err = sc_kafka_reader_new(&jm->rk, conf, "scadles-model-reader", why, sizeof(why)))) {
                 err = sc_errf(err, errstr, errstr_size, "%s reader: %s", jm->topic, why);
                 goto fail;
         }

@@ -32,31 +32,40 @@ static sc_err_t sc_ks_conf(const sc_conf_t *conf, rd_kafka_conf_t **out, char *e
              * 0 of every topic to one member; roundrobin spreads them. */
             {"partition.assignment.strategy", "roundrobin"},
         };
-        rd_kafka_conf_t *kc = rd_kafka_conf_new();
-        sc_err_t err = SC_OK;
-        for (size_t i = 0; !err && i < sizeof(defaults) / sizeof(defaults[0]); i++)
-                err = sc_kafka_conf_set(kc, defaults[i][0], defaults[i][1], defaults[i][0], errstr,
-                                        errstr_size);
+        const char *def[2 * sizeof(defaults) / sizeof(defaults[0]) + 1];
+        size_t nd = 0;
+        for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+                def[nd++] = defaults[i][0];
+                def[nd++] = defaults[i][1];
+        }
+        def[nd] = NULL;
+        rd_kafka_conf_t *kc = NULL;
+        sc_err_t err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, def, errstr, errstr_size);
+        if (err)
+                return err;
         /* librdkafka 2.1 and later wait fetch.queue.backoff.ms (1 s by
          * default) before fetching again after the queue was full; older
          * ones do not know the property (the source wakes their fetchers,
          * see sc_ks_kick). */
         char ignored[256];
-        (void)rd_kafka_conf_set(kc, "fetch.queue.backoff.ms", "10", ignored, sizeof(ignored));
-        if (!err)
-                err = sc_kafka_conf_apply_json(kc, (const json_t *)conf->kafka, "$.kafka", errstr,
-                                               errstr_size);
+        const json_t *objs[] = {conf->kafka, conf->kafka_consumer};
+        const char *sect[] = {"kafka", "kafka_consumer"};
+        if (!json_object_get(objs[0], "fetch.queue.backoff.ms") &&
+            !json_object_get(objs[1], "fetch.queue.backoff.ms"))
+                (void)rd_kafka_conf_set(kc, "fetch.queue.backoff.ms", "10", ignored,
+                                        sizeof(ignored));
         static const char *const off[] = {"enable.auto.commit", "enable.auto.offset.store"};
         for (size_t i = 0; !err && i < 2; i++) {
+                int k = json_object_get(objs[1], off[i]) ? 1 : 0;
                 vs = sizeof(val);
-                if (conf->kafka && json_object_get((json_t *)conf->kafka, off[i]) &&
+                if (json_object_get(objs[k], off[i]) &&
                     rd_kafka_conf_get(kc, off[i], val, &vs) == RD_KAFKA_CONF_OK &&
                     !strcmp(val, "true"))
                         err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                      "%s: $.kafka.%s: the worker commits offsets itself, only "
+                                      "%s: $.%s.%s: the worker commits offsets itself, only "
                                       "for records trained on, dropped or rejected; it must be "
                                       "false",
-                                      conf->origin, off[i]);
+                                      conf->origin, sect[k], off[i]);
                 else if (!err)
                         err = sc_kafka_conf_set(kc, off[i], "false", off[i], errstr, errstr_size);
         }

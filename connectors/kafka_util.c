@@ -117,6 +117,118 @@ sc_err_t sc_kafka_conf_check(const json_t *obj, const char *path, char *errstr, 
         return err;
 }
 
+/* ---- per-client configuration ---- */
+
+/* librdkafka's own table says which client type reads each property (its
+ * C/P column: C consumer, P producer, * both); read once. */
+typedef struct sc_kafka_scope {
+        char name[96];
+        char cp;
+} sc_kafka_scope_t;
+
+static sc_kafka_scope_t *sc_kafka_scopes;
+static size_t sc_kafka_nscopes;
+static pthread_once_t sc_kafka_scope_once = PTHREAD_ONCE_INIT;
+
+static void sc_kafka_scope_load(void)
+{
+        char *text = NULL, *line, *save = NULL;
+        size_t len = 0, cap = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return;
+        rd_kafka_conf_properties_show(f);
+        fclose(f);
+        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                sc_kafka_scope_t sc;
+                char cp[4];
+                if (sscanf(line, "%95s | %3s |", sc.name, cp) != 2 || strlen(cp) != 1 ||
+                    !strchr("CP*", cp[0]))
+                        continue;
+                sc.cp = cp[0];
+                if (sc_kafka_nscopes == cap) {
+                        size_t nc = cap ? 2 * cap : 256;
+                        sc_kafka_scope_t *t = realloc(sc_kafka_scopes, nc * sizeof(*t));
+                        if (!t)
+                                break;
+                        sc_kafka_scopes = t;
+                        cap = nc;
+                }
+                sc_kafka_scopes[sc_kafka_nscopes++] = sc;
+        }
+        free(text);
+}
+
+int sc_kafka_conf_applies(const char *name, rd_kafka_type_t type)
+{
+        pthread_once(&sc_kafka_scope_once, sc_kafka_scope_load);
+        for (size_t i = 0; i < sc_kafka_nscopes; i++)
+                if (!strcmp(sc_kafka_scopes[i].name, name))
+                        return sc_kafka_scopes[i].cp == '*' ||
+                               sc_kafka_scopes[i].cp == (type == RD_KAFKA_CONSUMER ? 'C' : 'P');
+        return 1; /* unknown: librdkafka itself says why it refuses it */
+}
+
+/* What the job's own clients need for rounds at network speed: a fetch
+ * answered within 10 ms (the embedded broker holds every fetch for the whole
+ * fetch.wait.max.ms, docs/BROKERS.md), produce batches sent at once, no
+ * Nagle delay on small messages. */
+static const char *const sc_kafka_latency_consumer[] = {"fetch.wait.max.ms",
+                                                        "10",
+                                                        "fetch.error.backoff.ms",
+                                                        "10",
+                                                        "socket.nagle.disable",
+                                                        "true",
+                                                        NULL};
+static const char *const sc_kafka_latency_producer[] = {"linger.ms", "0", "socket.nagle.disable",
+                                                        "true", NULL};
+
+sc_err_t sc_kafka_client_conf(rd_kafka_conf_t **confp, const sc_conf_t *conf, rd_kafka_type_t type,
+                              const char *const *defaults, char *errstr, size_t errstr_size)
+{
+        int cons = type == RD_KAFKA_CONSUMER;
+        const char *sect = cons ? "kafka_consumer" : "kafka_producer";
+        const json_t *own = cons ? conf->kafka_consumer : conf->kafka_producer;
+        char where[320], buf[1024], path[32];
+        const char *key;
+        json_t *val;
+        sc_err_t err = SC_OK;
+        rd_kafka_conf_t *kc = rd_kafka_conf_new();
+        if (!kc)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        for (const char *const *kv = cons ? sc_kafka_latency_consumer : sc_kafka_latency_producer;
+             !err && kv[0]; kv += 2)
+                err = sc_kafka_conf_set(kc, kv[0], kv[1], kv[0], errstr, errstr_size);
+        for (const char *const *kv = defaults; !err && kv && kv[0]; kv += 2)
+                err = sc_kafka_conf_set(kc, kv[0], kv[1], kv[0], errstr, errstr_size);
+        /* kafka.* reaches every client that reads the property. */
+        if (!err && conf->kafka)
+                json_object_foreach((json_t *)conf->kafka, key, val)
+                {
+                        if (!sc_kafka_conf_applies(key, type))
+                                continue;
+                        snprintf(where, sizeof(where), "$.kafka.%s", key);
+                        if (!sc_kafka_json_scalar(val, buf, sizeof(buf)))
+                                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                              "%s: expected a string, number or boolean, got %s",
+                                              where, sc_kafka_json_type_name(val));
+                        else
+                                err = sc_kafka_conf_set(kc, key, buf, where, errstr, errstr_size);
+                        if (err)
+                                break;
+                }
+        snprintf(path, sizeof(path), "$.%s", sect);
+        if (!err)
+                err = sc_kafka_conf_apply_json(kc, own, path, errstr, errstr_size);
+        if (err) {
+                rd_kafka_conf_destroy(kc);
+                return err;
+        }
+        sc_kafka_conf_log_bridge(kc);
+        *confp = kc;
+        return SC_OK;
+}
+
 sc_err_t sc_kafka_conf_set_kv(rd_kafka_conf_t *conf, const char *kv, char *errstr,
                               size_t errstr_size)
 {
@@ -496,22 +608,18 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
         return SC_OK;
 }
 
-sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const json_t *kafka, const char *name,
-                             const char *fetch_wait_ms, char *errstr, size_t errstr_size)
+sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const sc_conf_t *conf, const char *name,
+                             char *errstr, size_t errstr_size)
 {
+        const char *const def[] = {"client.id",          name,   "group.id", name,
+                                   "enable.auto.commit", "false", "enable.partition.eof",
+                                   "true",               NULL};
         rd_kafka_conf_t *kc = NULL;
         char why[512];
         sc_err_t err;
         *rkp = NULL;
-        if ((err = sc_kafka_conf_from_json(&kc, kafka, "$.kafka", errstr, errstr_size)))
+        if ((err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, def, errstr, errstr_size)))
                 return err;
-        sc_kafka_conf_log_bridge(kc);
-        sc_kafka_conf_set(kc, "client.id", name, "client.id", why, sizeof(why));
-        sc_kafka_conf_set(kc, "enable.auto.commit", "false", name, why, sizeof(why));
-        sc_kafka_conf_set(kc, "group.id", name, name, why, sizeof(why));
-        sc_kafka_conf_set(kc, "enable.partition.eof", "true", name, why, sizeof(why));
-        if (fetch_wait_ms)
-                sc_kafka_conf_set(kc, "fetch.wait.max.ms", fetch_wait_ms, name, why, sizeof(why));
         if (!(*rkp = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {
                 rd_kafka_conf_destroy(kc);
                 return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s", why);

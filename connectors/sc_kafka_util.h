@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
+#include "sc_conf.h"
 #include "sc_err.h"
 
 /* ---- configuration ---- */
@@ -38,6 +39,20 @@ sc_err_t sc_kafka_conf_from_json(rd_kafka_conf_t **confp, const json_t *obj, con
  * "<path>.<key>" (what `scadles config --check` runs before any client is
  * created). */
 sc_err_t sc_kafka_conf_check(const json_t *obj, const char *path, char *errstr, size_t errstr_size);
+/* 1 if librdkafka's client of this type reads the property (its C/P
+ * column), so that setting it draws no CONFWARN; 1 for unknown names. */
+int sc_kafka_conf_applies(const char *name, rd_kafka_type_t type);
+
+/* The configuration of one of the runtime's own clients (worker, aggregator,
+ * model reader), in this order: the latency settings the job needs
+ * (consumers: fetch.wait.max.ms 10, producers: linger.ms 0; no Nagle), the
+ * caller's defaults (name, value pairs, NULL-terminated; may be NULL), every
+ * $.kafka property this client type reads (the others are skipped, so a
+ * consumer property draws no warning from a producer), then $.kafka_consumer
+ * or $.kafka_producer, which win. The log bridge is installed. On success
+ * *confp is the caller's. */
+sc_err_t sc_kafka_client_conf(rd_kafka_conf_t **confp, const sc_conf_t *conf, rd_kafka_type_t type,
+                              const char *const *defaults, char *errstr, size_t errstr_size);
 
 /* Applies "name=value" strings (as given to a command's -X option); errors
  * name the argument. */
@@ -174,13 +189,13 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
 sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partition, int timeout_ms,
                               int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size);
 
-/* A consumer that reads by assignment only and commits nothing: the
- * properties of the configuration's kafka object (may be NULL), client.id
- * and group.id = name, enable.partition.eof = true (sc_kafka_end_offsets),
- * fetch.wait.max.ms = fetch_wait_ms unless NULL.
- * SC_ERR_CONFIG for a bad kafka property, SC_ERR_IO when librdkafka refuses
- * the handle. *rkp is the caller's (rd_kafka_destroy). */
-sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const json_t *kafka, const char *name,
-                             const char *fetch_wait_ms, char *errstr, size_t errstr_size);
+/* A consumer that reads by assignment only and commits nothing: one of the
+ * runtime's clients (sc_kafka_client_conf: latency defaults, $.kafka,
+ * $.kafka_consumer), client.id and group.id = name, enable.partition.eof =
+ * true (sc_kafka_end_offsets). SC_ERR_CONFIG for a bad kafka property,
+ * SC_ERR_IO when librdkafka refuses the handle. *rkp is the caller's
+ * (rd_kafka_destroy). */
+sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const sc_conf_t *conf, const char *name,
+                             char *errstr, size_t errstr_size);
 
 #endif

@@ -114,8 +114,10 @@ int sc_worker_done(const sc_worker_t *w, const char **reason);
 /* Asks the worker to stop (e.g. on a signal); reason is a static string. */
 void sc_worker_stop(sc_worker_t *w, const char *reason);
 
-/* End of a run: trains nothing more, waits (up to timeout_ms) for updates in
- * flight, commits what was acknowledged, sends `leave`, evaluates on the
+/* End of a run: reads nothing more; unless stopped for an "error", trains
+ * what the shuffle pool holds (the last batch partial; a distributed worker
+ * under its policy) for up to timeout_ms; waits (up to timeout_ms) for
+ * updates in flight, commits what was acknowledged, sends `leave`, evaluates on the
  * whole test set. SC_ERR_IO if a commit or delivery failed. */
 sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size);
 

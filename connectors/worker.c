@@ -406,6 +406,13 @@ static int sc_wk_left(sc_worker_t *w)
         return buffered + sc_batcher_pooled(bt) >= need;
 }
 
+/* 1 for a member of the group that holds no partition (a rebalance gave
+ * them all to others): it idles as well as one whose input ended. */
+static int sc_wk_unassigned(const sc_worker_t *w)
+{
+        return w->src && sc_kafka_source_stats(w->src)->ks_partitions == 0;
+}
+
 static void sc_wk_check_stop(sc_worker_t *w, double t)
 {
         const sc_conf_worker_t *wc = &w->conf->worker;
@@ -422,7 +429,8 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
         else if (wc->max_samples > 0 && w->samples >= (uint64_t)wc->max_samples)
                 sc_worker_stop(w, "max-samples");
         else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) &&
-                 w->steps + w->in_since > 0 && t - w->t_rx >= idle && !sc_wk_left(w))
+                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w)) &&
+                 t - w->t_rx >= idle && !sc_wk_left(w))
                 sc_worker_stop(w, "idle");
 }
 
@@ -557,8 +565,10 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         if (!w->reason || (strcmp(w->reason, "error") && strcmp(w->reason, "max-samples")))
                 err = sc_wk_flush(w, errstr, errstr_size);
         w->elapsed = w->started ? w->t_now - w->t0 : 0;
-        if (w->job)
+        if (w->job && !err)
                 err = sc_wk_job_finish(w, timeout_ms, errstr, errstr_size);
+        else if (w->job)
+                (void)sc_wk_job_finish(w, timeout_ms, why, sizeof(why));
         if (w->src && (e2 = sc_kafka_source_finish(w->src, timeout_ms, why, sizeof(why)))) {
                 if (!err)
                         err = sc_errf(e2, errstr, errstr_size, "%s", why);

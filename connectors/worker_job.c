@@ -65,6 +65,8 @@ struct sc_wk_job {
         size_t n_unsent;
         sc_wj_pend_t *pend_head, *pend_tail;
         double t_hb;
+        int away;       /* left the barriers: no data to train (sc_wj_barrier) */
+        uint64_t aways; /* times it left */
         /* injection pool: foreign samples, one ring per sending worker */
         sc_mix_shared_t *pool;
         int *draw_src;      /* (tcap) scratch: the source of each sample drawn */
@@ -332,15 +334,17 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
         if ((err = sc_wj_codecs(w, errstr, errstr_size)) ||
             (err = sc_job_auth_load(&j->auth, conf, errstr, errstr_size)))
                 return err;
-        if ((err = sc_kafka_conf_from_json(&kc, (const json_t *)conf->kafka, "$.kafka", errstr,
-                                           errstr_size)))
+        char cid[64];
+        snprintf(cid, sizeof(cid), "scadles-worker-%d", w->spec.worker_id);
+        const char *const pdef[] = {"client.id", cid, NULL};
+        rd_kafka_conf_t *pc;
+        if ((err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, NULL, errstr, errstr_size)))
                 return err;
-        sc_kafka_conf_log_bridge(kc);
-        rd_kafka_conf_t *pc = rd_kafka_conf_dup(kc);
+        if ((err = sc_kafka_client_conf(&pc, conf, RD_KAFKA_PRODUCER, pdef, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                return err;
+        }
         sc_kafka_conf_set(pc, "enable.idempotence", "true", "worker producer", why, sizeof(why));
-        sc_kafka_conf_set(pc, "linger.ms", "1", "worker producer", why, sizeof(why));
-        snprintf(why, sizeof(why), "scadles-worker-%d", w->spec.worker_id);
-        sc_kafka_conf_set(pc, "client.id", why, "client.id", why, sizeof(why));
         rd_kafka_conf_set_dr_msg_cb(pc, sc_wj_dr);
         if (!(j->prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, why, sizeof(why)))) {
                 rd_kafka_conf_destroy(pc);
@@ -361,7 +365,6 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                 sc_kafka_conf_set(ic, "group.id", "scadles-inject-reader", "inject", why,
                                   sizeof(why));
                 sc_kafka_conf_set(ic, "enable.auto.commit", "false", "inject", why, sizeof(why));
-                sc_kafka_conf_set(ic, "fetch.wait.max.ms", "20", "inject", why, sizeof(why));
                 if (!(j->inj = rd_kafka_new(RD_KAFKA_CONSUMER, ic, why, sizeof(why)))) {
                         rd_kafka_conf_destroy(ic);
                         rd_kafka_conf_destroy(kc);
@@ -714,6 +717,31 @@ fail:
         return err;
 }
 
+/* Membership follows the data: a worker with nothing to train (no input
+ * partitions, or its streams went quiet and no batch can form) sends leave,
+ * so no round waits for it, and join once a batch can form again (rounds
+ * wait for it from the next one). While away it sends no heartbeat. */
+static sc_err_t sc_wj_barrier(sc_worker_t *w, double now, char *errstr, size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        int unassigned = w->src && sc_kafka_source_stats(w->src)->ks_partitions == 0;
+        int nodata = unassigned || (w->draining && (!bt || !sc_batcher_ready(bt, now, NULL)));
+        if (nodata == j->away || w->stopped)
+                return SC_OK;
+        sc_err_t err =
+            sc_wj_ctl(w, nodata ? SC_WIRE_CTL_LEAVE : SC_WIRE_CTL_JOIN, errstr, errstr_size);
+        if (err)
+                return err;
+        j->away = nodata;
+        j->t_hb = now;
+        if (nodata)
+                j->aways++;
+        sc_wk_logf(w, 7, "%s the barriers: %s", nodata ? "left" : "back in",
+                   nodata ? (unassigned ? "no input partitions" : "no data") : "a batch can form");
+        return SC_OK;
+}
+
 sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
@@ -739,12 +767,9 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
                                    (unsigned long long)sc_job_model_min_version(j->jm));
         }
         sc_wj_inject_recv(w);
-        /* A worker without input partitions (a rebalance gave them all to
-         * others) stays silent, so the round policies stop waiting for it after
-         * the session timeout; its next heartbeat or update makes it live again. */
-        int idle = w->src && sc_kafka_source_stats(w->src)->ks_partitions == 0 &&
-                   !sc_wk_batcher(w) && now - w->t0 > w->conf->job.session_timeout;
-        if (!idle && now - j->t_hb >= w->conf->job.heartbeat_interval) {
+        if ((err = sc_wj_barrier(w, now, errstr, errstr_size)))
+                return err;
+        if (!j->away && now - j->t_hb >= w->conf->job.heartbeat_interval) {
                 if ((err = sc_wj_ctl(w, SC_WIRE_CTL_HEARTBEAT, errstr, errstr_size)))
                         return err;
                 j->t_hb = now;
@@ -844,6 +869,8 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
             (json_int_t)j->own_skipped, "wait_s", sc_sync_worker_wait_seconds(j->sync),
             "inject_bad", (json_int_t)j->inj_bad, "ctl_sent", (json_int_t)j->ctl_sent);
         sc_wj_security_json(j, ms, o);
+        if (o)
+                json_object_set_new(o, "away", json_integer((json_int_t)j->aways));
         if (o) {
                 json_t *lat = json_pack("{s:o, s:o}", "acked", sc_wj_pct(j->lat_ack, j->n_ack),
                                         "visible", sc_wj_pct(j->lat_vis, j->n_vis));

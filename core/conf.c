@@ -603,6 +603,20 @@ const sc_conf_prop_t sc_conf_props[] = {
              "--check` sets each on a throwaway librdkafka configuration (an unknown name or a "
              "refused value is an error); values of secrets (names containing password, "
              "secret, key.pem or oauthbearer.config) print as \"(redacted)\"."},
+    {.path = "kafka_consumer",
+     .type = SC_CONF_PASSTHROUGH,
+     .offset = C(kafka_consumer),
+     .def_doc = "{}",
+     .desc = "librdkafka properties for the consumers only (the worker's source, the "
+             "aggregator's, the J.model, J.inject and eval readers); they win over `kafka` and `config --check` checks "
+             "them the same way."},
+    {.path = "kafka_producer",
+     .type = SC_CONF_PASSTHROUGH,
+     .offset = C(kafka_producer),
+     .def_doc = "{}",
+     .desc = "librdkafka properties for the producers only (J.grad, J.model, J.ctl, "
+             "J.inject, dead letters); they win over `kafka` and `config --check` checks them the "
+             "same way."},
 
     /* source */
     {.path = "source.group_id",
@@ -1169,7 +1183,12 @@ const sc_conf_section_t sc_conf_sections[] = {
              "the same decoder as a stream, docs/STREAMS.md) used by `train`, `eval`, `worker`, "
              "the plugin and the demo, and the window of the prequential metrics every worker "
              "reports."},
-    {"kafka", "librdkafka client properties, passed through unchanged."},
+    {"kafka", "librdkafka client properties, passed through unchanged. The runtime's own "
+              "clients take from it the properties their type reads (a consumer property "
+              "never reaches a producer) after their latency defaults (consumers "
+              "`fetch.wait.max.ms` 10, producers `linger.ms` 0)."},
+    {"kafka_consumer", "librdkafka properties for consumers only (win over `kafka`)."},
+    {"kafka_producer", "librdkafka properties for producers only (win over `kafka`)."},
     {"source", "The Kafka source of `scadles worker`: which topics it consumes (a list, a "
                "regex, or both) as a member of a consumer group, and where malformed records "
                "go. One stream per topic. Offsets are committed only for records trained on, "
@@ -1216,7 +1235,9 @@ void sc_conf_free(sc_conf_t *conf)
         if (!conf)
                 return;
         json_decref((json_t *)conf->kafka);
-        conf->kafka = NULL;
+        json_decref((json_t *)conf->kafka_consumer);
+        json_decref((json_t *)conf->kafka_producer);
+        conf->kafka = conf->kafka_consumer = conf->kafka_producer = NULL;
 }
 
 /* Gives list elements the value of their "inherit" property unless given. */

@@ -737,6 +737,8 @@ sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size
         }
         *tmp = *conf;
         json_incref((json_t *)tmp->kafka);
+        json_incref((json_t *)tmp->kafka_consumer);
+        json_incref((json_t *)tmp->kafka_producer);
         memcpy(origin, conf->origin, sizeof(origin));
         snprintf(tmp->origin, sizeof(tmp->origin), "override");
         sc_conf_ctx_t ctx = {tmp, "override", errstr, errstr_size};

@@ -106,9 +106,13 @@ SCADLES_EXPORT scadles_conf_t *scadles_conf_dup(const scadles_conf_t *conf)
         if (!dup)
                 return NULL;
         *dup = *conf;
-        if (conf->sc.kafka) {
-                dup->sc.kafka = json_deep_copy(conf->sc.kafka);
-                if (!dup->sc.kafka) {
+        void **objs[] = {&dup->sc.kafka, &dup->sc.kafka_consumer, &dup->sc.kafka_producer};
+        for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++)
+                *objs[i] = NULL;
+        const void *src[] = {conf->sc.kafka, conf->sc.kafka_consumer, conf->sc.kafka_producer};
+        for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
+                if (src[i] && !(*objs[i] = json_deep_copy(src[i]))) {
+                        sc_conf_free(&dup->sc);
                         free(dup);
                         return NULL;
                 }

@@ -192,6 +192,7 @@ typedef struct sc_conf {
         sc_conf_train_t train;
         sc_conf_data_t data;
         void *kafka; /* json_t * object, owned (a reference); NULL if absent */
+        void *kafka_consumer, *kafka_producer; /* the same, for one client type */
         sc_conf_source_t source;
         sc_conf_streams_t streams;
         sc_conf_worker_t worker;

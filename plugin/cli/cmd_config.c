@@ -109,7 +109,14 @@ int sc_cmd_config(int argc, char **argv)
                 return err == SC_ERR_NOMEM ? 1 : 2;
         }
         /* librdkafka's own checks, on a throwaway client configuration. */
-        if ((err = sc_kafka_conf_check((const json_t *)conf.kafka, "$.kafka", why, sizeof(why)))) {
+        err = sc_kafka_conf_check((const json_t *)conf.kafka, "$.kafka", why, sizeof(why));
+        if (!err)
+                err = sc_kafka_conf_check((const json_t *)conf.kafka_consumer, "$.kafka_consumer",
+                                          why, sizeof(why));
+        if (!err)
+                err = sc_kafka_conf_check((const json_t *)conf.kafka_producer, "$.kafka_producer",
+                                          why, sizeof(why));
+        if (err) {
                 fprintf(stderr, "scadles config: %s: %s\n", conf.origin, why);
                 sc_conf_free(&conf);
                 return err == SC_ERR_NOMEM ? 1 : 2;

@@ -199,7 +199,7 @@ static const char sc_demo_job[] =
     "  \"worker\": {\"batch\": \"rate\", \"window\": 0.1, \"b_min\": 16, \"b_max\": 128,\n"
     "    \"shuffle\": 256, \"progress_interval\": 5, \"eval\": false},\n"
     "  \"job\": {\"name\": \"demo\", \"shards\": 4, \"workers\": %d,\n"
-    "    \"sync\": {\"policy\": \"scadles\", \"base_batch\": 128},\n"
+    "    \"sync\": {\"policy\": \"scadles\", \"base_batch\": %d},\n"
     "    \"codec\": {\"name\": \"topk\", \"ratio\": 0.25, \"error_feedback\": 1},\n"
     "    \"session_timeout\": 6, \"progress_interval\": 5},\n"
     "  \"kafka\": {\"bootstrap.servers\": \"%s\", \"fetch.wait.max.ms\": 5,\n"
@@ -413,7 +413,9 @@ int sc_cmd_demo(int argc, char **argv)
         }
         snprintf(bs, sizeof(bs), "%s", sc_broker_bootstraps(broker));
         /* The job's configuration, written for the children to read. */
-        snprintf(text, sizeof(text), sc_demo_job, o.workers, bs);
+        /* B of the linear LR scaling grows with the workers: 32 samples of
+         * each worker's 0.1 s window at the default rates (128 for 4). */
+        snprintf(text, sizeof(text), sc_demo_job, o.workers, 32 * o.workers, bs);
         memset(&conf, 0, sizeof(conf));
         if (sc_conf_parse(&conf, text, "demo job", err, sizeof(err))) {
                 fprintf(stderr, "scadles demo: %s\n", err);
@@ -498,12 +500,11 @@ int sc_cmd_demo(int argc, char **argv)
                 if (sc_demo_spawn(&aggs[i], o.out, name, av) < 0)
                         goto stop;
         }
-        /* Staggered starts: each group settles before the next member joins. */
+        /* The aggregators' group settles first; the workers start together,
+         * so their group forms in one rebalance. */
         sc_demo_sleep(3);
         for (int i = 0; i < o.workers; i++) {
                 char name[32];
-                if (i > 0)
-                        sc_demo_sleep(0.5);
                 snprintf(name, sizeof(name), "worker%d", i);
                 snprintf(id, sizeof(id), "%d", i);
                 char *av[] = {"scadles",

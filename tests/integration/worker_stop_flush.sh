@@ -17,12 +17,7 @@ write_config "$tmp/w.json" '[{"topic": "sf.0"}]' \
 "$SCADLES" worker -c "$tmp/w.json" --bootstrap "$bs" >"$tmp/w.out" 2>"$tmp/w.err" &
 pw=$!
 pids="$pids $pw"
-for _ in $(seq 1 300); do
-	n=$(grep -Eo 'trained [0-9]+' "$tmp/w.err" | tail -n 1 | cut -d' ' -f2)
-	[ "${n:-0}" -ge 872 ] && break
-	sleep 0.1
-done
-[ "${n:-0}" -ge 872 ] || fail "the worker trained only ${n:-0} in 30 s"
+wait_trained "$tmp/w.err" 872 "$pw"
 sleep 1 # every batch of 64 that can form is trained; 1000 - 15 x 64 = 40 stay
 kill -TERM "$pw"
 wait "$pw" || fail "worker exited $?"

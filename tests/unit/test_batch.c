@@ -201,19 +201,26 @@ static void out_of_order_acks_commit_lowest_unfinished(void **state)
         sc_stream_destroy(s);
 }
 
-static void shuffle_holds_back_until_drained(void **state)
+/* Fixed batches of 4 behind a shuffle pool of 10, on one stream s. */
+static sc_batcher_t *mk_fixed4_shuffle10(sc_stream_t **s, sc_batch_t **b)
 {
-        sc_stream_t *s = mk_stream(SC_STREAM_PERSIST, 64);
         sc_batch_spec_t bs;
-        sc_batch_t *b;
-        char err[128];
-
+        *s = mk_stream(SC_STREAM_PERSIST, 64);
         sc_batch_spec_defaults(&bs);
         bs.mode = SC_BATCH_FIXED;
         bs.b = 4;
         bs.shuffle = 10;
-        sc_batcher_t *bt = mk_batcher(&bs, &s, 1);
-        assert_int_equal(sc_batch_new(&b, 4, NUMEL), SC_OK);
+        sc_batcher_t *bt = mk_batcher(&bs, s, 1);
+        assert_int_equal(sc_batch_new(b, 4, NUMEL), SC_OK);
+        return bt;
+}
+
+static void shuffle_holds_back_until_drained(void **state)
+{
+        sc_stream_t *s;
+        sc_batch_t *b;
+        char err[128];
+        sc_batcher_t *bt = mk_fixed4_shuffle10(&s, &b);
         for (int i = 0; i < 13; i++)
                 push(s, 0, i, 0, 0.0);
         assert_int_equal(sc_batcher_ready(bt, 0.1, NULL), 0); /* 13 < 4 + 10 */
@@ -239,18 +246,12 @@ static void shuffle_holds_back_until_drained(void **state)
  * without waiting for a window, and nothing more from the streams. */
 static void flush_trains_the_pool_only(void **state)
 {
-        sc_stream_t *s = mk_stream(SC_STREAM_PERSIST, 64);
-        sc_batch_spec_t bs;
+        sc_stream_t *s;
         sc_batch_t *b;
         char err[128];
 
         (void)state;
-        sc_batch_spec_defaults(&bs);
-        bs.mode = SC_BATCH_FIXED;
-        bs.b = 4;
-        bs.shuffle = 10;
-        sc_batcher_t *bt = mk_batcher(&bs, &s, 1);
-        assert_int_equal(sc_batch_new(&b, 4, NUMEL), SC_OK);
+        sc_batcher_t *bt = mk_fixed4_shuffle10(&s, &b);
         for (int i = 0; i < 14; i++)
                 push(s, 0, i, 0, 0.0);
         assert_int_equal(sc_batcher_take(bt, 0.1, b, err, sizeof(err)), SC_OK);

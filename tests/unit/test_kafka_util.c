@@ -98,6 +98,59 @@ static void conf_check_matches_apply(void **state)
         json_decref(bad);
 }
 
+/* Each client type takes from $.kafka only what it reads, after the latency
+ * defaults; $.kafka_consumer / $.kafka_producer win; errors name the key. */
+static void client_conf_per_type(void **state)
+{
+        sc_conf_t conf;
+        char err[256], v[64];
+        rd_kafka_conf_t *cc = NULL, *pc = NULL;
+        (void)state;
+        assert_int_equal(sc_kafka_conf_applies("fetch.wait.max.ms", RD_KAFKA_CONSUMER), 1);
+        assert_int_equal(sc_kafka_conf_applies("fetch.wait.max.ms", RD_KAFKA_PRODUCER), 0);
+        assert_int_equal(sc_kafka_conf_applies("linger.ms", RD_KAFKA_CONSUMER), 0);
+        assert_int_equal(sc_kafka_conf_applies("bootstrap.servers", RD_KAFKA_PRODUCER), 1);
+        assert_int_equal(sc_conf_parse(&conf,
+                                       "{\"kafka\": {\"fetch.wait.max.ms\": 7, \"linger.ms\": 3, "
+                                       "\"client.id\": \"k\"}, \"kafka_consumer\": "
+                                       "{\"fetch.wait.max.ms\": 9}}",
+                                       "t", err, sizeof(err)),
+                         SC_OK);
+        const char *const def[] = {"client.id", "d", "socket.timeout.ms", "1234", NULL};
+        assert_int_equal(sc_kafka_client_conf(&cc, &conf, RD_KAFKA_CONSUMER, def, err, sizeof(err)),
+                         SC_OK);
+        assert_int_equal(
+            sc_kafka_client_conf(&pc, &conf, RD_KAFKA_PRODUCER, NULL, err, sizeof(err)), SC_OK);
+        conf_get(cc, "fetch.wait.max.ms", v, sizeof(v));
+        assert_string_equal(v, "9"); /* kafka_consumer wins over kafka */
+        conf_get(cc, "client.id", v, sizeof(v));
+        assert_string_equal(v, "k"); /* kafka wins over the caller's default */
+        conf_get(cc, "socket.timeout.ms", v, sizeof(v));
+        assert_string_equal(v, "1234");
+        conf_get(pc, "linger.ms", v, sizeof(v));
+        assert_string_equal(v, "3");
+        rd_kafka_conf_destroy(cc);
+        rd_kafka_conf_destroy(pc);
+        /* without kafka.*: the latency defaults */
+        sc_conf_free(&conf);
+        assert_int_equal(sc_conf_parse(&conf, "{\"kafka_producer\": {\"linger.ms\": {}}}", "t", err,
+                                       sizeof(err)),
+                         SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.kafka_producer.linger.ms"));
+        assert_int_equal(sc_conf_parse(&conf, "{}", "t", err, sizeof(err)), SC_OK);
+        assert_int_equal(
+            sc_kafka_client_conf(&cc, &conf, RD_KAFKA_CONSUMER, NULL, err, sizeof(err)), SC_OK);
+        assert_int_equal(
+            sc_kafka_client_conf(&pc, &conf, RD_KAFKA_PRODUCER, NULL, err, sizeof(err)), SC_OK);
+        conf_get(cc, "fetch.wait.max.ms", v, sizeof(v));
+        assert_string_equal(v, "10");
+        conf_get(pc, "linger.ms", v, sizeof(v));
+        assert_string_equal(v, "0");
+        rd_kafka_conf_destroy(cc);
+        rd_kafka_conf_destroy(pc);
+        sc_conf_free(&conf);
+}
+
 static void conf_set_kv(void **state)
 {
         char errstr[256], v[32];
@@ -312,9 +365,12 @@ static void retention_loss_is_counted(void **state)
                       high - low, n, (double)(high - low) * 1000 / 1e6);
 
         /* The same end offsets as a fetch learns them. */
-        json_t *kj = json_pack("{s:s}", "bootstrap.servers", bs);
+        sc_conf_t rconf;
+        char rjson[256];
+        snprintf(rjson, sizeof(rjson), "{\"kafka\": {\"bootstrap.servers\": \"%s\"}}", bs);
+        assert_int_equal(sc_conf_parse(&rconf, rjson, "t", errstr, sizeof(errstr)), SC_OK);
         rd_kafka_t *rrk = NULL;
-        assert_int_equal(sc_kafka_reader_new(&rrk, kj, "end-reader", "10", errstr, sizeof(errstr)),
+        assert_int_equal(sc_kafka_reader_new(&rrk, &rconf, "end-reader", errstr, sizeof(errstr)),
                          SC_OK);
         int64_t elo = -1, ehi = -1;
         assert_int_equal(
@@ -328,7 +384,7 @@ static void retention_loss_is_counted(void **state)
             SC_ERR_IO);
         assert_non_null(strstr(errstr, "ret [7]"));
         rd_kafka_destroy(rrk);
-        json_decref(kj);
+        sc_conf_free(&rconf);
 
         /* auto.offset.reset=error: the consumer is told, resyncs, counts. */
         rd_kafka_t *crk = consumer(bs, "error");
@@ -370,6 +426,7 @@ int main(void)
             cmocka_unit_test(conf_from_json_errors_name_the_key),
             cmocka_unit_test(conf_check_matches_apply),
             cmocka_unit_test(conf_set_kv),
+            cmocka_unit_test(client_conf_per_type),
             cmocka_unit_test(log_bridge_forwards),
             cmocka_unit_test(gap_observe_counts_skips),
             cmocka_unit_test(produce_sync_and_probe),

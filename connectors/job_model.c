@@ -183,6 +183,11 @@ void sc_job_model_destroy(sc_job_model_t *jm)
         free(jm);
 }
 
+rd_kafka_t *sc_job_model_handle(sc_job_model_t *jm)
+{
+        return jm->rk;
+}
+
 sc_err_t sc_job_model_poll(sc_job_model_t *jm, int timeout_ms, int *changed, char *errstr,
                            size_t errstr_size)
 {

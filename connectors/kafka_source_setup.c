@@ -299,6 +299,11 @@ sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src)
         return src->batcher;
 }
 
+rd_kafka_t *sc_kafka_source_handle(sc_kafka_source_t *src)
+{
+        return src->rk;
+}
+
 sc_err_t sc_kafka_source_ack(sc_kafka_source_t *src, uint64_t batch_id, char *errstr,
                              size_t errstr_size)
 {

@@ -2,8 +2,13 @@
  * delivery-tracked produce, metadata probe and offset-gap accounting. */
 #include "sc_kafka_util.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -608,12 +613,84 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
         return SC_OK;
 }
 
+/* ---- waking on any client ---- */
+
+struct sc_kafka_waker {
+        int fd[2]; /* a socket pair: librdkafka writes to fd[1], we read fd[0] */
+        int n;
+        rd_kafka_queue_t *q[SC_KAFKA_WAKER_MAX];
+};
+
+sc_err_t sc_kafka_waker_new(sc_kafka_waker_t **wkp, char *errstr, size_t errstr_size)
+{
+        sc_kafka_waker_t *wk = calloc(1, sizeof(*wk));
+        *wkp = NULL;
+        if (!wk)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, wk->fd)) {
+                int e = errno;
+                free(wk);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "socketpair: %s", strerror(e));
+        }
+        *wkp = wk;
+        return SC_OK;
+}
+
+sc_err_t sc_kafka_waker_watch(sc_kafka_waker_t *wk, rd_kafka_t *rk, char *errstr,
+                              size_t errstr_size)
+{
+        if (!rk)
+                return SC_OK;
+        if (wk->n == SC_KAFKA_WAKER_MAX)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size, "waker: more than %d clients",
+                               SC_KAFKA_WAKER_MAX);
+        rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
+        if (!q)
+                q = rd_kafka_queue_get_main(rk);
+        if (!q)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "waker: %s has no queue",
+                               rd_kafka_name(rk));
+        rd_kafka_queue_io_event_enable(q, wk->fd[1], "1", 1);
+        wk->q[wk->n++] = q;
+        return SC_OK;
+}
+
+int sc_kafka_waker_wait(sc_kafka_waker_t *wk, int timeout_ms)
+{
+        struct pollfd pfd = {.fd = wk->fd[0], .events = POLLIN};
+        char buf[64];
+        if (poll(&pfd, 1, timeout_ms) <= 0)
+                return 0;
+        while (read(wk->fd[0], buf, sizeof(buf)) > 0)
+                ;
+        return 1;
+}
+
+void sc_kafka_waker_destroy(sc_kafka_waker_t *wk)
+{
+        if (!wk)
+                return;
+        for (int i = 0; i < wk->n; i++) {
+                rd_kafka_queue_io_event_enable(wk->q[i], -1, NULL, 0);
+                rd_kafka_queue_destroy(wk->q[i]);
+        }
+        close(wk->fd[0]);
+        close(wk->fd[1]);
+        free(wk);
+}
+
 sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const sc_conf_t *conf, const char *name,
                              char *errstr, size_t errstr_size)
 {
-        const char *const def[] = {"client.id",          name,   "group.id", name,
-                                   "enable.auto.commit", "false", "enable.partition.eof",
-                                   "true",               NULL};
+        const char *const def[] = {"client.id",
+                                   name,
+                                   "group.id",
+                                   name,
+                                   "enable.auto.commit",
+                                   "false",
+                                   "enable.partition.eof",
+                                   "true",
+                                   NULL};
         rd_kafka_conf_t *kc = NULL;
         char why[512];
         sc_err_t err;

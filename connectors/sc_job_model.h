@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "sc_conf.h"
 #include "sc_err.h"
 
@@ -22,6 +24,9 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                           size_t nparams, char *errstr, size_t errstr_size);
 /* Accepts NULL. */
 void sc_job_model_destroy(sc_job_model_t *jm);
+
+/* The reader's consumer (for sc_kafka_waker_watch). Borrowed. */
+rd_kafka_t *sc_job_model_handle(sc_job_model_t *jm);
 
 /* Serves the reader for up to timeout_ms (0 = do not wait) and installs
  * what arrived; *changed (may be NULL) gets the shards updated. Bad records

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include <jansson.h>
+#include <librdkafka/rdkafka.h>
 
 #include "sc_batch.h"
 #include "sc_conf.h"
@@ -87,6 +88,9 @@ sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, 
 /* The batcher over the streams; NULL until the first partition is assigned.
  * Borrowed: valid until sc_kafka_source_destroy(). */
 sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src);
+
+/* The source's consumer (for sc_kafka_waker_watch). Borrowed. */
+rd_kafka_t *sc_kafka_source_handle(sc_kafka_source_t *src);
 
 /* Acknowledges a trained batch (sc_batcher_ack); its offsets become
  * committable. */

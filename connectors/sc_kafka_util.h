@@ -189,6 +189,25 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
 sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partition, int timeout_ms,
                               int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size);
 
+/* A file descriptor that turns readable when any watched client has
+ * something to serve (a message, a delivery report, a rebalance), so that a
+ * loop over several clients sleeps until the first of them has work instead
+ * of polling each on a timer (librdkafka's queue IO events; a queue signals
+ * when it turns non-empty, so the caller drains what it polls). */
+typedef struct sc_kafka_waker sc_kafka_waker_t;
+
+sc_err_t sc_kafka_waker_new(sc_kafka_waker_t **wkp, char *errstr, size_t errstr_size);
+/* Watches rk's consumer queue (a consumer with rd_kafka_poll_set_consumer),
+ * else its main queue (a producer's delivery reports). At most
+ * SC_KAFKA_WAKER_MAX clients; rk must outlive the waker. NULL rk is a no-op. */
+#define SC_KAFKA_WAKER_MAX 8
+sc_err_t sc_kafka_waker_watch(sc_kafka_waker_t *wk, rd_kafka_t *rk, char *errstr,
+                              size_t errstr_size);
+/* Sleeps until a watched client signals or timeout_ms passed; 1 if woken. */
+int sc_kafka_waker_wait(sc_kafka_waker_t *wk, int timeout_ms);
+/* Stops the signals and closes the descriptors: before the clients go. */
+void sc_kafka_waker_destroy(sc_kafka_waker_t *wk);
+
 /* A consumer that reads by assignment only and commits nothing: one of the
  * runtime's clients (sc_kafka_client_conf: latency defaults, $.kafka,
  * $.kafka_consumer), client.id and group.id = name, enable.partition.eof =

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kafka_source_impl.h"
 #include "sc_ckpt.h"
@@ -171,6 +172,14 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
                                        conf->train.seed + (uint64_t)spec->worker_id, sc_wk_src_log,
                                        w, errstr, errstr_size)))
                 goto fail;
+        /* A distributed worker sleeps until the first of its clients has
+         * work: a record, a model, a delivery report. */
+        if (w->job && w->src &&
+            ((err = sc_kafka_waker_new(&w->waker, errstr, errstr_size)) ||
+             (err = sc_kafka_waker_watch(w->waker, sc_kafka_source_handle(w->src), errstr,
+                                         errstr_size)) ||
+             (err = sc_wk_job_watch(w, w->waker, errstr, errstr_size))))
+                goto fail;
         *wp = w;
         return SC_OK;
 fail:
@@ -182,6 +191,7 @@ void sc_worker_destroy(sc_worker_t *w)
 {
         if (!w)
                 return;
+        sc_kafka_waker_destroy(w->waker);
         sc_wk_job_destroy(w);
         sc_kafka_source_destroy(w->src);
         sc_batcher_destroy(w->pbatcher);
@@ -429,8 +439,8 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
         else if (wc->max_samples > 0 && w->samples >= (uint64_t)wc->max_samples)
                 sc_worker_stop(w, "max-samples");
         else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) &&
-                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w)) &&
-                 t - w->t_rx >= idle && !sc_wk_left(w))
+                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w)) && t - w->t_rx >= idle &&
+                 !sc_wk_left(w))
                 sc_worker_stop(w, "idle");
 }
 
@@ -457,7 +467,13 @@ sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr
                 if (w->job && tmo > 5)
                         tmo = 5;
                 size_t got = 0;
-                if ((err = sc_kafka_source_poll(w->src, now, tmo, SC_WK_POLL_MAX, &got, errstr,
+                /* With a waker, sleep on all the clients at once, not on the
+                 * source alone (a model or a delivery report wakes it too). */
+                if ((err = sc_kafka_source_poll(w->src, now, w->waker ? 0 : tmo, SC_WK_POLL_MAX,
+                                                &got, errstr, errstr_size)))
+                        return err;
+                if (w->waker && !got && tmo > 0 && sc_kafka_waker_wait(w->waker, tmo) &&
+                    (err = sc_kafka_source_poll(w->src, now, 0, SC_WK_POLL_MAX, &got, errstr,
                                                 errstr_size)))
                         return err;
                 w->in_since += got;
@@ -527,27 +543,53 @@ void sc_worker_stop(sc_worker_t *w, const char *reason)
         w->reason = reason;
 }
 
-/* A standalone worker's graceful stop trains what the shuffle pool holds
- * (its samples pin their partitions' commit points) and the last partial
- * batch, reading nothing more. A distributed worker's rounds wait on others:
- * what it pooled is returned uncommitted at the revocation, and counted. */
-static sc_err_t sc_wk_flush(sc_worker_t *w, char *errstr, size_t errstr_size)
+static double sc_wk_mono(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A graceful stop trains what the shuffle pool holds (its samples pin their
+ * partitions' commit points: untrained, the records trained after them could
+ * not be committed either) and the last partial batch, reading nothing more;
+ * a distributed worker goes on following its policy (rounds wait for their
+ * models) for at most timeout_ms. What is left is returned uncommitted at
+ * the revocation and counted there. */
+static sc_err_t sc_wk_flush(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size)
 {
         sc_batcher_t *bt = sc_wk_batcher(w);
-        if (!bt || !w->started || w->job)
+        if (!bt || !w->started)
                 return SC_OK;
         sc_batcher_flush(bt);
+        double m0 = sc_wk_mono(), base = w->t_now;
+        double t_end = m0 + timeout_ms / 1e3;
         uint64_t before = w->samples;
         sc_err_t err = SC_OK;
-        while (!err && sc_batcher_ready(bt, w->t_now, NULL)) {
-                uint64_t id;
-                int n;
-                if (!(err = sc_wk_train(w, w->t_now, 1, &id, &n, errstr, errstr_size)))
-                        err = sc_wk_ack(w, id, errstr, errstr_size);
+        while (sc_batcher_pooled(bt) > 0 && sc_wk_mono() < t_end) {
+                double now = base + (sc_wk_mono() - m0);
+                w->t_now = now;
+                if (w->job) {
+                        if ((err = sc_wk_job_poll(w, now, errstr, errstr_size)))
+                                break;
+                } else if (now >= w->t_next && sc_batcher_ready(bt, now, NULL)) {
+                        uint64_t id;
+                        int n;
+                        if ((err = sc_wk_train(w, now, 1, &id, &n, errstr, errstr_size)) ||
+                            (err = sc_wk_ack(w, id, errstr, errstr_size)))
+                                break;
+                        continue;
+                }
+                if (w->waker) {
+                        sc_kafka_waker_wait(w->waker, 1);
+                } else {
+                        struct timespec ts = {0, 1000000};
+                        nanosleep(&ts, NULL);
+                }
         }
-        if (w->samples > before)
-                sc_wk_logf(w, 6, "stop: trained the %" PRIu64 " pooled sample(s)",
-                           w->samples - before);
+        if (w->samples > before || sc_batcher_pooled(bt) > 0)
+                sc_wk_logf(w, 6, "stop: trained %" PRIu64 " pooled sample(s), %zu left",
+                           w->samples - before, sc_batcher_pooled(bt));
         return err;
 }
 
@@ -563,7 +605,7 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         /* Not after an error, nor past --max-samples (what is pooled goes
          * back uncommitted, counted as returned). */
         if (!w->reason || (strcmp(w->reason, "error") && strcmp(w->reason, "max-samples")))
-                err = sc_wk_flush(w, errstr, errstr_size);
+                err = sc_wk_flush(w, timeout_ms, errstr, errstr_size);
         w->elapsed = w->started ? w->t_now - w->t0 : 0;
         if (w->job && !err)
                 err = sc_wk_job_finish(w, timeout_ms, errstr, errstr_size);

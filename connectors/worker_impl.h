@@ -12,6 +12,7 @@
 #include "sc_data.h"
 #include "sc_decode.h"
 #include "sc_kafka_source.h"
+#include "sc_kafka_util.h"
 #include "sc_metrics.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
@@ -70,6 +71,7 @@ struct sc_worker_s {
         double t_ckpt;              /* last checkpoint written (train.checkpoint_interval) */
         uint64_t checkpoints;       /* written */
         sc_wk_job_t *job;           /* NULL = standalone */
+        sc_kafka_waker_t *waker;    /* distributed with a source: wakes on any client */
 };
 
 /* worker.c */
@@ -89,6 +91,8 @@ void sc_wk_job_destroy(sc_worker_t *w);
 /* Serves the job's clients, installs models, heartbeats, then runs the
  * policy's actions while batches are ready. */
 sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_size);
+/* Watches the job's clients (producer, J.model and J.inject readers). */
+sc_err_t sc_wk_job_watch(sc_worker_t *w, sc_kafka_waker_t *wk, char *errstr, size_t errstr_size);
 sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size);
 /* Foreign samples to mix into a batch of n: copies up to max rows into
  * x/y; returns how many. Shares part of the batch with probability alpha. */

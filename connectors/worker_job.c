@@ -742,6 +742,16 @@ static sc_err_t sc_wj_barrier(sc_worker_t *w, double now, char *errstr, size_t e
         return SC_OK;
 }
 
+sc_err_t sc_wk_job_watch(sc_worker_t *w, sc_kafka_waker_t *wk, char *errstr, size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        sc_err_t err;
+        if ((err = sc_kafka_waker_watch(wk, j->prod, errstr, errstr_size)) ||
+            (err = sc_kafka_waker_watch(wk, j->inj, errstr, errstr_size)))
+                return err;
+        return sc_kafka_waker_watch(wk, sc_job_model_handle(j->jm), errstr, errstr_size);
+}
+
 sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;

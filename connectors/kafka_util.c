@@ -611,9 +611,15 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
 sc_err_t sc_kafka_reader_new(rd_kafka_t **rkp, const sc_conf_t *conf, const char *name,
                              char *errstr, size_t errstr_size)
 {
-        const char *const def[] = {"client.id",          name,   "group.id", name,
-                                   "enable.auto.commit", "false", "enable.partition.eof",
-                                   "true",               NULL};
+        const char *const def[] = {"client.id",
+                                   name,
+                                   "group.id",
+                                   name,
+                                   "enable.auto.commit",
+                                   "false",
+                                   "enable.partition.eof",
+                                   "true",
+                                   NULL};
         rd_kafka_conf_t *kc = NULL;
         char why[512];
         sc_err_t err;

@@ -429,8 +429,8 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
         else if (wc->max_samples > 0 && w->samples >= (uint64_t)wc->max_samples)
                 sc_worker_stop(w, "max-samples");
         else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) &&
-                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w)) &&
-                 t - w->t_rx >= idle && !sc_wk_left(w))
+                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w)) && t - w->t_rx >= idle &&
+                 !sc_wk_left(w))
                 sc_worker_stop(w, "idle");
 }
 

@@ -608,7 +608,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(kafka_consumer),
      .def_doc = "{}",
      .desc = "librdkafka properties for the consumers only (the worker's source, the "
-             "aggregator's, the J.model, J.inject and eval readers); they win over `kafka` and `config --check` checks "
+             "aggregator's, the J.model, J.inject and eval readers); they win over `kafka` and "
+             "`config --check` checks "
              "them the same way."},
     {.path = "kafka_producer",
      .type = SC_CONF_PASSTHROUGH,

@@ -270,7 +270,7 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
                         const sc_worker_header_t *headers, size_t n_headers, int64_t timestamp_ms,
                         char *errstr, size_t errstr_size)
 {
-        sc_decode_header_t hd[32];
+        sc_decode_header_t hd[SC_DECODE_MAX_HEADERS + 1];
         char why[512];
         int32_t label = 0;
         (void)timestamp_ms;
@@ -280,8 +280,9 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
         sc_wk_stream_t *ps = sc_wk_push_stream(w, topic, errstr, errstr_size);
         if (!ps)
                 return SC_ERR_INVAL;
-        if (n_headers > 32)
-                n_headers = 32;
+        /* One past the limit is enough for sc_decode_record to reject the record. */
+        if (n_headers > SC_DECODE_MAX_HEADERS + 1)
+                n_headers = SC_DECODE_MAX_HEADERS + 1;
         for (size_t i = 0; i < n_headers; i++) {
                 hd[i].name = headers[i].name;
                 hd[i].value = headers[i].value;

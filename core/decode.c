@@ -28,6 +28,7 @@ static const char *const sc_decode_fault_names[SC_DECODE_FAULT__END] = {
     [SC_DECODE_BAD_KEY] = "bad_key",
     [SC_DECODE_BAD_HEADER] = "bad_header",
     [SC_DECODE_BAD_SPEC] = "bad_spec",
+    [SC_DECODE_TOO_MANY_HEADERS] = "too_many_headers",
 };
 
 const char *sc_decode_fault_name(sc_decode_fault_t fault)
@@ -632,6 +633,11 @@ sc_decode_fault_t sc_decode_record(const sc_decode_spec_t *spec, const sc_record
         if (!rec->value || rec->value_size == 0) {
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "value: empty (tombstone)");
                 return SC_DECODE_EMPTY;
+        }
+        if (rec->n_headers > SC_DECODE_MAX_HEADERS) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "headers: more than %d",
+                        SC_DECODE_MAX_HEADERS);
+                return SC_DECODE_TOO_MANY_HEADERS;
         }
         switch (spec->format) {
         case SC_DECODE_JSON:

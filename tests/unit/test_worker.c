@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sc_conf.h"
+#include "sc_decode.h"
 #include "sc_worker.h"
 
 static const char conf_text[] =
@@ -39,6 +40,17 @@ static void on_commit(void *opaque, const char *topic, int32_t partition, int64_
         c->calls++;
 }
 
+/* The worker's last line about a malformed record. */
+static char malformed_line[1024];
+
+static void on_log(void *opaque, int level, const char *line)
+{
+        (void)opaque;
+        (void)level;
+        if (strstr(line, "malformed record"))
+                snprintf(malformed_line, sizeof(malformed_line), "%s", line);
+}
+
 static sc_worker_t *new_worker(sc_conf_t *conf)
 {
         char err[512];
@@ -49,8 +61,22 @@ static sc_worker_t *new_worker(sc_conf_t *conf)
         sc_worker_spec_defaults(&spec);
         spec.conf = conf;
         spec.input = SC_WORKER_INPUT_PUSH;
+        spec.log = on_log;
         assert_int_equal(sc_worker_new(&w, &spec, err, sizeof(err)), SC_OK);
         return w;
+}
+
+/* The worker's summary, parsed, with its accounting identity checked. Caller
+ * decrefs. */
+static json_t *stats_of(sc_worker_t *w)
+{
+        char *text = sc_worker_stats_json(w);
+        assert_non_null(text);
+        json_t *j = json_loads(text, 0, NULL);
+        free(text);
+        assert_non_null(j);
+        assert_true(json_is_true(json_object_get(j, "identity_ok")));
+        return j;
 }
 
 static void push_trains_and_commits(void **state)
@@ -91,16 +117,48 @@ static void push_trains_and_commits(void **state)
         /* 32 trained + 1 rejected of 40: commits never pass an unfinished one. */
         assert_true(c.next[0] + c.next[1] <= 33);
         assert_int_equal(sc_worker_finish(w, 100, err, sizeof(err)), SC_OK);
-        char *text = sc_worker_stats_json(w);
-        assert_non_null(text);
-        json_t *j = json_loads(text, 0, NULL);
-        assert_non_null(j);
-        assert_true(json_is_true(json_object_get(j, "identity_ok")));
+        json_t *j = stats_of(w);
         assert_int_equal(json_integer_value(json_object_get(j, "consumed")), 40);
         assert_int_equal(json_integer_value(json_object_get(j, "trained")), 32);
         assert_int_equal(json_integer_value(json_object_get(j, "rejected")), 1);
         json_decref(j);
-        free(text);
+        sc_worker_destroy(w);
+        sc_conf_free(&conf);
+}
+
+/* A record with more than SC_DECODE_MAX_HEADERS headers is rejected like
+ * any malformed one (counted per kind, logged with topic, partition and
+ * offset, its offset finished), not trained on a part of its headers. */
+static void too_many_headers_are_rejected(void **state)
+{
+        (void)state;
+        sc_conf_t conf;
+        sc_worker_t *w = new_worker(&conf);
+        char err[512];
+        uint8_t px[16] = {0};
+        sc_worker_header_t h[100];
+        const size_t counts[3] = {SC_DECODE_MAX_HEADERS, SC_DECODE_MAX_HEADERS + 1, 100};
+        commits_t c = {0};
+
+        for (int i = 0; i < 100; i++)
+                h[i] = (sc_worker_header_t){"h", "v", 1};
+        malformed_line[0] = 0;
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(sc_worker_push(w, "t", 0, i, "1", 1, px, sizeof(px), h, counts[i],
+                                                0, err, sizeof(err)),
+                                 SC_OK);
+        assert_non_null(
+            strstr(malformed_line, "t [0] offset 1: malformed record (too_many_headers)"));
+        assert_non_null(strstr(malformed_line, "more than 64"));
+        sc_worker_commits(w, on_commit, &c);
+        assert_int_equal(c.next[0], 0); /* offset 0 is buffered, not trained yet */
+        json_t *j = stats_of(w);
+        assert_int_equal(json_integer_value(json_object_get(j, "consumed")), 3);
+        assert_int_equal(json_integer_value(json_object_get(j, "rejected")), 2);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(j, "faults"), "too_many_headers")),
+            2);
+        json_decref(j);
         sc_worker_destroy(w);
         sc_conf_free(&conf);
 }
@@ -133,6 +191,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(push_trains_and_commits),
+            cmocka_unit_test(too_many_headers_are_rejected),
             cmocka_unit_test(bad_spec_is_a_config_error),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

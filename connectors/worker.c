@@ -362,9 +362,9 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
         if (same)
                 sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
         if (!isfinite(loss))
-                return sc_errf(SC_ERR_IO, errstr, errstr_size,
-                               "loss is %s at step %llu (diverged: lower optim.lr)",
-                               isnan(loss) ? "NaN" : "infinite", (unsigned long long)w->steps);
+                return sc_errf(SC_ERR_DIVERGED, errstr, errstr_size,
+                               "loss diverged at step %llu: it is %s (lower optim.lr)",
+                               (unsigned long long)w->steps, isnan(loss) ? "NaN" : "infinite");
         if (local_step) {
                 double lr = sc_sched_lr(&w->sched, (long)w->steps);
                 if (w->conf->optim.base_batch > 0)

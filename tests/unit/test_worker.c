@@ -51,13 +51,17 @@ static void on_log(void *opaque, int level, const char *line)
                 snprintf(malformed_line, sizeof(malformed_line), "%s", line);
 }
 
-static sc_worker_t *new_worker(sc_conf_t *conf)
+/* A push-mode worker on conf_text, with one "path=value" override if set is
+ * not NULL. */
+static sc_worker_t *new_worker(sc_conf_t *conf, const char *set)
 {
         char err[512];
         sc_worker_spec_t spec;
         sc_worker_t *w = NULL;
         memset(conf, 0, sizeof(*conf));
         assert_int_equal(sc_conf_parse(conf, conf_text, "test", err, sizeof(err)), SC_OK);
+        if (set)
+                assert_int_equal(sc_conf_set(conf, set, err, sizeof(err)), SC_OK);
         sc_worker_spec_defaults(&spec);
         spec.conf = conf;
         spec.input = SC_WORKER_INPUT_PUSH;
@@ -83,7 +87,7 @@ static void push_trains_and_commits(void **state)
 {
         (void)state;
         sc_conf_t conf;
-        sc_worker_t *w = new_worker(&conf);
+        sc_worker_t *w = new_worker(&conf, NULL);
         char err[512], key[4];
         uint8_t px[16];
         commits_t c = {0};
@@ -133,7 +137,7 @@ static void too_many_headers_are_rejected(void **state)
 {
         (void)state;
         sc_conf_t conf;
-        sc_worker_t *w = new_worker(&conf);
+        sc_worker_t *w = new_worker(&conf, NULL);
         char err[512];
         uint8_t px[16] = {0};
         sc_worker_header_t h[100];
@@ -159,6 +163,33 @@ static void too_many_headers_are_rejected(void **state)
             json_integer_value(json_object_get(json_object_get(j, "faults"), "too_many_headers")),
             2);
         json_decref(j);
+        sc_worker_destroy(w);
+        sc_conf_free(&conf);
+}
+
+/* Features of 1e30 make the logits overflow within a few steps: the worker stops
+ * with SC_ERR_DIVERGED and a message naming the step, not an I/O error. */
+static void divergence_is_reported_as_such(void **state)
+{
+        (void)state;
+        sc_conf_t conf;
+        sc_worker_t *w = new_worker(&conf, "streams.scale=1e30");
+        char err[512] = "";
+        uint8_t px[16];
+        sc_err_t rc = SC_OK;
+
+        for (int i = 0; i < 32; i++) {
+                memset(px, 100 + i, sizeof(px));
+                assert_int_equal(sc_worker_push(w, "t", 0, i, i % 2 ? "1" : "2", 1, px, sizeof(px),
+                                                NULL, 0, 0, err, sizeof(err)),
+                                 SC_OK);
+        }
+        double t = 1.0;
+        for (int i = 0; i < 100 && rc == SC_OK && !sc_worker_done(w, NULL); i++, t += 0.01)
+                rc = sc_worker_poll(w, t, 0, err, sizeof(err));
+        assert_int_equal(rc, SC_ERR_DIVERGED);
+        assert_non_null(strstr(err, "loss diverged at step "));
+        assert_string_equal(sc_err2str(SC_ERR_DIVERGED), "training diverged (non-finite loss)");
         sc_worker_destroy(w);
         sc_conf_free(&conf);
 }
@@ -192,6 +223,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(push_trains_and_commits),
             cmocka_unit_test(too_many_headers_are_rejected),
+            cmocka_unit_test(divergence_is_reported_as_such),
             cmocka_unit_test(bad_spec_is_a_config_error),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

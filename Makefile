@@ -24,19 +24,28 @@ else
 BUILD ?= build-$(SANITIZER)
 endif
 
-PKGS := openblas jansson rdkafka zlib
+PKGS      := openblas jansson rdkafka zlib
+CORE_PKGS := openblas jansson
 # pkg-config is only asked once the deps stamp exists (it may be missing before).
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_CFLAGS      = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS        = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CORE_PKG_CFLAGS = $(shell pkg-config --cflags $(CORE_PKGS) 2>/dev/null)
+CORE_PKG_LIBS   = $(shell pkg-config --libs $(CORE_PKGS) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Wstrict-prototypes -Wshadow -Wno-unused-parameter
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
-	     -fPIC -fvisibility=hidden -MMD -MP \
-	     -Icore/include -Iconnectors -Iplugin/include -Iplugin $(PKG_CFLAGS) $(SAN_FLAGS) \
-	     -DSC_VERSION_STR='"$(VERSION)"'
-LDLIBS_ALL = $(PKG_LIBS) -lpthread -lm
+STD_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN)
+# core/ is sans-I/O: it is compiled against its own headers, OpenBLAS and
+# jansson only, so a connectors/ or plugin/ header or librdkafka's does not
+# resolve there. Everything else sees all of the tree.
+CORE_CPPFLAGS = -Icore/include $(CORE_PKG_CFLAGS)
+ALL_CPPFLAGS  = -Icore/include -Iconnectors -Iplugin/include -Iplugin $(PKG_CFLAGS) \
+		-DSC_VERSION_STR='"$(VERSION)"'
+CORE_CFLAGS = $(STD_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(CORE_CPPFLAGS) $(SAN_FLAGS)
+ALL_CFLAGS  = $(STD_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(ALL_CPPFLAGS) $(SAN_FLAGS)
+LDLIBS_ALL  = $(PKG_LIBS) -lpthread -lm
+LDLIBS_CORE = $(CORE_PKG_LIBS) -lpthread -lm
 
 ifeq ($(SANITIZER),address)
 SAN_FLAGS := -fsanitize=address -fno-omit-frame-pointer
@@ -79,6 +88,10 @@ $(DEPS_STAMP): scripts/deps.sh
 	@mkdir -p $(BUILD)
 	@scripts/deps.sh
 	@touch $@
+
+$(BUILD)/obj/core/%.o: core/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CORE_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -305,18 +305,8 @@ static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec
                         rd_kafka_message_destroy(m);
                         continue;
                 }
-                sc_decode_header_t hd[32];
-                size_t nh = 0;
-                rd_kafka_headers_t *hdrs = NULL;
-                if (!rd_kafka_message_headers(m, &hdrs))
-                        for (size_t i = 0; nh < 32; i++) {
-                                const char *name;
-                                const void *val;
-                                size_t sz;
-                                if (rd_kafka_header_get_all(hdrs, i, &name, &val, &sz))
-                                        break;
-                                hd[nh++] = (sc_decode_header_t){name, val, sz};
-                        }
+                sc_decode_header_t hd[SC_DECODE_MAX_HEADERS + 1];
+                size_t nh = sc_kafka_headers(m, hd);
                 sc_record_t rec = {.key = m->key,
                                    .key_size = m->key_len,
                                    .value = m->payload,

@@ -475,28 +475,16 @@ static void sc_ks_dead_letter(sc_kafka_source_t *src, const rd_kafka_message_t *
 static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kafka_message_t *m,
                         double t)
 {
-        sc_decode_header_t hdrs[SC_KS_MAX_HEADERS];
-        rd_kafka_headers_t *rh = NULL;
+        sc_decode_header_t hdrs[SC_DECODE_MAX_HEADERS + 1];
         char why[512];
         int32_t label = 0;
-        size_t nh = 0;
+        size_t nh;
 
         float *x = sc_stream_slot(ks->stream);
         if (!x)
                 return 0;
         sc_ks_part_t *p = sc_ks_part(ks, m->partition, 1);
-        if (rd_kafka_message_headers(m, &rh) == RD_KAFKA_RESP_ERR_NO_ERROR && rh) {
-                const char *name;
-                const void *val;
-                size_t size;
-                for (size_t i = 0;
-                     nh < SC_KS_MAX_HEADERS && !rd_kafka_header_get_all(rh, i, &name, &val, &size);
-                     i++) {
-                        hdrs[nh].name = name;
-                        hdrs[nh].value = val;
-                        hdrs[nh++].size = val ? size : 0;
-                }
-        }
+        nh = sc_kafka_headers(m, hdrs);
         sc_record_t rec = {
             m->key, m->key ? m->key_len : 0, m->payload, m->payload ? m->len : 0, hdrs, nh};
         sc_decode_fault_t f = sc_decode_record(&ks->dspec, &rec, x, &label, why, sizeof(why));

@@ -10,7 +10,6 @@
 #include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
 
-#define SC_KS_MAX_HEADERS 32
 #define SC_KS_COMMIT_BATCH 64
 
 /* One partition of a stream's topic. */

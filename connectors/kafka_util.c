@@ -523,6 +523,22 @@ void sc_kafka_gap_init(sc_kafka_gap_t *gp, int64_t start)
         gp->gp_events = 0;
 }
 
+size_t sc_kafka_headers(const rd_kafka_message_t *m, sc_decode_header_t *hd)
+{
+        rd_kafka_headers_t *rh = NULL;
+        const char *name;
+        const void *val;
+        size_t size, n = 0;
+
+        if (rd_kafka_message_headers(m, &rh) != RD_KAFKA_RESP_ERR_NO_ERROR || !rh)
+                return 0;
+        while (n <= SC_DECODE_MAX_HEADERS && !rd_kafka_header_get_all(rh, n, &name, &val, &size)) {
+                hd[n] = (sc_decode_header_t){name, val, val ? size : 0};
+                n++;
+        }
+        return n;
+}
+
 int64_t sc_kafka_gap_observe(sc_kafka_gap_t *gp, int64_t offset)
 {
         int64_t lost = 0;

@@ -12,6 +12,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "sc_conf.h"
+#include "sc_decode.h"
 #include "sc_err.h"
 
 /* ---- configuration ---- */
@@ -148,6 +149,14 @@ sc_err_t sc_kafka_produce_sync(rd_kafka_t *rk, const char *topic, int32_t partit
  * On success *brokersp / *topicsp (either may be NULL) get the counts. */
 sc_err_t sc_kafka_probe(const char *bootstrap, int timeout_ms, int *brokersp, int *topicsp,
                         char *errstr, size_t errstr_size);
+
+/* ---- records ---- */
+
+/* Points hd[] at m's headers, at most SC_DECODE_MAX_HEADERS + 1 of them (hd
+ * has room for that many): a record with more than the limit reaches
+ * sc_decode_record with one too many and is rejected there. Returns how many.
+ * The entries borrow m's memory. */
+size_t sc_kafka_headers(const rd_kafka_message_t *m, sc_decode_header_t *hd);
 
 /* ---- offset gaps (retention loss) ---- */
 

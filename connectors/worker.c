@@ -280,7 +280,7 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
                         const sc_worker_header_t *headers, size_t n_headers, int64_t timestamp_ms,
                         char *errstr, size_t errstr_size)
 {
-        sc_decode_header_t hd[32];
+        sc_decode_header_t hd[SC_DECODE_MAX_HEADERS + 1];
         char why[512];
         int32_t label = 0;
         (void)timestamp_ms;
@@ -290,8 +290,9 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
         sc_wk_stream_t *ps = sc_wk_push_stream(w, topic, errstr, errstr_size);
         if (!ps)
                 return SC_ERR_INVAL;
-        if (n_headers > 32)
-                n_headers = 32;
+        /* One past the limit is enough for sc_decode_record to reject the record. */
+        if (n_headers > SC_DECODE_MAX_HEADERS + 1)
+                n_headers = SC_DECODE_MAX_HEADERS + 1;
         for (size_t i = 0; i < n_headers; i++) {
                 hd[i].name = headers[i].name;
                 hd[i].value = headers[i].value;
@@ -371,9 +372,9 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
         if (same)
                 sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
         if (!isfinite(loss))
-                return sc_errf(SC_ERR_IO, errstr, errstr_size,
-                               "loss is %s at step %llu (diverged: lower optim.lr)",
-                               isnan(loss) ? "NaN" : "infinite", (unsigned long long)w->steps);
+                return sc_errf(SC_ERR_DIVERGED, errstr, errstr_size,
+                               "loss diverged at step %llu: it is %s (lower optim.lr)",
+                               (unsigned long long)w->steps, isnan(loss) ? "NaN" : "infinite");
         if (local_step) {
                 double lr = sc_sched_lr(&w->sched, (long)w->steps);
                 if (w->conf->optim.base_batch > 0)

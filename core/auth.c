@@ -5,10 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t sc_auth_le32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+#include "sc_le.h"
 
 void sc_auth_wipe(void *p, size_t n)
 {
@@ -29,9 +26,10 @@ void sc_auth_derive(const void *key, size_t keylen, const char *job, uint32_t si
         memcpy(m + ll, job, jl);
         m[ll + jl] = 0;
         n = ll + jl + 1;
-        if (signer != SC_AUTH_AGGREGATOR)
-                for (int i = 0; i < 4; i++)
-                        m[n++] = (uint8_t)(signer >> (8 * i));
+        if (signer != SC_AUTH_AGGREGATOR) {
+                sc_le_put32(m + n, signer);
+                n += 4;
+        }
         sc_wire_hmac_sha256(key, keylen, m, n, NULL, 0, out);
 }
 
@@ -97,7 +95,7 @@ static int sc_auth_signer(const uint8_t *m, size_t len, sc_wire_type_t type, uin
         }
         if (len < SC_WIRE_HDR_SIZE + at + 4 + SC_WIRE_TAG_SIZE)
                 return -1;
-        *signer = sc_auth_le32(m + SC_WIRE_HDR_SIZE + at);
+        *signer = sc_le_get32(m + SC_WIRE_HDR_SIZE + at);
         return 0;
 }
 

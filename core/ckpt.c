@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sc_crc32c.h"
+#include "sc_le.h"
 
 static const uint8_t sc_ckpt_magic[4] = {'S', 'C', 'C', 'K'};
 
@@ -19,41 +20,20 @@ static const uint8_t sc_ckpt_magic[4] = {'S', 'C', 'C', 'K'};
 
 static uint8_t *sc_put_u32(uint8_t *p, uint32_t v)
 {
-        for (int i = 0; i < 4; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
+        sc_le_put32(p, v);
         return p + 4;
 }
 
 static uint8_t *sc_put_u64(uint8_t *p, uint64_t v)
 {
-        for (int i = 0; i < 8; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
+        sc_le_put64(p, v);
         return p + 8;
 }
 
 static uint8_t *sc_put_f32(uint8_t *p, float f)
 {
-        uint32_t v;
-        memcpy(&v, &f, 4);
-        return sc_put_u32(p, v);
-}
-
-static uint32_t sc_get_u32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t sc_get_u64(const uint8_t *p)
-{
-        return (uint64_t)sc_get_u32(p) | (uint64_t)sc_get_u32(p + 4) << 32;
-}
-
-static float sc_get_f32(const uint8_t *p)
-{
-        uint32_t v = sc_get_u32(p);
-        float f;
-        memcpy(&f, &v, 4);
-        return f;
+        sc_le_putf32(p, f);
+        return p + 4;
 }
 
 sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
@@ -152,31 +132,31 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
         need = SC_CKPT_HEAD_BYTES + SC_CKPT_META_BYTES + SC_CKPT_SPEC_BYTES;
         if (len < 8)
                 return sc_ckpt_truncated(len, need, errstr, errstr_size);
-        view->version = sc_get_u32(buf + 4);
+        view->version = sc_le_get32(buf + 4);
         if (view->version < SC_CKPT_VERSION_MIN || view->version > SC_CKPT_VERSION)
                 return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
                                "checkpoint format version %u; this build reads versions %d to %d",
                                view->version, SC_CKPT_VERSION_MIN, SC_CKPT_VERSION);
         if (len < need)
                 return sc_ckpt_truncated(len, need, errstr, errstr_size);
-        uint32_t flags = sc_get_u32(buf + 8);
+        uint32_t flags = sc_le_get32(buf + 8);
         uint32_t known = SC_CKPT_FLAG_VELOCITY | (view->version >= 2 ? SC_CKPT_FLAG_STATE : 0);
         if (flags & ~known)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "checkpoint has unknown flags 0x%x", flags);
         const uint8_t *p = buf + SC_CKPT_HEAD_BYTES;
-        view->meta.step = sc_get_u64(p);
-        view->meta.epoch = sc_get_u64(p + 8);
-        view->meta.epoch_step = sc_get_u64(p + 16);
-        view->meta.seed = sc_get_u64(p + 24);
-        view->meta.batch = sc_get_u32(p + 32);
+        view->meta.step = sc_le_get64(p);
+        view->meta.epoch = sc_le_get64(p + 8);
+        view->meta.epoch_step = sc_le_get64(p + 16);
+        view->meta.seed = sc_le_get64(p + 24);
+        view->meta.batch = sc_le_get32(p + 32);
         p += SC_CKPT_META_BYTES;
         sc_model_spec_t *spec = &view->spec;
-        spec->input.c = (int)sc_get_u32(p);
-        spec->input.h = (int)sc_get_u32(p + 4);
-        spec->input.w = (int)sc_get_u32(p + 8);
-        uint32_t loss = sc_get_u32(p + 12);
-        uint32_t n_layers = sc_get_u32(p + 16);
+        spec->input.c = (int)sc_le_get32(p);
+        spec->input.h = (int)sc_le_get32(p + 4);
+        spec->input.w = (int)sc_le_get32(p + 8);
+        uint32_t loss = sc_le_get32(p + 12);
+        uint32_t n_layers = sc_le_get32(p + 16);
         p += SC_CKPT_SPEC_BYTES;
         if (loss > SC_LOSS_MSE)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -192,24 +172,24 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
                 return sc_ckpt_truncated(len, need, errstr, errstr_size);
         for (uint32_t i = 0; i < n_layers; i++, p += SC_CKPT_LAYER_BYTES) {
                 sc_layer_spec_t *l = &spec->layers[i];
-                uint32_t kind = sc_get_u32(p), init = sc_get_u32(p + 28);
+                uint32_t kind = sc_le_get32(p), init = sc_le_get32(p + 28);
                 if (kind >= SC_LAYER__END || init > SC_INIT_XAVIER)
                         return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                        "checkpoint layers[%u] has unknown kind %u or init %u", i,
                                        kind, init);
                 l->kind = (sc_layer_kind_t)kind;
-                l->units = (int)sc_get_u32(p + 4);
-                l->filters = (int)sc_get_u32(p + 8);
-                l->kernel = (int)sc_get_u32(p + 12);
-                l->stride = (int)sc_get_u32(p + 16);
-                l->padding = (int)sc_get_u32(p + 20);
-                l->rate = sc_get_f32(p + 24);
+                l->units = (int)sc_le_get32(p + 4);
+                l->filters = (int)sc_le_get32(p + 8);
+                l->kernel = (int)sc_le_get32(p + 12);
+                l->stride = (int)sc_le_get32(p + 16);
+                l->padding = (int)sc_le_get32(p + 20);
+                l->rate = sc_le_getf32(p + 24);
                 l->init = (sc_init_kind_t)init;
                 if (!isfinite(l->rate))
                         return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                        "checkpoint layers[%u] has a non-finite rate", i);
         }
-        uint64_t nparams = sc_get_u64(p);
+        uint64_t nparams = sc_le_get64(p);
         p += 8;
         size_t copies = (flags & SC_CKPT_FLAG_VELOCITY) ? 2 : 1;
         size_t room = len - need;
@@ -225,7 +205,7 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
                 if (len < need)
                         return sc_ckpt_truncated(len, need + 4, errstr, errstr_size);
                 state = p + 4 * copies * (size_t)nparams;
-                nstate = sc_get_u64(state);
+                nstate = sc_le_get64(state);
                 state += 8;
                 if (nstate > (len - need) / 4)
                         return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -241,11 +221,11 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "checkpoint has %zu trailing bytes after its %zu", len - need, need);
         uint32_t crc = sc_crc32c(0, buf, len - 4);
-        if (crc != sc_get_u32(buf + len - 4))
+        if (crc != sc_le_get32(buf + len - 4))
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "checkpoint checksum mismatch (stored 0x%08x, computed 0x%08x): "
                                "the data is corrupt",
-                               sc_get_u32(buf + len - 4), crc);
+                               sc_le_get32(buf + len - 4), crc);
         view->nparams = (size_t)nparams;
         view->params = p;
         view->velocity = copies == 2 ? p + 4 * (size_t)nparams : NULL;
@@ -344,14 +324,14 @@ sc_err_t sc_ckpt_decode(const void *buf, size_t len, const sc_model_spec_t *spec
                                "statistics), the model has %zu",
                                view.nstate, nstate);
         for (size_t i = 0; i < nparams; i++)
-                params[i] = sc_get_f32(view.params + 4 * i);
+                params[i] = sc_le_getf32(view.params + 4 * i);
         if (velocity) {
                 for (size_t i = 0; i < nparams; i++)
-                        velocity[i] = view.velocity ? sc_get_f32(view.velocity + 4 * i) : 0.0f;
+                        velocity[i] = view.velocity ? sc_le_getf32(view.velocity + 4 * i) : 0.0f;
         }
         if (state && view.state) {
                 for (size_t i = 0; i < nstate; i++)
-                        state[i] = sc_get_f32(view.state + 4 * i);
+                        state[i] = sc_le_getf32(view.state + 4 * i);
         }
         if (meta)
                 *meta = view.meta;

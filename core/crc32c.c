@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 
+#include "sc_le.h"
+
 static uint32_t sc_crc32c_tab[8][256];
 static pthread_once_t sc_crc32c_once = PTHREAD_ONCE_INIT;
 
@@ -27,10 +29,7 @@ uint32_t sc_crc32c(uint32_t crc, const void *buf, size_t len)
         pthread_once(&sc_crc32c_once, sc_crc32c_init);
         crc = ~crc;
         while (len >= 8) {
-                uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                                     (uint32_t)p[3] << 24);
-                uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
-                              (uint32_t)p[7] << 24;
+                uint32_t lo = crc ^ sc_le_get32(p), hi = sc_le_get32(p + 4);
                 crc = sc_crc32c_tab[7][lo & 0xff] ^ sc_crc32c_tab[6][(lo >> 8) & 0xff] ^
                       sc_crc32c_tab[5][(lo >> 16) & 0xff] ^ sc_crc32c_tab[4][lo >> 24] ^
                       sc_crc32c_tab[3][hi & 0xff] ^ sc_crc32c_tab[2][(hi >> 8) & 0xff] ^

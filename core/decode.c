@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_le.h"
+
 #define SC_DECODE_NUMEL_MAX ((size_t)1 << 28)
 #define SC_DECODE_OFFSET_MAX ((size_t)1 << 30)
 
@@ -26,6 +28,7 @@ static const char *const sc_decode_fault_names[SC_DECODE_FAULT__END] = {
     [SC_DECODE_BAD_KEY] = "bad_key",
     [SC_DECODE_BAD_HEADER] = "bad_header",
     [SC_DECODE_BAD_SPEC] = "bad_spec",
+    [SC_DECODE_TOO_MANY_HEADERS] = "too_many_headers",
 };
 
 const char *sc_decode_fault_name(sc_decode_fault_t fault)
@@ -452,13 +455,7 @@ static sc_decode_fault_t sc_decode_raw(const sc_decode_spec_t *spec, const sc_re
                         x[i] = (float)v[i] * a + b;
                 return SC_DECODE_OK;
         }
-        for (size_t i = 0; i < spec->numel; i++) {
-                uint32_t u = (uint32_t)v[4 * i] | (uint32_t)v[4 * i + 1] << 8 |
-                             (uint32_t)v[4 * i + 2] << 16 | (uint32_t)v[4 * i + 3] << 24;
-                float fv;
-                memcpy(&fv, &u, sizeof(fv));
-                x[i] = fv;
-        }
+        sc_le_getf32s(x, v, spec->numel);
         for (size_t i = 0; i < spec->numel; i++)
                 if (!isfinite(x[i])) {
                         sc_errf(SC_ERR_DECODE, errstr, errstr_size,
@@ -636,6 +633,11 @@ sc_decode_fault_t sc_decode_record(const sc_decode_spec_t *spec, const sc_record
         if (!rec->value || rec->value_size == 0) {
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "value: empty (tombstone)");
                 return SC_DECODE_EMPTY;
+        }
+        if (rec->n_headers > SC_DECODE_MAX_HEADERS) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "headers: more than %d",
+                        SC_DECODE_MAX_HEADERS);
+                return SC_DECODE_TOO_MANY_HEADERS;
         }
         switch (spec->format) {
         case SC_DECODE_JSON:

@@ -18,6 +18,7 @@ static const char *const sc_err_descs[SC_ERR__END] = {
     [SC_ERR_STATE] = "invalid in the current state",
     [SC_ERR_AGAIN] = "nothing available yet",
     [SC_ERR_AUTH] = "authentication failed",
+    [SC_ERR_DIVERGED] = "training diverged (non-finite loss)",
 };
 
 const char *sc_err2str(sc_err_t err)

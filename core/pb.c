@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "sc_le.h"
+
 void sc_pb_init(sc_pb_t *pb, sc_buf_t *buf)
 {
         pb->buf = buf;
@@ -51,11 +53,8 @@ void sc_pb_int(sc_pb_t *pb, uint32_t field, int64_t v)
 
 static void sc_pb_fixed32(sc_pb_t *pb, float v)
 {
-        uint32_t u;
         uint8_t b[4];
-        memcpy(&u, &v, 4);
-        for (int i = 0; i < 4; i++)
-                b[i] = (uint8_t)(u >> (8 * i));
+        sc_le_putf32(b, v);
         sc_pb_put(pb, b, 4);
 }
 

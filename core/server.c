@@ -7,6 +7,7 @@
 
 #include "sc_codec.h"
 #include "sc_crc32c.h"
+#include "sc_le.h"
 #include "sc_server.h"
 #include "sc_wire.h"
 #include "sync/sync_impl.h"
@@ -503,19 +504,22 @@ typedef struct sc_wbuf {
         uint8_t *p;
 } sc_wbuf_t;
 
+/* v as a little-endian field of 1, 4 or 8 bytes */
 static void sc_put(sc_wbuf_t *b, uint64_t v, int bytes)
 {
-        for (int i = 0; i < bytes; i++)
-                *b->p++ = (uint8_t)(v >> (8 * i));
+        if (bytes == 8)
+                sc_le_put64(b->p, v);
+        else if (bytes == 4)
+                sc_le_put32(b->p, (uint32_t)v);
+        else
+                *b->p = (uint8_t)v;
+        b->p += bytes;
 }
 
 static void sc_put_f32s(sc_wbuf_t *b, const float *f, size_t n)
 {
-        for (size_t i = 0; i < n; i++) {
-                uint32_t u;
-                memcpy(&u, &f[i], 4);
-                sc_put(b, u, 4);
-        }
+        sc_le_putf32s(b->p, f, n);
+        b->p += 4 * n;
 }
 
 typedef struct sc_rbuf {
@@ -525,13 +529,13 @@ typedef struct sc_rbuf {
 
 static uint64_t sc_get(sc_rbuf_t *b, int bytes)
 {
-        uint64_t v = 0;
+        uint64_t v;
         if (b->end - b->p < bytes) {
                 b->bad = 1;
                 return 0;
         }
-        for (int i = 0; i < bytes; i++)
-                v |= (uint64_t)*b->p++ << (8 * i);
+        v = bytes == 8 ? sc_le_get64(b->p) : bytes == 4 ? sc_le_get32(b->p) : *b->p;
+        b->p += bytes;
         return v;
 }
 
@@ -541,10 +545,8 @@ static void sc_get_f32s(sc_rbuf_t *b, float *f, size_t n)
                 b->bad = 1;
                 return;
         }
-        for (size_t i = 0; i < n; i++) {
-                uint32_t u = (uint32_t)sc_get(b, 4);
-                memcpy(&f[i], &u, 4);
-        }
+        sc_le_getf32s(f, b->p, n);
+        b->p += 4 * n;
 }
 
 size_t sc_server_vel_len(const sc_server_t *srv)
@@ -566,7 +568,6 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
                     (srv->mom ? srv->n : 0) + (size_t)sc_server_rows_kept(srv) * srv->n;
         size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 4 + 8 + ada + 4;
         sc_wbuf_t b;
-        uint64_t accw;
         uint8_t *buf;
 
         *bufp = NULL;
@@ -588,8 +589,7 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
         sc_put(&b, srv->stats.gaps, 8);
         sc_put(&b, srv->stats.lost, 8);
         sc_put(&b, srv->stats.steps, 8);
-        memcpy(&accw, &srv->acc_weight, 8);
-        sc_put(&b, accw, 8);
+        sc_put(&b, sc_f64_bits(srv->acc_weight), 8);
         sc_put(&b, srv->n_got, 4);
         for (size_t w = 0; w < nw; w++) {
                 sc_put(&b, srv->live[w], 1);
@@ -635,8 +635,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         if (len < 8)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "shard snapshot: %zu bytes is too short", len);
-        crc = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 | (uint32_t)buf[len - 2] << 16 |
-              (uint32_t)buf[len - 1] << 24;
+        crc = sc_le_get32(buf + len - 4);
         if (crc != sc_crc32c(0, buf, len - 4))
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "shard snapshot: CRC32C mismatch");
@@ -717,8 +716,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 /* Membership bytes are 0/1, got 0..2, and the round count matches the
                  * contributions. */
                 uint32_t got = 0;
-                double w;
-                memcpy(&w, &accw, 8);
+                double w = sc_f64_from_bits(accw);
                 for (size_t k = 0; k < nw; k++) {
                         if (wb[k * 26] > 1 || wb[k * 26 + 1] > SC_GOT_REFUSED)
                                 b.bad = 1;
@@ -749,7 +747,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         srv->stats.gaps = stats[3];
         srv->stats.lost = stats[4];
         srv->stats.steps = stats[5];
-        memcpy(&srv->acc_weight, &accw, 8);
+        srv->acc_weight = sc_f64_from_bits(accw);
         srv->n_got = n_got;
         for (size_t w = 0; w < nw; w++) {
                 sc_rbuf_t wr = {wb + w * 26, wb + (w + 1) * 26, 0};

@@ -6,15 +6,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "sc_le.h"
 #include "sync/sync_impl.h"
 
 /* 1 if none of x's n floats is infinite or NaN: an exponent field of all
  * ones, tested on the bits (branch-free, so the loop vectorizes). */
 static inline uint32_t sc_f32_bad(float x)
 {
-        uint32_t b;
-        memcpy(&b, &x, 4);
-        return (uint32_t)((b & 0x7f800000u) == 0x7f800000u);
+        return (uint32_t)((sc_f32_bits(x) & 0x7f800000u) == 0x7f800000u);
 }
 
 /* max |x[i]|, from the bits (NaN and infinity compare above every finite
@@ -22,15 +21,11 @@ static inline uint32_t sc_f32_bad(float x)
 static double sc_max_abs(const float *x, size_t n)
 {
         uint32_t m = 0;
-        float f;
         for (size_t i = 0; i < n; i++) {
-                uint32_t b;
-                memcpy(&b, &x[i], 4);
-                b &= 0x7fffffffu;
+                uint32_t b = sc_f32_bits(x[i]) & 0x7fffffffu;
                 m = b > m ? b : m;
         }
-        memcpy(&f, &m, 4);
-        return (double)f;
+        return (double)sc_f32_from_bits(m);
 }
 
 static int sc_all_finite(const float *x, size_t n)

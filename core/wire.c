@@ -6,6 +6,7 @@
 
 #include "sc_codec.h"
 #include "sc_crc32c.h"
+#include "sc_le.h"
 
 #define SC_UPDATE_FIXED (SC_WIRE_UPDATE_OVERHEAD - SC_WIRE_HDR_SIZE)
 #define SC_MODEL_FIXED 56
@@ -42,27 +43,26 @@ static void sc_wr_u8(sc_wr_t *w, uint8_t v)
 
 static void sc_wr_u16(sc_wr_t *w, uint16_t v)
 {
-        for (int i = 0; i < 2; i++)
-                *w->p++ = (uint8_t)(v >> (8 * i));
+        sc_le_put16(w->p, v);
+        w->p += 2;
 }
 
 static void sc_wr_u32(sc_wr_t *w, uint32_t v)
 {
-        for (int i = 0; i < 4; i++)
-                *w->p++ = (uint8_t)(v >> (8 * i));
+        sc_le_put32(w->p, v);
+        w->p += 4;
 }
 
 static void sc_wr_u64(sc_wr_t *w, uint64_t v)
 {
-        for (int i = 0; i < 8; i++)
-                *w->p++ = (uint8_t)(v >> (8 * i));
+        sc_le_put64(w->p, v);
+        w->p += 8;
 }
 
 static void sc_wr_f64(sc_wr_t *w, double d)
 {
-        uint64_t v;
-        memcpy(&v, &d, 8);
-        sc_wr_u64(w, v);
+        sc_le_putf64(w->p, d);
+        w->p += 8;
 }
 
 static void sc_wr_bytes(sc_wr_t *w, const void *src, size_t n)
@@ -74,15 +74,8 @@ static void sc_wr_bytes(sc_wr_t *w, const void *src, size_t n)
 
 static void sc_wr_f32s(sc_wr_t *w, const float *src, size_t n)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        sc_wr_bytes(w, src, 4 * n);
-#else
-        for (size_t i = 0; i < n; i++) {
-                uint32_t v;
-                memcpy(&v, &src[i], 4);
-                sc_wr_u32(w, v);
-        }
-#endif
+        sc_le_putf32s(w->p, src, n);
+        w->p += 4 * n;
 }
 
 /* Reserves room for a message of body_len bytes, writes the header and
@@ -116,8 +109,7 @@ static void sc_wire_end(sc_buf_t *buf, const sc_wr_t *w)
         uint32_t crc = sc_crc32c(0, m, 12);
 
         crc = sc_crc32c(crc, m + SC_WIRE_HDR_SIZE, total - SC_WIRE_HDR_SIZE);
-        for (int i = 0; i < 4; i++)
-                m[12 + i] = (uint8_t)(crc >> (8 * i));
+        sc_le_put32(m + 12, crc);
         buf->len += total;
 }
 
@@ -286,21 +278,6 @@ sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char 
 
 /* ---- decoding ------------------------------------------------------------ */
 
-static uint16_t sc_rd16(const uint8_t *p)
-{
-        return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t sc_rd32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t sc_rd64(const uint8_t *p)
-{
-        return (uint64_t)sc_rd32(p) | (uint64_t)sc_rd32(p + 4) << 32;
-}
-
 sc_err_t sc_wire_check(const void *data, size_t len, sc_wire_type_t *typep, char *errstr,
                        size_t errstr_size)
 {
@@ -319,23 +296,23 @@ sc_err_t sc_wire_check(const void *data, size_t len, sc_wire_type_t *typep, char
                 return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
                                "wire: format version %u, this build reads version %d", p[4],
                                SC_WIRE_VERSION);
-        body = sc_rd32(p + 8);
+        body = sc_le_get32(p + 8);
         if ((uint64_t)body != (uint64_t)len - SC_WIRE_HDR_SIZE)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "wire: header says %u body bytes, message has %zu", body,
                                len - SC_WIRE_HDR_SIZE);
-        crc = sc_rd32(p + 12);
+        crc = sc_le_get32(p + 12);
         want = sc_crc32c(sc_crc32c(0, p, 12), p + SC_WIRE_HDR_SIZE, body);
         if (crc != want)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "wire: CRC32C mismatch (stored %08x, computed %08x)", crc, want);
         if (p[5] == 0 || p[5] >= SC_WIRE__TYPE_END)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "wire: unknown type %u", p[5]);
-        if (sc_rd16(p + 6) & ~SC_WIRE_FLAG_HMAC)
+        if (sc_le_get16(p + 6) & ~SC_WIRE_FLAG_HMAC)
                 return sc_errf(SC_ERR_UNSUPPORTED, errstr, errstr_size,
                                "wire %s: flags 0x%04x are not supported", sc_wire_type_names[p[5]],
-                               sc_rd16(p + 6));
-        if ((sc_rd16(p + 6) & SC_WIRE_FLAG_HMAC) && body < SC_WIRE_TAG_SIZE)
+                               sc_le_get16(p + 6));
+        if ((sc_le_get16(p + 6) & SC_WIRE_FLAG_HMAC) && body < SC_WIRE_TAG_SIZE)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "wire %s: signed, but %u body bytes cannot hold the tag",
                                sc_wire_type_names[p[5]], body);
@@ -353,18 +330,18 @@ static sc_err_t sc_wire_decode_update(const uint8_t *b, uint32_t len, sc_wire_up
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "wire update: body of %u bytes, shorter than its %d fixed bytes",
                                len, SC_UPDATE_FIXED);
-        m->worker = sc_rd32(b);
-        m->shard = sc_rd32(b + 4);
-        m->seq = sc_rd64(b + 8);
-        m->t_read = sc_rd64(b + 16);
-        m->samples = sc_rd32(b + 24);
+        m->worker = sc_le_get32(b);
+        m->shard = sc_le_get32(b + 4);
+        m->seq = sc_le_get64(b + 8);
+        m->t_read = sc_le_get64(b + 16);
+        m->samples = sc_le_get32(b + 24);
         m->kind = (sc_wire_update_kind_t)b[28];
         m->codec = b[29];
-        plen = sc_rd32(b + 32);
+        plen = sc_le_get32(b + 32);
         if (b[28] > SC_WIRE_FULL_MODEL)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "wire update: unknown kind %u",
                                b[28]);
-        if (b[29] >= SC_CODEC__END || sc_rd16(b + 30) != 0)
+        if (b[29] >= SC_CODEC__END || sc_le_get16(b + 30) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "wire update: unknown codec %u",
                                b[29]);
         if (plen != len - SC_UPDATE_FIXED)
@@ -389,16 +366,16 @@ static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_mod
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "wire model: body of %u bytes, shorter than its %d fixed bytes", len,
                                SC_MODEL_FIXED);
-        m->shard = sc_rd32(b);
-        m->version = sc_rd64(b + 8);
-        m->begin = sc_rd64(b + 16);
-        m->count = sc_rd32(b + 24);
-        m->opt_count = sc_rd32(b + 28);
-        m->grad_offset = (int64_t)sc_rd64(b + 32);
-        m->napplied = sc_rd32(b + 40);
-        m->ninputs = sc_rd32(b + 44);
-        m->state_len = sc_rd32(b + 48);
-        if (sc_rd32(b + 4) != 0 || sc_rd32(b + 52) != 0)
+        m->shard = sc_le_get32(b);
+        m->version = sc_le_get64(b + 8);
+        m->begin = sc_le_get64(b + 16);
+        m->count = sc_le_get32(b + 24);
+        m->opt_count = sc_le_get32(b + 28);
+        m->grad_offset = (int64_t)sc_le_get64(b + 32);
+        m->napplied = sc_le_get32(b + 40);
+        m->ninputs = sc_le_get32(b + 44);
+        m->state_len = sc_le_get32(b + 48);
+        if (sc_le_get32(b + 4) != 0 || sc_le_get32(b + 52) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire model: reserved fields are not zero");
         if (m->begin > UINT64_MAX - m->count)
@@ -438,13 +415,13 @@ static sc_err_t sc_wire_decode_samples(const uint8_t *b, uint32_t len, sc_wire_s
                                "wire samples: body of %u bytes, shorter than its %d fixed "
                                "bytes",
                                len, SC_SAMPLES_FIXED);
-        m->worker = sc_rd32(b);
-        m->count = sc_rd32(b + 4);
-        m->c = sc_rd32(b + 8);
-        m->h = sc_rd32(b + 12);
-        m->w = sc_rd32(b + 16);
-        flags = sc_rd32(b + 20);
-        m->seq = sc_rd64(b + 24);
+        m->worker = sc_le_get32(b);
+        m->count = sc_le_get32(b + 4);
+        m->c = sc_le_get32(b + 8);
+        m->h = sc_le_get32(b + 12);
+        m->w = sc_le_get32(b + 16);
+        flags = sc_le_get32(b + 20);
+        m->seq = sc_le_get64(b + 24);
         if (flags & ~(uint32_t)SC_WIRE_SAMPLES_LABELS)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire samples: unknown flags 0x%x", flags);
@@ -473,11 +450,11 @@ static sc_err_t sc_wire_decode_control(const uint8_t *b, uint32_t len, sc_wire_c
                                "bytes",
                                len, SC_CONTROL_FIXED);
         m->kind = (sc_wire_ctl_kind_t)b[0];
-        m->worker = sc_rd32(b + 4);
-        m->timestamp = (int64_t)sc_rd64(b + 8);
-        m->nfields = sc_rd32(b + 16);
-        if (b[0] < SC_WIRE_CTL_JOIN || b[0] >= SC_WIRE__CTL_END || b[1] || sc_rd16(b + 2) ||
-            sc_rd32(b + 20))
+        m->worker = sc_le_get32(b + 4);
+        m->timestamp = (int64_t)sc_le_get64(b + 8);
+        m->nfields = sc_le_get32(b + 16);
+        if (b[0] < SC_WIRE_CTL_JOIN || b[0] >= SC_WIRE__CTL_END || b[1] || sc_le_get16(b + 2) ||
+            sc_le_get32(b + 20))
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire control: unknown kind %u or non-zero reserved bytes", b[0]);
         if (m->nfields > SC_WIRE_CTL_MAX_FIELDS)
@@ -490,9 +467,8 @@ static sc_err_t sc_wire_decode_control(const uint8_t *b, uint32_t len, sc_wire_c
                                SC_CONTROL_FIXED + SC_FIELD_SIZE * m->nfields, len);
         for (uint32_t i = 0; i < m->nfields; i++) {
                 const uint8_t *f = b + SC_CONTROL_FIXED + SC_FIELD_SIZE * (size_t)i;
-                uint64_t v = sc_rd64(f + 4);
-                m->fields[i].key = sc_rd32(f);
-                memcpy(&m->fields[i].value, &v, 8);
+                m->fields[i].key = sc_le_get32(f);
+                m->fields[i].value = sc_le_getf64(f + 4);
         }
         return SC_OK;
 }
@@ -541,7 +517,7 @@ sc_err_t sc_wire_decode(const void *data, size_t len, sc_wire_msg_t *msg, char *
         err = sc_wire_check(data, len, &type, errstr, errstr_size);
         if (err)
                 return err;
-        if (sc_rd16(p + 6) & SC_WIRE_FLAG_HMAC)
+        if (sc_le_get16(p + 6) & SC_WIRE_FLAG_HMAC)
                 return sc_errf(SC_ERR_UNSUPPORTED, errstr, errstr_size,
                                "wire %s: the message is signed; decode it with the job key",
                                sc_wire_type_name(type));
@@ -562,7 +538,7 @@ sc_err_t sc_wire_decode_auth(const void *data, size_t len, const void *key, size
         err = sc_wire_check(data, len, &type, errstr, errstr_size);
         if (err)
                 return err;
-        if (!(sc_rd16(p + 6) & SC_WIRE_FLAG_HMAC))
+        if (!(sc_le_get16(p + 6) & SC_WIRE_FLAG_HMAC))
                 return sc_errf(SC_ERR_AUTH, errstr, errstr_size,
                                "wire %s: the message is not signed", sc_wire_type_name(type));
         if (!sc_wire_tag_ok(p, len, key, keylen))
@@ -586,36 +562,28 @@ int sc_wire_f32s_finite(const uint8_t *src, size_t n)
 
 void sc_wire_get_f32s(float *dst, const uint8_t *src, size_t n)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        if (n)
-                memcpy(dst, src, 4 * n);
-#else
-        for (size_t i = 0; i < n; i++) {
-                uint32_t v = sc_rd32(src + 4 * i);
-                memcpy(&dst[i], &v, 4);
-        }
-#endif
+        sc_le_getf32s(dst, src, n);
 }
 
 void sc_wire_get_i32s(int32_t *dst, const uint8_t *src, size_t n)
 {
         for (size_t i = 0; i < n; i++)
-                dst[i] = (int32_t)sc_rd32(src + 4 * i);
+                dst[i] = (int32_t)sc_le_get32(src + 4 * i);
 }
 
 void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out)
 {
         const uint8_t *p = m->applied + SC_APPLIED_SIZE * (size_t)i;
-        out->worker = sc_rd32(p);
-        out->seq = sc_rd64(p + 4);
+        out->worker = sc_le_get32(p);
+        out->seq = sc_le_get64(p + 4);
 }
 
 void sc_wire_get_input(const sc_wire_model_view_t *m, uint32_t i, sc_wire_input_offset_t *out)
 {
         const uint8_t *p = m->inputs + SC_INPUT_SIZE * (size_t)i;
-        out->stream = sc_rd32(p);
-        out->partition = (int32_t)sc_rd32(p + 4);
-        out->offset = (int64_t)sc_rd64(p + 8);
+        out->stream = sc_le_get32(p);
+        out->partition = (int32_t)sc_le_get32(p + 4);
+        out->offset = (int64_t)sc_le_get64(p + 8);
 }
 
 double sc_wire_control_field(const sc_wire_control_t *m, uint32_t key, double def)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sc_crc32c.h"
+#include "sc_le.h"
 
 typedef struct sc_sha256 {
         uint32_t h[8];
@@ -147,7 +148,7 @@ sc_err_t sc_wire_sign(sc_buf_t *buf, size_t start, const void *key, size_t keyle
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "wire sign: no message at offset %zu", start);
         m = buf->data + start;
-        body = (uint32_t)m[8] | (uint32_t)m[9] << 8 | (uint32_t)m[10] << 16 | (uint32_t)m[11] << 24;
+        body = sc_le_get32(m + 8);
         if (memcmp(m, SC_WIRE_MAGIC, 4) || (m[6] | m[7]) != 0 ||
             (uint64_t)body != (uint64_t)(buf->len - start - SC_WIRE_HDR_SIZE))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
@@ -161,14 +162,12 @@ sc_err_t sc_wire_sign(sc_buf_t *buf, size_t start, const void *key, size_t keyle
         m = buf->data + start;
         m[6] = SC_WIRE_FLAG_HMAC;
         body += SC_WIRE_TAG_SIZE;
-        for (int i = 0; i < 4; i++)
-                m[8 + i] = (uint8_t)(body >> (8 * i));
+        sc_le_put32(m + 8, body);
         sc_wire_hmac_sha256(key, keylen, m, 12, m + SC_WIRE_HDR_SIZE, body - SC_WIRE_TAG_SIZE, tag);
         memcpy(m + SC_WIRE_HDR_SIZE + body - SC_WIRE_TAG_SIZE, tag, SC_WIRE_TAG_SIZE);
         buf->len += SC_WIRE_TAG_SIZE;
         crc = sc_crc32c(sc_crc32c(0, m, 12), m + SC_WIRE_HDR_SIZE, body);
-        for (int i = 0; i < 4; i++)
-                m[12 + i] = (uint8_t)(crc >> (8 * i));
+        sc_le_put32(m + 12, crc);
         return SC_OK;
 }
 

@@ -19,10 +19,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 10
 FUZZ_SEED    ?=
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS   = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g \
-		-fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP \
-		-Icore/include -Iconnectors -Iplugin/include -Iplugin $(PKG_CFLAGS) \
-		-DSC_VERSION_STR='"$(VERSION)"'
+# The targets, like core/, see core/include, OpenBLAS and jansson only.
+FUZZ_CFLAGS   = $(STD_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP \
+		$(CORE_CPPFLAGS)
 FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_LIB_OBJ := $(CORE_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
@@ -46,7 +45,7 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJ)
 	ar rcs $@ $^
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_LIB)
-	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< $(FUZZ_LIB) $(LDLIBS_ALL)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< $(FUZZ_LIB) $(LDLIBS_CORE)
 
 fuzz: $(FUZZ_BIN)
 	@FUZZ_BUILD=$(FUZZ_BUILD) fuzz/seeds.sh $(FUZZ_BIN)

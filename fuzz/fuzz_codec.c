@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!(data[0] & 1)) {
                 sc_fuzz_payload(p, size - 1);
         } else if (size >= 9) {
-                uint32_t k = sc_fuzz_rd32(p), n = sc_fuzz_rd32(p + 4);
+                uint32_t k = sc_le_get32(p), n = sc_le_get32(p + 4);
                 sc_codec_index_decode(p + 8, size - 9, k, n, NULL, &used, why, sizeof(why));
         }
         free(p);
@@ -130,8 +130,8 @@ static void sc_fuzz_write_seeds(const char *dir)
                                 sc_buf_t b;
                                 uint8_t kn[8];
                                 sc_buf_init(&b);
-                                sc_fuzz_wr32(kn, (uint32_t)k);
-                                sc_fuzz_wr32(kn + 4, (uint32_t)n);
+                                sc_le_put32(kn, (uint32_t)k);
+                                sc_le_put32(kn + 4, (uint32_t)n);
                                 if (sc_buf_append(&b, kn, 8) ||
                                     sc_codec_index_encode(idx, k, (uint32_t)n, m, &b))
                                         exit(1);

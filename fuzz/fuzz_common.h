@@ -1,7 +1,7 @@
 /* fuzz_common.h — shared parts of the libFuzzer targets: seed files written
  * by the library's own encoders (SC_FUZZ_SEEDS=DIR makes a target write its
  * seeds there and exit), CRC32C fix-ups so mutations reach the decoders
- * behind a checksum, and little-endian reads. */
+ * behind a checksum. */
 #ifndef SC_FUZZ_COMMON_H
 #define SC_FUZZ_COMMON_H
 
@@ -14,6 +14,7 @@
 #include "sc_buf.h"
 #include "sc_crc32c.h"
 #include "sc_err.h"
+#include "sc_le.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -46,22 +47,11 @@ static inline uint8_t *sc_fuzz_copy(const uint8_t *data, size_t n)
         return p;
 }
 
-static inline uint32_t sc_fuzz_rd32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static inline void sc_fuzz_wr32(uint8_t *p, uint32_t v)
-{
-        for (int i = 0; i < 4; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* Rewrites the CRC32C trailer (last 4 bytes, over every byte before them). */
 static inline void sc_fuzz_fix_trailer(uint8_t *p, size_t len)
 {
         if (len >= 4)
-                sc_fuzz_wr32(p + len - 4, sc_crc32c(0, p, len - 4));
+                sc_le_put32(p + len - 4, sc_crc32c(0, p, len - 4));
 }
 
 /* Writes n bytes to DIR/name; exits on failure (seed generation only). */

@@ -94,8 +94,8 @@ static void sc_fuzz_message(sc_server_t *srv, uint8_t sel, uint8_t *p, size_t le
         sc_err_t err;
 
         if (fix && len >= SC_WIRE_HDR_SIZE)
-                sc_fuzz_wr32(p + 12, sc_crc32c(sc_crc32c(0, p, 12), p + SC_WIRE_HDR_SIZE,
-                                               len - SC_WIRE_HDR_SIZE));
+                sc_le_put32(p + 12, sc_crc32c(sc_crc32c(0, p, 12), p + SC_WIRE_HDR_SIZE,
+                                              len - SC_WIRE_HDR_SIZE));
         int sig = len >= 8 && (p[6] & SC_WIRE_FLAG_HMAC);
         err = sig ? sc_wire_decode_auth(p, len, sc_fuzz_key, sizeof(sc_fuzz_key) - 1, &msg, why,
                                         sizeof(why))
@@ -105,8 +105,8 @@ static void sc_fuzz_message(sc_server_t *srv, uint8_t sel, uint8_t *p, size_t le
         if (fix && msg.type == SC_WIRE_MODEL && msg.u.model.state_len >= 4) {
                 /* Reach the server state behind its own CRC trailer too. */
                 sc_fuzz_fix_trailer((uint8_t *)msg.u.model.state, msg.u.model.state_len);
-                sc_fuzz_wr32(p + 12, sc_crc32c(sc_crc32c(0, p, 12), p + SC_WIRE_HDR_SIZE,
-                                               len - SC_WIRE_HDR_SIZE));
+                sc_le_put32(p + 12, sc_crc32c(sc_crc32c(0, p, 12), p + SC_WIRE_HDR_SIZE,
+                                              len - SC_WIRE_HDR_SIZE));
                 if (sig)
                         return; /* the tag no longer verifies */
                 if (sc_wire_decode(p, len, &msg, why, sizeof(why)))
@@ -147,7 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         while (size > 0) {
                 size_t len = size;
                 if (size >= SC_WIRE_HDR_SIZE) {
-                        uint64_t want = SC_WIRE_HDR_SIZE + (uint64_t)sc_fuzz_rd32(data + 8);
+                        uint64_t want = SC_WIRE_HDR_SIZE + (uint64_t)sc_le_get32(data + 8);
                         if (want < len)
                                 len = (size_t)want;
                 }

@@ -56,6 +56,8 @@ scadles_resp_err_t sc_api_err(sc_err_t err)
                 return SCADLES_ERR_STATE;
         case SC_ERR_UNSUPPORTED:
                 return SCADLES_ERR_UNSUPPORTED;
+        case SC_ERR_DIVERGED:
+                return SCADLES_ERR_RUNTIME;
         default:
                 return SCADLES_ERR_IO;
         }

@@ -19,8 +19,6 @@
 #include "sc_nn.h"
 #include "sc_worker.h"
 
-#define SC_API_PRED_MAX_HEADERS 64
-
 struct sc_api_pred {
         size_t nparams, nstate, numel;
         int classes;
@@ -137,7 +135,7 @@ scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *s
                                    size_t n_probs, int32_t *label, uint64_t *version, char *errstr,
                                    size_t errstr_size)
 {
-        sc_decode_header_t hdrs[SC_API_PRED_MAX_HEADERS];
+        sc_decode_header_t hdrs[SC_DECODE_MAX_HEADERS + 1];
         sc_decode_spec_t ds;
         char why[512];
         int32_t ignored;
@@ -148,8 +146,8 @@ scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *s
                         p->classes, n_probs);
                 return SCADLES_ERR_INVALID_ARG;
         }
-        if (header_cnt > SC_API_PRED_MAX_HEADERS)
-                header_cnt = SC_API_PRED_MAX_HEADERS; /* a label header beyond is not seen */
+        if (header_cnt > SC_DECODE_MAX_HEADERS + 1)
+                header_cnt = SC_DECODE_MAX_HEADERS + 1; /* enough to be refused as malformed */
         for (size_t i = 0; i < header_cnt; i++)
                 hdrs[i] = (sc_decode_header_t){headers[i].name, headers[i].value, headers[i].size};
         sc_record_t rec = {key, key_len, value, value_len, hdrs, header_cnt};

@@ -14,11 +14,11 @@
 #include <librdkafka/rdkafka.h>
 
 #include "api_impl.h"
+#include "sc_decode.h"
 #include "sc_kafka_util.h"
 
 #define SC_PLUG_NAME "scadles"
 #define SC_PLUG_PREFIX "scadles."
-#define SC_PLUG_MAX_HEADERS 16
 #define SC_PLUG_MAX_SETS 64
 
 /* One rd_kafka_conf_t's plugin settings (ic_opaque of its conf interceptors). */
@@ -297,15 +297,15 @@ static rd_kafka_resp_err_t sc_plug_on_consume(rd_kafka_t *rk, rd_kafka_message_t
 {
         sc_plug_inst_t *pi = ic_opaque;
         if (m->err || !m->rkt)
-                return RD_KAFKA_RESP_ERR_NO_ERROR; /* EOF and errors are the host's */
-        scadles_header_t hs[SC_PLUG_MAX_HEADERS];
+                return RD_KAFKA_RESP_ERR_NO_ERROR;      /* EOF and errors are the host's */
+        scadles_header_t hs[SC_DECODE_MAX_HEADERS + 1]; /* one past the limit: rejected */
         size_t n = 0;
         rd_kafka_headers_t *hdrs = NULL;
         if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 const char *name;
                 const void *value;
                 size_t size;
-                while (n < SC_PLUG_MAX_HEADERS &&
+                while (n <= SC_DECODE_MAX_HEADERS &&
                        rd_kafka_header_get_all(hdrs, n, &name, &value, &size) ==
                            RD_KAFKA_RESP_ERR_NO_ERROR) {
                         hs[n] = (scadles_header_t){name, value, value ? size : 0};

@@ -294,16 +294,6 @@ void sc_codec_put_hdr(uint8_t *p, sc_codec_id_t id, sc_codec_format_t fmt, unsig
         sc_le_put32(p + 4, (uint32_t)n);
 }
 
-void sc_codec_put_f32s(uint8_t *dst, const float *src, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        memcpy(dst, src, n * sizeof(float));
-#else
-        for (size_t i = 0; i < n; i++)
-                sc_le_putf32(dst + 4 * i, src[i]);
-#endif
-}
-
 void sc_codec_ef_commit_sparse(sc_codec_t *c, const float *grads, int sent_exact)
 {
         float *r = c->residual;

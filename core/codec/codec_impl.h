@@ -1,11 +1,12 @@
-/* codec_impl.h — what the codec files share: the encoder struct, the const
- * vtable each codec provides, and little-endian helpers. Internal to core/codec. */
+/* codec_impl.h — what the codec files share: the encoder struct and the const
+ * vtable each codec provides. Internal to core/codec. */
 #ifndef SC_CODEC_IMPL_H
 #define SC_CODEC_IMPL_H
 
 #include <string.h>
 
 #include "sc_codec.h"
+#include "sc_le.h"
 
 /* One tensor: coordinates [off, off + numel) of the flat buffer, k of them
  * kept by the sparse codecs. */
@@ -62,60 +63,9 @@ extern const sc_codec_ops_t sc_codec_adaptive_ops;
 extern const sc_codec_ops_t sc_codec_q8_ops;
 extern const sc_codec_ops_t sc_codec_fp16_ops;
 
-static inline void sc_le_put16(uint8_t *p, uint16_t v)
-{
-        p[0] = (uint8_t)v;
-        p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void sc_le_put32(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)v;
-        p[1] = (uint8_t)(v >> 8);
-        p[2] = (uint8_t)(v >> 16);
-        p[3] = (uint8_t)(v >> 24);
-}
-
-static inline uint16_t sc_le_get16(const uint8_t *p)
-{
-        return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static inline uint32_t sc_le_get32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static inline uint32_t sc_f32_bits(float f)
-{
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        return u;
-}
-
-static inline float sc_f32_from_bits(uint32_t u)
-{
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-}
-
-static inline void sc_le_putf32(uint8_t *p, float f)
-{
-        sc_le_put32(p, sc_f32_bits(f));
-}
-
-static inline float sc_le_getf32(const uint8_t *p)
-{
-        return sc_f32_from_bits(sc_le_get32(p));
-}
-
 /* Writes the 8-byte payload header at p. */
 void sc_codec_put_hdr(uint8_t *p, sc_codec_id_t id, sc_codec_format_t fmt, unsigned flags,
                       size_t n);
-
-/* Copies n floats as little-endian f32 (memcpy on little-endian hosts). */
-void sc_codec_put_f32s(uint8_t *dst, const float *src, size_t n);
 
 /* Body encoders and decoders shared between codecs. body points just after
  * the payload header, len is what remains. */

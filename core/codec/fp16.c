@@ -46,27 +46,6 @@ float sc_codec_f16_to_f32(uint16_t h)
 
 #define SC_FP16_CHUNK 512
 
-/* n halves from h to little-endian bytes at p, and back. */
-static void sc_fp16_store(uint8_t *p, const uint16_t *h, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        memcpy(p, h, 2 * n);
-#else
-        for (size_t i = 0; i < n; i++)
-                sc_le_put16(p + 2 * i, h[i]);
-#endif
-}
-
-static void sc_fp16_load(uint16_t *h, const uint8_t *p, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        memcpy(h, p, 2 * n);
-#else
-        for (size_t i = 0; i < n; i++)
-                h[i] = sc_le_get16(p + 2 * i);
-#endif
-}
-
 static sc_err_t sc_codec_fp16_encode(sc_codec_t *c, const float *grads, sc_rng_t *rng,
                                      sc_buf_t *out, char *errstr, size_t errstr_size)
 {
@@ -98,7 +77,7 @@ static sc_err_t sc_codec_fp16_encode(sc_codec_t *c, const float *grads, sc_rng_t
                         for (size_t i = 0; i < m; i++)
                                 h[i] = sc_codec_f32_to_f16(g[i]);
                 }
-                sc_fp16_store(p + 2 * b, h, m);
+                sc_le_put16s(p + 2 * b, h, m);
         }
         out->len += need;
         c->stats.last_nnz = c->n;
@@ -117,7 +96,7 @@ sc_err_t sc_codec_fp16_decode_add(const uint8_t *body, size_t len, uint32_t n, f
         for (size_t b = 0; b < n; b += SC_FP16_CHUNK) {
                 size_t m = n - b < SC_FP16_CHUNK ? n - b : SC_FP16_CHUNK;
                 float *a = acc + b;
-                sc_fp16_load(h, body + 2 * b, m);
+                sc_le_get16s(h, body + 2 * b, m);
                 for (size_t i = 0; i < m; i++)
                         a[i] += scale * sc_codec_f16_to_f32(h[i]);
         }

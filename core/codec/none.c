@@ -11,7 +11,7 @@ static sc_err_t sc_codec_none_encode(sc_codec_t *c, const float *grads, sc_rng_t
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
                                "codec none: out of memory for %zu bytes", need);
         sc_codec_put_hdr(out->data + out->len, SC_CODEC_NONE, SC_CODEC_FMT_DENSE, 0, c->n);
-        sc_codec_put_f32s(out->data + out->len + SC_CODEC_HDR_SIZE, grads, c->n);
+        sc_le_putf32s(out->data + out->len + SC_CODEC_HDR_SIZE, grads, c->n);
         out->len += need;
         c->stats.last_nnz = c->n;
         return SC_OK;

@@ -443,7 +443,7 @@ sc_err_t sc_codec_sparse_encode(sc_codec_t *c, unsigned flags, sc_buf_t *out)
                 out->len += 2 * k;
                 c->rounded = 1;
         } else {
-                sc_codec_put_f32s(out->data + out->len, c->selval, k);
+                sc_le_putf32s(out->data + out->len, c->selval, k);
                 out->len += 4 * k;
         }
         c->stats.last_nnz = k;

@@ -82,19 +82,27 @@ typedef struct sc_decode_spec {
  * snake_case strings for logs, metrics and the dead-letter topic. */
 typedef enum sc_decode_fault {
         SC_DECODE_OK = 0,
-        SC_DECODE_EMPTY,         /* "empty": no value bytes (tombstone) */
-        SC_DECODE_WRONG_LENGTH,  /* "wrong_length": value / feature count not as expected */
-        SC_DECODE_BAD_JSON,      /* "bad_json": not valid JSON text */
-        SC_DECODE_MISSING_FIELD, /* "missing_field": a path does not resolve */
-        SC_DECODE_NOT_NUMERIC,   /* "not_numeric": a feature or label is not a number */
-        SC_DECODE_NOT_FINITE,    /* "not_finite": NaN or infinity before or after scaling */
-        SC_DECODE_LABEL_RANGE,   /* "label_range": label outside [0, n_classes) */
-        SC_DECODE_BAD_CSV,       /* "bad_csv_columns": wrong CSV column count or lines */
-        SC_DECODE_BAD_KEY,       /* "bad_key": key missing or not a label */
-        SC_DECODE_BAD_HEADER,    /* "bad_header": label header missing or not a label */
-        SC_DECODE_BAD_SPEC,      /* "bad_spec": the spec fails sc_decode_spec_check */
+        SC_DECODE_EMPTY,            /* "empty": no value bytes (tombstone) */
+        SC_DECODE_WRONG_LENGTH,     /* "wrong_length": value / feature count not as expected */
+        SC_DECODE_BAD_JSON,         /* "bad_json": not valid JSON text */
+        SC_DECODE_MISSING_FIELD,    /* "missing_field": a path does not resolve */
+        SC_DECODE_NOT_NUMERIC,      /* "not_numeric": a feature or label is not a number */
+        SC_DECODE_NOT_FINITE,       /* "not_finite": NaN or infinity before or after scaling */
+        SC_DECODE_LABEL_RANGE,      /* "label_range": label outside [0, n_classes) */
+        SC_DECODE_BAD_CSV,          /* "bad_csv_columns": wrong CSV column count or lines */
+        SC_DECODE_BAD_KEY,          /* "bad_key": key missing or not a label */
+        SC_DECODE_BAD_HEADER,       /* "bad_header": label header missing or not a label */
+        SC_DECODE_BAD_SPEC,         /* "bad_spec": the spec fails sc_decode_spec_check */
+        SC_DECODE_TOO_MANY_HEADERS, /* "too_many_headers": over SC_DECODE_MAX_HEADERS headers */
         SC_DECODE_FAULT__END
 } sc_decode_fault_t;
+
+/* Headers a record may carry. sc_decode_record rejects a record with more
+ * (SC_DECODE_TOO_MANY_HEADERS) before reading any of them, so a driver that
+ * copies a record's headers into an array gives it room for
+ * SC_DECODE_MAX_HEADERS + 1 and copies at most that many: the one past the
+ * limit is what gets the record rejected rather than silently truncated. */
+#define SC_DECODE_MAX_HEADERS 64
 
 /* One record header; value may be NULL (size 0). name is NUL-terminated. */
 typedef struct sc_decode_header {

@@ -19,6 +19,7 @@ typedef enum sc_err {
         SC_ERR_STATE,       /* call not valid in the object's current state */
         SC_ERR_AGAIN,       /* nothing available now; retry later */
         SC_ERR_AUTH,        /* a message lacks the tag its job requires, or it does not verify */
+        SC_ERR_DIVERGED,    /* training diverged: the loss is NaN or infinite */
         SC_ERR__END
 } sc_err_t;
 

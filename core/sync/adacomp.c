@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_le.h"
 #include "sync_impl.h"
 
 typedef struct sc_ada_slot {
@@ -221,30 +222,18 @@ size_t sc_adacomp_save_size(const sc_adacomp_t *a)
         return sz;
 }
 
-static void sc_ada_put32(uint8_t *p, uint32_t v)
-{
-        for (int i = 0; i < 4; i++)
-                p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t sc_ada_get32(const uint8_t *p)
-{
-        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 void sc_adacomp_save(const sc_adacomp_t *a, uint8_t *out)
 {
-        sc_ada_put32(out, (uint32_t)a->t);
-        sc_ada_put32(out + 4, (uint32_t)(a->t >> 32));
-        sc_ada_put32(out + 8, a->len);
+        sc_le_put64(out, a->t);
+        sc_le_put32(out + 8, a->len);
         out += 12;
         for (uint32_t s = 0; s < a->len; s++) {
                 const sc_ada_slot_t *sl = &a->ring[(a->head + s) % a->window];
                 *out = sl->dense;
-                sc_ada_put32(out + 1, sl->count);
+                sc_le_put32(out + 1, sl->count);
                 out += 5;
                 for (uint32_t j = 0; j < sl->count; j++, out += 4)
-                        sc_ada_put32(out, sl->idx[j]);
+                        sc_le_put32(out, sl->idx[j]);
         }
 }
 
@@ -257,8 +246,8 @@ sc_err_t sc_adacomp_load(sc_adacomp_t *a, const uint8_t *in, size_t len)
 
         if (len < 12)
                 return SC_ERR_CORRUPT;
-        t = sc_ada_get32(in) | (uint64_t)sc_ada_get32(in + 4) << 32;
-        nslots = sc_ada_get32(in + 8);
+        t = sc_le_get64(in);
+        nslots = sc_le_get32(in + 8);
         if (nslots > a->window || nslots > t)
                 return SC_ERR_CORRUPT;
         /* Validate everything before touching the ring. */
@@ -266,11 +255,11 @@ sc_err_t sc_adacomp_load(sc_adacomp_t *a, const uint8_t *in, size_t len)
                 uint32_t c;
                 if (end - p < 5 || p[0] > 1)
                         return SC_ERR_CORRUPT;
-                c = sc_ada_get32(p + 1);
+                c = sc_le_get32(p + 1);
                 if ((p[0] && c) || (size_t)(end - p - 5) / 4 < c)
                         return SC_ERR_CORRUPT;
                 for (uint32_t j = 0; j < c; j++)
-                        if (sc_ada_get32(p + 5 + 4 * (size_t)j) >= a->n)
+                        if (sc_le_get32(p + 5 + 4 * (size_t)j) >= a->n)
                                 return SC_ERR_CORRUPT;
                 p += 5 + 4 * (size_t)c;
         }
@@ -284,12 +273,12 @@ sc_err_t sc_adacomp_load(sc_adacomp_t *a, const uint8_t *in, size_t len)
         p = in + 12;
         for (uint32_t s = 0; s < nslots; s++) {
                 static const uint32_t none[1];
-                uint32_t c = sc_ada_get32(p + 1), *idx = NULL;
+                uint32_t c = sc_le_get32(p + 1), *idx = NULL;
                 if (!p[0]) {
                         if (c && !(idx = malloc(c * sizeof(*idx))))
                                 return SC_ERR_NOMEM;
                         for (uint32_t j = 0; j < c; j++)
-                                idx[j] = sc_ada_get32(p + 5 + 4 * (size_t)j);
+                                idx[j] = sc_le_get32(p + 5 + 4 * (size_t)j);
                 }
                 err = sc_adacomp_record(a, p[0] ? NULL : (idx ? idx : none), c);
                 free(idx);

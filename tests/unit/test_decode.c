@@ -95,6 +95,35 @@ static void raw_labels_from_byte_key_header_and_offset(void **state)
         assert_non_null(strstr(err, "decode.label_offset"));
 }
 
+/* Up to SC_DECODE_MAX_HEADERS headers are read (a label in the last one is
+ * seen); one more and the record is refused, never read in part. */
+static void too_many_headers_are_refused(void **state)
+{
+        sc_decode_spec_t s = spec_of(SC_DECODE_RAW, 3);
+        unsigned char v[3] = {1, 2, 3};
+        sc_decode_header_t h[SC_DECODE_MAX_HEADERS + 1];
+        float x[3];
+        int32_t label = -1;
+        char err[128];
+        sc_record_t r = {.value = v, .value_size = 3, .headers = h};
+
+        (void)state;
+        for (int i = 0; i <= SC_DECODE_MAX_HEADERS; i++)
+                h[i] = (sc_decode_header_t){"other", "1", 1};
+        h[SC_DECODE_MAX_HEADERS - 1] = (sc_decode_header_t){"y", "7", 1};
+        s.label_source = SC_DECODE_LABEL_HEADER;
+        strcpy(s.label_header, "y");
+        assert_int_equal(sc_decode_spec_check(&s, err, sizeof(err)), SC_OK);
+        r.n_headers = SC_DECODE_MAX_HEADERS;
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_int_equal(label, 7);
+        r.n_headers = SC_DECODE_MAX_HEADERS + 1;
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)),
+                         SC_DECODE_TOO_MANY_HEADERS);
+        assert_non_null(strstr(err, "more than 64"));
+        assert_string_equal(sc_decode_fault_name(SC_DECODE_TOO_MANY_HEADERS), "too_many_headers");
+}
+
 static void raw_float32_little_endian(void **state)
 {
         sc_decode_spec_t s = spec_of(SC_DECODE_RAW, 2);
@@ -750,6 +779,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(raw_u8_key_ascii_and_normalization),
             cmocka_unit_test(raw_labels_from_byte_key_header_and_offset),
+            cmocka_unit_test(too_many_headers_are_refused),
             cmocka_unit_test(raw_float32_little_endian),
             cmocka_unit_test(json_paths_nested_arrays_and_labels),
             cmocka_unit_test(json_syntax_details),

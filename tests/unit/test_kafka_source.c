@@ -55,8 +55,9 @@ static void make_conf(sc_conf_t *conf, const char *bs, const char *topic, const 
                         fail_msg("%s: %s", sets[i], err);
 }
 
-/* Produces n well-formed records (labels i % 10) and, if bad, 2 malformed
- * ones (short value, non-numeric key) after the first half. */
+/* Produces n well-formed records (labels i % 10) and, if bad, 3 malformed
+ * ones (short value, non-numeric key, one header more than
+ * SC_DECODE_MAX_HEADERS) after the first half. */
 static void produce(const char *bs, const char *topic, int n, int bad)
 {
         char err[512], key[8];
@@ -82,9 +83,19 @@ static void produce(const char *bs, const char *topic, int n, int bad)
                         assert_int_equal(sc_kafka_produce(rk, topic, 0, "x", 1, v, sizeof(v), NULL,
                                                           NULL, 0, 0, &dv, 5000, err, sizeof(err)),
                                          SC_OK);
+                        rd_kafka_headers_t *h = rd_kafka_headers_new(SC_DECODE_MAX_HEADERS + 1);
+                        for (int k = 0; k <= SC_DECODE_MAX_HEADERS; k++)
+                                rd_kafka_header_add(h, "h", -1, "v", 1);
+                        assert_int_equal(rd_kafka_producev(
+                                             rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+                                             RD_KAFKA_V_KEY("1", 1), RD_KAFKA_V_VALUE(v, sizeof(v)),
+                                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                             RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END),
+                                         RD_KAFKA_RESP_ERR_NO_ERROR);
                 }
         }
         assert_int_equal(sc_kafka_delivery_wait(rk, &dv, 10000, err, sizeof(err)), SC_OK);
+        assert_int_equal(rd_kafka_flush(rk, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
         rd_kafka_destroy(rk);
 }
 
@@ -118,18 +129,19 @@ static void records_trained_rejected_committed(void **state)
         assert_int_equal(
             sc_kafka_source_new(&src, &conf, NUMEL, 10, 1, quiet_log, NULL, err, sizeof(err)),
             SC_OK);
-        consume(src, 102);
+        consume(src, 103);
 
         sc_stream_stats_t s;
         sc_kafka_source_totals(src, &s);
-        assert_int_equal(s.consumed, 102);
-        assert_int_equal(s.rejected, 2);
+        assert_int_equal(s.consumed, 103);
+        assert_int_equal(s.rejected, 3);
         assert_int_equal(s.faults.count[SC_DECODE_WRONG_LENGTH], 1);
         assert_int_equal(s.faults.count[SC_DECODE_BAD_KEY], 1);
+        assert_int_equal(s.faults.count[SC_DECODE_TOO_MANY_HEADERS], 1);
         assert_int_equal(s.buffered, 100);
         assert_int_equal(sc_kafka_source_nstreams(src), 1);
         const sc_kafka_source_stats_t *ks = sc_kafka_source_stats(src);
-        assert_int_equal(ks->ks_received, 102);
+        assert_int_equal(ks->ks_received, 103);
         assert_int_equal(ks->ks_lost, 0);
 
         /* Train everything in batches of 10: labels follow the key and the
@@ -143,7 +155,7 @@ static void records_trained_rejected_committed(void **state)
                 assert_int_equal(batch->n, 10);
                 for (int k = 0; k < batch->n; k++) {
                         int64_t off = batch->refs[k].offset;
-                        int64_t i0 = off > 50 ? off - 2 : off; /* two bad records at 51, 52 */
+                        int64_t i0 = off > 50 ? off - 3 : off; /* bad records at 51..53 */
                         assert_int_equal(batch->labels[k], (int32_t)(i0 % 10));
                         assert_float_equal(batch->x[(size_t)k * NUMEL],
                                            (float)(i0 & 0xff) * 0.0039f, 1e-4);
@@ -155,15 +167,15 @@ static void records_trained_rejected_committed(void **state)
         assert_int_equal(sc_kafka_source_finish(src, 10000, err, sizeof(err)), SC_OK);
         sc_kafka_source_totals(src, &s);
         assert_int_equal(s.trained, 100);
-        assert_int_equal(sc_kafka_source_stats(src)->ks_dead_letter, 2);
+        assert_int_equal(sc_kafka_source_stats(src)->ks_dead_letter, 3);
 
         /* Committed up to the end: trained and rejected records alike. */
         json_t *parts = sc_kafka_source_partitions(src, 5000);
         assert_non_null(parts);
         assert_int_equal(json_array_size(parts), 1);
         json_t *p0 = json_array_get(parts, 0);
-        assert_int_equal(json_integer_value(json_object_get(p0, "committed")), 102);
-        assert_int_equal(json_integer_value(json_object_get(p0, "end")), 102);
+        assert_int_equal(json_integer_value(json_object_get(p0, "committed")), 103);
+        assert_int_equal(json_integer_value(json_object_get(p0, "end")), 103);
         json_decref(parts);
 
         sc_batch_destroy(batch);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sc_conf.h"
+#include "sc_decode.h"
 #include "sc_worker.h"
 
 static const char conf_text[] =
@@ -39,25 +40,54 @@ static void on_commit(void *opaque, const char *topic, int32_t partition, int64_
         c->calls++;
 }
 
-static sc_worker_t *new_worker(sc_conf_t *conf)
+/* The worker's last line about a malformed record. */
+static char malformed_line[1024];
+
+static void on_log(void *opaque, int level, const char *line)
+{
+        (void)opaque;
+        (void)level;
+        if (strstr(line, "malformed record"))
+                snprintf(malformed_line, sizeof(malformed_line), "%s", line);
+}
+
+/* A push-mode worker on conf_text, with one "path=value" override if set is
+ * not NULL. */
+static sc_worker_t *new_worker(sc_conf_t *conf, const char *set)
 {
         char err[512];
         sc_worker_spec_t spec;
         sc_worker_t *w = NULL;
         memset(conf, 0, sizeof(*conf));
         assert_int_equal(sc_conf_parse(conf, conf_text, "test", err, sizeof(err)), SC_OK);
+        if (set)
+                assert_int_equal(sc_conf_set(conf, set, err, sizeof(err)), SC_OK);
         sc_worker_spec_defaults(&spec);
         spec.conf = conf;
         spec.input = SC_WORKER_INPUT_PUSH;
+        spec.log = on_log;
         assert_int_equal(sc_worker_new(&w, &spec, err, sizeof(err)), SC_OK);
         return w;
+}
+
+/* The worker's summary, parsed, with its accounting identity checked. Caller
+ * decrefs. */
+static json_t *stats_of(sc_worker_t *w)
+{
+        char *text = sc_worker_stats_json(w);
+        assert_non_null(text);
+        json_t *j = json_loads(text, 0, NULL);
+        free(text);
+        assert_non_null(j);
+        assert_true(json_is_true(json_object_get(j, "identity_ok")));
+        return j;
 }
 
 static void push_trains_and_commits(void **state)
 {
         (void)state;
         sc_conf_t conf;
-        sc_worker_t *w = new_worker(&conf);
+        sc_worker_t *w = new_worker(&conf, NULL);
         char err[512], key[4];
         uint8_t px[16];
         commits_t c = {0};
@@ -91,16 +121,75 @@ static void push_trains_and_commits(void **state)
         /* 32 trained + 1 rejected of 40: commits never pass an unfinished one. */
         assert_true(c.next[0] + c.next[1] <= 33);
         assert_int_equal(sc_worker_finish(w, 100, err, sizeof(err)), SC_OK);
-        char *text = sc_worker_stats_json(w);
-        assert_non_null(text);
-        json_t *j = json_loads(text, 0, NULL);
-        assert_non_null(j);
-        assert_true(json_is_true(json_object_get(j, "identity_ok")));
+        json_t *j = stats_of(w);
         assert_int_equal(json_integer_value(json_object_get(j, "consumed")), 40);
         assert_int_equal(json_integer_value(json_object_get(j, "trained")), 32);
         assert_int_equal(json_integer_value(json_object_get(j, "rejected")), 1);
         json_decref(j);
-        free(text);
+        sc_worker_destroy(w);
+        sc_conf_free(&conf);
+}
+
+/* A record with more than SC_DECODE_MAX_HEADERS headers is rejected like
+ * any malformed one (counted per kind, logged with topic, partition and
+ * offset, its offset finished), not trained on a part of its headers. */
+static void too_many_headers_are_rejected(void **state)
+{
+        (void)state;
+        sc_conf_t conf;
+        sc_worker_t *w = new_worker(&conf, NULL);
+        char err[512];
+        uint8_t px[16] = {0};
+        sc_worker_header_t h[100];
+        const size_t counts[3] = {SC_DECODE_MAX_HEADERS, SC_DECODE_MAX_HEADERS + 1, 100};
+        commits_t c = {0};
+
+        for (int i = 0; i < 100; i++)
+                h[i] = (sc_worker_header_t){"h", "v", 1};
+        malformed_line[0] = 0;
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(sc_worker_push(w, "t", 0, i, "1", 1, px, sizeof(px), h, counts[i],
+                                                0, err, sizeof(err)),
+                                 SC_OK);
+        assert_non_null(
+            strstr(malformed_line, "t [0] offset 1: malformed record (too_many_headers)"));
+        assert_non_null(strstr(malformed_line, "more than 64"));
+        sc_worker_commits(w, on_commit, &c);
+        assert_int_equal(c.next[0], 0); /* offset 0 is buffered, not trained yet */
+        json_t *j = stats_of(w);
+        assert_int_equal(json_integer_value(json_object_get(j, "consumed")), 3);
+        assert_int_equal(json_integer_value(json_object_get(j, "rejected")), 2);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(j, "faults"), "too_many_headers")),
+            2);
+        json_decref(j);
+        sc_worker_destroy(w);
+        sc_conf_free(&conf);
+}
+
+/* Features of 1e30 make the logits overflow within a few steps: the worker stops
+ * with SC_ERR_DIVERGED and a message naming the step, not an I/O error. */
+static void divergence_is_reported_as_such(void **state)
+{
+        (void)state;
+        sc_conf_t conf;
+        sc_worker_t *w = new_worker(&conf, "streams.scale=1e30");
+        char err[512] = "";
+        uint8_t px[16];
+        sc_err_t rc = SC_OK;
+
+        for (int i = 0; i < 32; i++) {
+                memset(px, 100 + i, sizeof(px));
+                assert_int_equal(sc_worker_push(w, "t", 0, i, i % 2 ? "1" : "2", 1, px, sizeof(px),
+                                                NULL, 0, 0, err, sizeof(err)),
+                                 SC_OK);
+        }
+        double t = 1.0;
+        for (int i = 0; i < 100 && rc == SC_OK && !sc_worker_done(w, NULL); i++, t += 0.01)
+                rc = sc_worker_poll(w, t, 0, err, sizeof(err));
+        assert_int_equal(rc, SC_ERR_DIVERGED);
+        assert_non_null(strstr(err, "loss diverged at step "));
+        assert_string_equal(sc_err2str(SC_ERR_DIVERGED), "training diverged (non-finite loss)");
         sc_worker_destroy(w);
         sc_conf_free(&conf);
 }
@@ -133,6 +222,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(push_trains_and_commits),
+            cmocka_unit_test(too_many_headers_are_rejected),
+            cmocka_unit_test(divergence_is_reported_as_such),
             cmocka_unit_test(bad_spec_is_a_config_error),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,8 @@
 # broker, then on a real Apache Kafka:
 # SCADLES_KAFKA=host:port, else one scripts/kafka.sh reports running (or
 # starts, and stops afterwards; KAFKA_PORT/KAFKA_DIR as for kafka.sh).
-# Usage: bench/distributed.sh [records per worker]   (BUILD=build-dir)
+# Usage: bench/distributed.sh [records per worker]   (BUILD=build-dir; ONLY=live
+# runs the live-feed latency rows alone)
 set -u
 BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
@@ -40,10 +41,24 @@ trap cleanup EXIT
 # sum FILE JQ: the summary line of FILE, evaluated with JQ.
 summ() { grep '^summary: ' "$1" | tail -n 1 | sed 's/^summary: //' | jq -r "$2"; }
 
+# kc_for BOOTSTRAP: the kafka_consumer section for that broker. The embedded
+# broker answers an empty fetch only after the whole fetch.wait.max.ms (a
+# record produced meanwhile does not cut the wait short, docs/BROKERS.md):
+# its jobs run with EMBEDDED_FETCH_WAIT_MS (default 2); a real broker answers
+# as soon as a record arrives and keeps the runtime's default.
+kc_for() {
+	if [ "$1" = "${embedded_bs:-}" ]; then
+		jq -n --argjson w "${EMBEDDED_FETCH_WAIT_MS:-2}" '{"fetch.wait.max.ms": $w}'
+	else
+		echo '{}'
+	fi
+}
+
 # job_config FILE RUN BOOTSTRAP WORKER PUBLISH POLICY (POLICY "standalone":
 # no job section)
 job_config() {
-	jq -n --arg run "$2" --arg bs "$3" --argjson w "$4" --arg pub "$5" --arg pol "$6" '{
+	jq -n --arg run "$2" --arg bs "$3" --argjson w "$4" --arg pub "$5" --arg pol "$6" \
+		--argjson kc "$(kc_for "$3")" '{
 	  model: {input: [1, 28, 28], loss: "softmax_xent",
 	          layers: [{type: "flatten"}, {type: "dense", units: 128}, {type: "relu"},
 	                   {type: "dense", units: 10}]},
@@ -60,7 +75,8 @@ job_config() {
 	        progress_interval: 1,
 	        heartbeat_interval: 0.5},
 	  kafka: {"bootstrap.servers": $bs,
-	          "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+	          "session.timeout.ms": 6000, "heartbeat.interval.ms": 500},
+	  kafka_consumer: $kc
 	} | if $pol == "standalone" then del(.job) | .source.group_id += "-standalone" else . end' >"$1"
 }
 
@@ -209,7 +225,11 @@ for _ in $(seq 1 100); do
 	[ -s "$tmp/bootstrap" ] && break
 	sleep 0.1
 done
-if [ -s "$tmp/bootstrap" ]; then
+embedded_bs=$(cat "$tmp/bootstrap" 2>/dev/null)
+if [ -s "$tmp/bootstrap" ] && [ "${ONLY:-}" = live ]; then
+	run_live embedded "$embedded_bs" ee asp
+	run_live embedded "$embedded_bs" ef bsp
+elif [ -s "$tmp/bootstrap" ]; then
 	run_job embedded "$(cat "$tmp/bootstrap")" ea 0 interval asp
 	run_job embedded "$(cat "$tmp/bootstrap")" eb 0 every asp
 	run_job embedded "$(cat "$tmp/bootstrap")" ec 0 auto bsp
@@ -231,7 +251,10 @@ if [ -z "$bs" ] || [ "$bs" = unavailable ]; then
 		st=$("$here/../scripts/kafka.sh" status 2>/dev/null) && bs=$(echo "$st" | awk '{print $2}')
 	fi
 fi
-if [ -n "$bs" ]; then
+if [ -n "$bs" ] && [ "${ONLY:-}" = live ]; then
+	run_live kafka "$bs" "bd$$x$(date +%s)e" asp
+	run_live kafka "$bs" "bd$$x$(date +%s)f" bsp
+elif [ -n "$bs" ]; then
 	alone=0
 	run_job kafka "$bs" "bd$$x$(date +%s)a" 1 interval asp
 	run_job kafka "$bs" "bd$$x$(date +%s)b" 1 every asp

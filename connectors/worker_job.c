@@ -28,6 +28,7 @@
 /* Records read back from the end of each J.grad partition at start to find
  * this worker's highest seq (restart). */
 #define SC_WJ_SCAN_BACK 512
+#define SC_WJ_SCAN_MS 5000 /* per J.grad partition, to learn its end and read its tail */
 #define SC_WJ_MAX_UNSENT 4096
 /* Update latency: send times of the last steps (a ring) and the first
  * latency samples kept for the summary's percentiles (ms). */
@@ -207,12 +208,17 @@ static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr,
 
 /* ---- start ---- */
 
-/* The highest seq this worker sent, from the tail of every J.grad partition. */
-static uint64_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base)
+/* The highest seq this worker sent, from the tail of every J.grad partition
+ * (0 for none). A tail that cannot be read is an error: seqs restarted too
+ * low would have this worker's new updates dropped as duplicates. */
+static sc_err_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base, uint64_t *bestp, char *errstr,
+                               size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
+        const char *topic = j->topics[SC_JOB_GRAD].name;
         char why[256];
         uint64_t best = 0;
+        sc_err_t err = SC_OK;
         rd_kafka_conf_t *kc = rd_kafka_conf_dup(base);
         sc_kafka_conf_set(kc, "group.id", "scadles-seq-scan", "scan", why, sizeof(why));
         sc_kafka_conf_set(kc, "enable.auto.commit", "false", "scan", why, sizeof(why));
@@ -220,21 +226,23 @@ static uint64_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base)
         rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why));
         if (!rk) {
                 rd_kafka_conf_destroy(kc);
-                return 0;
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s seq scan: %s", topic, why);
         }
         rd_kafka_poll_set_consumer(rk);
-        for (int s = 0; s < j->shards; s++) {
+        for (int s = 0; !err && s < j->shards; s++) {
                 int64_t lo = 0, hi = 0;
-                const char *topic = j->topics[SC_JOB_GRAD].name;
-                if (sc_kafka_end_offsets(rk, topic, s, 5000, &lo, &hi, why, sizeof(why)) ||
-                    hi <= lo)
+                if ((err = sc_kafka_end_offsets(rk, topic, s, SC_WJ_SCAN_MS, &lo, &hi, errstr,
+                                                errstr_size)))
+                        break;
+                if (hi <= lo)
                         continue;
                 rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
                 rd_kafka_topic_partition_list_add(tp, topic, s)->offset =
                     hi - SC_WJ_SCAN_BACK > lo ? hi - SC_WJ_SCAN_BACK : lo;
                 rd_kafka_assign(rk, tp);
                 rd_kafka_topic_partition_list_destroy(tp);
-                for (int idle = 0; idle < 50;) {
+                int done = 0;
+                for (int idle = 0; !done && idle < SC_WJ_SCAN_MS / 100;) {
                         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
                         if (!m) {
                                 idle++;
@@ -249,15 +257,23 @@ static uint64_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base)
                             msg.u.update.worker == (uint32_t)w->spec.worker_id &&
                             msg.u.update.seq > best)
                                 best = msg.u.update.seq;
+                        /* The end (a record at hi - 1 or the end-of-partition
+                         * event at hi) ends the scan of this partition. */
+                        done = off >= hi - 1;
                         rd_kafka_message_destroy(m);
-                        if (off >= hi - 1)
-                                break;
                 }
                 rd_kafka_assign(rk, NULL);
+                if (!done)
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                      "%s [%d]: the tail (offsets up to %" PRId64
+                                      ") was not read within %d ms: cannot tell where this "
+                                      "worker's update seqs continue",
+                                      topic, s, hi, SC_WJ_SCAN_MS);
         }
         rd_kafka_consumer_close(rk);
         rd_kafka_destroy(rk);
-        return best;
+        *bestp = best;
+        return err;
 }
 
 static sc_err_t sc_wj_codecs(sc_worker_t *w, char *errstr, size_t errstr_size)
@@ -399,8 +415,11 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                 }
         }
-        uint64_t scanned = sc_wj_scan_seq(w, kc);
+        uint64_t scanned = 0;
+        err = sc_wj_scan_seq(w, kc, &scanned, errstr, errstr_size);
         rd_kafka_conf_destroy(kc);
+        if (err)
+                return err;
         if ((err = sc_job_model_new(&j->jm, conf, sc_model_params(w->model), j->n, errstr,
                                     errstr_size)))
                 return err;

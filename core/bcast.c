@@ -93,6 +93,11 @@ int sc_bcast_pub_current(const sc_bcast_pub_t *pub, uint64_t version)
         return pub->has && pub->version == version;
 }
 
+int sc_bcast_pub_exact(const sc_bcast_pub_t *pub, uint64_t version)
+{
+        return sc_bcast_pub_current(pub, version) && pub->since_key == 0;
+}
+
 const float *sc_bcast_pub_view(const sc_bcast_pub_t *pub)
 {
         return pub->view;

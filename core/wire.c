@@ -167,13 +167,17 @@ sc_err_t sc_wire_encode_update(sc_buf_t *buf, const sc_wire_update_t *m, char *e
 sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *errstr,
                               size_t errstr_size)
 {
-        uint64_t body = SC_MODEL_FIXED + 4 * (uint64_t)m->count + 4 * (uint64_t)m->opt_count +
+        uint64_t nparams = m->params_in_state ? 0 : m->count;
+        uint64_t body = SC_MODEL_FIXED + 4 * nparams + 4 * (uint64_t)m->opt_count +
                         SC_APPLIED_SIZE * (uint64_t)m->napplied +
                         SC_INPUT_SIZE * (uint64_t)m->ninputs + m->state_len;
         sc_wr_t w;
         sc_err_t err;
 
-        if ((m->count && !m->params) || (m->opt_count && !m->opt) || (m->napplied && !m->applied) ||
+        if (m->params_in_state && !m->state_len)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire model: parameters in the state, but no state");
+        if ((nparams && !m->params) || (m->opt_count && !m->opt) || (m->napplied && !m->applied) ||
             (m->ninputs && !m->inputs) || (m->state_len && !m->state))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "wire model: an array with a non-zero count is NULL");
@@ -185,7 +189,7 @@ sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *err
         if (err)
                 return err;
         sc_wr_u32(&w, m->shard);
-        sc_wr_u32(&w, 0);
+        sc_wr_u32(&w, m->params_in_state ? SC_WIRE_MODEL_PARAMS_IN_STATE : 0);
         sc_wr_u64(&w, m->version);
         sc_wr_u64(&w, m->begin);
         sc_wr_u32(&w, m->count);
@@ -195,7 +199,7 @@ sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *err
         sc_wr_u32(&w, m->ninputs);
         sc_wr_u32(&w, m->state_len);
         sc_wr_u32(&w, 0);
-        sc_wr_f32s(&w, m->params, m->count);
+        sc_wr_f32s(&w, m->params, (size_t)nparams);
         sc_wr_f32s(&w, m->opt, m->opt_count);
         sc_wr_applied(&w, m->applied, m->napplied);
         for (uint32_t i = 0; i < m->ninputs; i++) {
@@ -482,16 +486,21 @@ static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_mod
         m->napplied = sc_rd32(b + 40);
         m->ninputs = sc_rd32(b + 44);
         m->state_len = sc_rd32(b + 48);
-        if (sc_rd32(b + 4) != 0 || sc_rd32(b + 52) != 0)
+        if ((sc_rd32(b + 4) & ~(uint32_t)SC_WIRE_MODEL_PARAMS_IN_STATE) || sc_rd32(b + 52) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                               "wire model: reserved fields are not zero");
+                               "wire model: unknown flags 0x%x or a reserved field not zero",
+                               sc_rd32(b + 4));
+        m->params_in_state = (sc_rd32(b + 4) & SC_WIRE_MODEL_PARAMS_IN_STATE) != 0;
+        if (m->params_in_state && !m->state_len)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire model: parameters in the state, but no state");
         if (m->begin > UINT64_MAX - m->count)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire model: range begin %llu + count %u overflows",
                                (unsigned long long)m->begin, m->count);
-        need = SC_MODEL_FIXED + 4 * (uint64_t)m->count + 4 * (uint64_t)m->opt_count +
-               SC_APPLIED_SIZE * (uint64_t)m->napplied + SC_INPUT_SIZE * (uint64_t)m->ninputs +
-               m->state_len;
+        need = SC_MODEL_FIXED + (m->params_in_state ? 0 : 4 * (uint64_t)m->count) +
+               4 * (uint64_t)m->opt_count + SC_APPLIED_SIZE * (uint64_t)m->napplied +
+               SC_INPUT_SIZE * (uint64_t)m->ninputs + m->state_len;
         if (need != len)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "wire model: %u params, %u optimizer floats, %u applied, %u "
@@ -499,8 +508,8 @@ static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_mod
                                m->count, m->opt_count, m->napplied, m->ninputs, m->state_len,
                                (unsigned long long)need, len);
         off = SC_MODEL_FIXED;
-        m->params = b + off;
-        off += 4 * (uint64_t)m->count;
+        m->params = m->params_in_state ? NULL : b + off;
+        off += m->params_in_state ? 0 : 4 * (uint64_t)m->count;
         m->opt = b + off;
         off += 4 * (uint64_t)m->opt_count;
         m->applied = b + off;

@@ -62,6 +62,9 @@ void sc_bcast_pub_keyed(sc_bcast_pub_t *pub, int64_t offset);
 void sc_bcast_pub_reset(sc_bcast_pub_t *pub);
 /* 1 when the view is known and stands for version. */
 int sc_bcast_pub_current(const sc_bcast_pub_t *pub, uint64_t version);
+/* 1 when the view is version's parameters exactly: its last message was a
+ * keyframe of that version. */
+int sc_bcast_pub_exact(const sc_bcast_pub_t *pub, uint64_t version);
 /* The view (n floats) and its version; the view is valid after an encode. */
 const float *sc_bcast_pub_view(const sc_bcast_pub_t *pub);
 uint64_t sc_bcast_pub_version(const sc_bcast_pub_t *pub);

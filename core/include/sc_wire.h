@@ -64,11 +64,14 @@ typedef struct sc_wire_update {
         size_t payload_len;
 } sc_wire_update_t;
 
-/* Model shard: body u32 shard, u32 0, u64 version, u64 begin, u32 count,
+/* Model shard: body u32 shard, u32 flags, u64 version, u64 begin, u32 count,
  * u32 opt_count, i64 grad_offset, u32 napplied, u32 ninputs, u32 state_len,
  * u32 0, then count f32 parameters, opt_count f32 optimizer state, napplied x
  * (u32 worker, u64 seq), ninputs x (u32 stream, i32 partition, i64 offset),
- * state_len bytes of opaque server state. */
+ * state_len bytes of opaque server state. Flag SC_WIRE_MODEL_PARAMS_IN_STATE:
+ * the count parameters are not in the body (the state, which must not be
+ * empty, holds them: an sc_server snapshot); no other flag is defined. */
+#define SC_WIRE_MODEL_PARAMS_IN_STATE 0x1
 typedef struct sc_wire_applied {
         uint32_t worker;
         uint64_t seq; /* every seq <= this one of the worker is included */
@@ -86,7 +89,8 @@ typedef struct sc_wire_model {
         uint64_t begin;      /* first parameter of the shard in the flat buffer */
         uint32_t count;      /* parameters in the shard */
         int64_t grad_offset; /* J.grad offset of the next update not included; -1 none */
-        const float *params; /* (count) */
+        int params_in_state; /* 1: params are not sent (the state holds them) */
+        const float *params; /* (count), unless params_in_state */
         uint32_t opt_count;  /* optimizer state floats (e.g. momentum, count of them) */
         const float *opt;    /* (opt_count) */
         uint32_t napplied;
@@ -103,7 +107,8 @@ typedef struct sc_wire_model_view {
         uint64_t version, begin;
         uint32_t count, opt_count, napplied, ninputs, state_len;
         int64_t grad_offset;
-        const uint8_t *params;  /* count x f32 */
+        int params_in_state;    /* SC_WIRE_MODEL_PARAMS_IN_STATE: params is NULL */
+        const uint8_t *params;  /* count x f32, or NULL */
         const uint8_t *opt;     /* opt_count x f32 */
         const uint8_t *applied; /* napplied x 12 bytes: sc_wire_get_applied() */
         const uint8_t *inputs;  /* ninputs x 16 bytes: sc_wire_get_input() */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sc_bcast.h"
+#include "sc_crc32c.h"
 #include "sc_rng.h"
 #include "sc_wire.h"
 
@@ -21,6 +22,14 @@
 #define MAXREC 256
 
 static char errbuf[512];
+
+/* Rewrites the CRC after the test changed bytes, so the body checks run. */
+static void fix_crc(uint8_t *m, size_t len)
+{
+        uint32_t crc = sc_crc32c(sc_crc32c(0, m, 12), m + 16, len - 16);
+        for (int i = 0; i < 4; i++)
+                m[12 + i] = (uint8_t)(crc >> (8 * i));
+}
 
 /* A partition of broadcast records: rec[i] is at offset i. */
 typedef struct log {
@@ -323,9 +332,10 @@ static void test_malformed(void **state)
         /* decoder: a keyframe rewritten as q8 (kind byte and codec byte) */
         assert_int_equal(encode_raw(&b, SC_WIRE_BCAST_DELTA, 5, 4, 0, N, &pq), SC_OK);
         b.data[16 + 4] = SC_WIRE_BCAST_KEY;
-        uint32_t crc = 0;
-        (void)crc;
-        assert_int_not_equal(sc_wire_decode(b.data, b.len, &msg, errbuf, sizeof(errbuf)), SC_OK);
+        fix_crc(b.data, b.len);
+        assert_int_equal(sc_wire_decode(b.data, b.len, &msg, errbuf, sizeof(errbuf)),
+                         SC_ERR_DECODE);
+        assert_non_null(strstr(errbuf, "keyframe"));
         /* every truncation is refused */
         assert_int_equal(encode_raw(&b, SC_WIRE_BCAST_DELTA, 5, 4, 0, N, &pq), SC_OK);
         for (size_t len = 0; len < b.len; len += 7)
@@ -366,6 +376,22 @@ static void test_malformed(void **state)
             SC_ERR_DECODE);
         assert_non_null(strstr(errbuf, "keyframe payload"));
         assert_false(sub.has);
+
+        /* signed like the other messages: decodes with the key only */
+        static const uint8_t key[32] = {1, 2, 3};
+        assert_int_equal(encode_raw(&b, SC_WIRE_BCAST_DELTA, 5, 4, 0, N, &pq), SC_OK);
+        assert_int_equal(sc_wire_sign(&b, 0, key, sizeof(key), errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(sc_wire_decode(b.data, b.len, &msg, errbuf, sizeof(errbuf)),
+                         SC_ERR_UNSUPPORTED);
+        assert_int_equal(
+            sc_wire_decode_auth(b.data, b.len, key, sizeof(key), &msg, errbuf, sizeof(errbuf)),
+            SC_OK);
+        assert_int_equal(msg.type, SC_WIRE_BCAST);
+        assert_int_equal(msg.u.bcast.payload_len, pq.len);
+        b.data[40] ^= 1;
+        assert_int_equal(
+            sc_wire_decode_auth(b.data, b.len, key, sizeof(key), &msg, errbuf, sizeof(errbuf)),
+            SC_ERR_CORRUPT); /* the CRC first */
 
         sc_codec_destroy(dense);
         sc_codec_destroy(q8);

@@ -64,33 +64,13 @@ sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int s
 sc_err_t sc_kafka_model_bcast_new(const sc_conf_t *conf, const sc_model_t *model, int shard,
                                   sc_bcast_pub_t **pubp, char *errstr, size_t errstr_size)
 {
-        int nt = sc_model_ntensors(model);
+        sc_bcast_spec_t spec;
         size_t b, e;
-        sc_bcast_spec_t spec = {.codec = (sc_codec_id_t)conf->job.downlink,
-                                .keyframe_interval = (uint32_t)conf->job.keyframe_interval};
-        sc_tensor_view_t *views = calloc((size_t)nt + 1, sizeof(*views));
-        sc_tensor_view_t *clip = calloc((size_t)nt + 1, sizeof(*clip));
-        sc_err_t err;
 
-        *pubp = NULL;
-        if (!views || !clip) {
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-                goto out;
-        }
-        for (int i = 0; i < nt; i++)
-                views[i] = *sc_model_tensor(model, i);
-        sc_codec_params_default(&spec.params, spec.codec);
-        if (conf->job.downlink_ratio > 0)
-                spec.params.ratio = conf->job.downlink_ratio;
-        spec.params.half_values = conf->job.downlink_half;
+        sc_bcast_spec_conf(&spec, &conf->job);
         sc_kafka_model_shard_range(sc_model_nparams(model), conf->job.shards, shard, &b, &e);
-        int nv = sc_codec_clip_views(views, nt, b, e, clip);
-        err =
-            sc_bcast_pub_new(pubp, &spec, (uint32_t)shard, b, e - b, clip, nv, errstr, errstr_size);
-out:
-        free(views);
-        free(clip);
-        return err;
+        return sc_bcast_pub_new_model(pubp, &spec, (uint32_t)shard, model, b, e, errstr,
+                                      errstr_size);
 }
 
 uint32_t sc_kafka_model_applied(const sc_server_t *srv, sc_wire_applied_t *out)

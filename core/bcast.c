@@ -19,6 +19,17 @@ struct sc_bcast_pub {
         sc_buf_t payload;
 };
 
+void sc_bcast_spec_conf(sc_bcast_spec_t *spec, const sc_conf_job_t *job)
+{
+        memset(spec, 0, sizeof(*spec));
+        spec->codec = (sc_codec_id_t)job->downlink;
+        spec->keyframe_interval = (uint32_t)job->keyframe_interval;
+        sc_codec_params_default(&spec->params, spec->codec);
+        if (job->downlink_ratio > 0)
+                spec->params.ratio = job->downlink_ratio;
+        spec->params.half_values = job->downlink_half;
+}
+
 sc_err_t sc_bcast_pub_new(sc_bcast_pub_t **pubp, const sc_bcast_spec_t *spec, uint32_t shard,
                           uint64_t begin, size_t n, const sc_tensor_view_t *views, int nviews,
                           char *errstr, size_t errstr_size)
@@ -52,6 +63,30 @@ sc_err_t sc_bcast_pub_new(sc_bcast_pub_t **pubp, const sc_bcast_spec_t *spec, ui
         return SC_OK;
 fail:
         sc_bcast_pub_destroy(pub);
+        return err;
+}
+
+sc_err_t sc_bcast_pub_new_model(sc_bcast_pub_t **pubp, const sc_bcast_spec_t *spec, uint32_t shard,
+                                const sc_model_t *model, size_t begin, size_t end, char *errstr,
+                                size_t errstr_size)
+{
+        int nt = sc_model_ntensors(model);
+        sc_tensor_view_t *views = calloc((size_t)nt + 1, sizeof(*views));
+        sc_tensor_view_t *clip = calloc((size_t)nt + 1, sizeof(*clip));
+        sc_err_t err;
+
+        *pubp = NULL;
+        if (!views || !clip) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        } else {
+                for (int i = 0; i < nt; i++)
+                        views[i] = *sc_model_tensor(model, i);
+                int nv = sc_codec_clip_views(views, nt, begin, end, clip);
+                err = sc_bcast_pub_new(pubp, spec, shard, begin, end - begin, clip, nv, errstr,
+                                       errstr_size);
+        }
+        free(views);
+        free(clip);
         return err;
 }
 

@@ -24,6 +24,7 @@
 
 #include "sc_buf.h"
 #include "sc_codec.h"
+#include "sc_conf.h"
 #include "sc_err.h"
 #include "sc_nn.h"
 #include "sc_rng.h"
@@ -36,6 +37,10 @@ typedef struct sc_bcast_spec {
         uint32_t keyframe_interval; /* deltas between two keyframes, >= 1 */
 } sc_bcast_spec_t;
 
+/* The job's broadcast spec: job.downlink (codec, ratio, half_values) and
+ * job.keyframe_interval. */
+void sc_bcast_spec_conf(sc_bcast_spec_t *spec, const sc_conf_job_t *job);
+
 /* ---- publisher: one per shard held ---- */
 
 typedef struct sc_bcast_pub sc_bcast_pub_t;
@@ -46,6 +51,11 @@ typedef struct sc_bcast_pub sc_bcast_pub_t;
 sc_err_t sc_bcast_pub_new(sc_bcast_pub_t **pubp, const sc_bcast_spec_t *spec, uint32_t shard,
                           uint64_t begin, size_t n, const sc_tensor_view_t *views, int nviews,
                           char *errstr, size_t errstr_size);
+/* The same for the range [begin, end) of model's flat parameter buffer, its
+ * tensors cut to the range as the views. */
+sc_err_t sc_bcast_pub_new_model(sc_bcast_pub_t **pubp, const sc_bcast_spec_t *spec, uint32_t shard,
+                                const sc_model_t *model, size_t begin, size_t end, char *errstr,
+                                size_t errstr_size);
 /* Accepts NULL. */
 void sc_bcast_pub_destroy(sc_bcast_pub_t *pub);
 

@@ -215,7 +215,7 @@ echo "then latency with a live feed of $LIVE_RATE samples/s per worker (asp and 
 # two partitions per data topic: the embedded broker keeps ~5 MiB per partition
 targs=()
 for r in ea eb ec ed ee ef; do
-	targs+=(--topic "$r.d.0:2" --topic "$r.d.1:2" --topic "$r.grad:4" --topic "$r.model:4"
+	targs+=(--topic "$r.d.0:2" --topic "$r.d.1:2" --topic "$r.grad:4" --topic "$r.model:4" --topic "$r.bcast:4"
 		--topic "$r.inject:1" --topic "$r.ctl:1")
 done
 "$SCADLES" broker "${targs[@]}" --bootstrap-file "$tmp/bootstrap" \

@@ -158,6 +158,16 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
                            agg->topics[SC_JOB_MODEL].name);
         }
         sc_kafka_model_rec_free(&rec);
+        /* The workers' view of this owner starts unknown: a keyframe first. */
+        if ((err = sc_kafka_model_bcast_new(agg->conf, agg->model, p, &s->bpub, errstr,
+                                            errstr_size))) {
+                sc_server_destroy(s->srv);
+                s->srv = NULL;
+                return err;
+        }
+        sc_kafka_delivery_init(&s->bdv);
+        s->key_pending = 0;
+        s->bcast_time = 0;
         sc_agg_apply_live(agg, s);
         sc_kafka_gap_init(&s->gap, s->next);
         s->held = s->seen = 1;
@@ -195,40 +205,86 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
         return SC_OK;
 }
 
+/* Broadcasts shard p's version to the workers (J.bcast): a keyframe when
+ * one is due and nothing of the shard awaits its report, else a delta once
+ * the keyframe's offset is known (its delivery report), at most two in
+ * flight (newer versions coalesce). A failed delivery forgets the view, so
+ * a keyframe follows. Returns 1 if the version still waits. */
+static int sc_agg_bcast(sc_aggregator_t *agg, int p)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        sc_wire_applied_t *applied;
+        sc_wire_bcast_kind_t kind;
+        char why[512];
+        sc_err_t err;
+
+        if (!s->held || !s->bpub)
+                return 0;
+        if (s->bdv.dv_failed) {
+                agg->bcast_failed += (uint64_t)s->bdv.dv_failed;
+                sc_agg_log(agg, 4, "shard %d: %lld broadcast(s) not delivered (%s): keyframe next",
+                           p, (long long)s->bdv.dv_failed, rd_kafka_err2str(s->bdv.dv_first_err));
+                s->bdv.dv_failed = 0;
+                s->key_pending = 0;
+                sc_bcast_pub_reset(s->bpub);
+        }
+        if (s->key_pending) {
+                if (s->bdv.dv_pending > 0)
+                        return 1;
+                sc_bcast_pub_keyed(s->bpub, s->bdv.dv_last_offset);
+                s->key_pending = 0;
+        }
+        if (sc_bcast_pub_current(s->bpub, sc_server_version(s->srv)))
+                return 0;
+        if (s->bdv.dv_pending >= (sc_bcast_pub_key_due(s->bpub) ? 1 : 2))
+                return 1;
+        if (!sc_server_is_finite(s->srv))
+                return 0; /* never happens: a non-finite step is undone */
+        if (!(applied = malloc((size_t)agg->nworkers * sizeof(*applied))))
+                return 1;
+        agg->buf.len = 0;
+        err = sc_bcast_pub_encode(s->bpub, sc_server_params(s->srv), sc_server_version(s->srv),
+                                  applied, sc_kafka_model_applied(s->srv, applied), NULL, &agg->buf,
+                                  &kind, why, sizeof(why));
+        free(applied);
+        if (!err)
+                err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, why, sizeof(why));
+        if (!err)
+                err = sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_BCAST].name,
+                                             (uint32_t)p, agg->buf.data, agg->buf.len, &s->bdv, why,
+                                             sizeof(why));
+        if (err) {
+                sc_bcast_pub_reset(s->bpub);
+                if (!agg->fatal) {
+                        agg->fatal = err;
+                        snprintf(agg->fatal_str, sizeof(agg->fatal_str), "shard %d: broadcast: %s",
+                                 p, why);
+                }
+                return 0;
+        }
+        s->key_pending = kind == SC_WIRE_BCAST_KEY;
+        s->bcast_time = sc_agg_now();
+        agg->bcasts++;
+        agg->bcast_keys += kind == SC_WIRE_BCAST_KEY;
+        agg->bcast_bytes += agg->buf.len;
+        agg->bytes_out += agg->buf.len;
+        return 0;
+}
+
 static int sc_agg_changed(const sc_agg_shard_t *s)
 {
         return s->held && (s->next != s->pub_next || sc_server_version(s->srv) != s->pub_version);
 }
 
-/* job.publish every: a new version goes out as soon as it exists, unless
- * as many publications as there are shards await their delivery reports;
- * then the newest version goes out when they are in (sc_agg_publish_due),
- * so under a backlog publications coalesce instead of queueing behind each
- * other. Returns 1 if a version still waits. */
-static int sc_agg_publish_now(sc_aggregator_t *agg, int p)
-{
-        sc_agg_shard_t *s = &agg->shards[p];
-        char why[512];
-        sc_err_t err;
-        if (!s->held || sc_server_version(s->srv) == s->pub_version)
-                return 0;
-        if (agg->dv.dv_pending >= agg->nshards)
-                return 1;
-        s->version = sc_server_version(s->srv);
-        s->offset = s->next;
-        if ((err = sc_agg_publish(agg, p, why, sizeof(why))) && !agg->fatal) {
-                agg->fatal = err;
-                snprintf(agg->fatal_str, sizeof(agg->fatal_str), "shard %d: %s", p, why);
-        }
-        return 0;
-}
-
-/* Versions that waited for delivery reports; 1 if any still waits. */
-static int sc_agg_publish_due(sc_aggregator_t *agg)
+/* job.publish every: a new version is broadcast as soon as it exists, or,
+ * while the shard's broadcasts await their delivery reports, the newest one
+ * when they are in (sc_agg_bcast_due), so under a backlog versions coalesce
+ * instead of queueing. Returns 1 if a version still waits. */
+static int sc_agg_bcast_due(sc_aggregator_t *agg)
 {
         int waiting = 0;
         for (int p = 0; agg->publish_every && p < agg->nshards; p++)
-                waiting |= sc_agg_publish_now(agg, p);
+                waiting |= sc_agg_bcast(agg, p);
         return waiting;
 }
 
@@ -250,8 +306,22 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
                            "snapshot (the new owner replays from the last one)",
                            p, (unsigned long long)sc_server_version(s->srv));
                 agg->lost_assignments++;
-        } else if (sc_agg_changed(s))
-                err = sc_agg_publish(agg, p, errstr, sizeof(errstr));
+        } else {
+                char why[512];
+                if (sc_agg_changed(s))
+                        err = sc_agg_publish(agg, p, errstr, sizeof(errstr));
+                /* the workers' view ends exact: a keyframe of the final
+                 * parameters, unless the view is one already */
+                if (s->bpub && !sc_bcast_pub_exact(s->bpub, sc_server_version(s->srv))) {
+                        sc_kafka_delivery_wait(agg->producer, &s->bdv, 30000, why, sizeof(why));
+                        s->key_pending = 0;
+                        s->bdv.dv_failed = 0;
+                        sc_bcast_pub_reset(s->bpub);
+                        sc_agg_bcast(agg, p);
+                }
+                if (sc_kafka_delivery_wait(agg->producer, &s->bdv, 30000, why, sizeof(why)))
+                        sc_agg_log(agg, 4, "shard %d: final broadcast: %s", p, why);
+        }
         if (!err)
                 err =
                     sc_kafka_delivery_wait(agg->producer, &agg->dv, 30000, errstr, sizeof(errstr));
@@ -267,6 +337,8 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
                    (long long)s->next);
         sc_server_destroy(s->srv);
         s->srv = NULL;
+        sc_bcast_pub_destroy(s->bpub);
+        s->bpub = NULL;
         s->held = 0;
 }
 
@@ -339,7 +411,7 @@ static void sc_agg_set_live(sc_aggregator_t *agg, int w, int live)
                 sc_server_set_live(agg->shards[p].srv, (uint32_t)w, live, &res);
                 /* A round closed by a leave goes out now, not at the next tick. */
                 if (res.stepped && agg->publish_every)
-                        sc_agg_publish_now(agg, p);
+                        sc_agg_bcast(agg, p);
         }
 }
 
@@ -549,7 +621,7 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         if (!agg->live[wu->worker])
                 sc_agg_set_live(agg, (int)wu->worker, 1);
         if (res.stepped && agg->publish_every)
-                sc_agg_publish_now(agg, p);
+                sc_agg_bcast(agg, p);
 }
 
 /* ---- life cycle ---------------------------------------------------------- */
@@ -727,7 +799,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                         rd_kafka_message_destroy(cm);
                 }
                 rd_kafka_poll(agg->producer, 0);
-                waiting = sc_agg_publish_due(agg);
+                waiting = sc_agg_bcast_due(agg);
                 if (agg->dv.dv_failed) {
                         agg->publish_failed += (uint64_t)agg->dv.dv_failed;
                         sc_agg_log(agg, 3, "%lld shard publication(s) failed: %s",
@@ -747,13 +819,15 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                                 sc_agg_shard_t *s = &agg->shards[p];
                                 if (s->held)
                                         sc_agg_unpark(agg, p, now);
+                                if (s->held && !agg->publish_every &&
+                                    now - s->bcast_time >= job->snapshot_interval)
+                                        waiting |= sc_agg_bcast(agg, p);
                                 if (!sc_agg_changed(s))
                                         continue;
                                 s->version = sc_server_version(s->srv);
                                 s->offset = s->next;
-                                if (agg->publish_every
-                                        ? sc_server_version(s->srv) != s->pub_version
-                                        : now - s->pub_time >= job->snapshot_interval)
+                                /* J.model: the failover snapshot, by interval */
+                                if (now - s->pub_time >= job->snapshot_interval)
                                         if ((err = sc_agg_publish(agg, p, why, sizeof(why))) &&
                                             !agg->fatal) {
                                                 agg->fatal = err;
@@ -787,8 +861,10 @@ void sc_aggregator_destroy(sc_aggregator_t *agg)
 {
         if (!agg)
                 return;
-        for (int p = 0; agg->shards && p < agg->nshards; p++)
+        for (int p = 0; agg->shards && p < agg->nshards; p++) {
                 sc_server_destroy(agg->shards[p].srv);
+                sc_bcast_pub_destroy(agg->shards[p].bpub);
+        }
         if (agg->consumer)
                 rd_kafka_destroy(agg->consumer);
         if (agg->reader)

@@ -10,6 +10,7 @@
 
 #include "sc_aggregator.h"
 #include "sc_auth.h"
+#include "sc_bcast.h"
 #include "sc_buf.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_util.h"
@@ -44,6 +45,11 @@ typedef struct sc_agg_shard {
         uint64_t pub_version;
         double pub_time;
         sc_kafka_gap_t gap;
+        /* the model broadcast (J.bcast): the workers' view, its deliveries */
+        sc_bcast_pub_t *bpub;
+        sc_kafka_delivery_t bdv;
+        int key_pending; /* a keyframe awaits its delivery report (its offset) */
+        double bcast_time;
         /* A round update ahead of the shard's version waits (partition
          * paused, re-read from its offset) until the version moves. */
         int parked;
@@ -76,7 +82,7 @@ struct sc_aggregator {
         uint64_t rej[SC_REJ__END];
         uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
             stale, lost, ctl_records, restored, initialized, assigned, revoked, lost_assignments,
-            parks, steps;
+            parks, steps, bcasts, bcast_keys, bcast_bytes, bcast_failed;
         double t0, last_record, last_progress, first_assign;
         double first_update, last_update; /* monotonic times of the first / last applied update */
         uint64_t progress_applied;

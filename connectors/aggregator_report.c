@@ -151,6 +151,10 @@ char *sc_aggregator_summary(const sc_aggregator_t *agg)
         json_object_set_new(o, "ctl_records", json_integer((json_int_t)agg->ctl_records));
         json_object_set_new(o, "published", json_integer((json_int_t)agg->publishes));
         json_object_set_new(o, "publish_failed", json_integer((json_int_t)agg->publish_failed));
+        json_object_set_new(o, "broadcasts", json_integer((json_int_t)agg->bcasts));
+        json_object_set_new(o, "keyframes", json_integer((json_int_t)agg->bcast_keys));
+        json_object_set_new(o, "bytes_bcast", json_integer((json_int_t)agg->bcast_bytes));
+        json_object_set_new(o, "bcast_failed", json_integer((json_int_t)agg->bcast_failed));
         json_object_set_new(o, "bytes_in", json_integer((json_int_t)agg->bytes_in));
         json_object_set_new(o, "bytes_out", json_integer((json_int_t)agg->bytes_out));
         json_object_set_new(o, "assigned", json_integer((json_int_t)agg->assigned));

@@ -1,5 +1,6 @@
-/* job_model.c — follows a distributed job's J.model partitions and keeps the
- * newest global model (see sc_job_model.h). */
+/* job_model.c — follows a distributed job's model broadcast (J.bcast, one
+ * partition per shard) and keeps the workers' view of the global model
+ * (see sc_job_model.h; the rules are core/bcast.c's). */
 #include "sc_job_model.h"
 
 #include <stdlib.h>
@@ -7,22 +8,20 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "sc_bcast.h"
 #include "sc_job_auth.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
 #include "sc_wire.h"
 
-/* Records read back from the end of a partition at start (a newest record
- * that turns out unusable falls back on an older one). */
-#define SC_JM_BACK 4
 #define SC_JM_END_MS 30000 /* a shard's end offset: at most this long (a leader election) */
 
 typedef struct sc_jm_shard {
         size_t begin, end;
         uint64_t version, stamp;
-        int64_t need;      /* offset of the newest record at start; -1 = none to wait for */
-        int64_t next;      /* next offset expected */
+        int64_t need; /* offset of the newest record at start; -1 = none to wait for */
+        sc_bcast_sub_t sub;
         uint64_t *applied; /* (n_workers) */
 } sc_jm_shard_t;
 
@@ -39,14 +38,14 @@ struct sc_job_model_s {
         sc_job_model_stats_t stats;
 };
 
-/* 0 if a model record may be installed over shard sh: its parameters are
- * finite, and after the first install its version is less than
- * job.limits.model_jump ahead of the one held (a forged far-future version
- * would otherwise pin the shard). Counts the refusal. */
-static int sc_jm_plausible(sc_job_model_t *jm, const sc_jm_shard_t *sh,
-                           const sc_wire_model_view_t *v)
+/* 0 if a broadcast record may be taken for shard sh: a keyframe's
+ * parameters are finite, and after the first install its version is less
+ * than job.limits.model_jump ahead of the one held (a forged far-future
+ * version would otherwise pin the shard). Counts the refusal. */
+static int sc_jm_plausible(sc_job_model_t *jm, const sc_jm_shard_t *sh, const sc_wire_bcast_t *v)
 {
-        if (!sc_wire_f32s_finite(v->params, v->count)) {
+        if (v->kind == SC_WIRE_BCAST_KEY &&
+            !sc_wire_f32s_finite(v->payload + SC_CODEC_HDR_SIZE, v->count)) {
                 jm->stats.nonfinite++;
                 return -1;
         }
@@ -58,42 +57,69 @@ static int sc_jm_plausible(sc_job_model_t *jm, const sc_jm_shard_t *sh,
         return 0;
 }
 
+static void sc_jm_seek(sc_job_model_t *jm, int s, int64_t offset)
+{
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(tp, jm->topic, s)->offset = offset;
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(jm->rk, tp, 5000);
+        if (e)
+                rd_kafka_error_destroy(e);
+        rd_kafka_topic_partition_list_destroy(tp);
+        jm->stats.seeks++;
+}
+
 static void sc_jm_install(sc_job_model_t *jm, const rd_kafka_message_t *m, int *changed)
 {
         char why[256];
         sc_wire_msg_t msg;
+        sc_bcast_action_t act;
+        int64_t lo = -1, hi = -1, seek = -1;
         int s = (int)m->partition;
         jm->stats.records++;
         jm->stats.bytes += m->len;
         if (s < 0 || s >= jm->shards)
                 return;
         sc_jm_shard_t *sh = &jm->sh[s];
-        sh->next = m->offset + 1;
         sc_err_t err = sc_auth_decode(&jm->auth, m->payload, m->len, &msg, NULL, why, sizeof(why));
-        if (err || msg.type != SC_WIRE_MODEL || msg.u.model.shard != (uint32_t)s ||
-            msg.u.model.begin != sh->begin || msg.u.model.count != sh->end - sh->begin) {
+        if (err || msg.type != SC_WIRE_BCAST || msg.u.bcast.shard != (uint32_t)s ||
+            msg.u.bcast.begin != sh->begin || msg.u.bcast.count != sh->end - sh->begin) {
                 jm->stats.auth_bad += err == SC_ERR_AUTH;
                 jm->stats.bad++;
+                sh->sub.next = m->offset + 1;
                 return;
         }
-        const sc_wire_model_view_t *v = &msg.u.model;
-        if (v->version < sh->version && sh->stamp > 0)
-                return; /* an older publication (e.g. a zombie's), keep the newer */
+        const sc_wire_bcast_t *v = &msg.u.bcast;
         if (sc_jm_plausible(jm, sh, v)) {
                 jm->stats.bad++;
+                sh->sub.next = m->offset + 1;
                 return;
         }
-        sc_wire_get_f32s(jm->params + sh->begin, v->params, v->count);
+        /* the end offset the last fetch reported (no request) */
+        if (rd_kafka_get_watermark_offsets(jm->rk, jm->topic, s, &lo, &hi))
+                hi = -1;
+        if (sc_bcast_sub_take(&sh->sub, jm->params + sh->begin, sh->end - sh->begin, v, m->offset,
+                              hi, &act, &seek, why, sizeof(why))) {
+                jm->stats.bad++;
+                sh->sub.next = m->offset + 1;
+                return;
+        }
+        if (act == SC_BCAST_SEEK) {
+                sc_jm_seek(jm, s, seek);
+                return;
+        }
+        if (act != SC_BCAST_APPLIED)
+                return;
         sh->version = v->version;
         sh->stamp++;
         memset(sh->applied, 0, (size_t)jm->n_workers * sizeof(uint64_t));
         for (uint32_t i = 0; i < v->napplied; i++) {
                 sc_wire_applied_t a;
-                sc_wire_get_applied(v, i, &a);
+                sc_wire_get_applied_raw(v->applied_raw, i, &a);
                 if (a.worker < (uint32_t)jm->n_workers)
                         sh->applied[a.worker] = a.seq;
         }
         jm->stats.installed++;
+        jm->stats.keyframes += v->kind == SC_WIRE_BCAST_KEY;
         if (changed)
                 (*changed)++;
 }
@@ -125,6 +151,7 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                 sc_kafka_model_shard_range(nparams, jm->shards, s, &jm->sh[s].begin,
                                            &jm->sh[s].end);
                 jm->sh[s].need = -1;
+                sc_bcast_sub_init(&jm->sh[s].sub, (uint32_t)conf->job.keyframe_interval);
                 if (!(jm->sh[s].applied = calloc((size_t)jm->n_workers, sizeof(uint64_t)))) {
                         err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                         goto fail;
@@ -133,7 +160,7 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
         if ((err = sc_kafka_admin_job_topics(conf->job.name, conf->job.shards,
                                              conf->job.replication, topics, errstr, errstr_size)))
                 goto fail;
-        snprintf(jm->topic, sizeof(jm->topic), "%s", topics[SC_JOB_MODEL].name);
+        snprintf(jm->topic, sizeof(jm->topic), "%s", topics[SC_JOB_BCAST].name);
         if ((err = sc_kafka_reader_new(&jm->rk, conf, "scadles-model-reader", why, sizeof(why)))) {
                 err = sc_errf(err, errstr, errstr_size, "%s reader: %s", jm->topic, why);
                 goto fail;
@@ -148,9 +175,10 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
                         rd_kafka_topic_partition_list_destroy(tp);
                         goto fail;
                 }
+                /* From the newest record: it leads to its keyframe. */
                 jm->sh[s].need = hi > lo ? hi - 1 : -1;
-                jm->sh[s].next = hi - SC_JM_BACK > lo ? hi - SC_JM_BACK : lo;
-                rd_kafka_topic_partition_list_add(tp, jm->topic, s)->offset = jm->sh[s].next;
+                jm->sh[s].sub.next = hi > lo ? hi - 1 : lo;
+                rd_kafka_topic_partition_list_add(tp, jm->topic, s)->offset = jm->sh[s].sub.next;
         }
         rd_kafka_resp_err_t rerr = rd_kafka_assign(jm->rk, tp);
         rd_kafka_topic_partition_list_destroy(tp);
@@ -217,7 +245,8 @@ sc_err_t sc_job_model_poll(sc_job_model_t *jm, int timeout_ms, int *changed, cha
 int sc_job_model_ready(const sc_job_model_t *jm)
 {
         for (int s = 0; s < jm->shards; s++)
-                if (jm->sh[s].need >= 0 && jm->sh[s].next <= jm->sh[s].need)
+                if (jm->sh[s].need >= 0 &&
+                    (!jm->sh[s].sub.has || jm->sh[s].sub.next <= jm->sh[s].need))
                         return 0;
         return 1;
 }

@@ -10,7 +10,8 @@ sc_err_t sc_kafka_admin_job_topics(const char *job, int shards, int replication,
                                    sc_kafka_topic_spec_t out[SC_JOB__NTOPICS], char *errstr,
                                    size_t errstr_size)
 {
-        static const char *const suffix[SC_JOB__NTOPICS] = {"grad", "model", "inject", "ctl"};
+        static const char *const suffix[SC_JOB__NTOPICS] = {"grad", "model", "inject", "ctl",
+                                                            "bcast"};
 
         if (shards < 1 || (replication < 1 && replication != -1))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
@@ -25,11 +26,12 @@ sc_err_t sc_kafka_admin_job_topics(const char *job, int shards, int replication,
                 memset(&out[i], 0, sizeof(out[i]));
                 snprintf(out[i].name, sizeof(out[i].name), "%s.%s", job, suffix[i]);
                 out[i].replication = replication;
-                out[i].partitions = i <= SC_JOB_MODEL ? shards : 1;
-                out[i].exact = i <= SC_JOB_MODEL;
+                out[i].exact = i <= SC_JOB_MODEL || i == SC_JOB_BCAST;
+                out[i].partitions = out[i].exact ? shards : 1;
         }
         out[SC_JOB_MODEL].compact = 1;
         out[SC_JOB_CTL].retention_ms = 3600 * 1000L;
+        out[SC_JOB_BCAST].retention_ms = 3600 * 1000L;
         return SC_OK;
 }
 

@@ -61,6 +61,29 @@ sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int s
         return SC_OK;
 }
 
+sc_err_t sc_kafka_model_bcast_new(const sc_conf_t *conf, const sc_model_t *model, int shard,
+                                  sc_bcast_pub_t **pubp, char *errstr, size_t errstr_size)
+{
+        sc_bcast_spec_t spec;
+        size_t b, e;
+
+        sc_bcast_spec_conf(&spec, &conf->job);
+        sc_kafka_model_shard_range(sc_model_nparams(model), conf->job.shards, shard, &b, &e);
+        return sc_bcast_pub_new_model(pubp, &spec, (uint32_t)shard, model, b, e, errstr,
+                                      errstr_size);
+}
+
+uint32_t sc_kafka_model_applied(const sc_server_t *srv, sc_wire_applied_t *out)
+{
+        uint32_t na = 0;
+        for (int w = 0; w < sc_server_spec(srv)->sync.n_workers; w++) {
+                uint64_t s = sc_server_applied_seq(srv, (uint32_t)w);
+                if (s)
+                        out[na++] = (sc_wire_applied_t){.worker = (uint32_t)w, .seq = s};
+        }
+        return na;
+}
+
 sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
                                char *errstr, size_t errstr_size)
 {
@@ -79,17 +102,13 @@ sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t gr
                 free(state);
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         }
-        for (int w = 0; w < nw; w++) {
-                uint64_t s = sc_server_applied_seq(srv, (uint32_t)w);
-                if (s)
-                        applied[na++] = (sc_wire_applied_t){.worker = (uint32_t)w, .seq = s};
-        }
+        na = sc_kafka_model_applied(srv, applied);
         sc_wire_model_t m = {.shard = sp->shard,
                              .version = sc_server_version(srv),
                              .begin = sp->begin,
                              .count = (uint32_t)sc_server_len(srv),
                              .grad_offset = grad_offset,
-                             .params = sc_server_params(srv),
+                             .params_in_state = 1, /* the snapshot holds them */
                              .napplied = na,
                              .applied = applied,
                              .state_len = (uint32_t)state_len,

@@ -1,4 +1,4 @@
-/* model_out.c — assembles a distributed job's model from J.model and
+/* model_out.c — assembles a distributed job's model from its model broadcast (J.bcast) and
  * recalibrates its batchnorm statistics (sc_model_out.h). */
 #include "sc_model_out.h"
 

@@ -97,7 +97,7 @@ static void sc_pred_logf(sc_predictor_t *p, int level, const char *fmt, ...)
 }
 
 /* The model: the checkpoint's parameters and state, or the job's newest
- * model (its initial one until J.model has records). */
+ * model (its initial one until J.bcast has records). */
 static sc_err_t sc_pred_model(sc_predictor_t *p, char *errstr, size_t errstr_size)
 {
         const sc_conf_t *conf = &p->conf;
@@ -130,7 +130,7 @@ static sc_err_t sc_pred_model(sc_predictor_t *p, char *errstr, size_t errstr_siz
                                "%s: --follow-job needs a job section (job.name)", conf->origin);
         if (sc_model_nstate(p->model))
                 sc_pred_logf(p, 4,
-                             "J.model carries no batchnorm running statistics: predicting with "
+                             "J.bcast carries no batchnorm running statistics: predicting with "
                              "mean 0, variance 1 (a checkpoint keeps them)");
         return sc_job_model_new(&p->jm, conf, sc_model_params(p->model), p->nparams, errstr,
                                 errstr_size);

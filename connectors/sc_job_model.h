@@ -1,8 +1,9 @@
-/* sc_job_model.h — a reader of a distributed job's global model on J.model:
- * it follows every shard partition from its newest record on, installs each
- * newer shard into one flat parameter buffer and keeps each shard's version
- * and applied-seq vector (docs/DISTRIBUTED.md). Used by workers and by
- * evaluators that only watch the model. Single-threaded. */
+/* sc_job_model.h — a reader of a distributed job's global model on its
+ * broadcast J.bcast: it follows every shard partition from the newest
+ * keyframe on, applies each delta into one flat parameter buffer (the
+ * aggregators' view, bit for bit) and keeps each shard's version and
+ * applied-seq vector (docs/DISTRIBUTED.md, "Model broadcast"). Used by
+ * workers and by evaluators that only watch the model. Single-threaded. */
 #ifndef SC_JOB_MODEL_H
 #define SC_JOB_MODEL_H
 
@@ -16,7 +17,7 @@
 
 typedef struct sc_job_model_s sc_job_model_t;
 
-/* Reads conf->job's J.model (job.shards partitions) for a model of nparams
+/* Reads conf->job's J.bcast (job.shards partitions) for a model of nparams
  * floats whose initial values are init (copied; the seeded initial model).
  * Each partition is read from its newest record at the time of the call
  * (sc_job_model_ready() tells when those arrived). conf is borrowed. */
@@ -53,8 +54,10 @@ uint64_t sc_job_model_applied(const sc_job_model_t *jm, int s, uint32_t worker);
 uint64_t sc_job_model_min_clock(const sc_job_model_t *jm);
 
 typedef struct sc_job_model_stats {
-        uint64_t records;   /* J.model records read */
-        uint64_t installed; /* shard records installed */
+        uint64_t records;   /* J.bcast records read */
+        uint64_t installed; /* keyframes and deltas applied */
+        uint64_t keyframes; /* of them keyframes */
+        uint64_t seeks;     /* jumps to a keyframe (start, catch-up) or back */
         uint64_t bad;       /* not a usable model record of their shard (skipped); of them: */
         uint64_t auth_bad;  /* authenticated job: unsigned or a tag that does not verify */
         uint64_t nonfinite; /* a parameter is NaN or infinite */

@@ -22,13 +22,14 @@ typedef struct sc_kafka_topic_spec {
 } sc_kafka_topic_spec_t;
 
 /* Indices of a job's topics in the array sc_kafka_admin_job_topics() fills. */
-enum { SC_JOB_GRAD, SC_JOB_MODEL, SC_JOB_INJECT, SC_JOB_CTL, SC_JOB__NTOPICS };
+enum { SC_JOB_GRAD, SC_JOB_MODEL, SC_JOB_INJECT, SC_JOB_CTL, SC_JOB_BCAST, SC_JOB__NTOPICS };
 
 /* Fills out[SC_JOB__NTOPICS] for job: J.grad (shards partitions), J.model
- * (shards partitions, compacted), J.inject (1 partition) and J.ctl (1
- * partition, 1 h retention); J.grad and J.model must have exactly `shards`
- * partitions, the others are read whole and may have any count. SC_ERR_INVAL if a name would exceed
- * 249 characters or shards < 1. */
+ * (shards partitions, compacted), J.inject (1 partition), J.ctl (1
+ * partition, 1 h retention) and J.bcast (shards partitions, the model
+ * broadcast, 1 h retention); J.grad, J.model and J.bcast must have exactly
+ * `shards` partitions, the others are read whole and may have any count. SC_ERR_INVAL if a name
+ * would exceed 249 characters or shards < 1. */
 sc_err_t sc_kafka_admin_job_topics(const char *job, int shards, int replication,
                                    sc_kafka_topic_spec_t out[SC_JOB__NTOPICS], char *errstr,
                                    size_t errstr_size);

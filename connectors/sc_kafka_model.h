@@ -11,6 +11,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "sc_auth.h"
+#include "sc_bcast.h"
 #include "sc_buf.h"
 #include "sc_conf.h"
 #include "sc_err.h"
@@ -35,10 +36,21 @@ sc_err_t sc_kafka_model_initial(const sc_conf_t *conf, sc_model_t **modelp, char
 sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int shard,
                                     sc_server_spec_t *spec, char *errstr, size_t errstr_size);
 
-/* Appends to buf one model message for srv: its parameters, the applied-seq
- * vector (workers with at least one applied seq), grad_offset (the J.grad
- * offset of the first update it does not include) and, as the opaque state,
- * the whole sc_server_snapshot(). */
+/* The broadcast publisher of shard `shard` of the job (sc_bcast.h): the
+ * job.downlink codec and its options over the model's tensors cut to the
+ * shard, job.keyframe_interval. *pubp is the caller's. */
+sc_err_t sc_kafka_model_bcast_new(const sc_conf_t *conf, const sc_model_t *model, int shard,
+                                  sc_bcast_pub_t **pubp, char *errstr, size_t errstr_size);
+
+/* srv's applied-seq vector: (worker, seq) for each worker with a seq
+ * applied, into out (room for the job's workers); returns the count. */
+uint32_t sc_kafka_model_applied(const sc_server_t *srv, sc_wire_applied_t *out);
+
+/* Appends to buf one model message for srv (J.model, the failover
+ * snapshot): the applied-seq vector (workers with at least one applied seq),
+ * grad_offset (the J.grad offset of the first update it does not include)
+ * and, as the opaque state, the whole sc_server_snapshot(), which holds the
+ * parameters (SC_WIRE_MODEL_PARAMS_IN_STATE: they are not sent twice). */
 sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
                                char *errstr, size_t errstr_size);
 

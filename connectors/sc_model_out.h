@@ -1,5 +1,5 @@
-/* sc_model_out.h — the model out of a distributed job: the newest J.model
- * record of every shard assembled (through sc_job_model, the reader the
+/* sc_model_out.h — the model out of a distributed job: the view of every
+ * shard on J.bcast assembled (through sc_job_model, the reader the
  * workers follow the model with) into one model, batchnorm statistics
  * recomputed from the held-out set, written as a checkpoint
  * (docs/MODEL.md). Used by `scadles model pull`, the aggregator's
@@ -17,13 +17,13 @@
 #include "sc_nn.h"
 
 /* Samples of the held-out set a model with batchnorm is recalibrated on
- * (J.model carries parameters only; docs/DISTRIBUTED.md). */
+ * (J.bcast carries parameters only; docs/DISTRIBUTED.md). */
 #define SC_MODEL_OUT_CALIB_SAMPLES 5000
 
 /* What a pull found. */
 typedef struct sc_model_out_info {
         int shards;
-        int unpublished;      /* shards with no usable J.model record (initial values kept) */
+        int unpublished;      /* shards with no usable J.bcast record (initial values kept) */
         uint64_t min_version; /* smallest shard version */
         uint64_t max_version;
 } sc_model_out_info_t;
@@ -32,8 +32,8 @@ typedef struct sc_model_out_info {
  * fills info (may be NULL). */
 void sc_model_out_assemble(sc_model_t *model, const sc_job_model_t *jm, sc_model_out_info_t *info);
 
-/* Reads the newest record of every shard of conf's J.model (waiting up to
- * timeout_ms for them) and assembles them into model. SC_ERR_IO when the
+/* Reads the view of every shard on conf's J.bcast (waiting up to
+ * timeout_ms for it) and assembles them into model. SC_ERR_IO when the
  * reader fails or the records do not arrive in time. */
 sc_err_t sc_model_out_pull(const sc_conf_t *conf, sc_model_t *model, int timeout_ms,
                            sc_model_out_info_t *info, char *errstr, size_t errstr_size);

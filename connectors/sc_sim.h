@@ -54,6 +54,9 @@ typedef struct sc_sim_spec {
         int codec_half;       /* sparse codecs: values as IEEE half (2 bytes) */
         int codec_log8;       /* sparse codecs: values as 8-bit log codes (1 byte) */
         int codec_rice;       /* sparse codecs: Rice-coded index gaps when smallest */
+        int downlink_bcast;   /* models go to the devices as the model broadcast
+                                 (core/bcast.c: job.downlink deltas of the view,
+                                 keyframes every job.keyframe_interval); 0 = whole shards */
         int async_pull;       /* asp / adacomp: after a send, wait for the server's reply
                                  and compute the next batch on it (pull - compute - push) */
         sc_sim_rates_t rates; /* stream rates */

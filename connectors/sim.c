@@ -27,6 +27,7 @@ void sc_sim_destroy(sc_sim_t *sim)
         if (!sim)
                 return;
         sc_sim_queue_free(&sim->q, sc_sim_free_ptr);
+        sc_sim_bcast_free(sim);
         if (sim->devs)
                 for (int i = 0; i < sim->nd; i++) {
                         sc_sim_dev_t *d = &sim->devs[i];
@@ -306,6 +307,8 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                         goto out_nomem;
                 d->busy = 1;
         }
+        if (spec->downlink_bcast && (err = sc_sim_bcast_init(sim, errstr, errstr_size)))
+                goto out;
         sc_sim_rate_sum(sim);
         if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_EVAL, -1, NULL))
                 goto out_nomem;
@@ -522,20 +525,28 @@ static sc_err_t sc_sim_deliver(sc_sim_t *sim, int sh, int i, sc_sim_snap_t **sna
         sc_sim_delivery_t *del;
         sc_sim_dev_t *d = &sim->devs[i];
         size_t len = sim->begin[sh + 1] - sim->begin[sh];
+        size_t bytes = len * sizeof(float) + SC_SIM_MSG_HDR;
+        const float *src = sc_server_params(sim->servers[sh]);
+        sc_err_t err;
 
+        if (sim->bsh) { /* the broadcast records device i reads to catch up */
+                bytes = 0;
+                if ((err = sc_sim_bcast_send(sim, sh, i, &bytes, &src)))
+                        return err;
+        }
         if (!*snapp) {
                 if (!(*snapp = malloc(sizeof(**snapp) + len * sizeof(float))))
                         return SC_ERR_NOMEM;
                 (*snapp)->refs = 0;
                 (*snapp)->shard = sh;
-                memcpy((*snapp)->params, sc_server_params(sim->servers[sh]), len * sizeof(float));
+                memcpy((*snapp)->params, src, len * sizeof(float));
         }
         if (!(del = malloc(sizeof(*del))))
                 return SC_ERR_NOMEM;
         del->snap = *snapp;
         del->snap->refs++;
         sc_server_model_info(sim->servers[sh], (uint32_t)i, &del->info);
-        double at = sc_sim_link_send(&d->down, sim->now, len * sizeof(float) + SC_SIM_MSG_HDR);
+        double at = sc_sim_link_send(&d->down, sim->now, bytes);
         if (sc_sim_queue_push(&sim->q, at, SC_EV_MODEL, i, del)) {
                 del->snap->refs--;
                 free(del);

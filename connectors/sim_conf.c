@@ -68,6 +68,7 @@ static const sc_simp_t sc_simps[] = {
     SC_SIMP("codec_log8", SC_SIMP_BOOL, codec_log8, 0, 1),
     SC_SIMP("codec_rice", SC_SIMP_BOOL, codec_rice, 0, 1),
     SC_SIMP("async_pull", SC_SIMP_BOOL, async_pull, 0, 1),
+    SC_SIMP("downlink_bcast", SC_SIMP_BOOL, downlink_bcast, 0, 1),
     SC_SIMP("rates", SC_SIMP_RATES, rates, 0, 0),
     SC_SIMP("min_rate", SC_SIMP_DOUBLE, min_rate, 1e-6, 1e12),
     SC_SIMP("buffer", SC_SIMP_BUFFER, truncation, 0, 0),

@@ -15,6 +15,7 @@
 #include "sc_optim.h"
 #include "sc_rng.h"
 #include "sc_server.h"
+#include "sc_bcast.h"
 #include "sc_sim.h"
 
 /* ---- event queue: a binary heap ordered by (time, insertion number) ---- */
@@ -104,6 +105,15 @@ typedef struct sc_sim_delivery {
         sc_sync_model_info_t info;
 } sc_sim_delivery_t;
 
+/* The model broadcast of one shard (sim.downlink_bcast): the publisher and
+ * its records since the newest keyframe, record k at offset first + k. */
+typedef struct sc_sim_bshard {
+        sc_bcast_pub_t *pub;
+        sc_buf_t *log;
+        int nlog, cap;
+        int64_t first;
+} sc_sim_bshard_t;
+
 typedef struct sc_sim_dev {
         sc_sync_worker_t *w;
         sc_codec_t **codec;         /* (shards) */
@@ -125,6 +135,8 @@ typedef struct sc_sim_dev {
         double data_wait_since; /* start of the open wait; < 0 = none */
         double send_wait;       /* seconds blocked on the uplink */
         int pulls;              /* async_pull: model replies still to come */
+        sc_bcast_sub_t *bsub;   /* (shards) downlink_bcast: the device's reader */
+        float *bview;           /* (n) downlink_bcast: its copy of the view */
 } sc_sim_dev_t;
 
 struct sc_sim_s {
@@ -133,6 +145,7 @@ struct sc_sim_s {
         const sc_dataset_t *train, *test;
         sc_model_t *model;
         sc_server_t **servers; /* (shards) */
+        sc_sim_bshard_t *bsh;  /* (shards) downlink_bcast, else NULL */
         size_t *begin;         /* (shards + 1) shard s is [begin[s], begin[s + 1]) */
         int ns;
         size_t n;
@@ -158,6 +171,14 @@ struct sc_sim_s {
         double last_acc, last_test_loss;
         double last_loss, last_stale; /* of the last metric window (NAN / 0 before any) */
 };
+
+/* sim_bcast.c (downlink_bcast): set up and free the broadcast; send brings
+ * shard sh's broadcast up to the server's version and device i's copy up to
+ * it, as a Kafka reader would (from its position, or the newest keyframe),
+ * adding the bytes of the records read to *bytesp; *viewp gets the view. */
+sc_err_t sc_sim_bcast_init(sc_sim_t *sim, char *errstr, size_t errstr_size);
+void sc_sim_bcast_free(sc_sim_t *sim);
+sc_err_t sc_sim_bcast_send(sc_sim_t *sim, int sh, int i, size_t *bytesp, const float **viewp);
 
 /* The model version: the least over the shards. */
 uint64_t sc_sim_version(const sc_sim_t *sim);

@@ -129,6 +129,11 @@ void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
                            "%.6f");
                 fprintf(out, ",\"lost_msgs\":%llu,\"stalled\":%s",
                         (unsigned long long)sim->lost_msgs, sim->stalled ? "true" : "false");
+                fputs(",\"bytes_down_devices\":[", out);
+                for (int i = 0; i < sim->nd; i++)
+                        fprintf(out, "%s%llu", i ? "," : "",
+                                (unsigned long long)sim->devs[i].down.bytes);
+                fputs("]", out);
                 if (sim->spec.sync.kind == SC_SYNC_SCADLES) /* the batch window in use */
                         sc_sim_num(out, "window", sc_sync_worker_window(sim->devs[0].w), "%.4f");
         }

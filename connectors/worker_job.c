@@ -898,8 +898,11 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
             (json_int_t)j->own_skipped, "wait_s", sc_sync_worker_wait_seconds(j->sync),
             "inject_bad", (json_int_t)j->inj_bad, "ctl_sent", (json_int_t)j->ctl_sent);
         sc_wj_security_json(j, ms, o);
-        if (o)
+        if (o) {
                 json_object_set_new(o, "away", json_integer((json_int_t)j->aways));
+                json_object_set_new(o, "model_keyframes", json_integer((json_int_t)ms->keyframes));
+                json_object_set_new(o, "model_seeks", json_integer((json_int_t)ms->seeks));
+        }
         if (o) {
                 json_t *lat = json_pack("{s:o, s:o}", "acked", sc_wj_pct(j->lat_ack, j->n_ack),
                                         "visible", sc_wj_pct(j->lat_vis, j->n_vis));

@@ -89,7 +89,7 @@ sc_err_t sc_auth_sign(const sc_auth_t *auth, sc_buf_t *buf, size_t start, uint32
 static int sc_auth_signer(const uint8_t *m, size_t len, sc_wire_type_t type, uint32_t *signer)
 {
         size_t at = type == SC_WIRE_CONTROL ? 4 : 0;
-        if (type == SC_WIRE_MODEL) {
+        if (type == SC_WIRE_MODEL || type == SC_WIRE_BCAST) {
                 *signer = SC_AUTH_AGGREGATOR;
                 return 0;
         }
@@ -116,9 +116,9 @@ sc_err_t sc_auth_decode(const sc_auth_t *auth, const void *data, size_t len, sc_
                                "unsigned %s message (this job requires the HMAC tag)",
                                sc_wire_type_name(type));
         /* a signed frame that passed the check holds the tag; the aggregators'
-         * key signs model shards only, whatever a worker field says */
+         * key signs model shards and broadcasts only, whatever a worker field says */
         if (sc_auth_signer(m, len, type, &signer) ||
-            (type != SC_WIRE_MODEL && signer == SC_AUTH_AGGREGATOR) ||
+            (type != SC_WIRE_MODEL && type != SC_WIRE_BCAST && signer == SC_AUTH_AGGREGATOR) ||
             !(key = sc_auth_key(auth, signer)))
                 return sc_errf(SC_ERR_AUTH, errstr, errstr_size,
                                "%s message signed as worker %u, not a worker of the job",

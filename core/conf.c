@@ -608,15 +608,16 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(kafka_consumer),
      .def_doc = "{}",
      .desc = "librdkafka properties for the consumers only (the worker's source, the "
-             "aggregator's, the J.model, J.inject and eval readers); they win over `kafka` and "
+             "aggregator's, the J.bcast, J.inject and eval readers); they win over `kafka` and "
              "`config --check` checks "
              "them the same way."},
     {.path = "kafka_producer",
      .type = SC_CONF_PASSTHROUGH,
      .offset = C(kafka_producer),
      .def_doc = "{}",
-     .desc = "librdkafka properties for the producers only (J.grad, J.model, J.ctl, "
-             "J.inject, dead letters); they win over `kafka` and `config --check` checks them the "
+     .desc = "librdkafka properties for the producers only (J.grad, J.model, J.bcast, "
+             "J.ctl, J.inject, dead letters); they win over `kafka` and `config --check` checks "
+             "them the "
              "same way."},
 
     /* source */
@@ -917,15 +918,15 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(job.name),
      .def = "\"scadles\"",
      .size = SC_CONF_JOB_NAME_MAX,
-     .desc = "Job name J: the topics are J.grad, J.model, J.inject and J.ctl, the aggregators' "
-             "consumer group J.aggregators."},
+     .desc = "Job name J: the topics are J.grad, J.model, J.bcast, J.inject and J.ctl, "
+             "the aggregators' consumer group J.aggregators."},
     {.path = "job.shards",
      .type = SC_CONF_INT,
      .offset = C(job.shards),
      .def = "1",
      R_IN(1, 4096),
      .desc = "Model shards: contiguous even ranges of the flat parameter buffer, one per "
-             "partition of J.grad and J.model."},
+             "partition of J.grad, J.model and J.bcast."},
     {.path = "job.workers",
      .type = SC_CONF_INT,
      .offset = C(job.sync.n_workers),
@@ -1059,21 +1060,52 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "0",
      R_GE(0),
      .desc = "adaptive: top-k while the running relative norm error is <= delta; 0 = 0.3."},
+    {.path = "job.downlink.name",
+     .type = SC_CONF_ENUM,
+     .offset = C(job.downlink),
+     .def = "\"q8\"",
+     .names = sc_conf_codec_names,
+     .desc = "Codec of the model broadcast's deltas (J.bcast, docs/DISTRIBUTED.md): each "
+             "version goes out as params - view encoded with it, and what it drops goes out "
+             "with the next deltas (the aggregator keeps the workers' view)."},
+    {.path = "job.downlink.ratio",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.downlink_ratio),
+     .def = "0.1",
+     R_IN(0, 1),
+     .desc = "topk, randk, adacomp, adaptive downlink: fraction of each tensor's delta sent; "
+             "0 = the codec's default."},
+    {.path = "job.downlink.half_values",
+     .type = SC_CONF_INT,
+     .offset = C(job.downlink_half),
+     .def = "1",
+     R_IN(0, 1),
+     .desc = "Sparse downlink deltas carry IEEE half values (2 bytes) instead of float32; "
+             "the rounding stays in the view's error feedback."},
+    {.path = "job.keyframe_interval",
+     .type = SC_CONF_INT,
+     .offset = C(job.keyframe_interval),
+     .def = "50",
+     R_IN(1, 1000000),
+     .desc = "Broadcast deltas between two keyframes (the whole shard, float32) on J.bcast; a "
+             "worker starts from the newest keyframe and one this many records behind skips "
+             "to it."},
     {.path = "job.publish",
      .type = SC_CONF_ENUM,
      .offset = C(job.publish),
      .def = "\"auto\"",
      .names = sc_conf_publish_names,
-     .desc = "When aggregators publish a shard to J.model: every version, at most once per "
-             "snapshot_interval, or auto (every version for bsp, scadles and localsgd, by "
-             "interval for the asynchronous policies). Always on revoke and exit."},
+     .desc = "When aggregators broadcast a shard version to the workers (J.bcast): every "
+             "version, at most once per snapshot_interval, or auto (every version for bsp, "
+             "scadles and localsgd, by interval for the asynchronous policies). Always on "
+             "revoke and exit."},
     {.path = "job.snapshot_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(job.snapshot_interval),
      .def = "1",
      R_GE(0),
-     .desc = "Seconds between shard publications when publishing by interval; 0 = every "
-             "version."},
+     .desc = "Seconds between failover snapshots of a shard on J.model (server state), and "
+             "between broadcasts when publishing by interval; 0 = every version."},
     {.path = "job.heartbeat_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(job.heartbeat_interval),
@@ -1150,17 +1182,19 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(job.model_jump),
      .def = "1048576",
      R_GE(1),
-     .desc = "Workers refuse (count as model_bad) a J.model record whose version is this far or "
-             "more ahead of the shard version they hold (after their first install)."},
+     .desc =
+         "Workers refuse (count as model_bad) a J.bcast keyframe or delta whose version is this "
+         "far or more ahead of the shard version they hold (after their first install)."},
     {.path = "job.auth.key_file",
      .type = SC_CONF_STRING,
      .offset = C(job.auth_key_file),
      .def = "\"\"",
      .size = SC_CONF_AUTH_MAX,
-     .desc = "Authenticated job: a file whose bytes (a trailing newline dropped; at least 16) "
-             "are the job key. Every record on J.grad, J.model, J.ctl and J.inject is then "
-             "signed and every reader requires the tag (docs/SECURITY.md). The key itself is "
-             "never printed."},
+     .desc =
+         "Authenticated job: a file whose bytes (a trailing newline dropped; at least 16) "
+         "are the job key. Every record on J.grad, J.model, J.bcast, J.ctl and J.inject is then "
+         "signed and every reader requires the tag (docs/SECURITY.md). The key itself is "
+         "never printed."},
     {.path = "job.auth.key_env",
      .type = SC_CONF_STRING,
      .offset = C(job.auth_key_env),

@@ -1,5 +1,6 @@
 /* wire.c — encoding and strict decoding of the job's wire messages (update,
- * model shard, injected samples, control) with CRC32C framing. */
+ * model shard, injected samples, control, model broadcast) with CRC32C
+ * framing. */
 #include "sc_wire.h"
 
 #include <string.h>
@@ -12,15 +13,14 @@
 #define SC_MODEL_FIXED 56
 #define SC_SAMPLES_FIXED 32
 #define SC_CONTROL_FIXED 24
+#define SC_BCAST_FIXED 56
 #define SC_APPLIED_SIZE 12
 #define SC_INPUT_SIZE 16
 #define SC_FIELD_SIZE 12
 
 static const char *const sc_wire_type_names[SC_WIRE__TYPE_END] = {
-    [SC_WIRE_UPDATE] = "update",
-    [SC_WIRE_MODEL] = "model",
-    [SC_WIRE_SAMPLES] = "samples",
-    [SC_WIRE_CONTROL] = "control",
+    [SC_WIRE_UPDATE] = "update",   [SC_WIRE_MODEL] = "model",     [SC_WIRE_SAMPLES] = "samples",
+    [SC_WIRE_CONTROL] = "control", [SC_WIRE_BCAST] = "broadcast",
 };
 
 const char *sc_wire_type_name(sc_wire_type_t type)
@@ -76,6 +76,14 @@ static void sc_wr_f32s(sc_wr_t *w, const float *src, size_t n)
 {
         sc_le_putf32s(w->p, src, n);
         w->p += 4 * n;
+}
+
+static void sc_wr_applied(sc_wr_t *w, const sc_wire_applied_t *a, uint32_t n)
+{
+        for (uint32_t i = 0; i < n; i++) {
+                sc_wr_u32(w, a[i].worker);
+                sc_wr_u64(w, a[i].seq);
+        }
 }
 
 /* Reserves room for a message of body_len bytes, writes the header and
@@ -151,13 +159,17 @@ sc_err_t sc_wire_encode_update(sc_buf_t *buf, const sc_wire_update_t *m, char *e
 sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *errstr,
                               size_t errstr_size)
 {
-        uint64_t body = SC_MODEL_FIXED + 4 * (uint64_t)m->count + 4 * (uint64_t)m->opt_count +
+        uint64_t nparams = m->params_in_state ? 0 : m->count;
+        uint64_t body = SC_MODEL_FIXED + 4 * nparams + 4 * (uint64_t)m->opt_count +
                         SC_APPLIED_SIZE * (uint64_t)m->napplied +
                         SC_INPUT_SIZE * (uint64_t)m->ninputs + m->state_len;
         sc_wr_t w;
         sc_err_t err;
 
-        if ((m->count && !m->params) || (m->opt_count && !m->opt) || (m->napplied && !m->applied) ||
+        if (m->params_in_state && !m->state_len)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire model: parameters in the state, but no state");
+        if ((nparams && !m->params) || (m->opt_count && !m->opt) || (m->napplied && !m->applied) ||
             (m->ninputs && !m->inputs) || (m->state_len && !m->state))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "wire model: an array with a non-zero count is NULL");
@@ -169,7 +181,7 @@ sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *err
         if (err)
                 return err;
         sc_wr_u32(&w, m->shard);
-        sc_wr_u32(&w, 0);
+        sc_wr_u32(&w, m->params_in_state ? SC_WIRE_MODEL_PARAMS_IN_STATE : 0);
         sc_wr_u64(&w, m->version);
         sc_wr_u64(&w, m->begin);
         sc_wr_u32(&w, m->count);
@@ -179,12 +191,9 @@ sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *err
         sc_wr_u32(&w, m->ninputs);
         sc_wr_u32(&w, m->state_len);
         sc_wr_u32(&w, 0);
-        sc_wr_f32s(&w, m->params, m->count);
+        sc_wr_f32s(&w, m->params, (size_t)nparams);
         sc_wr_f32s(&w, m->opt, m->opt_count);
-        for (uint32_t i = 0; i < m->napplied; i++) {
-                sc_wr_u32(&w, m->applied[i].worker);
-                sc_wr_u64(&w, m->applied[i].seq);
-        }
+        sc_wr_applied(&w, m->applied, m->napplied);
         for (uint32_t i = 0; i < m->ninputs; i++) {
                 sc_wr_u32(&w, m->inputs[i].stream);
                 sc_wr_u32(&w, (uint32_t)m->inputs[i].partition);
@@ -272,6 +281,85 @@ sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char 
                 sc_wr_u32(&w, m->fields[i].key);
                 sc_wr_f64(&w, m->fields[i].value);
         }
+        sc_wire_end(buf, &w);
+        return SC_OK;
+}
+
+/* The broadcast payload rules shared by encoder and decoder: a codec payload
+ * of count floats whose first byte is the codec; a keyframe is dense none. */
+static sc_err_t sc_wire_bcast_payload_check(const sc_wire_bcast_t *m, char *errstr,
+                                            size_t errstr_size)
+{
+        sc_codec_info_t info;
+        char why[256];
+
+        if (m->kind != SC_WIRE_BCAST_KEY && m->kind != SC_WIRE_BCAST_DELTA)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire broadcast: unknown kind %d", (int)m->kind);
+        if (m->kind == SC_WIRE_BCAST_KEY ? m->base != 0 || m->key_offset != -1
+                                         : m->key_offset < 0 || m->base >= m->version)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire broadcast: %s with base %llu, version %llu, keyframe "
+                               "offset %lld (a keyframe has base 0 and offset -1, a delta a base "
+                               "below its version and an offset >= 0)",
+                               m->kind == SC_WIRE_BCAST_KEY ? "keyframe" : "delta",
+                               (unsigned long long)m->base, (unsigned long long)m->version,
+                               (long long)m->key_offset);
+        if (m->begin > UINT64_MAX - m->count)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire broadcast: range begin %llu + count %u overflows",
+                               (unsigned long long)m->begin, m->count);
+        if (!m->payload ||
+            sc_codec_payload_info(m->payload, m->payload_len, &info, why, sizeof(why)))
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size, "wire broadcast: payload: %s",
+                               m->payload ? why : "missing");
+        if (info.n != m->count)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire broadcast: payload of %u floats for a shard of %u", info.n,
+                               m->count);
+        if (m->kind == SC_WIRE_BCAST_KEY &&
+            (info.codec != SC_CODEC_NONE || info.format != SC_CODEC_FMT_DENSE))
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire broadcast: a keyframe must be dense float32 (codec none), "
+                               "not codec %s",
+                               sc_codec_name(info.codec));
+        return SC_OK;
+}
+
+sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *errstr,
+                              size_t errstr_size)
+{
+        sc_wr_t w;
+        sc_err_t err;
+
+        if (m->napplied && !m->applied)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire broadcast: %u applied entries and no array", m->napplied);
+        if (m->payload_len > UINT32_MAX - SC_BCAST_FIXED - SC_APPLIED_SIZE * (uint64_t)m->napplied)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire broadcast: payload of %zu bytes is too large", m->payload_len);
+        if (sc_wire_bcast_payload_check(m, errstr, errstr_size))
+                return SC_ERR_INVAL; /* errstr names the field */
+        err =
+            sc_wire_begin(buf, SC_WIRE_BCAST,
+                          SC_BCAST_FIXED + SC_APPLIED_SIZE * (uint64_t)m->napplied + m->payload_len,
+                          &w, errstr, errstr_size);
+        if (err)
+                return err;
+        sc_wr_u32(&w, m->shard);
+        sc_wr_u8(&w, (uint8_t)m->kind);
+        sc_wr_u8(&w, m->payload[0]);
+        sc_wr_u16(&w, 0);
+        sc_wr_u64(&w, m->version);
+        sc_wr_u64(&w, m->base);
+        sc_wr_u64(&w, (uint64_t)m->key_offset);
+        sc_wr_u64(&w, m->begin);
+        sc_wr_u32(&w, m->count);
+        sc_wr_u32(&w, m->napplied);
+        sc_wr_u32(&w, (uint32_t)m->payload_len);
+        sc_wr_u32(&w, 0);
+        sc_wr_applied(&w, m->applied, m->napplied);
+        sc_wr_bytes(&w, m->payload, m->payload_len);
         sc_wire_end(buf, &w);
         return SC_OK;
 }
@@ -375,16 +463,21 @@ static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_mod
         m->napplied = sc_le_get32(b + 40);
         m->ninputs = sc_le_get32(b + 44);
         m->state_len = sc_le_get32(b + 48);
-        if (sc_le_get32(b + 4) != 0 || sc_le_get32(b + 52) != 0)
+        if ((sc_le_get32(b + 4) & ~(uint32_t)SC_WIRE_MODEL_PARAMS_IN_STATE) || sc_le_get32(b + 52) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                               "wire model: reserved fields are not zero");
+                               "wire model: unknown flags 0x%x or a reserved field not zero",
+                               sc_le_get32(b + 4));
+        m->params_in_state = (sc_le_get32(b + 4) & SC_WIRE_MODEL_PARAMS_IN_STATE) != 0;
+        if (m->params_in_state && !m->state_len)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire model: parameters in the state, but no state");
         if (m->begin > UINT64_MAX - m->count)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire model: range begin %llu + count %u overflows",
                                (unsigned long long)m->begin, m->count);
-        need = SC_MODEL_FIXED + 4 * (uint64_t)m->count + 4 * (uint64_t)m->opt_count +
-               SC_APPLIED_SIZE * (uint64_t)m->napplied + SC_INPUT_SIZE * (uint64_t)m->ninputs +
-               m->state_len;
+        need = SC_MODEL_FIXED + (m->params_in_state ? 0 : 4 * (uint64_t)m->count) +
+               4 * (uint64_t)m->opt_count + SC_APPLIED_SIZE * (uint64_t)m->napplied +
+               SC_INPUT_SIZE * (uint64_t)m->ninputs + m->state_len;
         if (need != len)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "wire model: %u params, %u optimizer floats, %u applied, %u "
@@ -392,8 +485,8 @@ static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_mod
                                m->count, m->opt_count, m->napplied, m->ninputs, m->state_len,
                                (unsigned long long)need, len);
         off = SC_MODEL_FIXED;
-        m->params = b + off;
-        off += 4 * (uint64_t)m->count;
+        m->params = m->params_in_state ? NULL : b + off;
+        off += m->params_in_state ? 0 : 4 * (uint64_t)m->count;
         m->opt = b + off;
         off += 4 * (uint64_t)m->opt_count;
         m->applied = b + off;
@@ -473,6 +566,45 @@ static sc_err_t sc_wire_decode_control(const uint8_t *b, uint32_t len, sc_wire_c
         return SC_OK;
 }
 
+static sc_err_t sc_wire_decode_bcast(const uint8_t *b, uint32_t len, sc_wire_bcast_t *m,
+                                     char *errstr, size_t errstr_size)
+{
+        uint32_t plen;
+        uint64_t need;
+
+        if (len < SC_BCAST_FIXED)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire broadcast: body of %u bytes, shorter than its %d fixed "
+                               "bytes",
+                               len, SC_BCAST_FIXED);
+        m->shard = sc_le_get32(b);
+        m->kind = (sc_wire_bcast_kind_t)b[4];
+        m->version = sc_le_get64(b + 8);
+        m->base = sc_le_get64(b + 16);
+        m->key_offset = (int64_t)sc_le_get64(b + 24);
+        m->begin = sc_le_get64(b + 32);
+        m->count = sc_le_get32(b + 40);
+        m->napplied = sc_le_get32(b + 44);
+        plen = sc_le_get32(b + 48);
+        if (sc_le_get16(b + 6) != 0 || sc_le_get32(b + 52) != 0)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire broadcast: reserved fields are not zero");
+        need = SC_BCAST_FIXED + SC_APPLIED_SIZE * (uint64_t)m->napplied + plen;
+        if (need != len)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire broadcast: %u applied and a %u-byte payload need %llu body "
+                               "bytes, found %u",
+                               m->napplied, plen, (unsigned long long)need, len);
+        m->applied = NULL;
+        m->applied_raw = b + SC_BCAST_FIXED;
+        m->payload = b + SC_BCAST_FIXED + SC_APPLIED_SIZE * (size_t)m->napplied;
+        m->payload_len = plen;
+        if (plen < 1 || m->payload[0] != b[5])
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "wire broadcast: payload is not of codec %u", b[5]);
+        return sc_wire_bcast_payload_check(m, errstr, errstr_size);
+}
+
 /* Decodes the body (len bytes) of a message whose frame was checked. */
 static sc_err_t sc_wire_decode_body(sc_wire_type_t type, const uint8_t *body, size_t len,
                                     sc_wire_msg_t *msg, char *errstr, size_t errstr_size)
@@ -494,6 +626,9 @@ static sc_err_t sc_wire_decode_body(sc_wire_type_t type, const uint8_t *body, si
         case SC_WIRE_CONTROL:
                 err = sc_wire_decode_control(body, (uint32_t)len, &msg->u.control, errstr,
                                              errstr_size);
+                break;
+        case SC_WIRE_BCAST:
+                err = sc_wire_decode_bcast(body, (uint32_t)len, &msg->u.bcast, errstr, errstr_size);
                 break;
         default:
                 err = SC_ERR_DECODE;
@@ -571,11 +706,16 @@ void sc_wire_get_i32s(int32_t *dst, const uint8_t *src, size_t n)
                 dst[i] = (int32_t)sc_le_get32(src + 4 * i);
 }
 
-void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out)
+void sc_wire_get_applied_raw(const uint8_t *raw, uint32_t i, sc_wire_applied_t *out)
 {
-        const uint8_t *p = m->applied + SC_APPLIED_SIZE * (size_t)i;
+        const uint8_t *p = raw + SC_APPLIED_SIZE * (size_t)i;
         out->worker = sc_le_get32(p);
         out->seq = sc_le_get64(p + 4);
+}
+
+void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out)
+{
+        sc_wire_get_applied_raw(m->applied, i, out);
 }
 
 void sc_wire_get_input(const sc_wire_model_view_t *m, uint32_t i, sc_wire_input_offset_t *out)

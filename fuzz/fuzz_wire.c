@@ -2,11 +2,13 @@
  * workers read them. Input: one selector byte (fuzz_server.h; bit 6 set
  * keeps the stored CRCs instead of fixing them), then a run of framed
  * messages. Updates are decoded (codec payload included) and applied to a
- * shard server; model shards restore their server state; every applied
- * update is followed by a snapshot that must restore into a fresh server. */
+ * shard server; model shards restore their server state; broadcasts are
+ * taken by a subscriber (message i at offset i); every applied update is
+ * followed by a snapshot that must restore into a fresh server. */
 #include "fuzz_common.h"
 #include "fuzz_server.h"
 
+#include "sc_bcast.h"
 #include "sc_codec.h"
 #include "sc_wire.h"
 
@@ -52,7 +54,8 @@ static void sc_fuzz_model(sc_server_t *srv, const sc_wire_model_view_t *m)
         if (m->count <= 4096 && m->opt_count <= 4096) {
                 float *f = malloc(((size_t)m->count + m->opt_count + 1) * sizeof(float));
                 if (f) {
-                        sc_wire_get_f32s(f, m->params, m->count);
+                        if (m->params) /* NULL with PARAMS_IN_STATE */
+                                sc_wire_get_f32s(f, m->params, m->count);
                         sc_wire_get_f32s(f + m->count, m->opt, m->opt_count);
                         free(f);
                 }
@@ -85,8 +88,26 @@ static void sc_fuzz_samples(const sc_wire_samples_view_t *s)
         free(y);
 }
 
+/* A broadcast follower over the run: message i is at offset i. */
+typedef struct sc_fuzz_follow {
+        sc_bcast_sub_t sub;
+        float view[SC_FUZZ_SHARD];
+        int64_t offset;
+} sc_fuzz_follow_t;
+
+static void sc_fuzz_bcast(sc_fuzz_follow_t *f, uint8_t sel, const sc_wire_bcast_t *m)
+{
+        sc_bcast_action_t act;
+        int64_t seek;
+        char why[256];
+        /* selector bit 0: the partition end is far ahead (the catch-up rules) */
+        sc_bcast_sub_take(&f->sub, f->view, SC_FUZZ_SHARD, m, f->offset,
+                          (sel & 1) ? f->offset + 64 : -1, &act, &seek, why, sizeof(why));
+}
+
 /* Decodes one message of len bytes (a private copy: CRC fix-ups write it). */
-static void sc_fuzz_message(sc_server_t *srv, uint8_t sel, uint8_t *p, size_t len)
+static void sc_fuzz_message(sc_server_t *srv, sc_fuzz_follow_t *f, uint8_t sel, uint8_t *p,
+                            size_t len)
 {
         int fix = !(sel & 0x40);
         sc_wire_msg_t msg;
@@ -122,6 +143,9 @@ static void sc_fuzz_message(sc_server_t *srv, uint8_t sel, uint8_t *p, size_t le
         case SC_WIRE_SAMPLES:
                 sc_fuzz_samples(&msg.u.samples);
                 break;
+        case SC_WIRE_BCAST:
+                sc_fuzz_bcast(f, sel, &msg.u.bcast);
+                break;
         case SC_WIRE_CONTROL: {
                 const sc_wire_control_t *c = &msg.u.control;
                 (void)sc_wire_control_field(c, SC_WIRE_F_RATE, 0.0);
@@ -142,6 +166,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sc_server_t *srv = sc_fuzz_server_new(sel);
         if (!srv)
                 return 0;
+        sc_fuzz_follow_t *f = calloc(1, sizeof(*f));
+        if (!f) {
+                sc_server_destroy(srv);
+                return 0;
+        }
+        sc_bcast_sub_init(&f->sub, 4);
         data++;
         size--;
         while (size > 0) {
@@ -154,11 +184,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 uint8_t *p = sc_fuzz_copy(data, len);
                 if (!p)
                         break;
-                sc_fuzz_message(srv, sel, p, len);
+                sc_fuzz_message(srv, f, sel, p, len);
+                f->offset++;
                 free(p);
                 data += len;
                 size -= len;
         }
+        free(f);
         sc_server_destroy(srv);
         return 0;
 }
@@ -285,5 +317,26 @@ static void sc_fuzz_write_seeds(const char *dir)
             sc_wire_encode_control(&b, &leave, NULL, 0))
                 exit(1);
         sc_fuzz_seed_buf(dir, "samples-control", 0x08, &b);
+
+        /* A broadcast: a keyframe (offset 0) and two q8 deltas. */
+        sc_bcast_spec_t bs = {.codec = SC_CODEC_Q8, .keyframe_interval = 4};
+        sc_bcast_pub_t *pub;
+        float params[SC_FUZZ_SHARD];
+        sc_wire_applied_t bap = {0, 1};
+        sc_codec_params_default(&bs.params, SC_CODEC_Q8);
+        if (sc_bcast_pub_new(&pub, &bs, 0, 0, SC_FUZZ_SHARD, NULL, 0, NULL, 0))
+                exit(1);
+        b.len = 0;
+        for (int v = 1; v <= 3; v++) {
+                for (int i = 0; i < SC_FUZZ_SHARD; i++)
+                        params[i] = (float)(i * v) * 0.01f;
+                if (sc_bcast_pub_encode(pub, params, (uint64_t)v, &bap, 1, NULL, &b, NULL, NULL, 0))
+                        exit(1);
+                if (v == 1)
+                        sc_bcast_pub_keyed(pub, 0);
+        }
+        sc_fuzz_seed_buf(dir, "bcast-q8", 0x00, &b);
+        sc_fuzz_seed_buf(dir, "bcast-q8-behind", 0x01, &b);
+        sc_bcast_pub_destroy(pub);
         sc_buf_free(&b);
 }

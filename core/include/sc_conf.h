@@ -173,6 +173,10 @@ typedef struct sc_conf_job {
         double codec_ratio;              /* 0 = the codec's default */
         int codec_error_feedback;        /* -1 = the codec's default, else 0 / 1 */
         double codec_delta;              /* adaptive: 0 = default 0.3 */
+        int downlink;                    /* sc_codec_id_t of broadcast deltas */
+        double downlink_ratio;           /* 0 = the codec's default */
+        int downlink_half;               /* sparse delta values as IEEE half */
+        int keyframe_interval;           /* broadcast deltas between keyframes */
         int publish;                     /* sc_conf_publish_t */
         double snapshot_interval;        /* s between publications (interval / async auto) */
         double heartbeat_interval;       /* s between worker heartbeats on J.ctl */

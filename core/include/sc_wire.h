@@ -36,6 +36,7 @@ typedef enum sc_wire_type {
         SC_WIRE_MODEL = 2,   /* one model shard with its server state */
         SC_WIRE_SAMPLES = 3, /* injected samples (IID mixing) */
         SC_WIRE_CONTROL = 4, /* join, heartbeat, leave, commit-rate */
+        SC_WIRE_BCAST = 5,   /* one shard of the model broadcast: keyframe or delta */
         SC_WIRE__TYPE_END
 } sc_wire_type_t;
 
@@ -63,11 +64,14 @@ typedef struct sc_wire_update {
         size_t payload_len;
 } sc_wire_update_t;
 
-/* Model shard: body u32 shard, u32 0, u64 version, u64 begin, u32 count,
+/* Model shard: body u32 shard, u32 flags, u64 version, u64 begin, u32 count,
  * u32 opt_count, i64 grad_offset, u32 napplied, u32 ninputs, u32 state_len,
  * u32 0, then count f32 parameters, opt_count f32 optimizer state, napplied x
  * (u32 worker, u64 seq), ninputs x (u32 stream, i32 partition, i64 offset),
- * state_len bytes of opaque server state. */
+ * state_len bytes of opaque server state. Flag SC_WIRE_MODEL_PARAMS_IN_STATE:
+ * the count parameters are not in the body (the state, which must not be
+ * empty, holds them: an sc_server snapshot); no other flag is defined. */
+#define SC_WIRE_MODEL_PARAMS_IN_STATE 0x1
 typedef struct sc_wire_applied {
         uint32_t worker;
         uint64_t seq; /* every seq <= this one of the worker is included */
@@ -85,7 +89,8 @@ typedef struct sc_wire_model {
         uint64_t begin;      /* first parameter of the shard in the flat buffer */
         uint32_t count;      /* parameters in the shard */
         int64_t grad_offset; /* J.grad offset of the next update not included; -1 none */
-        const float *params; /* (count) */
+        int params_in_state; /* 1: params are not sent (the state holds them) */
+        const float *params; /* (count), unless params_in_state */
         uint32_t opt_count;  /* optimizer state floats (e.g. momentum, count of them) */
         const float *opt;    /* (opt_count) */
         uint32_t napplied;
@@ -102,12 +107,40 @@ typedef struct sc_wire_model_view {
         uint64_t version, begin;
         uint32_t count, opt_count, napplied, ninputs, state_len;
         int64_t grad_offset;
-        const uint8_t *params;  /* count x f32 */
+        int params_in_state;    /* SC_WIRE_MODEL_PARAMS_IN_STATE: params is NULL */
+        const uint8_t *params;  /* count x f32, or NULL */
         const uint8_t *opt;     /* opt_count x f32 */
         const uint8_t *applied; /* napplied x 12 bytes: sc_wire_get_applied() */
         const uint8_t *inputs;  /* ninputs x 16 bytes: sc_wire_get_input() */
         const uint8_t *state;
 } sc_wire_model_view_t;
+
+/* Model broadcast (J.bcast, sc_bcast.h): body u32 shard, u8 kind, u8 codec,
+ * u16 0, u64 version, u64 base, i64 key_offset, u64 begin, u32 count,
+ * u32 napplied, u32 payload length, u32 0, napplied x (u32 worker, u64 seq),
+ * payload (a codec payload of count floats). A keyframe carries the whole
+ * view (codec none, dense; base 0, key_offset -1); a delta adds its decoded
+ * payload to the view of version base (< version), and key_offset is the
+ * partition offset of the keyframe its chain started from (>= 0). */
+typedef enum sc_wire_bcast_kind {
+        SC_WIRE_BCAST_KEY = 1,
+        SC_WIRE_BCAST_DELTA = 2,
+} sc_wire_bcast_kind_t;
+
+typedef struct sc_wire_bcast {
+        uint32_t shard;
+        sc_wire_bcast_kind_t kind;
+        uint64_t version;   /* server version the view stands for after this message */
+        uint64_t base;      /* delta: version of the view it applies to; keyframe: 0 */
+        int64_t key_offset; /* delta: offset of the chain's keyframe; keyframe: -1 */
+        uint64_t begin;     /* first parameter of the shard in the flat buffer */
+        uint32_t count;     /* parameters in the shard (the payload's n) */
+        uint32_t napplied;
+        const sc_wire_applied_t *applied; /* (napplied), encode side */
+        const uint8_t *applied_raw;       /* napplied x 12 bytes, decode side */
+        const uint8_t *payload;           /* (payload_len) */
+        size_t payload_len;
+} sc_wire_bcast_t;
 
 /* Injected samples: body u32 worker, u32 count, u32 c, u32 h, u32 w,
  * u32 flags (bit 0: labels present), u64 seq, [count x i32 labels],
@@ -176,6 +209,7 @@ typedef struct sc_wire_msg {
                 sc_wire_model_view_t model;
                 sc_wire_samples_view_t samples;
                 sc_wire_control_t control;
+                sc_wire_bcast_t bcast;
         } u;
 } sc_wire_msg_t;
 
@@ -190,6 +224,10 @@ sc_err_t sc_wire_encode_samples(sc_buf_t *buf, const sc_wire_samples_t *m, char 
                                 size_t errstr_size);
 sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char *errstr,
                                 size_t errstr_size);
+/* Uses applied (not applied_raw); the payload's codec and n are checked as
+ * the decoder does. */
+sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *errstr,
+                              size_t errstr_size);
 
 /* Authentication (optional, per job key): appends the HMAC-SHA256 tag to the
  * message that starts at buf->data + start and ends the buffer (as an encoder
@@ -225,6 +263,8 @@ void sc_wire_get_f32s(float *dst, const uint8_t *src, size_t n);
 int sc_wire_f32s_finite(const uint8_t *src, size_t n);
 void sc_wire_get_i32s(int32_t *dst, const uint8_t *src, size_t n);
 void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out);
+/* Entry i of raw applied pairs (a model view's or a broadcast's applied_raw). */
+void sc_wire_get_applied_raw(const uint8_t *raw, uint32_t i, sc_wire_applied_t *out);
 void sc_wire_get_input(const sc_wire_model_view_t *m, uint32_t i, sc_wire_input_offset_t *out);
 
 const char *sc_wire_type_name(sc_wire_type_t type);

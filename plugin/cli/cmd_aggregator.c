@@ -503,10 +503,27 @@ static int sc_agg_check(const sc_conf_t *conf, const sc_agg_opts_t *o)
                         goto out;
                 const sc_wire_model_view_t *m = &rec.mr_model;
                 size_t len = sc_server_len(ref[s]);
+                sc_server_t *got_srv = NULL;
+                if (found && m->count == len && m->params_in_state) {
+                        /* the parameters are in the server state */
+                        sc_server_spec_t spec;
+                        if (sc_kafka_model_server_spec(conf, f.n, s, &spec, err, sizeof(err)) ||
+                            sc_server_new(&got_srv, &spec, sc_model_params(f.model) + spec.begin,
+                                          err, sizeof(err)) ||
+                            sc_server_restore(got_srv, m->state, m->state_len, err, sizeof(err))) {
+                                fprintf(stderr, "shard %d: state: %s\n", s, err);
+                                sc_server_destroy(got_srv);
+                                got_srv = NULL;
+                                found = 0;
+                        }
+                }
                 if (found && m->count == len) {
                         float *got = malloc(len * sizeof(float));
                         if (got) {
-                                sc_wire_get_f32s(got, m->params, len);
+                                if (got_srv)
+                                        memcpy(got, sc_server_params(got_srv), len * sizeof(float));
+                                else
+                                        sc_wire_get_f32s(got, m->params, len);
                                 same = !memcmp(got, sc_server_params(ref[s]), len * sizeof(float));
                                 double maxdiff = 0;
                                 for (size_t k = 0; k < len; k++) {
@@ -526,6 +543,7 @@ static int sc_agg_check(const sc_conf_t *conf, const sc_agg_opts_t *o)
                         if (m->napplied != (uint32_t)f.workers && o->seq_to > 0)
                                 applied_ok = 0;
                 }
+                sc_server_destroy(got_srv);
                 int ok = found && same && applied_ok && m->version == sc_server_version(ref[s]);
                 printf("check: {\"shard\":%d,\"found\":%s,\"version\":%llu,\"expected_version\":"
                        "%llu,\"grad_offset\":%lld,\"params_equal\":%s,\"applied_ok\":%s,"

@@ -1,7 +1,7 @@
 /* cmd_demo.c — `scadles demo`: a whole distributed job on one machine: the
  * embedded broker in-process, a Fashion-MNIST feed on several topics at
  * heterogeneous rates, N workers and two aggregators as child processes, and
- * an evaluator that follows J.model and reports test accuracy over time;
+ * an evaluator that follows the model broadcast (J.bcast) and reports test accuracy over time;
  * ends with a summary computed from the children's counters and a PNG plot. */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +28,7 @@
 #include "sc_eval_set.h"
 #include "sc_job_model.h"
 #include "sc_model_out.h"
+#include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
 #include "sc_nn.h"
@@ -66,11 +67,11 @@ static void sc_demo_usage(FILE *out)
                 "    feedback to J.grad under the scadles policy, sharing 10%% of a batch on\n"
                 "    J.inject with probability 0.2);\n"
                 "  - two `scadles aggregator` processes in one group, splitting the 4 model\n"
-                "    shards and publishing every version to J.model;\n"
-                "  - an evaluator here that follows J.model and measures test accuracy on\n"
+                "    shards and broadcasting every version on J.bcast;\n"
+                "  - an evaluator here that follows J.bcast and measures test accuracy on\n"
                 "    the 10,000 test images every --eval-every seconds (a model with\n"
                 "    batchnorm, set by --set, first has its running statistics recomputed\n"
-                "    on 5,000 training images: J.model carries parameters only).\n"
+                "    on 5,000 training images: J.bcast carries parameters only).\n"
                 "It stops at --target test accuracy or after --duration seconds (or Ctrl-C),\n"
                 "stops the feed, the workers (they commit what the broker acknowledged) and\n"
                 "the aggregators in turn, and prints a summary: test accuracy, time to 85%%,\n"
@@ -279,7 +280,7 @@ static json_t *sc_demo_summary(const sc_demo_child_t *ch)
 }
 
 /* Before the aggregators are stopped: waits (at most max_s seconds) until
- * J.model shows every stopped worker's last sequence number applied on every
+ * J.bcast shows every stopped worker's last sequence number applied on every
  * shard, so updates still in J.grad are applied rather than cut off. */
 static void sc_demo_await_applied(sc_job_model_t *jm, const sc_demo_child_t *workers, int n,
                                   double max_s)
@@ -330,7 +331,7 @@ static void sc_demo_sleep(double s)
 }
 
 /* The samples a model with batchnorm is recalibrated on before each
- * evaluation (J.model carries parameters only): the held-out set of the
+ * evaluation (J.bcast carries parameters only): the held-out set of the
  * eval section, else Fashion-MNIST's training half. */
 static const sc_dataset_t *sc_demo_calib(const sc_conf_t *conf, const sc_dataset_t *train,
                                          const sc_dataset_t *test)
@@ -372,7 +373,7 @@ static void sc_demo_plot(const char *out, int quiet)
                  "set title 'scadles demo: test accuracy of the global model'; set xlabel "
                  "'wall time (s)'; set ylabel 'test accuracy'; set yrange [0:1]; set grid; set "
                  "key bottom right; plot '%s/accuracy.tsv' using 1:2 with linespoints title "
-                 "'J.model', 0.85 with lines dt 2 title '85%%'\" 2>%s/gnuplot.err",
+                 "'J.bcast', 0.85 with lines dt 2 title '85%%'\" 2>%s/gnuplot.err",
                  out, out, out);
         int rc = system(cmd);
         if (rc != 0)
@@ -442,15 +443,19 @@ int sc_cmd_demo(int argc, char **argv)
         free(dump);
         /* Every topic exists before any client asks: the workers' subscription
          * sees the data topics at once, and the job's have their partitions. */
-        for (int i = 0; i < o.topics + 4; i++) {
+        sc_kafka_topic_spec_t jt[SC_JOB__NTOPICS];
+        if (sc_kafka_admin_job_topics(conf.job.name, conf.job.shards, 1, jt, err, sizeof(err))) {
+                fprintf(stderr, "scadles demo: %s\n", err);
+                goto out;
+        }
+        for (int i = 0; i < o.topics + SC_JOB__NTOPICS; i++) {
                 char topic[300];
                 int parts = 4;
                 if (i < o.topics)
                         snprintf(topic, sizeof(topic), "demo-fmnist.%d", i);
                 else {
-                        static const char *const sfx[] = {"grad", "model", "inject", "ctl"};
-                        snprintf(topic, sizeof(topic), "%s.%s", conf.job.name, sfx[i - o.topics]);
-                        parts = i - o.topics < 2 ? conf.job.shards : 1;
+                        snprintf(topic, sizeof(topic), "%s", jt[i - o.topics].name);
+                        parts = jt[i - o.topics].partitions;
                 }
                 if (sc_broker_topic_create(broker, topic, parts, err, sizeof(err))) {
                         fprintf(stderr, "scadles demo: %s\n", err);
@@ -458,7 +463,7 @@ int sc_cmd_demo(int argc, char **argv)
                 }
         }
         /* The evaluator: the held-out set (eval section, else Fashion-MNIST's
-         * test half) and a reader of J.model. */
+         * test half) and a reader of J.bcast. */
         if (sc_kafka_model_initial(&conf, &model, err, sizeof(err))) {
                 fprintf(stderr, "scadles demo: %s\n", err);
                 goto out;
@@ -576,7 +581,7 @@ int sc_cmd_demo(int argc, char **argv)
                         if (!o.quiet)
                                 fprintf(stderr,
                                         "demo: %6.1f s  test accuracy %.4f  model v%llu "
-                                        "(%.1f versions/s)  J.model read %.1f MB\n",
+                                        "(%.1f versions/s)  J.bcast read %.1f MB\n",
                                         t - t0, acc, (unsigned long long)v,
                                         (double)(v - v_prev) / (t - t_prev),
                                         sc_job_model_stats(jm)->bytes / 1e6);
@@ -675,7 +680,9 @@ stop:
         printf("  bytes up          %.2f MB of updates (%.2f MB uncompressed): compression "
                "ratio %.1fx\n",
                up / 1e6, dense / 1e6, up > 0 ? dense / up : 0.0);
-        printf("  bytes down        %.2f MB of model shards read by the workers\n", down / 1e6);
+        printf(
+            "  bytes down        %.2f MB of the model broadcast read by the workers (%.2f x up)\n",
+            down / 1e6, up > 0 ? down / up : 0.0);
         printf("  records           %lld fed, %.0f consumed, %.0f trained, %.0f foreign samples "
                "mixed in; accounting %s (%d/%d worker summaries)\n",
                fed, consumed, trained, injected,

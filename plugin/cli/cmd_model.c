@@ -1,6 +1,6 @@
-/* cmd_model.c — `scadles model pull`: the newest J.model record of every
- * shard of a distributed job assembled into a checkpoint (batchnorm
- * statistics recomputed from the held-out set). */
+/* cmd_model.c — `scadles model pull`: the view of every shard of a
+ * distributed job on its model broadcast (J.bcast) assembled into a
+ * checkpoint (batchnorm statistics recomputed from the held-out set). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +18,13 @@ static void sc_model_usage(FILE *out)
                 "usage: scadles model pull -c JOB.json (-B FILE | -b ADDR) -o CKPT\n"
                 "                          [--set KEY=VALUE ...] [--timeout S]\n"
                 "\n"
-                "Reads the newest record of every shard of the job's model topic\n"
-                "(<job.name>.model), assembles the shards into the model of the\n"
-                "configuration and writes it atomically to CKPT, a checkpoint that\n"
-                "`scadles eval` (and train --resume) reads (docs/MODEL.md). A model with\n"
+                "Reads every shard of the job's model broadcast (<job.name>.bcast:\n"
+                "the newest keyframe and the deltas after it), assembles the shards\n"
+                "into the model of the configuration and writes it atomically to CKPT,\n"
+                "a checkpoint that `scadles eval` (and train --resume) reads\n"
+                "(docs/MODEL.md). A model with\n"
                 "batchnorm gets its running statistics recomputed from the held-out set\n"
-                "(the eval section, else Fashion-MNIST's test set): J.model carries\n"
+                "(the eval section, else Fashion-MNIST's test set): J.bcast carries\n"
                 "parameters only.\n"
                 "\n"
                 "options:\n"

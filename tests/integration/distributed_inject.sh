@@ -8,7 +8,7 @@
 # what each shared. Updates stay exactly once.
 . "$(dirname "$0")/distributed_common.inc"
 
-start_broker ij.0:1 ij.1:1 ij.2:1 dj.grad:2 dj.model:2 dj.inject:1 dj.ctl:1
+start_broker ij.0:1 ij.1:1 ij.2:1 dj.grad:2 dj.model:2 dj.bcast:2 dj.inject:1 dj.ctl:1
 "$SCADLES" feed --bootstrap "$bs" --topic ij.0 --topic ij.1 --count 2000 --rate 8000 --data synth \
 	--synth-n 2000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"
 "$SCADLES" feed --bootstrap "$bs" --topic ij.2 --count 400 --rate 8000 --data synth \

@@ -7,7 +7,7 @@
 # version equals the sum of the workers' last seqs (exactly once).
 . "$(dirname "$0")/distributed_common.inc"
 
-start_broker wk.0:2 wk.1:2 dj.grad:2 dj.model:2 dj.inject:1 dj.ctl:1
+start_broker wk.0:2 wk.1:2 dj.grad:2 dj.model:2 dj.bcast:2 dj.inject:1 dj.ctl:1
 "$SCADLES" feed --bootstrap "$bs" --prefix wk --topics 2 --count 3000 --rate 6000 --data synth \
 	--synth-n 2000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"
 # One topic and consumer group per worker: the restarted worker resumes at

@@ -1,5 +1,5 @@
 /* forge.c — test helper for tests/integration/security_attacks.sh: writes one
- * hostile wire message to a file (kcat produces it), or checks a J.model
+ * hostile wire message to a file (kcat produces it), or checks a J.bcast
  * record read back. Built by the test against build/libscadles.a.
  *
  *   forge update OUT WORKER SHARD SEQ SAMPLES COUNT VALUE SIGNER KEYFILE
@@ -7,12 +7,12 @@
  *       rest 0; SIGNER: "none" (unsigned) or the worker id whose key signs
  *   forge dos OUT WORKER SHARD SEQ SIGNER KEYFILE
  *       an update whose payload is the 20-byte sparse k = n = 2^32-1 payload
- *   forge model OUT SHARD VERSION BEGIN COUNT FILL SIGNER KEYFILE
- *       a model shard of COUNT parameters, each FILL (0, nan, ...); SIGNER
- *       "none" or "agg"
+ *   forge keyframe OUT SHARD VERSION BEGIN COUNT FILL SIGNER KEYFILE
+ *       a broadcast keyframe of COUNT parameters, each FILL (0, nan, ...);
+ *       SIGNER "none" or "agg"
  *   forge check OUT_UNUSED IN SHARD COUNT KEYFILE
- *       verifies the J.model record in IN (aggregators' key), prints its
- *       version and exits 1 unless it has COUNT finite parameters
+ *       verifies the J.bcast record in IN (aggregators' key), prints its
+ *       kind and version and exits 1 unless it carries COUNT finite values
  * Keys are those of the job named by $FORGE_JOB (default "dj"). */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "sc_auth.h"
+#include "sc_codec.h"
 #include "sc_wire.h"
 
 static size_t read_file(const char *path, uint8_t *buf, size_t cap)
@@ -117,23 +118,28 @@ int main(int argc, char **argv)
                 char *ua[4] = {argv[3], argv[4], argv[5], "1"};
                 update(&buf, ua, dos, sizeof(dos));
                 sign(&buf, argv[6], argv[7]);
-        } else if (argc == 10 && !strcmp(argv[1], "model")) {
+        } else if (argc == 10 && !strcmp(argv[1], "keyframe")) {
                 uint32_t n = (uint32_t)atoi(argv[6]);
-                float *z = calloc(n, sizeof(float)), fill = strtof(argv[7], NULL);
+                float fill = strtof(argv[7], NULL);
+                uint8_t *p = calloc(8 + 4 * (size_t)n, 1); /* codec none, dense */
+                for (int i = 0; i < 4; i++)
+                        p[4 + i] = (uint8_t)(n >> (8 * i));
                 for (uint32_t i = 0; i < n; i++)
-                        z[i] = fill;
-                sc_wire_model_t m = {.shard = (uint32_t)atoi(argv[3]),
+                        memcpy(p + 8 + 4 * (size_t)i, &fill, 4);
+                sc_wire_bcast_t m = {.shard = (uint32_t)atoi(argv[3]),
+                                     .kind = SC_WIRE_BCAST_KEY,
                                      .version = strtoull(argv[4], NULL, 10),
+                                     .key_offset = -1,
                                      .begin = strtoull(argv[5], NULL, 10),
                                      .count = n,
-                                     .grad_offset = -1,
-                                     .params = z};
-                if (sc_wire_encode_model(&buf, &m, err, sizeof(err))) {
+                                     .payload = p,
+                                     .payload_len = 8 + 4 * (size_t)n};
+                if (sc_wire_encode_bcast(&buf, &m, err, sizeof(err))) {
                         fprintf(stderr, "forge: %s\n", err);
                         return 2;
                 }
                 sign(&buf, argv[8], argv[9]);
-                free(z);
+                free(p);
         } else if (argc == 7 && !strcmp(argv[1], "check")) {
                 static uint8_t rec[1 << 22];
                 uint8_t key[4096];
@@ -142,20 +148,22 @@ int main(int argc, char **argv)
                 sc_wire_msg_t msg;
                 if (sc_auth_init(&auth, key, kl, job_name(), 2, err, sizeof(err)) ||
                     sc_auth_decode(&auth, rec, len, &msg, NULL, err, sizeof(err)) ||
-                    msg.type != SC_WIRE_MODEL) {
+                    msg.type != SC_WIRE_BCAST) {
                         fprintf(stderr, "forge check: %s\n", err);
                         return 1;
                 }
-                const sc_wire_model_view_t *v = &msg.u.model;
-                int finite =
-                    v->count == (uint32_t)atoi(argv[5]) && v->shard == (uint32_t)atoi(argv[4]);
-                for (uint32_t i = 0; finite && i < v->count; i++) {
-                        float x;
-                        sc_wire_get_f32s(&x, v->params + 4 * (size_t)i, 1);
-                        finite = isfinite(x);
-                }
-                printf("shard %u version %llu count %u finite %d\n", v->shard,
+                const sc_wire_bcast_t *v = &msg.u.bcast;
+                float *x = calloc(v->count ? v->count : 1, sizeof(float));
+                int finite = x && v->count == (uint32_t)atoi(argv[5]) &&
+                             v->shard == (uint32_t)atoi(argv[4]) &&
+                             !sc_codec_decode_add(v->payload, v->payload_len, x, v->count, 1.0f,
+                                                  err, sizeof(err));
+                for (uint32_t i = 0; finite && i < v->count; i++)
+                        finite = isfinite(x[i]);
+                printf("shard %u %s version %llu count %u finite %d\n", v->shard,
+                       v->kind == SC_WIRE_BCAST_KEY ? "keyframe" : "delta",
                        (unsigned long long)v->version, v->count, finite);
+                free(x);
                 sc_auth_free(&auth);
                 return finite ? 0 : 1;
         } else {

@@ -11,7 +11,7 @@ SCADLES=${SCADLES:-$BUILD/scadles}
 top=$PWD
 . "$(dirname "$0")/worker_common.inc"
 use_plugin
-start_broker ph:2 phj.grad:2 phj.model:2 phj.inject:1 phj.ctl:1
+start_broker ph:2 phj.grad:2 phj.model:2 phj.bcast:2 phj.inject:1 phj.ctl:1
 "$SCADLES" feed --bootstrap "$bs" --topic ph --count 300 --rate 20000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" ||
 	fail "feed failed"
 jq '.job = {name: "phj", shards: 2, workers: 1, sync: {policy: "asp"}, session_timeout: 6,

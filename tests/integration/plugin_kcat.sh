@@ -12,7 +12,7 @@ top=$PWD
 . "$(dirname "$0")/worker_common.inc"
 use_plugin
 [ -e /usr/share/datasets/fashion-mnist ] || { echo "Fashion-MNIST is not installed"; exit 77; }
-start_broker pk:4 pkj.grad:2 pkj.model:2 pkj.inject:1 pkj.ctl:1
+start_broker pk:4 pkj.grad:2 pkj.model:2 pkj.bcast:2 pkj.inject:1 pkj.ctl:1
 "$SCADLES" feed --bootstrap "$bs" --topic pk --count 6000 --rate 20000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" ||
 	fail "feed failed"
 job="$top/examples/kcat/job.json"

@@ -7,11 +7,11 @@
 # limit here; an overflowing step's undo is tests/unit/test_server_limits.c's)
 # and the 20-byte sparse
 # DoS payload; worker 0's update at seq 5000 (signed with its key: a
-# leaked key or a buggy worker); on J.model an unsigned record and one
+# leaked key or a buggy worker); on J.bcast an unsigned keyframe and one
 # signed with the aggregators' key, both at version 2^62 with zero
 # parameters, and a signed one with NaN parameters. Each is rejected and counted under its kind, no worker-0
 # update is dropped as a duplicate (each shard's version equals worker 0's
-# last seq: all its updates applied, no forged one), the published shards
+# last seq: all its updates applied, no forged one), the broadcast shards
 # verify and are finite, and the worker ignores the forged model records.
 . "$(dirname "$0")/distributed_common.inc"
 
@@ -26,7 +26,7 @@ cc -std=c11 -O1 $san -Icore/include tests/integration/forge.c "$(dirname "$SCADL
 	fail "cannot build the forge helper"
 forge() { FORGE_JOB=dj "$tmp/forge" "$@" || fail "forge $*"; } # dj: write_job's job
 
-start_broker sa.0:1 dj.grad:2 dj.model:2 dj.inject:1 dj.ctl:1
+start_broker sa.0:1 dj.grad:2 dj.model:2 dj.bcast:2 dj.inject:1 dj.ctl:1
 head -c 24 /dev/urandom | base64 >"$tmp/job.key"
 "$SCADLES" feed --bootstrap "$bs" --topic sa.0 --count 3000 --rate 8000 --data synth \
 	--synth-n 2000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"
@@ -48,11 +48,11 @@ pids="$pids $w0"
 wait_trained "$tmp/w0.err" 300 "$w0"
 # the worker holds a genuine shard 0 before the forged model records come
 for _ in $(seq 1 100); do
-	n=$(kcat -b "$bs" -C -t dj.model -p 0 -o beginning -e -q -f 'x\n' 2>/dev/null | wc -l)
+	n=$(kcat -b "$bs" -C -t dj.bcast -p 0 -o beginning -e -q -f 'x\n' 2>/dev/null | wc -l)
 	[ "$n" -ge 2 ] && break
 	sleep 0.1
 done
-[ "$n" -ge 2 ] || fail "no shard publication on dj.model"
+[ "$n" -ge 2 ] || fail "no shard broadcast on dj.bcast"
 sleep 1
 
 # shard 0 holds parameters [0, 12725) of the 25450 of the model
@@ -65,12 +65,12 @@ forge update "$tmp/f4" 1 0 2 8 $n0 3.4e38 1 "$k"     # worker 1: 3.4e38, twice
 forge update "$tmp/f5" 1 0 3 8 $n0 3.4e38 1 "$k"
 forge dos "$tmp/f6" 1 0 4 1 "$k"                     # worker 1: the sparse DoS payload
 forge update "$tmp/f7" 0 0 5000 8 $n0 0.01 0 "$k"    # worker 0's own key, seq 5000
-forge model "$tmp/m1" 0 4611686018427387904 0 $n0 0 none "$k"
-forge model "$tmp/m2" 0 4611686018427387904 0 $n0 0 agg "$k"
-forge model "$tmp/m3" 0 100000 0 $n0 nan agg "$k"   # NaN parameters, a plausible version
+forge keyframe "$tmp/m1" 0 4611686018427387904 0 $n0 0 none "$k"
+forge keyframe "$tmp/m2" 0 4611686018427387904 0 $n0 0 agg "$k"
+forge keyframe "$tmp/m3" 0 100000 0 $n0 nan agg "$k"   # NaN parameters, a plausible version
 kcat -b "$bs" -P -t dj.grad -p 0 "$tmp"/f1 "$tmp"/f2 "$tmp"/f3 "$tmp"/f4 "$tmp"/f5 "$tmp"/f6 \
 	"$tmp"/f7 || fail "kcat produce to dj.grad"
-kcat -b "$bs" -P -t dj.model -p 0 "$tmp"/m1 "$tmp"/m2 "$tmp"/m3 || fail "kcat produce to dj.model"
+kcat -b "$bs" -P -t dj.bcast -p 0 "$tmp"/m1 "$tmp"/m2 "$tmp"/m3 || fail "kcat produce to dj.bcast"
 echo "forged records produced"
 
 wait "$w0" || fail "worker 0 exited $?"
@@ -96,9 +96,10 @@ echo "worker: model_bad $(summary "$tmp/w0.out" .job.model_bad)," \
 [ "$(summary "$tmp/w0.out" .job.model_nonfinite)" -ge 1 ] || fail "NaN model record not refused"
 v=$(summary "$tmp/w0.out" .job.model_version)
 [ "$v" -lt 1000000 ] || fail "the worker holds model version $v"
-# the newest genuine shard records verify under the aggregators' key and are finite
+# the newest genuine broadcast records (the final keyframes) verify under
+# the aggregators' key and are finite
 for s in 0 1; do
-	kcat -b "$bs" -C -t dj.model -p $s -o -1 -c 1 -e -q -f '%s' >"$tmp/last$s" 2>/dev/null
+	kcat -b "$bs" -C -t dj.bcast -p $s -o -1 -c 1 -e -q -f '%s' >"$tmp/last$s" 2>/dev/null
 	[ "$s" -eq 0 ] && cnt=$n0 || cnt=$((25450 - n0))
 	"$tmp/forge" check - "$tmp/last$s" $s $cnt "$k" || fail "shard $s record"
 done

@@ -43,6 +43,21 @@ for p in bsp scadles asp ssp adacomp adsp localsgd; do
 	awk -v a="$acc" 'BEGIN { exit !(a > 0.3) }' || fail "$p: accuracy $acc not above 0.3 (chance 0.1)"
 done
 
+# The model broadcast (downlink_bcast): bsp over 2 shards; each device's
+# downlink is the q8 deltas and keyframes it read, fewer bytes than whole
+# shards, at the same accuracy.
+for bc in false true; do
+	conf "{\"devices\": 4, \"shards\": 2, \"policy\": \"bsp\", \"rates\": \"S10\",
+	       \"max_time\": 20, \"eval_every\": 5, \"downlink_bcast\": $bc}" >"$tmp/bc-$bc.json"
+	"$SCADLES" sim -c "$tmp/bc-$bc.json" >"$tmp/bc-$bc.a" || fail "downlink_bcast $bc: exit $?"
+done
+read -r full acc_full < <(tail -n 1 "$tmp/bc-false.a" | python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print(j["bytes_down"], j["test_acc"])')
+read -r bcast acc_bcast ndev < <(tail -n 1 "$tmp/bc-true.a" | python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print(j["bytes_down"], j["test_acc"], len(j["bytes_down_devices"]))')
+echo "bsp, 2 shards: bytes down $full (whole shards), $bcast (broadcast); test accuracy $acc_full, $acc_bcast"
+[ "$ndev" -eq 4 ] || fail "bytes_down_devices has $ndev entries"
+[ "$bcast" -lt "$full" ] || fail "the broadcast read $bcast bytes, whole shards $full"
+awk -v a="$acc_bcast" 'BEGIN { exit !(a > 0.3) }' || fail "broadcast: accuracy $acc_bcast"
+
 conf '{"policy": "bsq"}' >"$tmp/bad.json"
 "$SCADLES" sim -c "$tmp/bad.json" >/dev/null 2>"$tmp/err"
 rc=$?

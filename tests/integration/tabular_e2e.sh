@@ -20,8 +20,8 @@
 . "$(dirname "$0")/distributed_common.inc"
 PREFIX= PARTS=2 KAFKA_EXTRA='{}'
 . "$(dirname "$0")/tabular_common.inc"
-start_broker sensors.csv:2 sensors.json:2 tabular.grad:2 tabular.model:2 tabular.inject:1 \
-	tabular.ctl:1 tabularbn.grad:2 tabularbn.model:2 tabularbn.inject:1 tabularbn.ctl:1
+start_broker sensors.csv:2 sensors.json:2 tabular.grad:2 tabular.model:2 tabular.bcast:2 tabular.inject:1 \
+	tabular.ctl:1 tabularbn.grad:2 tabularbn.model:2 tabularbn.bcast:2 tabularbn.inject:1 tabularbn.ctl:1
 tab_create_job() { :; } # created with the broker
 tabular_run
 

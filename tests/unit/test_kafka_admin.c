@@ -22,6 +22,9 @@ static void job_topic_specs(void **state)
         assert_string_equal(t[SC_JOB_MODEL].name, "j1.model");
         assert_string_equal(t[SC_JOB_INJECT].name, "j1.inject");
         assert_string_equal(t[SC_JOB_CTL].name, "j1.ctl");
+        assert_string_equal(t[SC_JOB_BCAST].name, "j1.bcast");
+        assert_int_equal(t[SC_JOB_BCAST].partitions, 6);
+        assert_true(t[SC_JOB_BCAST].exact && !t[SC_JOB_BCAST].compact);
         assert_int_equal(t[SC_JOB_GRAD].partitions, 6);
         assert_int_equal(t[SC_JOB_MODEL].partitions, 6);
         assert_true(t[SC_JOB_GRAD].exact && t[SC_JOB_MODEL].exact);
@@ -96,12 +99,24 @@ static void ensure_creates_and_checks(void **state)
             SC_ERR_CONFIG);
         if (!strstr(errstr, "b.model has 4 partitions, the job needs 2"))
                 fail_msg("unexpected message: %s", errstr);
-        /* with both pre-created it passes */
+        /* with J.grad and J.model pre-created, J.bcast is still auto-created */
         assert_int_equal(sc_broker_topic_create(broker, "c.grad", 2, errstr, sizeof(errstr)),
                          SC_OK);
         assert_int_equal(sc_broker_topic_create(broker, "c.model", 2, errstr, sizeof(errstr)),
                          SC_OK);
         assert_int_equal(sc_kafka_admin_job_topics("c", 2, 1, t, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(
+            sc_kafka_admin_ensure(rk, t, SC_JOB__NTOPICS, 5000, NULL, errstr, sizeof(errstr)),
+            SC_ERR_CONFIG); /* c.bcast auto-created with 4 */
+        if (!strstr(errstr, "c.bcast has 4 partitions, the job needs 2"))
+                fail_msg("unexpected message: %s", errstr);
+        /* with J.grad, J.model and J.bcast pre-created it passes */
+        assert_int_equal(sc_kafka_admin_job_topics("d", 2, 1, t, errstr, sizeof(errstr)), SC_OK);
+        for (int i = 0; i < SC_JOB__NTOPICS; i++)
+                if (t[i].exact)
+                        assert_int_equal(
+                            sc_broker_topic_create(broker, t[i].name, 2, errstr, sizeof(errstr)),
+                            SC_OK);
         assert_int_equal(
             sc_kafka_admin_ensure(rk, t, SC_JOB__NTOPICS, 5000, NULL, errstr, sizeof(errstr)),
             SC_OK);

@@ -33,15 +33,13 @@
 #include "sc_nn.h"
 
 #define SC_DEMO_MAX_WORKERS 16
-#define SC_DEMO_MAX_SETS 32
 #define SC_DEMO_MAX_POINTS 4096
 
 typedef struct sc_demo_opts {
         int workers, topics, quiet, plot;
         double rate, duration, target, eval_every;
         const char *out;
-        const char *sets[SC_DEMO_MAX_SETS];
-        int n_sets;
+        sc_cli_conf_opts_t co; /* --set only */
 } sc_demo_opts_t;
 
 typedef struct sc_demo_child {
@@ -97,20 +95,6 @@ static void sc_demo_usage(FILE *out)
                 "exit status: 0 done (whatever the accuracy), 1 runtime failure, 2 usage.\n");
 }
 
-static int sc_demo_num(const char *opt, const char *s, double lo, double hi, double *out)
-{
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-                fprintf(stderr, "scadles demo: %s %s: expected a number in [%g, %g]\n", opt, s, lo,
-                        hi);
-                return -1;
-        }
-        *out = v;
-        return 0;
-}
-
 static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
 {
         static const struct option lo[] = {
@@ -120,7 +104,7 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
             {"out", required_argument, NULL, 'o'},     {"set", required_argument, NULL, 's'},
             {"no-plot", no_argument, NULL, 'P'},       {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-        double v;
+        long long v;
         int c;
         memset(o, 0, sizeof(*o));
         o->workers = 4;
@@ -134,39 +118,38 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":w:t:r:d:a:e:o:s:qh", lo, NULL)) != -1) {
+                int taken = c == 's' ? sc_cli_conf_opt("demo", &o->co, c, optarg) : 0;
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
                 switch (c) {
                 case 'w':
                 case 't':
-                        if (sc_demo_num(c == 'w' ? "--workers" : "--topics", optarg, 1, 16, &v) ||
-                            v != floor(v))
+                        if (sc_cli_integer("demo", c == 'w' ? "--workers" : "--topics", optarg, 1,
+                                           16, &v))
                                 return 2;
                         *(c == 'w' ? &o->workers : &o->topics) = (int)v;
                         break;
                 case 'r':
-                        if (sc_demo_num("--rate", optarg, 1, 100000, &o->rate))
+                        if (sc_cli_number_in("demo", "--rate", optarg, 1, 100000, &o->rate))
                                 return 2;
                         break;
                 case 'd':
-                        if (sc_demo_num("--duration", optarg, 1, 86400, &o->duration))
+                        if (sc_cli_number_in("demo", "--duration", optarg, 1, 86400, &o->duration))
                                 return 2;
                         break;
                 case 'a':
-                        if (sc_demo_num("--target", optarg, 0, 1, &o->target))
+                        if (sc_cli_number_in("demo", "--target", optarg, 0, 1, &o->target))
                                 return 2;
                         break;
                 case 'e':
-                        if (sc_demo_num("--eval-every", optarg, 0.1, 3600, &o->eval_every))
+                        if (sc_cli_number_in("demo", "--eval-every", optarg, 0.1, 3600,
+                                             &o->eval_every))
                                 return 2;
                         break;
                 case 'o':
                         o->out = optarg;
-                        break;
-                case 's':
-                        if (o->n_sets == SC_DEMO_MAX_SETS) {
-                                fprintf(stderr, "scadles demo: too many --set options\n");
-                                return 2;
-                        }
-                        o->sets[o->n_sets++] = optarg;
                         break;
                 case 'P':
                         o->plot = 0;
@@ -421,13 +404,11 @@ int sc_cmd_demo(int argc, char **argv)
                 fprintf(stderr, "scadles demo: %s\n", err);
                 goto out;
         }
+        if (sc_cli_conf_apply("demo", &conf, &o.co)) {
+                rc = 2;
+                goto out;
+        }
         have_conf = 1;
-        for (int i = 0; i < o.n_sets; i++)
-                if (sc_conf_set(&conf, o.sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles demo: %s\n", err);
-                        rc = 2;
-                        goto out;
-                }
         char *dump = sc_conf_dump_secret(&conf);
         snprintf(path, sizeof(path), "%s/job.json", o.out);
         FILE *jf = fopen(path, "w");

@@ -107,7 +107,7 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
             {NULL, 0, NULL, 0},
         };
         int c;
-        double v;
+        long long id;
         memset(o, 0, sizeof(*o));
         o->max_samples = o->duration = o->idle_exit = o->throttle = -1;
         o->id = -1;
@@ -138,29 +138,16 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                                 return 2;
                         break;
                 case 'I':
-                        if (sc_cli_number("worker", "--id", optarg, &v) || v != floor(v) ||
-                            v > 65535) {
-                                fprintf(stderr,
-                                        "scadles worker: --id %s: expected an integer "
-                                        "in [0, 65535]\n",
-                                        optarg);
+                        if (sc_cli_integer("worker", "--id", optarg, 0, 65535, &id))
                                 return 2;
-                        }
-                        o->id = (int)v;
+                        o->id = (int)id;
                         break;
                 case 'A':
                 case 'E':
-                        if (sc_cli_number("worker", c == 'A' ? "--inject-alpha" : "--inject-beta",
-                                          optarg, &v))
+                        if (sc_cli_number_in("worker",
+                                             c == 'A' ? "--inject-alpha" : "--inject-beta", optarg,
+                                             0, 1, c == 'A' ? &o->alpha : &o->beta))
                                 return 2;
-                        if (v > 1) {
-                                fprintf(stderr,
-                                        "scadles worker: %s %s: expected a number in "
-                                        "[0, 1]\n",
-                                        c == 'A' ? "--inject-alpha" : "--inject-beta", optarg);
-                                return 2;
-                        }
-                        *(c == 'A' ? &o->alpha : &o->beta) = v;
                         break;
                 case 'q':
                         o->quiet = 1;

@@ -275,13 +275,7 @@ static sc_err_t sc_wj_codecs(sc_worker_t *w, char *errstr, size_t errstr_size)
         }
         for (int i = 0; i < nt; i++)
                 views[i] = *sc_model_tensor(w->model, i);
-        sc_codec_params_default(&pp, (sc_codec_id_t)conf->job.codec);
-        if (conf->job.codec_ratio > 0)
-                pp.ratio = conf->job.codec_ratio;
-        if (conf->job.codec_error_feedback >= 0)
-                pp.error_feedback = conf->job.codec_error_feedback;
-        if (conf->job.codec_delta > 0)
-                pp.delta = conf->job.codec_delta;
+        sc_kafka_model_codec_params(conf, &pp);
         for (int s = 0; s < j->shards && !err; s++) {
                 size_t b, e;
                 sc_kafka_model_shard_range(j->n, j->shards, s, &b, &e);

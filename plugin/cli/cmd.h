@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+
+#include <jansson.h>
 
 #include "cli_opts.h"
 #include "sc_ckpt.h"
@@ -41,6 +44,26 @@ extern volatile sig_atomic_t sc_cli_stop;
 void sc_cli_signals(void);
 /* Monotonic seconds. */
 double sc_cli_now(void);
+
+/* cli_child.c: a child process running `scadles <command>`. */
+typedef struct sc_cli_child {
+        pid_t pid;
+        char name[32];
+        char out[600], err[600]; /* its stdout and stderr */
+        int status, done;
+} sc_cli_child_t;
+
+/* Starts this executable with argv as child ch named name, its stdout and
+ * stderr in out_dir/name.out and .err, in a process group of its own (a
+ * Ctrl-C reaches the parent only); returns its pid, or -1. */
+pid_t sc_cli_child_spawn(sc_cli_child_t *ch, const char *out_dir, const char *name,
+                         char *const argv[]);
+/* Signals the child and waits up to secs for it; SIGKILL after that.
+ * Nothing for a child not started or already reaped. */
+void sc_cli_child_stop(sc_cli_child_t *ch, int sig, double secs);
+/* The last "summary: {JSON}" line of a child's stdout; NULL if none. The
+ * caller owns the reference. */
+json_t *sc_cli_child_summary(const sc_cli_child_t *ch);
 
 /* cli_model.c. Each prints its own error as "scadles <cmd>: ..." and returns
  * an exit code (0 ok, 1 runtime failure, 2 usage or configuration error). */

@@ -591,98 +591,79 @@ static void sc_feed_free(sc_feed_t *f)
         free(f->buf);
 }
 
-int sc_cmd_feed(int argc, char **argv)
+/* The topics' names, targets and delivery counters. */
+static int sc_feed_topics(sc_feed_t *f)
 {
-        sc_feed_t f;
-        sc_rng_t rng, rate_rng, data_rng, order_rng;
-        memset(&f, 0, sizeof(f));
-        f.prefix = "fmnist";
-        f.data = "fmnist";
-        f.split = "train";
-        f.rate = 100;
-        f.n_topics = 1;
-        f.seed = 1;
-        f.synth_n = 10000;
-        f.format = SC_FEED_RAW;
-        int rc = sc_feed_options(&f, argc, argv);
-        if (rc >= 0)
-                return rc;
-        rc = 2;
-        sc_rng_seed(&rng, f.seed);
-        sc_rng_split(&rng, &rate_rng, 1);
-        sc_rng_split(&rng, &data_rng, 2);
-        sc_rng_split(&rng, &order_rng, 3);
-        f.topics = calloc((size_t)f.n_topics, sizeof(*f.topics));
-        if (!f.topics) {
+        f->topics = calloc((size_t)f->n_topics, sizeof(*f->topics));
+        if (!f->topics) {
                 fprintf(stderr, "scadles feed: out of memory\n");
-                goto out;
+                return -1;
         }
-        for (int i = 0; i < f.n_topics; i++) {
-                sc_feed_topic_t *t = &f.topics[i];
+        for (int i = 0; i < f->n_topics; i++) {
+                sc_feed_topic_t *t = &f->topics[i];
                 char name[300];
-                if (f.n_names)
-                        snprintf(name, sizeof(name), "%s", f.names[i]);
+                if (f->n_names)
+                        snprintf(name, sizeof(name), "%s", f->names[i]);
                 else
-                        snprintf(name, sizeof(name), "%s.%d", f.prefix, i);
+                        snprintf(name, sizeof(name), "%s.%d", f->prefix, i);
                 t->ft_name = strdup(name);
                 if (!t->ft_name) {
                         fprintf(stderr, "scadles feed: out of memory\n");
-                        goto out;
+                        return -1;
                 }
-                t->ft_target = f.count > 0 ? f.count : INT64_MAX;
+                t->ft_target = f->count > 0 ? f->count : INT64_MAX;
                 sc_kafka_delivery_init(&t->ft_dv);
         }
-        if (sc_feed_rates(&f, &rate_rng))
-                goto out;
-        /* Configuration errors (exit 2) before the data set loads. */
-        rd_kafka_conf_t *conf = sc_feed_conf(&f);
-        if (!conf)
-                goto out;
-        rc = 1;
+        return 0;
+}
+
+/* The producer, the data set, each topic's samples and the encode buffer;
+ * returns 0 or an exit code (2: configuration, checked before the data set
+ * loads; 1: runtime). */
+static int sc_feed_start(sc_feed_t *f, sc_rng_t *data_rng, sc_rng_t *order_rng)
+{
         char errstr[512];
-        f.rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-        if (!f.rk) {
+        rd_kafka_conf_t *conf = sc_feed_conf(f);
+        if (!conf)
+                return 2;
+        f->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+        if (!f->rk) {
                 fprintf(stderr, "scadles feed: producer: %s\n", errstr);
                 rd_kafka_conf_destroy(conf);
-                goto out;
+                return 1;
         }
-        if (sc_feed_load(&f, &data_rng) || sc_feed_partition(&f, &order_rng))
-                goto out;
-        f.buf_size = 64 + f.numel * 4;
-        f.buf = malloc(f.buf_size);
-        if (!f.buf) {
+        if (sc_feed_load(f, data_rng) || sc_feed_partition(f, order_rng))
+                return 1;
+        f->buf_size = 64 + f->numel * 4;
+        f->buf = malloc(f->buf_size);
+        if (!f->buf) {
                 fprintf(stderr, "scadles feed: out of memory\n");
-                goto out;
+                return 1;
         }
+        return 0;
+}
 
-        double total_rate = 0;
-        for (int i = 0; i < f.n_topics; i++)
-                total_rate += f.topics[i].ft_rate;
-        fprintf(stderr,
-                "feed: %d topic(s), %zu samples of %zu bytes (%s), format %s, "
-                "target %.1f samples/s in all\n",
-                f.n_topics, f.n, f.numel, f.data,
-                f.format == SC_FEED_RAW    ? "raw"
-                : f.format == SC_FEED_JSON ? "json"
-                                           : "csv",
-                total_rate);
-
-        sc_cli_signals();
-        double elapsed = 0;
-        sc_feed_run(&f, &elapsed);
-
+/* Waits for the delivery reports: up to 30 s, less when the broker refuses
+ * the credentials; returns the seconds it took. */
+static double sc_feed_flush(sc_feed_t *f)
+{
         double t_flush = sc_cli_now();
-        /* Up to 30 s, less when the broker refuses the credentials. */
-        for (int i = 0; i < 300 && rd_kafka_outq_len(f.rk) > 0 && !sc_kafka_fatal_check(NULL, 0);
+        for (int i = 0; i < 300 && rd_kafka_outq_len(f->rk) > 0 && !sc_kafka_fatal_check(NULL, 0);
              i++)
-                rd_kafka_flush(f.rk, 100);
-        rd_kafka_poll(f.rk, 0);
-        t_flush = sc_cli_now() - t_flush;
+                rd_kafka_flush(f->rk, 100);
+        rd_kafka_poll(f->rk, 0);
+        return sc_cli_now() - t_flush;
+}
 
+/* One line per topic and the total on stdout; returns the exit code (1 if
+ * a record failed or is undelivered, or on a fatal error). */
+static int sc_feed_report(sc_feed_t *f, double elapsed, double t_flush, double total_rate)
+{
+        char errstr[512];
         int64_t sent = 0, delivered = 0, failed = 0, pending = 0;
         double worst = 0;
-        for (int i = 0; i < f.n_topics; i++) {
-                sc_feed_topic_t *t = &f.topics[i];
+        for (int i = 0; i < f->n_topics; i++) {
+                sc_feed_topic_t *t = &f->topics[i];
                 /* Rate from the send times: the first sample goes at 0 s,
                  * so (delivered - 1) intervals span 0 .. the last send. */
                 int64_t dn = t->ft_dv.dv_delivered;
@@ -704,17 +685,17 @@ int sc_cmd_feed(int argc, char **argv)
         printf("feed: total topics %d sent %" PRId64 " delivered %" PRId64 " failed %" PRId64
                " undelivered %" PRId64 " elapsed %.2f s flush %.2f s achieved %.1f/s "
                "target %.1f/s worst-topic %+.2f%%\n",
-               f.n_topics, sent, delivered, failed, pending, elapsed, t_flush,
+               f->n_topics, sent, delivered, failed, pending, elapsed, t_flush,
                elapsed > 0 ? (double)delivered / elapsed : 0, total_rate, worst);
         fflush(stdout);
-        rc = failed || pending ? 1 : 0;
+        int rc = failed || pending ? 1 : 0;
         if (sc_kafka_fatal_check(errstr, sizeof(errstr))) {
                 fprintf(stderr, "scadles feed: %s\n", errstr);
                 rc = 1;
         } else if (failed || pending) {
                 rd_kafka_resp_err_t first = RD_KAFKA_RESP_ERR_NO_ERROR;
-                for (int i = 0; i < f.n_topics && !first; i++)
-                        first = f.topics[i].ft_dv.dv_first_err;
+                for (int i = 0; i < f->n_topics && !first; i++)
+                        first = f->topics[i].ft_dv.dv_first_err;
                 fprintf(stderr,
                         "scadles feed: %" PRId64 " record(s) failed, %" PRId64
                         " undelivered after 30 s flush; first error: %s\n",
@@ -723,9 +704,54 @@ int sc_cmd_feed(int argc, char **argv)
         if (pending) {
                 /* Reports still reference the topics: purge and serve them
                  * before the topics are freed. */
-                rd_kafka_purge(f.rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_flush(f.rk, 5000);
+                rd_kafka_purge(f->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_flush(f->rk, 5000);
         }
+        return rc;
+}
+
+int sc_cmd_feed(int argc, char **argv)
+{
+        sc_feed_t f;
+        sc_rng_t rng, rate_rng, data_rng, order_rng;
+        memset(&f, 0, sizeof(f));
+        f.prefix = "fmnist";
+        f.data = "fmnist";
+        f.split = "train";
+        f.rate = 100;
+        f.n_topics = 1;
+        f.seed = 1;
+        f.synth_n = 10000;
+        f.format = SC_FEED_RAW;
+        int rc = sc_feed_options(&f, argc, argv);
+        if (rc >= 0)
+                return rc;
+        rc = 2;
+        sc_rng_seed(&rng, f.seed);
+        sc_rng_split(&rng, &rate_rng, 1);
+        sc_rng_split(&rng, &data_rng, 2);
+        sc_rng_split(&rng, &order_rng, 3);
+        if (sc_feed_topics(&f) || sc_feed_rates(&f, &rate_rng) ||
+            (rc = sc_feed_start(&f, &data_rng, &order_rng)))
+                goto out;
+
+        double total_rate = 0;
+        for (int i = 0; i < f.n_topics; i++)
+                total_rate += f.topics[i].ft_rate;
+        fprintf(stderr,
+                "feed: %d topic(s), %zu samples of %zu bytes (%s), format %s, "
+                "target %.1f samples/s in all\n",
+                f.n_topics, f.n, f.numel, f.data,
+                f.format == SC_FEED_RAW    ? "raw"
+                : f.format == SC_FEED_JSON ? "json"
+                                           : "csv",
+                total_rate);
+
+        sc_cli_signals();
+        double elapsed = 0;
+        sc_feed_run(&f, &elapsed);
+        double t_flush = sc_feed_flush(&f);
+        rc = sc_feed_report(&f, elapsed, t_flush, total_rate);
 out:
         sc_feed_free(&f);
         return rc;

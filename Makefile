@@ -71,6 +71,11 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 
 UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# Test tools: programs the integration tests and benchmarks run (not
+# installed); they share the command's option helpers.
+TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
+TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+TOOL_OBJ   := $(BUILD)/obj/plugin/cli/cli_opts.o $(BUILD)/obj/plugin/cli/cli_run.o
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 BENCH_BIN  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
@@ -81,7 +86,7 @@ DEPS_STAMP := $(BUILD)/.deps
 
 .PHONY: all deps test unit integration bench demo install uninstall clean style style-check \
 	reproduce docs check-docs
-all: $(STATIC) $(SHARED) $(CLI)
+all: $(STATIC) $(SHARED) $(CLI) $(TOOL_BIN)
 
 deps: $(DEPS_STAMP)
 $(DEPS_STAMP): scripts/deps.sh
@@ -114,6 +119,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $< $(STATIC) $(LDLIBS_ALL) -lcmocka
 
+$(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(TOOL_OBJ) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $< $(TOOL_OBJ) $(STATIC) $(LDLIBS_ALL)
+
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $< $(STATIC) $(LDLIBS_ALL)
@@ -123,13 +132,14 @@ unit: $(UNIT_BIN)
 	@scripts/run-unit.sh $(UNIT_BIN)
 
 # The integration tests run the command and load the shared library (plugin
-# and exports tests): both are built first, so nothing skips for want of them.
-integration: $(CLI) $(SHARED)
+# and exports tests), and the test tools: all are built first, so nothing
+# skips for want of them.
+integration: $(CLI) $(SHARED) $(TOOL_BIN)
 	@BUILD=$(BUILD) scripts/run-integration.sh
 
 test: unit integration
 
-bench: $(BENCH_BIN) $(CLI)
+bench: $(BENCH_BIN) $(CLI) $(TOOL_BIN)
 	@scripts/deps.sh python3-torch
 	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
 

@@ -15,6 +15,9 @@
 set -u
 BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
+# The fake workers and checker (tests/tools/agg_selftest.c), built by make
+# next to the command.
+AGG_SELFTEST=${AGG_SELFTEST:-$(dirname "$SCADLES")/tools/agg_selftest}
 N=${1:-8000}
 IDLE=3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -138,7 +141,7 @@ run_job() {
 		return
 	fi
 	if [ "$real" = 1 ]; then
-		"$SCADLES" aggregator -c "$d/j0.json" --selftest-ctl join --worker 0 \
+		"$AGG_SELFTEST" ctl join -c "$d/j0.json" --worker 0 \
 			>"$d/create.out" 2>"$d/create.err" || { echo "$label: creating the job failed"; return; }
 		sleep 2
 	fi

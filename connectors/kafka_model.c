@@ -35,6 +35,17 @@ sc_err_t sc_kafka_model_initial(const sc_conf_t *conf, sc_model_t **modelp, char
         return SC_OK;
 }
 
+void sc_kafka_model_codec_params(const sc_conf_t *conf, sc_codec_params_t *params)
+{
+        sc_codec_params_default(params, (sc_codec_id_t)conf->job.codec);
+        if (conf->job.codec_ratio > 0)
+                params->ratio = conf->job.codec_ratio;
+        if (conf->job.codec_error_feedback >= 0)
+                params->error_feedback = conf->job.codec_error_feedback;
+        if (conf->job.codec_delta > 0)
+                params->delta = conf->job.codec_delta;
+}
+
 sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int shard,
                                     sc_server_spec_t *spec, char *errstr, size_t errstr_size)
 {

@@ -13,6 +13,7 @@
 #include "sc_auth.h"
 #include "sc_bcast.h"
 #include "sc_buf.h"
+#include "sc_codec.h"
 #include "sc_conf.h"
 #include "sc_err.h"
 #include "sc_kafka_util.h"
@@ -30,6 +31,10 @@ void sc_kafka_model_shard_range(size_t n, int shards, int shard, size_t *beginp,
  * *modelp is the caller's (sc_model_destroy). */
 sc_err_t sc_kafka_model_initial(const sc_conf_t *conf, sc_model_t **modelp, char *errstr,
                                 size_t errstr_size);
+
+/* The codec parameters of the job's updates: job.codec's defaults with
+ * job.codec.ratio, .error_feedback and .delta where set. */
+void sc_kafka_model_codec_params(const sc_conf_t *conf, sc_codec_params_t *params);
 
 /* The server spec of one shard of the job: conf->job.sync, the optim
  * section's optimizer and schedule (stepped per shard version), the range. */

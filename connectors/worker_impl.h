@@ -8,15 +8,24 @@
 
 #include <jansson.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "sc_batch.h"
+#include "sc_buf.h"
+#include "sc_codec.h"
 #include "sc_data.h"
 #include "sc_decode.h"
+#include "sc_job_auth.h"
+#include "sc_job_model.h"
+#include "sc_kafka_admin.h"
 #include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
 #include "sc_metrics.h"
+#include "sc_mix.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_rng.h"
+#include "sc_sync.h"
 #include "sc_worker.h"
 
 /* One pushed topic (push mode). */
@@ -27,6 +36,66 @@ typedef struct sc_wk_stream {
 } sc_wk_stream_t;
 
 typedef struct sc_wk_job sc_wk_job_t;
+
+/* The distributed half's state (worker_job.c; counters read by
+ * worker_stats.c). */
+#define SC_WJ_MAX_UNSENT 4096
+/* Update latency: send times of the last steps (a ring) and the first
+ * latency samples kept for the summary's percentiles (ms). */
+#define SC_WJ_LAT_RING 1024
+#define SC_WJ_LAT_MAX 8192
+
+/* One step's updates awaiting their delivery reports. */
+typedef struct sc_wj_pend {
+        sc_worker_t *w;
+        int remaining, failed;
+        double t_send; /* monotonic seconds at produce */
+        size_t n_ids;
+        uint64_t *ids; /* batches behind the update */
+        struct sc_wj_pend *next;
+} sc_wj_pend_t;
+
+struct sc_wk_job {
+        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
+        rd_kafka_t *prod;
+        rd_kafka_t *inj; /* J.inject reader, NULL without injection */
+        sc_job_model_t *jm;
+        sc_auth_t auth; /* authenticated job: this worker signs with its key */
+        sc_sync_worker_t *sync;
+        sc_codec_t **codecs; /* per shard */
+        uint64_t *stamps;    /* per shard: the install counter of the model held */
+        uint64_t *held_v;    /* per shard: version of the model held */
+        float *sync_params;  /* delta policies: the global model at the last sync */
+        float *scratch;      /* delta / model payload input */
+        sc_buf_t payload, msg;
+        int shards;
+        size_t n;
+        uint64_t seq_base;
+        int sends_grads, round_based, ready;
+        uint64_t unsent[SC_WJ_MAX_UNSENT];
+        size_t n_unsent;
+        sc_wj_pend_t *pend_head, *pend_tail;
+        double t_hb;
+        int away;       /* left the barriers: no data to train (sc_wj_barrier) */
+        uint64_t aways; /* times it left */
+        /* injection pool: foreign samples, one ring per sending worker */
+        sc_mix_shared_t *pool;
+        int *draw_src;      /* (tcap) scratch: the source of each sample drawn */
+        uint64_t *inj_from; /* per worker id: its samples mixed into this worker's batches */
+        uint64_t inj_seq;
+        /* counters */
+        uint64_t sent, acked, failed, bytes_up, dense_bytes, msgs_out;
+        uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
+        uint64_t ctl_sent, waits, inj_auth;
+        char first_err[256];
+        /* latency: produce -> acknowledged, produce -> visible in J.model */
+        uint64_t ring_seq[SC_WJ_LAT_RING];
+        double ring_t[SC_WJ_LAT_RING];
+        uint64_t ring_n;    /* steps pushed */
+        uint64_t *vis_next; /* per shard: the next ring step not yet visible */
+        float lat_ack[SC_WJ_LAT_MAX], lat_vis[SC_WJ_LAT_MAX];
+        size_t n_ack, n_vis;
+};
 
 struct sc_worker_s {
         sc_worker_spec_t spec;
@@ -97,10 +166,11 @@ sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
 /* Foreign samples to mix into a batch of n: copies up to max rows into
  * x/y; returns how many. Shares part of the batch with probability alpha. */
 int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y, int max);
-void sc_wk_job_counters(const sc_worker_t *w, sc_worker_counters_t *c);
-void sc_wk_job_json(const sc_worker_t *w, json_t *j);
 
 /* worker_stats.c */
 void sc_wk_progress(sc_worker_t *w, double now);
+/* The distributed half's counters, and its "job" object of the summary. */
+void sc_wk_job_counters(const sc_worker_t *w, sc_worker_counters_t *c);
+void sc_wk_job_json(const sc_worker_t *w, json_t *j);
 
 #endif

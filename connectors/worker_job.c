@@ -29,63 +29,6 @@
  * this worker's highest seq (restart). */
 #define SC_WJ_SCAN_BACK 512
 #define SC_WJ_SCAN_MS 5000 /* per J.grad partition, to learn its end and read its tail */
-#define SC_WJ_MAX_UNSENT 4096
-/* Update latency: send times of the last steps (a ring) and the first
- * latency samples kept for the summary's percentiles (ms). */
-#define SC_WJ_LAT_RING 1024
-#define SC_WJ_LAT_MAX 8192
-
-/* One step's updates awaiting their delivery reports. */
-typedef struct sc_wj_pend {
-        sc_worker_t *w;
-        int remaining, failed;
-        double t_send; /* monotonic seconds at produce */
-        size_t n_ids;
-        uint64_t *ids; /* batches behind the update */
-        struct sc_wj_pend *next;
-} sc_wj_pend_t;
-
-struct sc_wk_job {
-        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
-        rd_kafka_t *prod;
-        rd_kafka_t *inj; /* J.inject reader, NULL without injection */
-        sc_job_model_t *jm;
-        sc_auth_t auth; /* authenticated job: this worker signs with its key */
-        sc_sync_worker_t *sync;
-        sc_codec_t **codecs; /* per shard */
-        uint64_t *stamps;    /* per shard: the install counter of the model held */
-        uint64_t *held_v;    /* per shard: version of the model held */
-        float *sync_params;  /* delta policies: the global model at the last sync */
-        float *scratch;      /* delta / model payload input */
-        sc_buf_t payload, msg;
-        int shards;
-        size_t n;
-        uint64_t seq_base;
-        int sends_grads, round_based, ready;
-        uint64_t unsent[SC_WJ_MAX_UNSENT];
-        size_t n_unsent;
-        sc_wj_pend_t *pend_head, *pend_tail;
-        double t_hb;
-        int away;       /* left the barriers: no data to train (sc_wj_barrier) */
-        uint64_t aways; /* times it left */
-        /* injection pool: foreign samples, one ring per sending worker */
-        sc_mix_shared_t *pool;
-        int *draw_src;      /* (tcap) scratch: the source of each sample drawn */
-        uint64_t *inj_from; /* per worker id: its samples mixed into this worker's batches */
-        uint64_t inj_seq;
-        /* counters */
-        uint64_t sent, acked, failed, bytes_up, dense_bytes, msgs_out;
-        uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
-        uint64_t ctl_sent, waits, inj_auth;
-        char first_err[256];
-        /* latency: produce -> acknowledged, produce -> visible in J.model */
-        uint64_t ring_seq[SC_WJ_LAT_RING];
-        double ring_t[SC_WJ_LAT_RING];
-        uint64_t ring_n;    /* steps pushed */
-        uint64_t *vis_next; /* per shard: the next ring step not yet visible */
-        float lat_ack[SC_WJ_LAT_MAX], lat_vis[SC_WJ_LAT_MAX];
-        size_t n_ack, n_vis;
-};
 
 static double sc_wj_mono(void)
 {
@@ -291,13 +234,7 @@ static sc_err_t sc_wj_codecs(sc_worker_t *w, char *errstr, size_t errstr_size)
         }
         for (int i = 0; i < nt; i++)
                 views[i] = *sc_model_tensor(w->model, i);
-        sc_codec_params_default(&pp, (sc_codec_id_t)conf->job.codec);
-        if (conf->job.codec_ratio > 0)
-                pp.ratio = conf->job.codec_ratio;
-        if (conf->job.codec_error_feedback >= 0)
-                pp.error_feedback = conf->job.codec_error_feedback;
-        if (conf->job.codec_delta > 0)
-                pp.delta = conf->job.codec_delta;
+        sc_kafka_model_codec_params(conf, &pp);
         for (int s = 0; s < j->shards && !err; s++) {
                 size_t b, e;
                 sc_kafka_model_shard_range(j->n, j->shards, s, &b, &e);
@@ -601,20 +538,6 @@ int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y,
         return m;
 }
 
-/* ---- security counters ---- */
-
-/* Authentication and the model records refused (docs/SECURITY.md). */
-static void sc_wj_security_json(const sc_wk_job_t *j, const sc_job_model_stats_t *ms, json_t *o)
-{
-        if (!o)
-                return;
-        json_object_set_new(o, "authenticated", json_boolean(j->auth.on));
-        json_object_set_new(o, "inject_auth_bad", json_integer((json_int_t)j->inj_auth));
-        json_object_set_new(o, "model_auth_bad", json_integer((json_int_t)ms->auth_bad));
-        json_object_set_new(o, "model_nonfinite", json_integer((json_int_t)ms->nonfinite));
-        json_object_set_new(o, "model_jump", json_integer((json_int_t)ms->jump));
-}
-
 /* ---- latency ---- */
 
 /* Records produce -> visible for the sent steps J.model now shows applied
@@ -636,30 +559,6 @@ static void sc_wj_visible(sc_worker_t *w)
                         j->vis_next[s]++;
                 }
         }
-}
-
-static int sc_wj_cmp_float(const void *a, const void *b)
-{
-        float x = *(const float *)a, y = *(const float *)b;
-        return (x > y) - (x < y);
-}
-
-/* {n, p50, p95, p99} in ms of the first n samples (copied, then sorted). */
-static json_t *sc_wj_pct(const float *v, size_t n)
-{
-        float *c = n ? malloc(n * sizeof(float)) : NULL;
-        double q[3] = {0, 0, 0}, at[3] = {0.50, 0.95, 0.99};
-        if (c) {
-                memcpy(c, v, n * sizeof(float));
-                qsort(c, n, sizeof(float), sc_wj_cmp_float);
-                for (int i = 0; i < 3; i++) {
-                        size_t k = (size_t)ceil(at[i] * (double)n);
-                        q[i] = round((double)c[k > 0 ? k - 1 : 0] * 100) / 100;
-                }
-                free(c);
-        }
-        return json_pack("{s:I, s:f, s:f, s:f}", "n", (json_int_t)n, "p50", q[0], "p95", q[1],
-                         "p99", q[2]);
 }
 
 /* ---- updates ---- */
@@ -862,60 +761,4 @@ sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         sc_job_model_poll(j->jm, 0, NULL, why, sizeof(why));
         sc_wj_visible(w);
         return err;
-}
-
-void sc_wk_job_counters(const sc_worker_t *w, sc_worker_counters_t *c)
-{
-        const sc_wk_job_t *j = w->job;
-        c->updates_sent = j->sent;
-        c->updates_acked = j->acked;
-        c->bytes_up = j->bytes_up;
-        c->dense_bytes = j->dense_bytes;
-        c->bytes_down = sc_job_model_stats(j->jm)->bytes;
-        c->model_version = sc_job_model_min_version(j->jm);
-        c->injected_out = j->injected_out;
-        c->injected_in = j->injected_in;
-}
-
-void sc_wk_job_json(const sc_worker_t *w, json_t *out)
-{
-        const sc_wk_job_t *j = w->job;
-        const sc_job_model_stats_t *ms = sc_job_model_stats(j->jm);
-        json_t *o = json_pack(
-            "{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, "
-            "s:I, s:I, s:f, s:I, s:I}",
-            "worker", w->spec.worker_id, "job", w->conf->job.name, "policy",
-            sc_sync_kind_name(w->conf->job.sync.kind), "codec",
-            sc_codec_name((sc_codec_id_t)w->conf->job.codec), "seq_base", (json_int_t)j->seq_base,
-            "seq_last", (json_int_t)(j->seq_base + sc_sync_worker_clock(j->sync)), "updates_sent",
-            (json_int_t)j->sent, "updates_acked", (json_int_t)j->acked, "updates_failed",
-            (json_int_t)j->failed, "bytes_up", (json_int_t)j->bytes_up, "compression",
-            j->bytes_up ? (double)j->dense_bytes / (double)j->bytes_up : 1.0, "dense_bytes",
-            (json_int_t)j->dense_bytes, "bytes_down", (json_int_t)ms->bytes, "model_records",
-            (json_int_t)ms->records, "model_bad", (json_int_t)ms->bad, "model_version",
-            (json_int_t)sc_job_model_min_version(j->jm), "injected_out",
-            (json_int_t)j->injected_out, "injected_in", (json_int_t)j->injected_in, "own_skipped",
-            (json_int_t)j->own_skipped, "wait_s", sc_sync_worker_wait_seconds(j->sync),
-            "inject_bad", (json_int_t)j->inj_bad, "ctl_sent", (json_int_t)j->ctl_sent);
-        sc_wj_security_json(j, ms, o);
-        if (o) {
-                json_object_set_new(o, "away", json_integer((json_int_t)j->aways));
-                json_object_set_new(o, "model_keyframes", json_integer((json_int_t)ms->keyframes));
-                json_object_set_new(o, "model_seeks", json_integer((json_int_t)ms->seeks));
-        }
-        if (o) {
-                json_t *lat = json_pack("{s:o, s:o}", "acked", sc_wj_pct(j->lat_ack, j->n_ack),
-                                        "visible", sc_wj_pct(j->lat_vis, j->n_vis));
-                if (lat)
-                        json_object_set_new(o, "latency_ms", lat);
-                if (j->inj_from) {
-                        json_t *from = json_array();
-                        for (int i = 0; from && i < w->conf->job.sync.n_workers; i++)
-                                json_array_append_new(from,
-                                                      json_integer((json_int_t)j->inj_from[i]));
-                        if (from)
-                                json_object_set_new(o, "injected_from", from);
-                }
-                json_object_set_new(out, "job", o);
-        }
 }

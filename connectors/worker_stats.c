@@ -1,8 +1,10 @@
 /* worker_stats.c — the worker's progress lines and its summary as JSON
- * (record accounting per docs/STREAMS.md, training and job counters). */
+ * (record accounting per docs/STREAMS.md, training and job counters, the
+ * distributed half's counters and update latency percentiles). */
 #include "worker_impl.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,4 +171,98 @@ char *sc_worker_stats_json(sc_worker_t *w)
         char *text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
         return text;
+}
+
+/* ---- the distributed half ---- */
+
+/* Authentication and the model records refused (docs/SECURITY.md). */
+static void sc_wk_security_json(const sc_wk_job_t *j, const sc_job_model_stats_t *ms, json_t *o)
+{
+        if (!o)
+                return;
+        json_object_set_new(o, "authenticated", json_boolean(j->auth.on));
+        json_object_set_new(o, "inject_auth_bad", json_integer((json_int_t)j->inj_auth));
+        json_object_set_new(o, "model_auth_bad", json_integer((json_int_t)ms->auth_bad));
+        json_object_set_new(o, "model_nonfinite", json_integer((json_int_t)ms->nonfinite));
+        json_object_set_new(o, "model_jump", json_integer((json_int_t)ms->jump));
+}
+
+static int sc_wk_cmp_float(const void *a, const void *b)
+{
+        float x = *(const float *)a, y = *(const float *)b;
+        return (x > y) - (x < y);
+}
+
+/* {n, p50, p95, p99} in ms of the first n samples (copied, then sorted). */
+static json_t *sc_wk_pct(const float *v, size_t n)
+{
+        float *c = n ? malloc(n * sizeof(float)) : NULL;
+        double q[3] = {0, 0, 0}, at[3] = {0.50, 0.95, 0.99};
+        if (c) {
+                memcpy(c, v, n * sizeof(float));
+                qsort(c, n, sizeof(float), sc_wk_cmp_float);
+                for (int i = 0; i < 3; i++) {
+                        size_t k = (size_t)ceil(at[i] * (double)n);
+                        q[i] = round((double)c[k > 0 ? k - 1 : 0] * 100) / 100;
+                }
+                free(c);
+        }
+        return json_pack("{s:I, s:f, s:f, s:f}", "n", (json_int_t)n, "p50", q[0], "p95", q[1],
+                         "p99", q[2]);
+}
+
+void sc_wk_job_counters(const sc_worker_t *w, sc_worker_counters_t *c)
+{
+        const sc_wk_job_t *j = w->job;
+        c->updates_sent = j->sent;
+        c->updates_acked = j->acked;
+        c->bytes_up = j->bytes_up;
+        c->dense_bytes = j->dense_bytes;
+        c->bytes_down = sc_job_model_stats(j->jm)->bytes;
+        c->model_version = sc_job_model_min_version(j->jm);
+        c->injected_out = j->injected_out;
+        c->injected_in = j->injected_in;
+}
+
+void sc_wk_job_json(const sc_worker_t *w, json_t *out)
+{
+        const sc_wk_job_t *j = w->job;
+        const sc_job_model_stats_t *ms = sc_job_model_stats(j->jm);
+        json_t *o = json_pack(
+            "{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, "
+            "s:I, s:I, s:f, s:I, s:I}",
+            "worker", w->spec.worker_id, "job", w->conf->job.name, "policy",
+            sc_sync_kind_name(w->conf->job.sync.kind), "codec",
+            sc_codec_name((sc_codec_id_t)w->conf->job.codec), "seq_base", (json_int_t)j->seq_base,
+            "seq_last", (json_int_t)(j->seq_base + sc_sync_worker_clock(j->sync)), "updates_sent",
+            (json_int_t)j->sent, "updates_acked", (json_int_t)j->acked, "updates_failed",
+            (json_int_t)j->failed, "bytes_up", (json_int_t)j->bytes_up, "compression",
+            j->bytes_up ? (double)j->dense_bytes / (double)j->bytes_up : 1.0, "dense_bytes",
+            (json_int_t)j->dense_bytes, "bytes_down", (json_int_t)ms->bytes, "model_records",
+            (json_int_t)ms->records, "model_bad", (json_int_t)ms->bad, "model_version",
+            (json_int_t)sc_job_model_min_version(j->jm), "injected_out",
+            (json_int_t)j->injected_out, "injected_in", (json_int_t)j->injected_in, "own_skipped",
+            (json_int_t)j->own_skipped, "wait_s", sc_sync_worker_wait_seconds(j->sync),
+            "inject_bad", (json_int_t)j->inj_bad, "ctl_sent", (json_int_t)j->ctl_sent);
+        sc_wk_security_json(j, ms, o);
+        if (o) {
+                json_object_set_new(o, "away", json_integer((json_int_t)j->aways));
+                json_object_set_new(o, "model_keyframes", json_integer((json_int_t)ms->keyframes));
+                json_object_set_new(o, "model_seeks", json_integer((json_int_t)ms->seeks));
+        }
+        if (o) {
+                json_t *lat = json_pack("{s:o, s:o}", "acked", sc_wk_pct(j->lat_ack, j->n_ack),
+                                        "visible", sc_wk_pct(j->lat_vis, j->n_vis));
+                if (lat)
+                        json_object_set_new(o, "latency_ms", lat);
+                if (j->inj_from) {
+                        json_t *from = json_array();
+                        for (int i = 0; from && i < w->conf->job.sync.n_workers; i++)
+                                json_array_append_new(from,
+                                                      json_integer((json_int_t)j->inj_from[i]));
+                        if (from)
+                                json_object_set_new(o, "injected_from", from);
+                }
+                json_object_set_new(out, "job", o);
+        }
 }

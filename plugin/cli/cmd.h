@@ -6,7 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
+#include <jansson.h>
+
+#include "cli_opts.h"
 #include "sc_ckpt.h"
 #include "sc_conf.h"
 #include "sc_nn.h"
@@ -34,15 +38,32 @@ int sc_cmd_export(int argc, char **argv);
 int sc_cmd_predict(int argc, char **argv);
 int sc_cmd_model(int argc, char **argv);
 
-/* Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
+/* cli_run.c. Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
  * commands poll it and stop cleanly (flushing, committing, saving). */
 extern volatile sig_atomic_t sc_cli_stop;
 void sc_cli_signals(void);
 /* Monotonic seconds. */
 double sc_cli_now(void);
-/* Parses option opt's value s as a finite number >= 0 into *out; on error
- * prints "scadles <cmd>: <opt> <s>: expected a number >= 0" and returns -1. */
-int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out);
+
+/* cli_child.c: a child process running `scadles <command>`. */
+typedef struct sc_cli_child {
+        pid_t pid;
+        char name[32];
+        char out[600], err[600]; /* its stdout and stderr */
+        int status, done;
+} sc_cli_child_t;
+
+/* Starts this executable with argv as child ch named name, its stdout and
+ * stderr in out_dir/name.out and .err, in a process group of its own (a
+ * Ctrl-C reaches the parent only); returns its pid, or -1. */
+pid_t sc_cli_child_spawn(sc_cli_child_t *ch, const char *out_dir, const char *name,
+                         char *const argv[]);
+/* Signals the child and waits up to secs for it; SIGKILL after that.
+ * Nothing for a child not started or already reaped. */
+void sc_cli_child_stop(sc_cli_child_t *ch, int sig, double secs);
+/* The last "summary: {JSON}" line of a child's stdout; NULL if none. The
+ * caller owns the reference. */
+json_t *sc_cli_child_summary(const sc_cli_child_t *ch);
 
 /* cli_model.c. Each prints its own error as "scadles <cmd>: ..." and returns
  * an exit code (0 ok, 1 runtime failure, 2 usage or configuration error). */
@@ -60,7 +81,7 @@ int sc_cli_model_load(const char *cmd, sc_conf_t *conf, const char *ckpt, sc_mod
 int sc_cli_write_predictions(const char *cmd, sc_model_t *model, const float *x, const int32_t *y,
                              size_t n, const char *path);
 
-/* librdkafka's own log lines (from its threads) for `scadles <opaque>`
+/* cli_run.c: librdkafka's own log lines (from its threads) for `scadles <opaque>`
  * (opaque: the command's name): warnings and worse, or notices too unless
  * sc_cli_quiet; warnings about properties a client ignores (CONFWARN: the
  * kafka object serves consumers and producers alike) are left out. */
@@ -69,36 +90,5 @@ extern volatile int sc_cli_quiet;
  * (6), or warnings and worse (4) when sc_cli_quiet. */
 void sc_cli_log(void *opaque, int level, const char *msg);
 void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg);
-
-/* cli_conf.c: the options every command shares. */
-
-#define SC_CLI_MAX_SETS 64
-
-/* The configuration options: -c/--config FILE, -s/--set KEY=VALUE
- * (repeatable, applied in order), and for the commands that reach a broker
- * -b/--bootstrap ADDR and -B/--bootstrap-file FILE. */
-typedef struct sc_cli_conf_opts {
-        const char *config, *bootstrap, *bootstrap_file;
-        char *sets[SC_CLI_MAX_SETS];
-        int n_sets;
-} sc_cli_conf_opts_t;
-
-/* Takes getopt's option c and its value arg when c is one of 'c', 's', 'b',
- * 'B': returns 1 (taken), 0 (another option), -1 after printing
- * "scadles <cmd>: ..." (too many --set). */
-int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg);
-
-/* Loads co->config into conf, applies the --set overrides in order, then
- * kafka.bootstrap.servers from --bootstrap or from the first line of the
- * --bootstrap-file. Prints "scadles <cmd>: <error>" and returns 2 on error
- * (conf freed; a second sc_conf_free is harmless), else 0. */
-int sc_cli_conf_load(const char *cmd, sc_conf_t *conf, const sc_cli_conf_opts_t *co);
-/* getopt's remaining cases after a command's own options ('h' or ':' /
- * '?' for an option it does not know): prints usage (stdout for 'h') or
- * "scadles <cmd>: ..." and the usage on stderr; returns 0 for 'h', else 2. */
-int sc_cli_opt_other(const char *cmd, int c, char **argv, void (*usage)(FILE *));
-/* 0 when getopt consumed every argument, else prints "unexpected argument"
- * and the usage on stderr and returns 2. */
-int sc_cli_no_operands(const char *cmd, int argc, char **argv, void (*usage)(FILE *));
 
 #endif

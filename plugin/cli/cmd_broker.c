@@ -1,6 +1,7 @@
 /* cmd_broker.c — `scadles broker`: runs the embedded Kafka cluster as a
  * standalone process, or probes a broker for readiness. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,18 +59,17 @@ int sc_cmd_broker(int argc, char **argv)
         const char *topics[SC_BROKER_MAX_TOPICS];
         int n_topics = 0, n_brokers = 1, timeout_ms = 2000, c;
         const char *bootstrap_file = NULL, *probe = NULL;
-        char errstr[512], *end;
+        char errstr[512];
+        long long v;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "b:t:f:p:T:h", opts, NULL)) != -1) {
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":b:t:f:p:T:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'b':
-                        n_brokers = (int)strtol(optarg, &end, 10);
-                        if (*end || end == optarg || n_brokers < 1 || n_brokers > 16) {
-                                fprintf(stderr, "scadles broker: --brokers %s: expected 1..16\n",
-                                        optarg);
+                        if (sc_cli_integer("broker", "--brokers", optarg, 1, 16, &v))
                                 return 2;
-                        }
+                        n_brokers = (int)v;
                         break;
                 case 't':
                         if (n_topics == SC_BROKER_MAX_TOPICS) {
@@ -86,27 +86,16 @@ int sc_cmd_broker(int argc, char **argv)
                         probe = optarg;
                         break;
                 case 'T':
-                        timeout_ms = (int)strtol(optarg, &end, 10);
-                        if (*end || end == optarg || timeout_ms < 1) {
-                                fprintf(stderr,
-                                        "scadles broker: --timeout-ms %s: expected a positive "
-                                        "integer\n",
-                                        optarg);
+                        if (sc_cli_integer("broker", "--timeout-ms", optarg, 1, INT_MAX, &v))
                                 return 2;
-                        }
+                        timeout_ms = (int)v;
                         break;
-                case 'h':
-                        sc_broker_usage(stdout);
-                        return 0;
                 default:
-                        sc_broker_usage(stderr);
-                        return 2;
+                        return sc_cli_opt_other("broker", c, argv, sc_broker_usage);
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "scadles broker: unexpected argument '%s'\n", argv[optind]);
+        if (sc_cli_no_operands("broker", argc, argv, sc_broker_usage))
                 return 2;
-        }
         if (probe)
                 return sc_broker_probe_main(probe, timeout_ms);
 

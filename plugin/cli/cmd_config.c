@@ -1,5 +1,6 @@
 /* cmd_config.c — `scadles config`: lists the configuration properties, writes
  * docs/CONFIG.md, or checks a configuration file (with overrides). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,69 +46,66 @@ static int sc_config_print(char *text)
         return 0;
 }
 
-int sc_cmd_config(int argc, char **argv)
+typedef struct sc_config_opts {
+        enum { SC_CONFIG_NONE, SC_CONFIG_LIST, SC_CONFIG_MARKDOWN, SC_CONFIG_CHECK } mode;
+        const char *sections;
+        sc_cli_conf_opts_t co; /* -c and --set */
+} sc_config_opts_t;
+
+/* Returns -1 to go on, else an exit code. */
+static int sc_config_args(int argc, char **argv, sc_config_opts_t *o)
 {
-        enum { NONE, LIST, MARKDOWN, CHECK } mode = NONE;
-        const char *file = NULL, *sections = NULL;
+        static const struct option longopts[] = {
+            {"list", no_argument, NULL, 'L'},
+            {"markdown", no_argument, NULL, 'M'},
+            {"markdown-sections", required_argument, NULL, 'S'},
+            {"check", no_argument, NULL, 'C'},
+            {"config", required_argument, NULL, 'c'},
+            {"set", required_argument, NULL, 's'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        int c;
+        memset(o, 0, sizeof(*o));
+        optind = 1;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
+                int taken = sc_cli_conf_opt("config", &o->co, c, optarg);
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
+                switch (c) {
+                case 'L':
+                        o->mode = SC_CONFIG_LIST;
+                        break;
+                case 'M':
+                        o->mode = SC_CONFIG_MARKDOWN;
+                        break;
+                case 'S':
+                        o->sections = optarg;
+                        break;
+                case 'C':
+                        o->mode = SC_CONFIG_CHECK;
+                        break;
+                default:
+                        return sc_cli_opt_other("config", c, argv, sc_config_usage);
+                }
+        }
+        if (sc_cli_no_operands("config", argc, argv, sc_config_usage))
+                return 2;
+        return -1;
+}
+
+/* --check: the file (or the defaults) with the overrides, checked. */
+static int sc_config_check(const sc_cli_conf_opts_t *co)
+{
         char errstr[1024], why[768];
         sc_conf_t conf;
+        sc_err_t err;
 
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-                        sc_config_usage(stdout);
-                        return 0;
-                } else if (!strcmp(a, "--list")) {
-                        mode = LIST;
-                } else if (!strcmp(a, "--markdown")) {
-                        mode = MARKDOWN;
-                } else if (!strcmp(a, "--markdown-sections") && i + 1 < argc) {
-                        sections = argv[++i];
-                } else if (!strcmp(a, "--check")) {
-                        mode = CHECK;
-                } else if ((!strcmp(a, "-c") || !strcmp(a, "--config")) && i + 1 < argc) {
-                        file = argv[++i];
-                } else if (!strcmp(a, "--set") && i + 1 < argc) {
-                        i++;
-                } else {
-                        fprintf(stderr, "scadles config: unexpected argument '%s'\n\n", a);
-                        sc_config_usage(stderr);
-                        return 2;
-                }
-        }
-        if (sections) {
-                char *text;
-                if (sc_conf_describe_sections(sections, &text, errstr, sizeof(errstr))) {
-                        fprintf(stderr, "scadles config: --markdown-sections: %s\n", errstr);
-                        return 2;
-                }
-                return sc_config_print(text);
-        }
-        if (mode == LIST)
-                return sc_config_print(sc_conf_describe(0));
-        if (mode == MARKDOWN)
-                return sc_config_print(sc_conf_describe(1));
-        if (mode != CHECK) {
-                sc_config_usage(stderr);
+        if (sc_cli_conf_load("config", &conf, co))
                 return 2;
-        }
-
-        sc_err_t err = SC_OK;
-        if (file)
-                err = sc_conf_load(&conf, file, errstr, sizeof(errstr));
-        else
-                sc_conf_defaults(&conf);
-        for (int i = 1; !err && i < argc; i++)
-                if (!strcmp(argv[i], "--set"))
-                        err = sc_conf_set(&conf, argv[++i], errstr, sizeof(errstr));
-                else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config"))
-                        i++;
-        if (err) {
-                fprintf(stderr, "scadles config: %s\n", errstr);
-                sc_conf_free(&conf);
-                /* An unreadable or invalid file is the user's to fix: 2. */
-                return err == SC_ERR_NOMEM ? 1 : 2;
-        }
         /* librdkafka's own checks, on a throwaway client configuration. */
         err = sc_kafka_conf_check((const json_t *)conf.kafka, "$.kafka", why, sizeof(why));
         if (!err)
@@ -144,4 +142,30 @@ int sc_cmd_config(int argc, char **argv)
                 putchar('\n');
         sc_conf_free(&conf);
         return rc;
+}
+
+int sc_cmd_config(int argc, char **argv)
+{
+        char errstr[1024];
+        sc_config_opts_t o;
+        int rc;
+
+        if ((rc = sc_config_args(argc, argv, &o)) >= 0)
+                return rc;
+        if (o.sections) {
+                char *text;
+                if (sc_conf_describe_sections(o.sections, &text, errstr, sizeof(errstr))) {
+                        fprintf(stderr, "scadles config: --markdown-sections: %s\n", errstr);
+                        return 2;
+                }
+                return sc_config_print(text);
+        }
+        if (o.mode == SC_CONFIG_LIST)
+                return sc_config_print(sc_conf_describe(0));
+        if (o.mode == SC_CONFIG_MARKDOWN)
+                return sc_config_print(sc_conf_describe(1));
+        if (o.mode == SC_CONFIG_CHECK)
+                return sc_config_check(&o.co);
+        sc_config_usage(stderr);
+        return 2;
 }

@@ -34,23 +34,14 @@
 #include "sc_nn.h"
 
 #define SC_DEMO_MAX_WORKERS 16
-#define SC_DEMO_MAX_SETS 32
 #define SC_DEMO_MAX_POINTS 4096
 
 typedef struct sc_demo_opts {
         int workers, topics, quiet, plot;
         double rate, duration, target, eval_every;
         const char *out;
-        const char *sets[SC_DEMO_MAX_SETS];
-        int n_sets;
+        sc_cli_conf_opts_t co; /* --set only */
 } sc_demo_opts_t;
-
-typedef struct sc_demo_child {
-        pid_t pid;
-        char name[32];
-        char out[600], err[600];
-        int status, done;
-} sc_demo_child_t;
 
 static void sc_demo_usage(FILE *out)
 {
@@ -98,20 +89,6 @@ static void sc_demo_usage(FILE *out)
                 "exit status: 0 done (whatever the accuracy), 1 runtime failure, 2 usage.\n");
 }
 
-static int sc_demo_num(const char *opt, const char *s, double lo, double hi, double *out)
-{
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-                fprintf(stderr, "scadles demo: %s %s: expected a number in [%g, %g]\n", opt, s, lo,
-                        hi);
-                return -1;
-        }
-        *out = v;
-        return 0;
-}
-
 static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
 {
         static const struct option lo[] = {
@@ -121,7 +98,7 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
             {"out", required_argument, NULL, 'o'},     {"set", required_argument, NULL, 's'},
             {"no-plot", no_argument, NULL, 'P'},       {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-        double v;
+        long long v;
         int c;
         memset(o, 0, sizeof(*o));
         o->workers = 4;
@@ -135,39 +112,38 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":w:t:r:d:a:e:o:s:qh", lo, NULL)) != -1) {
+                int taken = c == 's' ? sc_cli_conf_opt("demo", &o->co, c, optarg) : 0;
+                if (taken < 0)
+                        return 2;
+                if (taken)
+                        continue;
                 switch (c) {
                 case 'w':
                 case 't':
-                        if (sc_demo_num(c == 'w' ? "--workers" : "--topics", optarg, 1, 16, &v) ||
-                            v != floor(v))
+                        if (sc_cli_integer("demo", c == 'w' ? "--workers" : "--topics", optarg, 1,
+                                           16, &v))
                                 return 2;
                         *(c == 'w' ? &o->workers : &o->topics) = (int)v;
                         break;
                 case 'r':
-                        if (sc_demo_num("--rate", optarg, 1, 100000, &o->rate))
+                        if (sc_cli_number_in("demo", "--rate", optarg, 1, 100000, &o->rate))
                                 return 2;
                         break;
                 case 'd':
-                        if (sc_demo_num("--duration", optarg, 1, 86400, &o->duration))
+                        if (sc_cli_number_in("demo", "--duration", optarg, 1, 86400, &o->duration))
                                 return 2;
                         break;
                 case 'a':
-                        if (sc_demo_num("--target", optarg, 0, 1, &o->target))
+                        if (sc_cli_number_in("demo", "--target", optarg, 0, 1, &o->target))
                                 return 2;
                         break;
                 case 'e':
-                        if (sc_demo_num("--eval-every", optarg, 0.1, 3600, &o->eval_every))
+                        if (sc_cli_number_in("demo", "--eval-every", optarg, 0.1, 3600,
+                                             &o->eval_every))
                                 return 2;
                         break;
                 case 'o':
                         o->out = optarg;
-                        break;
-                case 's':
-                        if (o->n_sets == SC_DEMO_MAX_SETS) {
-                                fprintf(stderr, "scadles demo: too many --set options\n");
-                                return 2;
-                        }
-                        o->sets[o->n_sets++] = optarg;
                         break;
                 case 'P':
                         o->plot = 0;
@@ -207,82 +183,10 @@ static const char sc_demo_job[] =
     "    \"session.timeout.ms\": 6000, \"heartbeat.interval.ms\": 500}\n"
     "}\n";
 
-static pid_t sc_demo_spawn(sc_demo_child_t *ch, const char *out_dir, const char *name,
-                           char *const argv[])
-{
-        snprintf(ch->name, sizeof(ch->name), "%s", name);
-        snprintf(ch->out, sizeof(ch->out), "%s/%s.out", out_dir, name);
-        snprintf(ch->err, sizeof(ch->err), "%s/%s.err", out_dir, name);
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid < 0)
-                return -1;
-        if (pid == 0) {
-                /* A process group of its own: Ctrl-C reaches the demo only, which
-                 * stops the children in order. */
-                setpgid(0, 0);
-                int fo = open(ch->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-                int fe = open(ch->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-                if (fo >= 0)
-                        dup2(fo, 1);
-                if (fe >= 0)
-                        dup2(fe, 2);
-                execv("/proc/self/exe", argv);
-                _exit(127);
-        }
-        ch->pid = pid;
-        ch->done = 0;
-        return pid;
-}
-
-/* Signals the child and waits up to secs for it; SIGKILL after that. */
-static void sc_demo_stop(sc_demo_child_t *ch, int sig, double secs)
-{
-        if (ch->pid <= 0 || ch->done)
-                return;
-        kill(ch->pid, sig);
-        double t0 = sc_cli_now();
-        for (;;) {
-                pid_t r = waitpid(ch->pid, &ch->status, WNOHANG);
-                if (r == ch->pid) {
-                        ch->done = 1;
-                        return;
-                }
-                if (sc_cli_now() - t0 > secs) {
-                        kill(ch->pid, SIGKILL);
-                        waitpid(ch->pid, &ch->status, 0);
-                        ch->done = 1;
-                        return;
-                }
-                struct timespec ts = {0, 20000000};
-                nanosleep(&ts, NULL);
-        }
-}
-
-/* The last "summary: {JSON}" line of a child's stdout; NULL if none. */
-static json_t *sc_demo_summary(const sc_demo_child_t *ch)
-{
-        FILE *f = fopen(ch->out, "r");
-        char *line = NULL, *last = NULL;
-        size_t cap = 0;
-        if (!f)
-                return NULL;
-        while (getline(&line, &cap, f) > 0)
-                if (!strncmp(line, "summary: ", 9)) {
-                        free(last);
-                        last = strdup(line + 9);
-                }
-        free(line);
-        fclose(f);
-        json_t *j = last ? json_loads(last, 0, NULL) : NULL;
-        free(last);
-        return j;
-}
-
 /* Before the aggregators are stopped: waits (at most max_s seconds) until
  * J.bcast shows every stopped worker's last sequence number applied on every
  * shard, so updates still in J.grad are applied rather than cut off. */
-static void sc_demo_await_applied(sc_job_model_t *jm, const sc_demo_child_t *workers, int n,
+static void sc_demo_await_applied(sc_job_model_t *jm, const sc_cli_child_t *workers, int n,
                                   double max_s)
 {
         uint64_t last[SC_DEMO_MAX_WORKERS] = {0};
@@ -290,7 +194,7 @@ static void sc_demo_await_applied(sc_job_model_t *jm, const sc_demo_child_t *wor
         if (!jm)
                 return;
         for (int i = 0; i < n && i < SC_DEMO_MAX_WORKERS; i++) {
-                json_t *j = sc_demo_summary(&workers[i]);
+                json_t *j = sc_cli_child_summary(&workers[i]);
                 json_t *seq = j ? json_object_get(json_object_get(j, "job"), "seq_last") : NULL;
                 last[i] = json_is_integer(seq) ? (uint64_t)json_integer_value(seq) : 0;
                 json_decref(j);
@@ -307,7 +211,7 @@ static void sc_demo_await_applied(sc_job_model_t *jm, const sc_demo_child_t *wor
         }
 }
 
-static long long sc_demo_feed_delivered(const sc_demo_child_t *ch)
+static long long sc_demo_feed_delivered(const sc_cli_child_t *ch)
 {
         FILE *f = fopen(ch->out, "r");
         char line[512];
@@ -382,142 +286,174 @@ static void sc_demo_plot(const char *out, int quiet)
                 fprintf(stderr, "demo: plot written to %s/accuracy.png\n", out);
 }
 
-int sc_cmd_demo(int argc, char **argv)
-{
+/* The run: options, the processes, the evaluator and what it measured. */
+typedef struct sc_demo {
         sc_demo_opts_t o;
-        sc_demo_child_t feed = {0}, aggs[2] = {{0}}, workers[SC_DEMO_MAX_WORKERS] = {{0}};
-        sc_broker_t *broker = NULL;
-        sc_job_model_t *jm = NULL;
-        sc_model_t *model = NULL;
-        sc_dataset_t test = {0}, calib = {0};
+        sc_cli_child_t feed, aggs[2], workers[SC_DEMO_MAX_WORKERS];
+        sc_broker_t *broker;
+        sc_job_model_t *jm;
+        sc_model_t *model;
+        sc_dataset_t test, calib;
         sc_conf_t conf;
-        int have_conf = 0, rc;
-        char err[1024], path[600], text[4096], bs[256];
-        static double pt_t[SC_DEMO_MAX_POINTS], pt_a[SC_DEMO_MAX_POINTS];
-        int npts = 0;
-        double t0 = sc_cli_now(), t_end = 0, t85 = -1, acc = 0, best = 0;
-        const char *why = "error";
+        int have_conf;
+        char err[1024], path[600], bs[256];
+        double pt_t[SC_DEMO_MAX_POINTS], pt_a[SC_DEMO_MAX_POINTS];
+        int npts;
+        double t0, t_end, t85, acc, best;
+        const char *why;
+} sc_demo_t;
 
-        if ((rc = sc_demo_args(argc, argv, &o)) >= 0)
-                return rc;
-        rc = 1;
-        sc_cli_signals();
-        mkdir(o.out, 0755);
-        struct stat st;
-        if (stat(o.out, &st) || !S_ISDIR(st.st_mode)) {
-                fprintf(stderr, "scadles demo: --out %s: cannot create the folder\n", o.out);
-                return 2;
-        }
-        if (sc_broker_new(&broker, 1, err, sizeof(err))) {
-                fprintf(stderr, "scadles demo: embedded broker: %s\n", err);
-                return 1;
-        }
-        snprintf(bs, sizeof(bs), "%s", sc_broker_bootstraps(broker));
-        /* The job's configuration, written for the children to read. */
+/* The job's configuration with the --set overrides, written to
+ * OUT/job.json for the children; returns 0 or an exit code. */
+static int sc_demo_write_job(sc_demo_t *d)
+{
+        char text[4096];
         /* B of the linear LR scaling grows with the workers: 32 samples of
          * each worker's 0.1 s window at the default rates (128 for 4). */
-        snprintf(text, sizeof(text), sc_demo_job, o.workers, 32 * o.workers, bs);
-        memset(&conf, 0, sizeof(conf));
-        if (sc_conf_parse(&conf, text, "demo job", err, sizeof(err))) {
-                fprintf(stderr, "scadles demo: %s\n", err);
-                goto out;
+        snprintf(text, sizeof(text), sc_demo_job, d->o.workers, 32 * d->o.workers, d->bs);
+        memset(&d->conf, 0, sizeof(d->conf));
+        if (sc_conf_parse(&d->conf, text, "demo job", d->err, sizeof(d->err))) {
+                fprintf(stderr, "scadles demo: %s\n", d->err);
+                return 1;
         }
-        have_conf = 1;
-        for (int i = 0; i < o.n_sets; i++)
-                if (sc_conf_set(&conf, o.sets[i], err, sizeof(err))) {
-                        fprintf(stderr, "scadles demo: %s\n", err);
-                        rc = 2;
-                        goto out;
-                }
-        char *dump = sc_conf_dump_secret(&conf);
-        snprintf(path, sizeof(path), "%s/job.json", o.out);
-        FILE *jf = fopen(path, "w");
+        if (sc_cli_conf_apply("demo", &d->conf, &d->o.co))
+                return 2;
+        d->have_conf = 1;
+        char *dump = sc_conf_dump_secret(&d->conf);
+        snprintf(d->path, sizeof(d->path), "%s/job.json", d->o.out);
+        FILE *jf = fopen(d->path, "w");
         if (!dump || !jf || fputs(dump, jf) < 0) {
-                fprintf(stderr, "scadles demo: %s: %s\n", path, strerror(errno));
+                fprintf(stderr, "scadles demo: %s: %s\n", d->path, strerror(errno));
                 free(dump);
                 if (jf)
                         fclose(jf);
-                goto out;
+                return 1;
         }
         fclose(jf);
         free(dump);
-        /* Every topic exists before any client asks: the workers' subscription
-         * sees the data topics at once, and the job's have their partitions. */
+        return 0;
+}
+
+/* Every topic exists before any client asks: the workers' subscription sees
+ * the data topics at once, and the job's have their partitions. */
+static int sc_demo_topics(sc_demo_t *d)
+{
         sc_kafka_topic_spec_t jt[SC_JOB__NTOPICS];
-        if (sc_kafka_admin_job_topics(conf.job.name, conf.job.shards, 1, jt, err, sizeof(err))) {
-                fprintf(stderr, "scadles demo: %s\n", err);
-                goto out;
+        if (sc_kafka_admin_job_topics(d->conf.job.name, d->conf.job.shards, 1, jt, d->err,
+                                      sizeof(d->err))) {
+                fprintf(stderr, "scadles demo: %s\n", d->err);
+                return -1;
         }
-        for (int i = 0; i < o.topics + SC_JOB__NTOPICS; i++) {
+        for (int i = 0; i < d->o.topics + SC_JOB__NTOPICS; i++) {
                 char topic[300];
                 int parts = 4;
-                if (i < o.topics)
+                if (i < d->o.topics)
                         snprintf(topic, sizeof(topic), "demo-fmnist.%d", i);
                 else {
-                        snprintf(topic, sizeof(topic), "%s", jt[i - o.topics].name);
-                        parts = jt[i - o.topics].partitions;
+                        snprintf(topic, sizeof(topic), "%s", jt[i - d->o.topics].name);
+                        parts = jt[i - d->o.topics].partitions;
                 }
-                if (sc_broker_topic_create(broker, topic, parts, err, sizeof(err))) {
-                        fprintf(stderr, "scadles demo: %s\n", err);
-                        goto out;
+                if (sc_broker_topic_create(d->broker, topic, parts, d->err, sizeof(d->err))) {
+                        fprintf(stderr, "scadles demo: %s\n", d->err);
+                        return -1;
                 }
         }
-        /* The evaluator: the held-out set (eval section, else Fashion-MNIST's
-         * test half) and a reader of J.bcast. */
-        if (sc_kafka_model_initial(&conf, &model, err, sizeof(err))) {
+        return 0;
+}
+
+/* The evaluator: the held-out set (eval section, else Fashion-MNIST's test
+ * half), the training half to recalibrate a model with batchnorm, and a
+ * reader of J.bcast. */
+static int sc_demo_evaluator(sc_demo_t *d)
+{
+        const sc_conf_t *conf = &d->conf;
+        char *err = d->err;
+        size_t errsz = sizeof(d->err);
+        if (sc_kafka_model_initial(conf, &d->model, err, errsz)) {
                 fprintf(stderr, "scadles demo: %s\n", err);
-                goto out;
+                return -1;
         }
-        if (sc_eval_set_load(&conf, (int)sc_shape_numel(sc_model_output_shape(model)), &test, err,
-                             sizeof(err))) {
+        if (sc_eval_set_load(conf, (int)sc_shape_numel(sc_model_output_shape(d->model)), &d->test,
+                             err, errsz)) {
                 fprintf(stderr, "scadles demo: test set: %s\n", err);
-                goto out;
+                return -1;
         }
-        size_t nparams = sc_model_nparams(model);
-        if (sc_model_nstate(model) && !sc_eval_set_configured(&conf) &&
-            (sc_fmnist_load(conf.data.dir, &calib, NULL, err, sizeof(err)) ||
-             sc_dataset_normalize(&calib, (float)conf.data.mean, (float)conf.data.std, err,
-                                  sizeof(err)))) {
+        if (sc_model_nstate(d->model) && !sc_eval_set_configured(conf) &&
+            (sc_fmnist_load(conf->data.dir, &d->calib, NULL, err, errsz) ||
+             sc_dataset_normalize(&d->calib, (float)conf->data.mean, (float)conf->data.std, err,
+                                  errsz))) {
                 fprintf(stderr, "scadles demo: Fashion-MNIST training set: %s\n", err);
-                goto out;
+                return -1;
         }
-        if (sc_job_model_new(&jm, &conf, sc_model_params(model), nparams, err, sizeof(err))) {
+        if (sc_job_model_new(&d->jm, conf, sc_model_params(d->model), sc_model_nparams(d->model),
+                             err, errsz)) {
                 fprintf(stderr, "scadles demo: %s\n", err);
-                goto out;
+                return -1;
         }
-        if (!o.quiet)
+        return 0;
+}
+
+/* The output folder, the broker, the job's configuration and topics, and
+ * the evaluator; returns 0 or an exit code. */
+static int sc_demo_prepare(sc_demo_t *d)
+{
+        struct stat st;
+        int rc;
+        mkdir(d->o.out, 0755);
+        if (stat(d->o.out, &st) || !S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "scadles demo: --out %s: cannot create the folder\n", d->o.out);
+                return 2;
+        }
+        if (sc_broker_new(&d->broker, 1, d->err, sizeof(d->err))) {
+                fprintf(stderr, "scadles demo: embedded broker: %s\n", d->err);
+                return 1;
+        }
+        snprintf(d->bs, sizeof(d->bs), "%s", sc_broker_bootstraps(d->broker));
+        if ((rc = sc_demo_write_job(d)))
+                return rc;
+        if (sc_demo_topics(d) || sc_demo_evaluator(d))
+                return 1;
+        if (!d->o.quiet)
                 fprintf(stderr,
                         "demo: broker %s; job %s: %zu parameters in %d shards, policy %s, codec "
                         "%s; %d workers, 2 aggregators, %d topics at ~%.0f samples/s each; "
                         "output in %s/\n",
-                        bs, conf.job.name, nparams, conf.job.shards,
-                        sc_sync_kind_name(conf.job.sync.kind),
-                        sc_codec_name((sc_codec_id_t)conf.job.codec), o.workers, o.topics, o.rate,
-                        o.out);
-        char dur[32], dur2[32], id[16], rdist[64], ntop[16];
-        snprintf(dur, sizeof(dur), "%.0f", o.duration + 60);
-        snprintf(dur2, sizeof(dur2), "%.0f", o.duration + 90);
+                        d->bs, d->conf.job.name, sc_model_nparams(d->model), d->conf.job.shards,
+                        sc_sync_kind_name(d->conf.job.sync.kind),
+                        sc_codec_name((sc_codec_id_t)d->conf.job.codec), d->o.workers, d->o.topics,
+                        d->o.rate, d->o.out);
+        return 0;
+}
+
+static int sc_demo_start_aggregators(sc_demo_t *d)
+{
+        char dur[32];
+        snprintf(dur, sizeof(dur), "%.0f", d->o.duration + 90);
         for (int i = 0; i < 2; i++) {
                 char name[32];
                 snprintf(name, sizeof(name), "aggregator%d", i);
-                char *av[] = {"scadles", "aggregator", "-c", path, "-b",
-                              bs,        "--duration", dur2, NULL};
-                if (sc_demo_spawn(&aggs[i], o.out, name, av) < 0)
-                        goto stop;
+                char *av[] = {"scadles", "aggregator", "-c", d->path, "-b",
+                              d->bs,     "--duration", dur,  NULL};
+                if (sc_cli_child_spawn(&d->aggs[i], d->o.out, name, av) < 0)
+                        return -1;
         }
-        /* The aggregators' group settles first; the workers start together,
-         * so their group forms in one rebalance. */
-        sc_demo_sleep(3);
-        for (int i = 0; i < o.workers; i++) {
+        return 0;
+}
+
+static int sc_demo_start_workers(sc_demo_t *d)
+{
+        char dur[32], id[16];
+        snprintf(dur, sizeof(dur), "%.0f", d->o.duration + 60);
+        for (int i = 0; i < d->o.workers; i++) {
                 char name[32];
                 snprintf(name, sizeof(name), "worker%d", i);
                 snprintf(id, sizeof(id), "%d", i);
                 char *av[] = {"scadles",
                               "worker",
                               "-c",
-                              path,
+                              d->path,
                               "-b",
-                              bs,
+                              d->bs,
                               "--id",
                               id,
                               "--inject-alpha",
@@ -527,183 +463,282 @@ int sc_cmd_demo(int argc, char **argv)
                               "--duration",
                               dur,
                               NULL};
-                if (sc_demo_spawn(&workers[i], o.out, name, av) < 0)
-                        goto stop;
+                if (sc_cli_child_spawn(&d->workers[i], d->o.out, name, av) < 0)
+                        return -1;
         }
-        snprintf(rdist, sizeof(rdist), "uniform:%g:%g", o.rate, o.rate * 0.3);
-        snprintf(ntop, sizeof(ntop), "%d", o.topics);
-        snprintf(dur, sizeof(dur), "%.0f", o.duration + 30);
-        char *fav[] = {"scadles",  "feed",        "--bootstrap", bs,    "--topics",   ntop,
-                       "--prefix", "demo-fmnist", "--rate-dist", rdist, "--duration", dur,
-                       "--quiet",  NULL};
-        if (sc_demo_spawn(&feed, o.out, "feed", fav) < 0)
-                goto stop;
+        return 0;
+}
 
-        t0 = sc_cli_now();
-        double t_eval = t0, t_prev = t0;
+static int sc_demo_start_feed(sc_demo_t *d)
+{
+        char dur[32], rdist[64], ntop[16];
+        snprintf(rdist, sizeof(rdist), "uniform:%g:%g", d->o.rate, d->o.rate * 0.3);
+        snprintf(ntop, sizeof(ntop), "%d", d->o.topics);
+        snprintf(dur, sizeof(dur), "%.0f", d->o.duration + 30);
+        char *fav[] = {"scadles",    "feed",     "--bootstrap", d->bs,         "--topics",
+                       ntop,         "--prefix", "demo-fmnist", "--rate-dist", rdist,
+                       "--duration", dur,        "--quiet",     NULL};
+        return sc_cli_child_spawn(&d->feed, d->o.out, "feed", fav) < 0 ? -1 : 0;
+}
+
+/* The aggregators first: their group settles; then the workers together,
+ * so their group forms in one rebalance; then the feed. */
+static int sc_demo_start(sc_demo_t *d)
+{
+        if (sc_demo_start_aggregators(d))
+                return -1;
+        sc_demo_sleep(3);
+        return sc_demo_start_workers(d) || sc_demo_start_feed(d) ? -1 : 0;
+}
+
+/* 1 (after saying so) when a worker exited before the demo stopped it. */
+static int sc_demo_worker_died(sc_demo_t *d)
+{
+        int dead = 0;
+        for (int i = 0; i < d->o.workers; i++) {
+                sc_cli_child_t *w = &d->workers[i];
+                if (!w->done && waitpid(w->pid, &w->status, WNOHANG) == w->pid)
+                        w->done = dead = 1;
+        }
+        if (dead)
+                fprintf(stderr, "scadles demo: a worker exited early (see %s/)\n", d->o.out);
+        return dead;
+}
+
+/* Test accuracy of the model J.model holds now, kept as a point at t
+ * seconds from the start (at most SC_DEMO_MAX_POINTS). */
+static void sc_demo_measure(sc_demo_t *d, double t)
+{
+        sc_model_out_assemble(d->model, d->jm, NULL);
+        if (sc_demo_eval(d->model, sc_demo_calib(&d->conf, &d->calib, &d->test), &d->test,
+                         &d->acc) == 0 &&
+            d->npts < SC_DEMO_MAX_POINTS) {
+                d->pt_t[d->npts] = t;
+                d->pt_a[d->npts++] = d->acc;
+        }
+        if (d->acc > d->best)
+                d->best = d->acc;
+        if (d->t85 < 0 && d->acc >= 0.85)
+                d->t85 = t;
+}
+
+/* Follows J.model and measures test accuracy every --eval-every seconds
+ * until the target, the duration, a signal, a worker's exit or an error;
+ * d->why says which. */
+static void sc_demo_evaluate(sc_demo_t *d)
+{
+        double t_eval, t_prev;
         uint64_t v_prev = 0;
-        why = "duration";
+        d->t0 = sc_cli_now();
+        t_eval = t_prev = d->t0;
+        d->why = "duration";
         for (;;) {
                 int changed = 0;
-                if (sc_job_model_poll(jm, 50, &changed, err, sizeof(err))) {
-                        fprintf(stderr, "scadles demo: %s\n", err);
-                        why = "error";
+                if (sc_job_model_poll(d->jm, 50, &changed, d->err, sizeof(d->err))) {
+                        fprintf(stderr, "scadles demo: %s\n", d->err);
+                        d->why = "error";
                         break;
                 }
                 double t = sc_cli_now();
                 if (sc_cli_stop) {
-                        why = "interrupted";
+                        d->why = "interrupted";
                         break;
                 }
-                int dead = 0;
-                for (int i = 0; i < o.workers; i++)
-                        if (!workers[i].done &&
-                            waitpid(workers[i].pid, &workers[i].status, WNOHANG) == workers[i].pid)
-                                workers[i].done = dead = 1;
-                if (dead) {
-                        fprintf(stderr, "scadles demo: a worker exited early (see %s/)\n", o.out);
-                        why = "worker exited";
+                if (sc_demo_worker_died(d)) {
+                        d->why = "worker exited";
                         break;
                 }
-                if (t - t_eval >= o.eval_every) {
-                        sc_model_out_assemble(model, jm, NULL);
-                        if (sc_demo_eval(model, sc_demo_calib(&conf, &calib, &test), &test, &acc) ==
-                                0 &&
-                            npts < SC_DEMO_MAX_POINTS) {
-                                pt_t[npts] = t - t0;
-                                pt_a[npts++] = acc;
-                        }
-                        if (acc > best)
-                                best = acc;
-                        if (t85 < 0 && acc >= 0.85)
-                                t85 = t - t0;
-                        uint64_t v = sc_job_model_min_version(jm);
-                        if (!o.quiet)
+                if (t - t_eval >= d->o.eval_every) {
+                        sc_demo_measure(d, t - d->t0);
+                        uint64_t v = sc_job_model_min_version(d->jm);
+                        if (!d->o.quiet)
                                 fprintf(stderr,
                                         "demo: %6.1f s  test accuracy %.4f  model v%llu "
                                         "(%.1f versions/s)  J.bcast read %.1f MB\n",
-                                        t - t0, acc, (unsigned long long)v,
+                                        t - d->t0, d->acc, (unsigned long long)v,
                                         (double)(v - v_prev) / (t - t_prev),
-                                        sc_job_model_stats(jm)->bytes / 1e6);
+                                        sc_job_model_stats(d->jm)->bytes / 1e6);
                         v_prev = v;
                         t_prev = t;
                         t_eval = t;
-                        if (o.target > 0 && acc >= o.target) {
-                                why = "target reached";
+                        if (d->o.target > 0 && d->acc >= d->o.target) {
+                                d->why = "target reached";
                                 break;
                         }
                 }
-                if (t - t0 >= o.duration)
+                if (t - d->t0 >= d->o.duration)
                         break;
         }
-        t_end = sc_cli_now() - t0;
-stop:
-        if (!o.quiet)
-                fprintf(stderr, "demo: stopping (%s): feed, workers, aggregators\n", why);
-        sc_demo_stop(&feed, SIGTERM, 10);
-        for (int i = 0; i < o.workers; i++)
-                if (workers[i].pid > 0 && !workers[i].done)
-                        kill(workers[i].pid, SIGTERM);
-        for (int i = 0; i < o.workers; i++)
-                sc_demo_stop(&workers[i], SIGTERM, 30);
-        sc_demo_await_applied(jm, workers, o.workers, 15);
+        d->t_end = sc_cli_now() - d->t0;
+}
+
+/* Stops the feed, the workers (they commit what the broker acknowledged),
+ * then, once J.model shows their last updates, the aggregators. */
+static void sc_demo_stop_all(sc_demo_t *d)
+{
+        if (!d->o.quiet)
+                fprintf(stderr, "demo: stopping (%s): feed, workers, aggregators\n", d->why);
+        sc_cli_child_stop(&d->feed, SIGTERM, 10);
+        for (int i = 0; i < d->o.workers; i++)
+                if (d->workers[i].pid > 0 && !d->workers[i].done)
+                        kill(d->workers[i].pid, SIGTERM);
+        for (int i = 0; i < d->o.workers; i++)
+                sc_cli_child_stop(&d->workers[i], SIGTERM, 30);
+        sc_demo_await_applied(d->jm, d->workers, d->o.workers, 15);
         for (int i = 0; i < 2; i++)
-                if (aggs[i].pid > 0 && !aggs[i].done)
-                        kill(aggs[i].pid, SIGTERM);
+                if (d->aggs[i].pid > 0 && !d->aggs[i].done)
+                        kill(d->aggs[i].pid, SIGTERM);
         for (int i = 0; i < 2; i++)
-                sc_demo_stop(&aggs[i], SIGTERM, 30);
-        /* The final model: what the aggregators published last. */
-        for (int k = 0; k < 10; k++)
-                sc_job_model_poll(jm, 50, NULL, err, sizeof(err));
-        sc_model_out_assemble(model, jm, NULL);
+                sc_cli_child_stop(&d->aggs[i], SIGTERM, 30);
+}
+
+/* The final model's test accuracy (what the aggregators published last),
+ * kept as the last point; every point goes to OUT/accuracy.tsv. */
+static double sc_demo_final(sc_demo_t *d)
+{
         double final_acc = 0;
-        sc_demo_eval(model, sc_demo_calib(&conf, &calib, &test), &test, &final_acc);
-        if (npts < SC_DEMO_MAX_POINTS && npts > 0) {
-                pt_t[npts] = sc_cli_now() - t0;
-                pt_a[npts++] = final_acc;
+        for (int k = 0; k < 10; k++)
+                sc_job_model_poll(d->jm, 50, NULL, d->err, sizeof(d->err));
+        sc_model_out_assemble(d->model, d->jm, NULL);
+        sc_demo_eval(d->model, sc_demo_calib(&d->conf, &d->calib, &d->test), &d->test, &final_acc);
+        if (d->npts < SC_DEMO_MAX_POINTS && d->npts > 0) {
+                d->pt_t[d->npts] = sc_cli_now() - d->t0;
+                d->pt_a[d->npts++] = final_acc;
         }
-        snprintf(path, sizeof(path), "%s/accuracy.tsv", o.out);
-        FILE *tf = fopen(path, "w");
+        snprintf(d->path, sizeof(d->path), "%s/accuracy.tsv", d->o.out);
+        FILE *tf = fopen(d->path, "w");
         if (tf) {
                 fprintf(tf, "# seconds\ttest_accuracy\n");
-                for (int i = 0; i < npts; i++)
-                        fprintf(tf, "%.2f\t%.4f\n", pt_t[i], pt_a[i]);
+                for (int i = 0; i < d->npts; i++)
+                        fprintf(tf, "%.2f\t%.4f\n", d->pt_t[i], d->pt_a[i]);
                 fclose(tf);
         }
-        /* The summary, from every process's own counters. */
-        double up = 0, dense = 0, down = 0, trained = 0, consumed = 0, lost = 0, sent = 0,
-               acked = 0, injected = 0, applied = 0, dups = 0, rejected = 0, pq_n = 0, pq_hits = 0,
-               pq_wacc = 0;
-        int identity = 1, nsum = 0;
-        for (int i = 0; i < o.workers; i++) {
-                json_t *j = sc_demo_summary(&workers[i]);
+        return final_acc;
+}
+
+/* The children's counters, summed. */
+typedef struct sc_demo_sums {
+        double up, dense, down, trained, consumed, lost, sent, acked, injected, applied, dups,
+            rejected, pq_n, pq_hits, pq_wacc;
+        int identity, nsum;
+        long long fed;
+} sc_demo_sums_t;
+
+static void sc_demo_add_worker(sc_demo_sums_t *m, json_t *j)
+{
+        json_t *jj = json_object_get(j, "job");
+        m->nsum++;
+        m->up += sc_demo_jnum(jj, "bytes_up");
+        m->dense += sc_demo_jnum(jj, "dense_bytes");
+        m->down += sc_demo_jnum(jj, "bytes_down");
+        m->sent += sc_demo_jnum(jj, "updates_sent");
+        m->acked += sc_demo_jnum(jj, "updates_acked");
+        m->injected += sc_demo_jnum(jj, "injected_in");
+        m->trained += sc_demo_jnum(j, "trained");
+        m->consumed += sc_demo_jnum(j, "consumed");
+        m->lost += sc_demo_jnum(j, "lost");
+        m->identity &= json_is_true(json_object_get(j, "identity_ok"));
+        json_t *pq = json_object_get(j, "prequential");
+        m->pq_n += sc_demo_jnum(pq, "samples");
+        m->pq_hits += sc_demo_jnum(pq, "accuracy") * sc_demo_jnum(pq, "samples");
+        m->pq_wacc += sc_demo_jnum(pq, "window_accuracy");
+}
+
+static void sc_demo_sums(const sc_demo_t *d, sc_demo_sums_t *m)
+{
+        memset(m, 0, sizeof(*m));
+        m->identity = 1;
+        for (int i = 0; i < d->o.workers; i++) {
+                json_t *j = sc_cli_child_summary(&d->workers[i]);
                 if (!j)
                         continue;
-                nsum++;
-                json_t *jj = json_object_get(j, "job");
-                up += sc_demo_jnum(jj, "bytes_up");
-                dense += sc_demo_jnum(jj, "dense_bytes");
-                down += sc_demo_jnum(jj, "bytes_down");
-                sent += sc_demo_jnum(jj, "updates_sent");
-                acked += sc_demo_jnum(jj, "updates_acked");
-                injected += sc_demo_jnum(jj, "injected_in");
-                trained += sc_demo_jnum(j, "trained");
-                consumed += sc_demo_jnum(j, "consumed");
-                lost += sc_demo_jnum(j, "lost");
-                identity &= json_is_true(json_object_get(j, "identity_ok"));
-                json_t *pq = json_object_get(j, "prequential");
-                pq_n += sc_demo_jnum(pq, "samples");
-                pq_hits += sc_demo_jnum(pq, "accuracy") * sc_demo_jnum(pq, "samples");
-                pq_wacc += sc_demo_jnum(pq, "window_accuracy");
+                sc_demo_add_worker(m, j);
                 json_decref(j);
         }
         for (int i = 0; i < 2; i++) {
-                json_t *j = sc_demo_summary(&aggs[i]);
-                applied += sc_demo_jnum(j, "applied");
-                dups += sc_demo_jnum(j, "duplicates");
-                rejected += sc_demo_jnum(j, "rejected_total");
+                json_t *j = sc_cli_child_summary(&d->aggs[i]);
+                m->applied += sc_demo_jnum(j, "applied");
+                m->dups += sc_demo_jnum(j, "duplicates");
+                m->rejected += sc_demo_jnum(j, "rejected_total");
                 json_decref(j);
         }
-        long long fed = sc_demo_feed_delivered(&feed);
-        printf("demo summary (%s):\n", why);
+        m->fed = sc_demo_feed_delivered(&d->feed);
+}
+
+/* The summary on stdout, from every process's own counters; returns the
+ * number of worker summaries found. */
+static int sc_demo_report(const sc_demo_t *d, double final_acc)
+{
+        sc_demo_sums_t m;
+        sc_demo_sums(d, &m);
+        printf("demo summary (%s):\n", d->why);
         printf("  test accuracy     %.4f (best %.4f); 85%% %s %.1f s\n", final_acc,
-               best > final_acc ? best : final_acc, t85 < 0 ? "not reached in" : "reached after",
-               t85 < 0 ? t_end : t85);
+               d->best > final_acc ? d->best : final_acc,
+               d->t85 < 0 ? "not reached in" : "reached after", d->t85 < 0 ? d->t_end : d->t85);
         printf("  prequential       %.4f accuracy over %.0f samples, each scored before it "
                "trained (last windows: %.4f)\n",
-               pq_n > 0 ? pq_hits / pq_n : 0.0, pq_n, nsum > 0 ? pq_wacc / nsum : 0.0);
+               m.pq_n > 0 ? m.pq_hits / m.pq_n : 0.0, m.pq_n,
+               m.nsum > 0 ? m.pq_wacc / m.nsum : 0.0);
         printf("  wall time         %.1f s of training (%d workers, 2 aggregators, %d topics)\n",
-               t_end, o.workers, o.topics);
+               d->t_end, d->o.workers, d->o.topics);
         printf("  updates           %.0f sent, %.0f acknowledged, %.0f applied, %.0f "
                "duplicates, %.0f rejected\n",
-               sent, acked, applied, dups, rejected);
+               m.sent, m.acked, m.applied, m.dups, m.rejected);
         printf("  bytes up          %.2f MB of updates (%.2f MB uncompressed): compression "
                "ratio %.1fx\n",
-               up / 1e6, dense / 1e6, up > 0 ? dense / up : 0.0);
+               m.up / 1e6, m.dense / 1e6, m.up > 0 ? m.dense / m.up : 0.0);
         printf(
             "  bytes down        %.2f MB of the model broadcast read by the workers (%.2f x up)\n",
-            down / 1e6, up > 0 ? down / up : 0.0);
+            m.down / 1e6, m.up > 0 ? m.down / m.up : 0.0);
         printf("  records           %lld fed, %.0f consumed, %.0f trained, %.0f foreign samples "
                "mixed in; accounting %s (%d/%d worker summaries)\n",
-               fed, consumed, trained, injected,
-               identity && nsum == o.workers ? "exact" : "NOT exact", nsum, o.workers);
-        printf("  records lost      %.0f\n", lost);
+               m.fed, m.consumed, m.trained, m.injected,
+               m.identity && m.nsum == d->o.workers ? "exact" : "NOT exact", m.nsum, d->o.workers);
+        printf("  records lost      %.0f\n", m.lost);
         fflush(stdout);
-        if (o.plot && npts > 0)
-                sc_demo_plot(o.out, o.quiet);
-        rc = npts > 0 && nsum == o.workers ? 0 : 1;
-out:
-        sc_demo_stop(&feed, SIGKILL, 1);
-        for (int i = 0; i < o.workers; i++)
-                sc_demo_stop(&workers[i], SIGKILL, 1);
+        return m.nsum;
+}
+
+/* Kills what still runs and frees everything. */
+static void sc_demo_free(sc_demo_t *d)
+{
+        sc_cli_child_stop(&d->feed, SIGKILL, 1);
+        for (int i = 0; i < d->o.workers; i++)
+                sc_cli_child_stop(&d->workers[i], SIGKILL, 1);
         for (int i = 0; i < 2; i++)
-                sc_demo_stop(&aggs[i], SIGKILL, 1);
-        sc_job_model_destroy(jm);
-        sc_model_destroy(model);
-        sc_dataset_free(&test);
-        sc_dataset_free(&calib);
-        if (have_conf)
-                sc_conf_free(&conf);
-        sc_broker_destroy(broker);
+                sc_cli_child_stop(&d->aggs[i], SIGKILL, 1);
+        sc_job_model_destroy(d->jm);
+        sc_model_destroy(d->model);
+        sc_dataset_free(&d->test);
+        sc_dataset_free(&d->calib);
+        if (d->have_conf)
+                sc_conf_free(&d->conf);
+        sc_broker_destroy(d->broker);
+}
+
+int sc_cmd_demo(int argc, char **argv)
+{
+        static sc_demo_t d; /* the accuracy points are large */
+        int rc;
+
+        memset(&d, 0, sizeof(d));
+        d.t0 = sc_cli_now();
+        d.t85 = -1;
+        d.why = "error";
+        if ((rc = sc_demo_args(argc, argv, &d.o)) >= 0)
+                return rc;
+        sc_cli_signals();
+        if ((rc = sc_demo_prepare(&d)))
+                goto out;
+        if (sc_demo_start(&d) == 0)
+                sc_demo_evaluate(&d);
+        sc_demo_stop_all(&d);
+        double final_acc = sc_demo_final(&d);
+        int nsum = sc_demo_report(&d, final_acc);
+        if (d.o.plot && d.npts > 0)
+                sc_demo_plot(d.o.out, d.o.quiet);
+        rc = d.npts > 0 && nsum == d.o.workers ? 0 : 1;
+out:
+        sc_demo_free(&d);
         return rc;
 }

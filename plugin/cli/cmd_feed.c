@@ -39,7 +39,8 @@ typedef struct sc_feed_topic {
 
 typedef struct sc_feed {
         /* options */
-        const char *bootstrap, *bootstrap_file, *config, *prefix, *data, *data_dir, *split;
+        sc_cli_conf_opts_t co; /* -c (its "kafka" object only), -b, -B */
+        const char *prefix, *data, *data_dir, *split;
         const char *names[SC_FEED_MAX_TOPICS];
         int n_names, n_topics, labels_per_topic, quiet;
         const char *kv[SC_FEED_MAX_KV];
@@ -103,35 +104,23 @@ static void sc_feed_usage(FILE *out)
             SC_FMNIST_DIR);
 }
 
-static int sc_feed_parse_double(const char *opt, const char *s, double min, double *out)
+/* The checks across options; returns -1 to go on, else an exit code. */
+static int sc_feed_check(const sc_feed_t *f)
 {
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < min) {
-                fprintf(stderr, "scadles feed: %s %s: expected a number >= %g\n", opt, s, min);
+        if (!f->co.bootstrap && !f->co.bootstrap_file)
+                fprintf(stderr, "scadles feed: --bootstrap or --bootstrap-file is required\n");
+        else if ((f->rate_set != NULL) + (f->rate_dist != NULL) > 1)
+                fprintf(stderr, "scadles feed: give at most one of --rate-set, --rate-dist\n");
+        else if (strcmp(f->data, "fmnist") && strcmp(f->data, "synth"))
+                fprintf(stderr, "scadles feed: --data %s: expected fmnist or synth\n", f->data);
+        else if (strcmp(f->split, "train") && strcmp(f->split, "test"))
+                fprintf(stderr, "scadles feed: --split %s: expected train or test\n", f->split);
+        else
                 return -1;
-        }
-        *out = v;
-        return 0;
+        return 2;
 }
 
-static int sc_feed_parse_int(const char *opt, const char *s, long long min, long long max,
-                             long long *out)
-{
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (errno || end == s || *end || v < min || v > max) {
-                fprintf(stderr, "scadles feed: %s %s: expected an integer in %lld..%lld\n", opt, s,
-                        min, max);
-                return -1;
-        }
-        *out = v;
-        return 0;
-}
-
-/* Parses the options into f; returns -1 (usage error), 0 (run) or 1 (--help). */
+/* Parses the options into f; returns -1 to go on, else an exit code. */
 static int sc_feed_options(sc_feed_t *f, int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -147,7 +136,7 @@ static int sc_feed_options(sc_feed_t *f, int argc, char **argv)
             {"duration", required_argument, NULL, 'd'},
             {"data", required_argument, NULL, 'a'},
             {"data-dir", required_argument, NULL, 'A'},
-            {"split", required_argument, NULL, 's'},
+            {"split", required_argument, NULL, 'L'},
             {"synth-n", required_argument, NULL, 'z'},
             {"labels-per-topic", required_argument, NULL, 'k'},
             {"format", required_argument, NULL, 'f'},
@@ -159,28 +148,22 @@ static int sc_feed_options(sc_feed_t *f, int argc, char **argv)
         long long v;
         int c;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "b:c:X:qh", opts, NULL)) != -1) {
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":b:c:X:qh", opts, NULL)) != -1) {
+                if (sc_cli_conf_opt("feed", &f->co, c, optarg))
+                        continue; /* -c, -b, -B (no option of feed's is 's') */
                 switch (c) {
-                case 'b':
-                        f->bootstrap = optarg;
-                        break;
-                case 'B':
-                        f->bootstrap_file = optarg;
-                        break;
-                case 'c':
-                        f->config = optarg;
-                        break;
                 case 'X':
                         if (f->n_kv == SC_FEED_MAX_KV) {
                                 fprintf(stderr, "scadles feed: more than %d -X options\n",
                                         SC_FEED_MAX_KV);
-                                return -1;
+                                return 2;
                         }
                         f->kv[f->n_kv++] = optarg;
                         break;
                 case 'n':
-                        if (sc_feed_parse_int("--topics", optarg, 1, SC_FEED_MAX_TOPICS, &v))
-                                return -1;
+                        if (sc_cli_integer("feed", "--topics", optarg, 1, SC_FEED_MAX_TOPICS, &v))
+                                return 2;
                         f->n_topics = (int)v;
                         break;
                 case 'P':
@@ -190,13 +173,13 @@ static int sc_feed_options(sc_feed_t *f, int argc, char **argv)
                         if (f->n_names == SC_FEED_MAX_TOPICS) {
                                 fprintf(stderr, "scadles feed: more than %d --topic options\n",
                                         SC_FEED_MAX_TOPICS);
-                                return -1;
+                                return 2;
                         }
                         f->names[f->n_names++] = optarg;
                         break;
                 case 'r':
-                        if (sc_feed_parse_double("--rate", optarg, 1e-3, &f->rate))
-                                return -1;
+                        if (sc_cli_number_in("feed", "--rate", optarg, 1e-3, INFINITY, &f->rate))
+                                return 2;
                         break;
                 case 'S':
                         f->rate_set = optarg;
@@ -205,13 +188,14 @@ static int sc_feed_options(sc_feed_t *f, int argc, char **argv)
                         f->rate_dist = optarg;
                         break;
                 case 'N':
-                        if (sc_feed_parse_int("--count", optarg, 1, INT64_MAX, &v))
-                                return -1;
+                        if (sc_cli_integer("feed", "--count", optarg, 1, INT64_MAX, &v))
+                                return 2;
                         f->count = v;
                         break;
                 case 'd':
-                        if (sc_feed_parse_double("--duration", optarg, 1e-3, &f->duration))
-                                return -1;
+                        if (sc_cli_number_in("feed", "--duration", optarg, 1e-3, INFINITY,
+                                             &f->duration))
+                                return 2;
                         break;
                 case 'a':
                         f->data = optarg;
@@ -219,17 +203,17 @@ static int sc_feed_options(sc_feed_t *f, int argc, char **argv)
                 case 'A':
                         f->data_dir = optarg;
                         break;
-                case 's':
+                case 'L':
                         f->split = optarg;
                         break;
                 case 'z':
-                        if (sc_feed_parse_int("--synth-n", optarg, 1, 10000000, &v))
-                                return -1;
+                        if (sc_cli_integer("feed", "--synth-n", optarg, 1, 10000000, &v))
+                                return 2;
                         f->synth_n = (size_t)v;
                         break;
                 case 'k':
-                        if (sc_feed_parse_int("--labels-per-topic", optarg, 0, 1000, &v))
-                                return -1;
+                        if (sc_cli_integer("feed", "--labels-per-topic", optarg, 0, 1000, &v))
+                                return 2;
                         f->labels_per_topic = (int)v;
                         break;
                 case 'f':
@@ -243,48 +227,26 @@ static int sc_feed_options(sc_feed_t *f, int argc, char **argv)
                                 fprintf(stderr,
                                         "scadles feed: --format %s: expected raw, json or csv\n",
                                         optarg);
-                                return -1;
+                                return 2;
                         }
                         break;
                 case 'e':
-                        if (sc_feed_parse_int("--seed", optarg, 0, INT64_MAX, &v))
-                                return -1;
+                        if (sc_cli_integer("feed", "--seed", optarg, 0, INT64_MAX, &v))
+                                return 2;
                         f->seed = (uint64_t)v;
                         break;
                 case 'q':
                         f->quiet = 1;
                         break;
-                case 'h':
-                        sc_feed_usage(stdout);
-                        return 1;
                 default:
-                        sc_feed_usage(stderr);
-                        return -1;
+                        return sc_cli_opt_other("feed", c, argv, sc_feed_usage);
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "scadles feed: unexpected argument '%s'\n", argv[optind]);
-                return -1;
-        }
-        if (!f->bootstrap && !f->bootstrap_file) {
-                fprintf(stderr, "scadles feed: --bootstrap or --bootstrap-file is required\n");
-                return -1;
-        }
-        if ((f->rate_set != NULL) + (f->rate_dist != NULL) > 1) {
-                fprintf(stderr, "scadles feed: give at most one of --rate-set, --rate-dist\n");
-                return -1;
-        }
-        if (strcmp(f->data, "fmnist") && strcmp(f->data, "synth")) {
-                fprintf(stderr, "scadles feed: --data %s: expected fmnist or synth\n", f->data);
-                return -1;
-        }
-        if (strcmp(f->split, "train") && strcmp(f->split, "test")) {
-                fprintf(stderr, "scadles feed: --split %s: expected train or test\n", f->split);
-                return -1;
-        }
+        if (sc_cli_no_operands("feed", argc, argv, sc_feed_usage))
+                return 2;
         if (f->n_names)
                 f->n_topics = f->n_names;
-        return 0;
+        return sc_feed_check(f);
 }
 
 /* Draws one rate from "normal:M:SD" / "uniform:M:SD" or a named ScaDLES set. */
@@ -431,23 +393,6 @@ static int sc_feed_partition(sc_feed_t *f, sc_rng_t *rng)
         return 0;
 }
 
-static int sc_feed_read_bootstrap(const char *path, char *out, size_t size)
-{
-        FILE *fp = fopen(path, "r");
-        if (!fp) {
-                fprintf(stderr, "scadles feed: --bootstrap-file %s: %s\n", path, strerror(errno));
-                return -1;
-        }
-        int ok = fgets(out, (int)size, fp) != NULL;
-        fclose(fp);
-        out[ok ? strcspn(out, "\r\n") : 0] = '\0';
-        if (!out[0]) {
-                fprintf(stderr, "scadles feed: --bootstrap-file %s: empty\n", path);
-                return -1;
-        }
-        return 0;
-}
-
 /* Builds the producer configuration: defaults, then -c FILE's "kafka"
  * object, then -X. Returns NULL after printing what is wrong. */
 static rd_kafka_conf_t *sc_feed_conf(const sc_feed_t *f)
@@ -460,12 +405,10 @@ static rd_kafka_conf_t *sc_feed_conf(const sc_feed_t *f)
             {"message.timeout.ms", "60000"},
             {"queue.buffering.max.kbytes", "1048576"},
         };
-        if (f->bootstrap_file) {
-                if (sc_feed_read_bootstrap(f->bootstrap_file, bootstrap, sizeof(bootstrap)))
-                        return NULL;
-        } else {
-                snprintf(bootstrap, sizeof(bootstrap), "%s", f->bootstrap);
-        }
+        if (!f->co.bootstrap_file)
+                snprintf(bootstrap, sizeof(bootstrap), "%s", f->co.bootstrap);
+        else if (sc_cli_bootstrap_read("feed", f->co.bootstrap_file, bootstrap, sizeof(bootstrap)))
+                return NULL;
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const char *origin = "";
         sc_kafka_conf_log_bridge(conf); /* remembers authentication failures */
@@ -474,22 +417,23 @@ static rd_kafka_conf_t *sc_feed_conf(const sc_feed_t *f)
         for (size_t i = 0; !err && i < sizeof(defaults) / sizeof(defaults[0]); i++)
                 err = sc_kafka_conf_set(conf, defaults[i][0], defaults[i][1], defaults[i][0],
                                         errstr, sizeof(errstr));
-        if (!err && f->config) {
+        if (!err && f->co.config) {
                 json_error_t jerr;
-                json_t *root = json_load_file(f->config, 0, &jerr);
+                json_t *root = json_load_file(f->co.config, 0, &jerr);
                 if (!root) {
                         if (jerr.line > 0)
-                                fprintf(stderr, "scadles feed: %s:%d:%d: %s\n", f->config,
+                                fprintf(stderr, "scadles feed: %s:%d:%d: %s\n", f->co.config,
                                         jerr.line, jerr.column, jerr.text);
                         else
-                                fprintf(stderr, "scadles feed: -c %s: %s\n", f->config, jerr.text);
+                                fprintf(stderr, "scadles feed: -c %s: %s\n", f->co.config,
+                                        jerr.text);
                         rd_kafka_conf_destroy(conf);
                         return NULL;
                 }
                 err = sc_kafka_conf_apply_json(conf, json_object_get(root, "kafka"), "$.kafka",
                                                errstr, sizeof(errstr));
                 json_decref(root);
-                origin = f->config;
+                origin = f->co.config;
         }
         for (int i = 0; !err && i < f->n_kv; i++) {
                 err = sc_kafka_conf_set_kv(conf, f->kv[i], errstr, sizeof(errstr));
@@ -647,99 +591,79 @@ static void sc_feed_free(sc_feed_t *f)
         free(f->buf);
 }
 
-int sc_cmd_feed(int argc, char **argv)
+/* The topics' names, targets and delivery counters. */
+static int sc_feed_topics(sc_feed_t *f)
 {
-        sc_feed_t f;
-        sc_rng_t rng, rate_rng, data_rng, order_rng;
-        memset(&f, 0, sizeof(f));
-        f.prefix = "fmnist";
-        f.data = "fmnist";
-        f.split = "train";
-        f.rate = 100;
-        f.n_topics = 1;
-        f.seed = 1;
-        f.synth_n = 10000;
-        f.format = SC_FEED_RAW;
-        int o = sc_feed_options(&f, argc, argv);
-        if (o)
-                return o > 0 ? 0 : 2;
-
-        int rc = 2;
-        sc_rng_seed(&rng, f.seed);
-        sc_rng_split(&rng, &rate_rng, 1);
-        sc_rng_split(&rng, &data_rng, 2);
-        sc_rng_split(&rng, &order_rng, 3);
-        f.topics = calloc((size_t)f.n_topics, sizeof(*f.topics));
-        if (!f.topics) {
+        f->topics = calloc((size_t)f->n_topics, sizeof(*f->topics));
+        if (!f->topics) {
                 fprintf(stderr, "scadles feed: out of memory\n");
-                goto out;
+                return -1;
         }
-        for (int i = 0; i < f.n_topics; i++) {
-                sc_feed_topic_t *t = &f.topics[i];
+        for (int i = 0; i < f->n_topics; i++) {
+                sc_feed_topic_t *t = &f->topics[i];
                 char name[300];
-                if (f.n_names)
-                        snprintf(name, sizeof(name), "%s", f.names[i]);
+                if (f->n_names)
+                        snprintf(name, sizeof(name), "%s", f->names[i]);
                 else
-                        snprintf(name, sizeof(name), "%s.%d", f.prefix, i);
+                        snprintf(name, sizeof(name), "%s.%d", f->prefix, i);
                 t->ft_name = strdup(name);
                 if (!t->ft_name) {
                         fprintf(stderr, "scadles feed: out of memory\n");
-                        goto out;
+                        return -1;
                 }
-                t->ft_target = f.count > 0 ? f.count : INT64_MAX;
+                t->ft_target = f->count > 0 ? f->count : INT64_MAX;
                 sc_kafka_delivery_init(&t->ft_dv);
         }
-        if (sc_feed_rates(&f, &rate_rng))
-                goto out;
-        /* Configuration errors (exit 2) before the data set loads. */
-        rd_kafka_conf_t *conf = sc_feed_conf(&f);
-        if (!conf)
-                goto out;
-        rc = 1;
+        return 0;
+}
+
+/* The producer, the data set, each topic's samples and the encode buffer;
+ * returns 0 or an exit code (2: configuration, checked before the data set
+ * loads; 1: runtime). */
+static int sc_feed_start(sc_feed_t *f, sc_rng_t *data_rng, sc_rng_t *order_rng)
+{
         char errstr[512];
-        f.rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-        if (!f.rk) {
+        rd_kafka_conf_t *conf = sc_feed_conf(f);
+        if (!conf)
+                return 2;
+        f->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+        if (!f->rk) {
                 fprintf(stderr, "scadles feed: producer: %s\n", errstr);
                 rd_kafka_conf_destroy(conf);
-                goto out;
+                return 1;
         }
-        if (sc_feed_load(&f, &data_rng) || sc_feed_partition(&f, &order_rng))
-                goto out;
-        f.buf_size = 64 + f.numel * 4;
-        f.buf = malloc(f.buf_size);
-        if (!f.buf) {
+        if (sc_feed_load(f, data_rng) || sc_feed_partition(f, order_rng))
+                return 1;
+        f->buf_size = 64 + f->numel * 4;
+        f->buf = malloc(f->buf_size);
+        if (!f->buf) {
                 fprintf(stderr, "scadles feed: out of memory\n");
-                goto out;
+                return 1;
         }
+        return 0;
+}
 
-        double total_rate = 0;
-        for (int i = 0; i < f.n_topics; i++)
-                total_rate += f.topics[i].ft_rate;
-        fprintf(stderr,
-                "feed: %d topic(s), %zu samples of %zu bytes (%s), format %s, "
-                "target %.1f samples/s in all\n",
-                f.n_topics, f.n, f.numel, f.data,
-                f.format == SC_FEED_RAW    ? "raw"
-                : f.format == SC_FEED_JSON ? "json"
-                                           : "csv",
-                total_rate);
-
-        sc_cli_signals();
-        double elapsed = 0;
-        sc_feed_run(&f, &elapsed);
-
+/* Waits for the delivery reports: up to 30 s, less when the broker refuses
+ * the credentials; returns the seconds it took. */
+static double sc_feed_flush(sc_feed_t *f)
+{
         double t_flush = sc_cli_now();
-        /* Up to 30 s, less when the broker refuses the credentials. */
-        for (int i = 0; i < 300 && rd_kafka_outq_len(f.rk) > 0 && !sc_kafka_fatal_check(NULL, 0);
+        for (int i = 0; i < 300 && rd_kafka_outq_len(f->rk) > 0 && !sc_kafka_fatal_check(NULL, 0);
              i++)
-                rd_kafka_flush(f.rk, 100);
-        rd_kafka_poll(f.rk, 0);
-        t_flush = sc_cli_now() - t_flush;
+                rd_kafka_flush(f->rk, 100);
+        rd_kafka_poll(f->rk, 0);
+        return sc_cli_now() - t_flush;
+}
 
+/* One line per topic and the total on stdout; returns the exit code (1 if
+ * a record failed or is undelivered, or on a fatal error). */
+static int sc_feed_report(sc_feed_t *f, double elapsed, double t_flush, double total_rate)
+{
+        char errstr[512];
         int64_t sent = 0, delivered = 0, failed = 0, pending = 0;
         double worst = 0;
-        for (int i = 0; i < f.n_topics; i++) {
-                sc_feed_topic_t *t = &f.topics[i];
+        for (int i = 0; i < f->n_topics; i++) {
+                sc_feed_topic_t *t = &f->topics[i];
                 /* Rate from the send times: the first sample goes at 0 s,
                  * so (delivered - 1) intervals span 0 .. the last send. */
                 int64_t dn = t->ft_dv.dv_delivered;
@@ -761,17 +685,17 @@ int sc_cmd_feed(int argc, char **argv)
         printf("feed: total topics %d sent %" PRId64 " delivered %" PRId64 " failed %" PRId64
                " undelivered %" PRId64 " elapsed %.2f s flush %.2f s achieved %.1f/s "
                "target %.1f/s worst-topic %+.2f%%\n",
-               f.n_topics, sent, delivered, failed, pending, elapsed, t_flush,
+               f->n_topics, sent, delivered, failed, pending, elapsed, t_flush,
                elapsed > 0 ? (double)delivered / elapsed : 0, total_rate, worst);
         fflush(stdout);
-        rc = failed || pending ? 1 : 0;
+        int rc = failed || pending ? 1 : 0;
         if (sc_kafka_fatal_check(errstr, sizeof(errstr))) {
                 fprintf(stderr, "scadles feed: %s\n", errstr);
                 rc = 1;
         } else if (failed || pending) {
                 rd_kafka_resp_err_t first = RD_KAFKA_RESP_ERR_NO_ERROR;
-                for (int i = 0; i < f.n_topics && !first; i++)
-                        first = f.topics[i].ft_dv.dv_first_err;
+                for (int i = 0; i < f->n_topics && !first; i++)
+                        first = f->topics[i].ft_dv.dv_first_err;
                 fprintf(stderr,
                         "scadles feed: %" PRId64 " record(s) failed, %" PRId64
                         " undelivered after 30 s flush; first error: %s\n",
@@ -780,9 +704,54 @@ int sc_cmd_feed(int argc, char **argv)
         if (pending) {
                 /* Reports still reference the topics: purge and serve them
                  * before the topics are freed. */
-                rd_kafka_purge(f.rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_flush(f.rk, 5000);
+                rd_kafka_purge(f->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_flush(f->rk, 5000);
         }
+        return rc;
+}
+
+int sc_cmd_feed(int argc, char **argv)
+{
+        sc_feed_t f;
+        sc_rng_t rng, rate_rng, data_rng, order_rng;
+        memset(&f, 0, sizeof(f));
+        f.prefix = "fmnist";
+        f.data = "fmnist";
+        f.split = "train";
+        f.rate = 100;
+        f.n_topics = 1;
+        f.seed = 1;
+        f.synth_n = 10000;
+        f.format = SC_FEED_RAW;
+        int rc = sc_feed_options(&f, argc, argv);
+        if (rc >= 0)
+                return rc;
+        rc = 2;
+        sc_rng_seed(&rng, f.seed);
+        sc_rng_split(&rng, &rate_rng, 1);
+        sc_rng_split(&rng, &data_rng, 2);
+        sc_rng_split(&rng, &order_rng, 3);
+        if (sc_feed_topics(&f) || sc_feed_rates(&f, &rate_rng) ||
+            (rc = sc_feed_start(&f, &data_rng, &order_rng)))
+                goto out;
+
+        double total_rate = 0;
+        for (int i = 0; i < f.n_topics; i++)
+                total_rate += f.topics[i].ft_rate;
+        fprintf(stderr,
+                "feed: %d topic(s), %zu samples of %zu bytes (%s), format %s, "
+                "target %.1f samples/s in all\n",
+                f.n_topics, f.n, f.numel, f.data,
+                f.format == SC_FEED_RAW    ? "raw"
+                : f.format == SC_FEED_JSON ? "json"
+                                           : "csv",
+                total_rate);
+
+        sc_cli_signals();
+        double elapsed = 0;
+        sc_feed_run(&f, &elapsed);
+        double t_flush = sc_feed_flush(&f);
+        rc = sc_feed_report(&f, elapsed, t_flush, total_rate);
 out:
         sc_feed_free(&f);
         return rc;

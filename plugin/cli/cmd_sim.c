@@ -82,7 +82,8 @@ int sc_cmd_sim(int argc, char **argv)
         int c, rc = 0;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "c:o:h", opts, NULL)) != -1) {
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":c:o:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'c':
                         cfg = optarg;
@@ -90,15 +91,14 @@ int sc_cmd_sim(int argc, char **argv)
                 case 'o':
                         outpath = optarg;
                         break;
-                case 'h':
-                        sc_sim_usage(stdout);
-                        return 0;
                 default:
-                        sc_sim_usage(stderr);
-                        return 2;
+                        return sc_cli_opt_other("sim", c, argv, sc_sim_usage);
                 }
         }
-        if (!cfg || optind != argc) {
+        if (sc_cli_no_operands("sim", argc, argv, sc_sim_usage))
+                return 2;
+        if (!cfg) {
+                fprintf(stderr, "scadles sim: -c CONFIG is required\n\n");
                 sc_sim_usage(stderr);
                 return 2;
         }

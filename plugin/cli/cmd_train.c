@@ -324,7 +324,7 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
         const char *name = eval ? "eval" : "train";
         void (*usage)(FILE *) = eval ? sc_eval_usage : sc_train_usage;
         int c;
-        char *end;
+        long long v;
 
         memset(o, 0, sizeof(*o));
         optind = 1;
@@ -340,14 +340,9 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
                 case 'e':
                         if (eval)
                                 goto bad_option;
-                        o->epochs = (int)strtol(optarg, &end, 10);
-                        if (*end || end == optarg || o->epochs < 1 || o->epochs > 1000000) {
-                                fprintf(stderr,
-                                        "scadles %s: --epochs: expected an integer >= 1, got "
-                                        "'%s'\n",
-                                        name, optarg);
+                        if (sc_cli_integer(name, "--epochs", optarg, 1, 1000000, &v))
                                 return 2;
-                        }
+                        o->epochs = (int)v;
                         break;
                 case 'r':
                         if (eval)

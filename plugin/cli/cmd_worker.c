@@ -107,7 +107,7 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
             {NULL, 0, NULL, 0},
         };
         int c;
-        double v;
+        long long id;
         memset(o, 0, sizeof(*o));
         o->max_samples = o->duration = o->idle_exit = o->throttle = -1;
         o->id = -1;
@@ -138,29 +138,16 @@ static int sc_wcli_args(int argc, char **argv, sc_wcli_opts_t *o)
                                 return 2;
                         break;
                 case 'I':
-                        if (sc_cli_number("worker", "--id", optarg, &v) || v != floor(v) ||
-                            v > 65535) {
-                                fprintf(stderr,
-                                        "scadles worker: --id %s: expected an integer "
-                                        "in [0, 65535]\n",
-                                        optarg);
+                        if (sc_cli_integer("worker", "--id", optarg, 0, 65535, &id))
                                 return 2;
-                        }
-                        o->id = (int)v;
+                        o->id = (int)id;
                         break;
                 case 'A':
                 case 'E':
-                        if (sc_cli_number("worker", c == 'A' ? "--inject-alpha" : "--inject-beta",
-                                          optarg, &v))
+                        if (sc_cli_number_in("worker",
+                                             c == 'A' ? "--inject-alpha" : "--inject-beta", optarg,
+                                             0, 1, c == 'A' ? &o->alpha : &o->beta))
                                 return 2;
-                        if (v > 1) {
-                                fprintf(stderr,
-                                        "scadles worker: %s %s: expected a number in "
-                                        "[0, 1]\n",
-                                        c == 'A' ? "--inject-alpha" : "--inject-beta", optarg);
-                                return 2;
-                        }
-                        *(c == 'A' ? &o->alpha : &o->beta) = v;
                         break;
                 case 'q':
                         o->quiet = 1;
@@ -214,55 +201,36 @@ static int sc_wcli_conf(sc_conf_t *conf, const sc_wcli_opts_t *o)
         return -1;
 }
 
-int sc_cmd_worker(int argc, char **argv)
+/* The worker's spec from the options and the configuration; returns -1 to
+ * go on, else an exit code. */
+static int sc_wcli_spec(sc_worker_spec_t *spec, sc_conf_t *conf, const sc_wcli_opts_t *o)
 {
-        char err[1024];
-        sc_wcli_opts_t o;
-        sc_conf_t conf;
-        sc_worker_t *w = NULL;
-        sc_worker_spec_t spec;
-        int rc, have_conf = 0;
-        const char *reason;
-
-        if ((rc = sc_wcli_args(argc, argv, &o)) >= 0)
-                return rc;
-        sc_cli_quiet = o.quiet;
-        sc_cli_signals();
-        memset(&conf, 0, sizeof(conf));
-        have_conf = 1;
-        if ((rc = sc_wcli_conf(&conf, &o)) >= 0)
-                goto out;
-        sc_worker_spec_defaults(&spec);
-        spec.conf = &conf;
-        spec.distributed = o.id >= 0 || sc_wcli_has_job(&o);
-        spec.worker_id = o.id >= 0 ? o.id : 0;
-        spec.throttle = o.throttle > 0 ? o.throttle : 0;
-        spec.inject_alpha = o.alpha >= 0 ? o.alpha : conf.job.inject_alpha;
-        spec.inject_beta = spec.distributed ? (o.beta >= 0 ? o.beta : conf.job.inject_beta) : 0;
-        spec.log = sc_wcli_log;
-        spec.log_opaque = "worker";
-        if (spec.distributed && o.id < 0) {
+        sc_worker_spec_defaults(spec);
+        spec->conf = conf;
+        spec->distributed = o->id >= 0 || sc_wcli_has_job(o);
+        spec->worker_id = o->id >= 0 ? o->id : 0;
+        spec->throttle = o->throttle > 0 ? o->throttle : 0;
+        spec->inject_alpha = o->alpha >= 0 ? o->alpha : conf->job.inject_alpha;
+        spec->inject_beta =
+            spec->distributed ? (o->beta >= 0 ? o->beta : conf->job.inject_beta) : 0;
+        spec->log = sc_wcli_log;
+        spec->log_opaque = "worker";
+        if (spec->distributed && o->id < 0) {
                 fprintf(stderr,
                         "scadles worker: %s has a job section: give this worker's --id "
                         "(0 .. job.workers-1)\n",
-                        o.co.config);
-                rc = 2;
-                goto out;
+                        o->co.config);
+                return 2;
         }
-        sc_kafka_log_set_sink(sc_cli_kafka_log, "worker");
-        sc_err_t e = sc_worker_new(&w, &spec, err, sizeof(err));
-        if (e) {
-                fprintf(stderr, "scadles worker: %s\n", err);
-                rc = e == SC_ERR_CONFIG ? 2 : 1;
-                goto out;
-        }
-        if (!o.quiet)
-                fprintf(stderr, "scadles worker: group %s, policy %s, batch %s%s\n",
-                        conf.source.group_id,
-                        conf.streams.policy == SC_STREAM_TRUNCATE ? "truncate" : "persist",
-                        conf.worker.batch == SC_BATCH_FIXED ? "fixed" : "rate",
-                        spec.distributed ? ", distributed" : ", standalone");
-        rc = 0;
+        return -1;
+}
+
+/* Polls the worker until it is done or a signal stops it, then finishes
+ * it; returns the exit code so far. */
+static int sc_wcli_run(sc_worker_t *w)
+{
+        char err[1024];
+        int rc = 0;
         while (!sc_worker_done(w, NULL)) {
                 if (sc_cli_stop) {
                         sc_worker_stop(w, "signal");
@@ -279,7 +247,37 @@ int sc_cmd_worker(int argc, char **argv)
                 if (!rc)
                         rc = 1;
         }
-        sc_worker_done(w, &reason);
+        return rc;
+}
+
+/* The accounting line on stderr, and a warning when it does not add up. */
+static void sc_wcli_accounting(json_t *j, const char *reason)
+{
+        json_t *ok = json_object_get(j, "identity_ok");
+        fprintf(stderr,
+                "worker: stopped (%s) after %.1f s: consumed %lld = trained %lld + "
+                "dropped %lld + rejected %lld + returned %lld + buffered %lld + inflight "
+                "%lld (%s); lost %lld, %lld batches\n",
+                reason, json_real_value(json_object_get(j, "elapsed")),
+                (long long)json_integer_value(json_object_get(j, "consumed")),
+                (long long)json_integer_value(json_object_get(j, "trained")),
+                (long long)json_integer_value(json_object_get(j, "dropped")),
+                (long long)json_integer_value(json_object_get(j, "rejected")),
+                (long long)json_integer_value(json_object_get(j, "returned")),
+                (long long)json_integer_value(json_object_get(j, "buffered")),
+                (long long)json_integer_value(json_object_get(j, "inflight")),
+                json_is_true(ok) ? "exact" : "MISMATCH",
+                (long long)json_integer_value(json_object_get(j, "lost")),
+                (long long)json_integer_value(json_object_get(j, "batches")));
+        if (!json_is_true(ok))
+                fprintf(stderr, "scadles worker: accounting does not add up: %s\n",
+                        json_string_value(json_object_get(j, "identity_error")));
+}
+
+/* "test accuracy: ..." and "summary: {JSON}" on stdout, the accounting on
+ * stderr. */
+static void sc_wcli_report(sc_worker_t *w, const char *reason)
+{
         char *text = sc_worker_stats_json(w);
         json_t *j = text ? json_loads(text, 0, NULL) : NULL;
         json_t *acc = j ? json_object_get(j, "test_accuracy") : NULL;
@@ -293,29 +291,46 @@ int sc_cmd_worker(int argc, char **argv)
         if (text)
                 printf("summary: %s\n", text);
         fflush(stdout);
-        if (j) {
-                json_t *ok = json_object_get(j, "identity_ok");
-                fprintf(stderr,
-                        "worker: stopped (%s) after %.1f s: consumed %lld = trained %lld + "
-                        "dropped %lld + rejected %lld + returned %lld + buffered %lld + inflight "
-                        "%lld (%s); lost %lld, %lld batches\n",
-                        reason, json_real_value(json_object_get(j, "elapsed")),
-                        (long long)json_integer_value(json_object_get(j, "consumed")),
-                        (long long)json_integer_value(json_object_get(j, "trained")),
-                        (long long)json_integer_value(json_object_get(j, "dropped")),
-                        (long long)json_integer_value(json_object_get(j, "rejected")),
-                        (long long)json_integer_value(json_object_get(j, "returned")),
-                        (long long)json_integer_value(json_object_get(j, "buffered")),
-                        (long long)json_integer_value(json_object_get(j, "inflight")),
-                        json_is_true(ok) ? "exact" : "MISMATCH",
-                        (long long)json_integer_value(json_object_get(j, "lost")),
-                        (long long)json_integer_value(json_object_get(j, "batches")));
-                if (!json_is_true(ok))
-                        fprintf(stderr, "scadles worker: accounting does not add up: %s\n",
-                                json_string_value(json_object_get(j, "identity_error")));
-        }
+        if (j)
+                sc_wcli_accounting(j, reason);
         json_decref(j);
         free(text);
+}
+
+int sc_cmd_worker(int argc, char **argv)
+{
+        char err[1024];
+        sc_wcli_opts_t o;
+        sc_conf_t conf;
+        sc_worker_t *w = NULL;
+        sc_worker_spec_t spec;
+        int rc, have_conf = 0;
+        const char *reason;
+
+        if ((rc = sc_wcli_args(argc, argv, &o)) >= 0)
+                return rc;
+        sc_cli_quiet = o.quiet;
+        sc_cli_signals();
+        memset(&conf, 0, sizeof(conf));
+        have_conf = 1;
+        if ((rc = sc_wcli_conf(&conf, &o)) >= 0 || (rc = sc_wcli_spec(&spec, &conf, &o)) >= 0)
+                goto out;
+        sc_kafka_log_set_sink(sc_cli_kafka_log, "worker");
+        sc_err_t e = sc_worker_new(&w, &spec, err, sizeof(err));
+        if (e) {
+                fprintf(stderr, "scadles worker: %s\n", err);
+                rc = e == SC_ERR_CONFIG ? 2 : 1;
+                goto out;
+        }
+        if (!o.quiet)
+                fprintf(stderr, "scadles worker: group %s, policy %s, batch %s%s\n",
+                        conf.source.group_id,
+                        conf.streams.policy == SC_STREAM_TRUNCATE ? "truncate" : "persist",
+                        conf.worker.batch == SC_BATCH_FIXED ? "fixed" : "rate",
+                        spec.distributed ? ", distributed" : ", standalone");
+        rc = sc_wcli_run(w);
+        sc_worker_done(w, &reason);
+        sc_wcli_report(w, reason);
         if (!strcmp(reason, "error") && !rc)
                 rc = 1;
 out:

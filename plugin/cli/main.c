@@ -1,11 +1,6 @@
 /* main.c — the scadles command: dispatches to subcommands. */
-#include <errno.h>
-#include <getopt.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cmd.h"
 #include "sc_conf.h"
@@ -29,60 +24,6 @@ static const sc_cmd_t sc_cmds[] = {
     {"config", sc_cmd_config, "list configuration properties, or check a config file"},
 };
 #define SC_NCMDS (sizeof(sc_cmds) / sizeof(sc_cmds[0]))
-
-volatile sig_atomic_t sc_cli_stop;
-
-static void sc_cli_on_signal(int sig)
-{
-        (void)sig;
-        sc_cli_stop = 1;
-}
-
-void sc_cli_signals(void)
-{
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = sc_cli_on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-}
-
-double sc_cli_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int sc_cli_number(const char *cmd, const char *opt, const char *s, double *out)
-{
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < 0) {
-                fprintf(stderr, "scadles %s: %s %s: expected a number >= 0\n", cmd, opt, s);
-                return -1;
-        }
-        *out = v;
-        return 0;
-}
-
-volatile int sc_cli_quiet;
-
-void sc_cli_log(void *opaque, int level, const char *msg)
-{
-        if (level > 6 || (level > 4 && sc_cli_quiet))
-                return;
-        fprintf(stderr, "scadles %s: %s\n", (const char *)opaque, msg);
-}
-
-void sc_cli_kafka_log(void *opaque, int level, const char *fac, const char *name, const char *msg)
-{
-        if (level > 5 || (level > 4 && sc_cli_quiet) || !strcmp(fac, "CONFWARN"))
-                return;
-        fprintf(stderr, "scadles %s: kafka: %s: %s: %s\n", (const char *)opaque, name, fac, msg);
-}
 
 static void sc_usage(FILE *out)
 {

@@ -13,7 +13,7 @@ cfg="$tmp/auth.json"
 write_job "$cfg" eoauth '{"job": {"auth": {"key_env": "SC_ITEST_JOB_KEY"}}}'
 export SC_ITEST_JOB_KEY="itest-job-key-$RANDOM-$RANDOM-0123456789"
 produce "$cfg" --seq-to 20 --dup-every 13
-"$SCADLES" aggregator -c "$cfg" -b "$bs" --selftest-ctl heartbeat --worker 1 >>"$tmp/produce.out" \
+"$AGG_SELFTEST" ctl heartbeat -c "$cfg" -b "$bs" --worker 1 >>"$tmp/produce.out" \
 	2>>"$tmp/produce.err" || fail "selftest heartbeat failed"
 "$SCADLES" aggregator -c "$cfg" -b "$bs" --idle-exit 1.5 >"$tmp/a1.out" 2>"$tmp/a1.err" ||
 	fail "aggregator run 1 failed"

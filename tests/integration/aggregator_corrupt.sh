@@ -23,7 +23,7 @@ check "$cfg" 20 || fail "J.model differs from the expected shards"
 echo "J.grad: $bad bad records rejected: $(summary a1 .rejected)"
 
 # bad records after the good snapshots on J.model: skipped, the snapshot before them restored
-"$SCADLES" aggregator -c "$cfg" -b "$bs" --selftest-bad-model >>"$tmp/produce.out" 2>>"$tmp/produce.err" ||
+"$AGG_SELFTEST" bad-model -c "$cfg" -b "$bs" >>"$tmp/produce.out" 2>>"$tmp/produce.err" ||
 	fail "could not write bad J.model records"
 produce "$cfg" --seq-from 21 --seq-to 30 --corrupt-every 5
 "$SCADLES" aggregator -c "$cfg" -b "$bs" --idle-exit 1.5 >"$tmp/a2.out" 2>"$tmp/a2.err" || fail "run 2 failed"

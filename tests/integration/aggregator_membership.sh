@@ -10,7 +10,7 @@ cfg="$tmp/job.json"
 write_job "$cfg" member '{"job": {"sync": {"policy": "bsp"}, "session_timeout": 3,
   "progress_interval": 0.1}}'
 ctl() {
-	"$SCADLES" aggregator -c "$cfg" -b "$bs" --selftest-ctl "$1" --worker "$2" >>"$tmp/produce.out" 2>>"$tmp/produce.err" ||
+	"$AGG_SELFTEST" ctl "$1" -c "$cfg" -b "$bs" --worker "$2" >>"$tmp/produce.out" 2>>"$tmp/produce.err" ||
 		fail "could not send $1 for worker $2"
 }
 # rounds FROM TO [ARGS]: one round at a time, each after the previous closed,

@@ -18,7 +18,7 @@ for i in 1 2 3; do
 		kill -0 "$pa" 2>/dev/null || break
 		sleep 0.1
 	done
-	"$SCADLES" aggregator -c "$tmp/f$i.json" --bootstrap "$bs" --selftest-produce --seq-to 10 \
+	"$AGG_SELFTEST" produce -c "$tmp/f$i.json" --bootstrap "$bs" --seq-to 10 \
 		>"$tmp/p$i.out" 2>"$tmp/p$i.err" || fail "self-test producer $i exited $?"
 	wait "$pa" || fail "aggregator $i on fresh topics exited $?"
 	applied=$(summary "$tmp/agg$i.out" .applied)

@@ -27,7 +27,7 @@ done
 	--data synth --synth-n 2000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"
 # The job's topics first (CreateTopics; a join of worker 0 on J.ctl), then a
 # moment for their leaders.
-"$SCADLES" aggregator -c "$tmp/j0.json" --bootstrap "$bs" --selftest-ctl join --worker 0 \
+"$AGG_SELFTEST" ctl join -c "$tmp/j0.json" --bootstrap "$bs" --worker 0 \
 	>"$tmp/create.out" 2>"$tmp/create.err" || fail "creating the job's topics failed"
 sleep 2
 "$SCADLES" aggregator -c "$tmp/j0.json" --bootstrap "$bs" --idle-exit 25 >"$tmp/a.out" 2>"$tmp/a.err" &

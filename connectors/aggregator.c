@@ -463,6 +463,8 @@ static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, d
                 age = ((double)wall.tv_sec * 1e3 + (double)wall.tv_nsec * 1e-6 - (double)ts) / 1e3;
         if (age < 0)
                 age = 0;
+        if (wm.u.control.kind == SC_WIRE_CTL_JOIN)
+                sc_agg_log(agg, 6, "worker %u joined", w);
         switch (wm.u.control.kind) {
         case SC_WIRE_CTL_JOIN:
         case SC_WIRE_CTL_HEARTBEAT:

@@ -463,7 +463,8 @@ static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_mod
         m->napplied = sc_le_get32(b + 40);
         m->ninputs = sc_le_get32(b + 44);
         m->state_len = sc_le_get32(b + 48);
-        if ((sc_le_get32(b + 4) & ~(uint32_t)SC_WIRE_MODEL_PARAMS_IN_STATE) || sc_le_get32(b + 52) != 0)
+        if ((sc_le_get32(b + 4) & ~(uint32_t)SC_WIRE_MODEL_PARAMS_IN_STATE) ||
+            sc_le_get32(b + 52) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire model: unknown flags 0x%x or a reserved field not zero",
                                sc_le_get32(b + 4));

@@ -255,6 +255,27 @@ void sc_kafka_source_destroy(sc_kafka_source_t *src)
         free(src);
 }
 
+/* Commit errors that a moment (a rebalance served, a coordinator found or
+ * loaded) cures. */
+static int sc_ks_commit_retriable(rd_kafka_resp_err_t e)
+{
+        switch (e) {
+        case RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
+        case RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION:
+        case RD_KAFKA_RESP_ERR__STATE:
+        case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+        case RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE:
+        case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
+        case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+        case RD_KAFKA_RESP_ERR__WAIT_COORD:
+        case RD_KAFKA_RESP_ERR__TIMED_OUT:
+        case RD_KAFKA_RESP_ERR__TRANSPORT:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
 sc_err_t sc_kafka_source_finish(sc_kafka_source_t *src, int timeout_ms, char *errstr,
                                 size_t errstr_size)
 {
@@ -272,15 +293,14 @@ sc_err_t sc_kafka_source_finish(sc_kafka_source_t *src, int timeout_ms, char *er
         /* A rebalance under way (another member left at the same time)
          * refuses commits: serve it (the revocation commits what is finished
          * and returns the rest), then commit what is still assigned. Records
-         * fetched meanwhile are left unread: not consumed, not committed. */
+         * fetched meanwhile are left unread: not consumed, not committed. A
+         * group coordinator that moved or is loading (a broker restarted)
+         * answers again within moments: retried the same way. */
         sc_err_t e2 = SC_OK;
         for (int tries = 0; tries < 50; tries++) {
                 src->last_commit_err = RD_KAFKA_RESP_ERR_NO_ERROR;
                 e2 = sc_ks_commit(src, 1, 1, errstr, errstr_size);
-                rd_kafka_resp_err_t ce = src->last_commit_err;
-                if (!e2 ||
-                    (ce != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS &&
-                     ce != RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION && ce != RD_KAFKA_RESP_ERR__STATE))
+                if (!e2 || !sc_ks_commit_retriable(src->last_commit_err))
                         break;
                 src->stats.ks_commit_errors--; /* retried, not failed */
                 for (int i = 0; i < 10; i++) {

@@ -244,7 +244,7 @@ static int sc_agg_bcast(sc_aggregator_t *agg, int p)
                 return 1;
         agg->buf.len = 0;
         err = sc_bcast_pub_encode(s->bpub, sc_server_params(s->srv), sc_server_version(s->srv),
-                                  applied, sc_kafka_model_applied(s->srv, applied), NULL, &agg->buf,
+                                  applied, sc_bcast_applied(s->srv, applied), NULL, &agg->buf,
                                   &kind, why, sizeof(why));
         free(applied);
         if (!err)

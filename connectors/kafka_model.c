@@ -84,17 +84,6 @@ sc_err_t sc_kafka_model_bcast_new(const sc_conf_t *conf, const sc_model_t *model
                                       errstr_size);
 }
 
-uint32_t sc_kafka_model_applied(const sc_server_t *srv, sc_wire_applied_t *out)
-{
-        uint32_t na = 0;
-        for (int w = 0; w < sc_server_spec(srv)->sync.n_workers; w++) {
-                uint64_t s = sc_server_applied_seq(srv, (uint32_t)w);
-                if (s)
-                        out[na++] = (sc_wire_applied_t){.worker = (uint32_t)w, .seq = s};
-        }
-        return na;
-}
-
 sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
                                char *errstr, size_t errstr_size)
 {
@@ -113,7 +102,7 @@ sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t gr
                 free(state);
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         }
-        na = sc_kafka_model_applied(srv, applied);
+        na = sc_bcast_applied(srv, applied);
         sc_wire_model_t m = {.shard = sp->shard,
                              .version = sc_server_version(srv),
                              .begin = sp->begin,

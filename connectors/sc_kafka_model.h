@@ -47,10 +47,6 @@ sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int s
 sc_err_t sc_kafka_model_bcast_new(const sc_conf_t *conf, const sc_model_t *model, int shard,
                                   sc_bcast_pub_t **pubp, char *errstr, size_t errstr_size);
 
-/* srv's applied-seq vector: (worker, seq) for each worker with a seq
- * applied, into out (room for the job's workers); returns the count. */
-uint32_t sc_kafka_model_applied(const sc_server_t *srv, sc_wire_applied_t *out);
-
 /* Appends to buf one model message for srv (J.model, the failover
  * snapshot): the applied-seq vector (workers with at least one applied seq),
  * grad_offset (the J.grad offset of the first update it does not include)

@@ -303,12 +303,14 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                                 goto out_nomem;
                         memcpy(d->bn_state, sc_model_state(sim->model), ss);
                 }
-                if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_READY, i, NULL))
+                if (!spec->downlink_bcast && sc_sim_queue_push(&sim->q, 0.0, SC_EV_READY, i, NULL))
                         goto out_nomem;
                 d->busy = 1;
         }
         if (spec->downlink_bcast && (err = sc_sim_bcast_init(sim, errstr, errstr_size)))
                 goto out;
+        if (spec->downlink_bcast && sc_sim_bcast_start(sim))
+                goto out_nomem;
         sc_sim_rate_sum(sim);
         if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_EVAL, -1, NULL))
                 goto out_nomem;

@@ -13,7 +13,8 @@ sc_err_t sc_sim_bcast_init(sc_sim_t *sim, char *errstr, size_t errstr_size)
         sc_err_t err;
 
         sc_bcast_spec_conf(&spec, &sim->conf->job);
-        if (!(sim->bsh = calloc((size_t)sim->ns, sizeof(*sim->bsh))))
+        if (!(sim->bsh = calloc((size_t)sim->ns, sizeof(*sim->bsh))) ||
+            !(sim->bapplied = calloc((size_t)sim->nd, sizeof(*sim->bapplied))))
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
         for (int sh = 0; sh < sim->ns; sh++)
                 if ((err = sc_bcast_pub_new_model(&sim->bsh[sh].pub, &spec, (uint32_t)sh,
@@ -27,6 +28,31 @@ sc_err_t sc_sim_bcast_init(sc_sim_t *sim, char *errstr, size_t errstr_size)
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
                 for (int sh = 0; sh < sim->ns; sh++)
                         sc_bcast_sub_init(&d->bsub[sh], spec.keyframe_interval);
+        }
+        return SC_OK;
+}
+
+/* Version 0 goes out as a keyframe of every shard, as an aggregator's first
+ * broadcast after its assignment does; each device reads it (a worker
+ * starts from J.bcast's model) and starts at its arrival, not at 0. */
+sc_err_t sc_sim_bcast_start(sc_sim_t *sim)
+{
+        sc_err_t err;
+
+        for (int i = 0; i < sim->nd; i++) {
+                sc_sim_dev_t *d = &sim->devs[i];
+                double at = 0;
+                for (int sh = 0; sh < sim->ns; sh++) {
+                        size_t bytes = 0;
+                        const float *view;
+                        if ((err = sc_sim_bcast_send(sim, sh, i, &bytes, &view)))
+                                return err;
+                        double t = sc_sim_link_send(&d->down, 0, bytes);
+                        at = t > at ? t : at;
+                }
+                if ((err = sc_sim_queue_push(&sim->q, at, SC_EV_READY, i, NULL)))
+                        return err;
+                d->busy = 1;
         }
         return SC_OK;
 }
@@ -45,6 +71,8 @@ void sc_sim_bcast_free(sc_sim_t *sim)
         }
         free(sim->bsh);
         sim->bsh = NULL;
+        free(sim->bapplied);
+        sim->bapplied = NULL;
 }
 
 /* Publishes the shard's server version if the view is behind it; a
@@ -75,8 +103,9 @@ static sc_err_t sc_sim_bcast_publish(sc_sim_t *sim, int sh)
         }
         sc_buf_t *rec = &b->log[b->nlog];
         rec->len = 0;
-        if ((err = sc_bcast_pub_encode(b->pub, sc_server_params(srv), sc_server_version(srv), NULL,
-                                       0, NULL, rec, &kind, why, sizeof(why))))
+        uint32_t na = sc_bcast_applied(srv, sim->bapplied);
+        if ((err = sc_bcast_pub_encode(b->pub, sc_server_params(srv), sc_server_version(srv),
+                                       sim->bapplied, na, NULL, rec, &kind, why, sizeof(why))))
                 return err;
         if (kind == SC_WIRE_BCAST_KEY)
                 sc_bcast_pub_keyed(b->pub, b->first + b->nlog);

@@ -144,9 +144,10 @@ struct sc_sim_s {
         const sc_conf_t *conf;
         const sc_dataset_t *train, *test;
         sc_model_t *model;
-        sc_server_t **servers; /* (shards) */
-        sc_sim_bshard_t *bsh;  /* (shards) downlink_bcast, else NULL */
-        size_t *begin;         /* (shards + 1) shard s is [begin[s], begin[s + 1]) */
+        sc_server_t **servers;       /* (shards) */
+        sc_sim_bshard_t *bsh;        /* (shards) downlink_bcast, else NULL */
+        sc_wire_applied_t *bapplied; /* (devices) a broadcast's applied-seq vector */
+        size_t *begin;               /* (shards + 1) shard s is [begin[s], begin[s + 1]) */
         int ns;
         size_t n;
         int nd;
@@ -178,6 +179,7 @@ struct sc_sim_s {
  * adding the bytes of the records read to *bytesp; *viewp gets the view. */
 sc_err_t sc_sim_bcast_init(sc_sim_t *sim, char *errstr, size_t errstr_size);
 void sc_sim_bcast_free(sc_sim_t *sim);
+sc_err_t sc_sim_bcast_start(sc_sim_t *sim);
 sc_err_t sc_sim_bcast_send(sc_sim_t *sim, int sh, int i, size_t *bytesp, const float **viewp);
 
 /* The model version: the least over the shards. */

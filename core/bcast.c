@@ -322,3 +322,14 @@ sc_err_t sc_bcast_sub_take(sc_bcast_sub_t *sub, float *view, size_t n, const sc_
         *actp = act;
         return SC_OK;
 }
+
+uint32_t sc_bcast_applied(const sc_server_t *srv, sc_wire_applied_t *out)
+{
+        uint32_t na = 0;
+        for (int w = 0; w < sc_server_spec(srv)->sync.n_workers; w++) {
+                uint64_t s = sc_server_applied_seq(srv, (uint32_t)w);
+                if (s)
+                        out[na++] = (sc_wire_applied_t){.worker = (uint32_t)w, .seq = s};
+        }
+        return na;
+}

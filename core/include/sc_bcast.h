@@ -28,6 +28,7 @@
 #include "sc_err.h"
 #include "sc_nn.h"
 #include "sc_rng.h"
+#include "sc_server.h"
 #include "sc_wire.h"
 
 typedef struct sc_bcast_spec {
@@ -84,6 +85,10 @@ uint64_t sc_bcast_pub_version(const sc_bcast_pub_t *pub);
  * offset is not known yet: call again after sc_bcast_pub_keyed). applied
  * (napplied) is the shard's applied-seq vector, carried as it is. The view
  * moves only on success; *kindp (may be NULL) gets the kind encoded. */
+/* srv's applied-seq vector, what a broadcast message of its version
+ * carries: (worker, seq) for each worker with a seq applied, into out (room
+ * for the job's workers); returns the count. */
+uint32_t sc_bcast_applied(const sc_server_t *srv, sc_wire_applied_t *out);
 sc_err_t sc_bcast_pub_encode(sc_bcast_pub_t *pub, const float *params, uint64_t version,
                              const sc_wire_applied_t *applied, uint32_t napplied, sc_rng_t *rng,
                              sc_buf_t *out, sc_wire_bcast_kind_t *kindp, char *errstr,

@@ -97,3 +97,14 @@ ${PLOT_EXTRA:-}
 $cmd
 GP
 }
+
+# med_range VALUE...: "median [min, max]" of the values; "-" (never) counts
+# as later than any time, so a median of "-" means half the runs or more
+# never got there.
+med_range() {
+	printf '%s\n' "$@" | sed 's/^-$/inf/' | sort -g | awk '{ v[NR] = $1 }
+	function f(x) { return x == "inf" ? "-" : sprintf("%g", x) }
+	END { a = v[int((NR + 1) / 2)]; b = v[int(NR / 2) + 1]
+	      m = (a == "inf" || b == "inf") ? "inf" : (a + b) / 2
+	      printf "%s [%s, %s]\n", f(m), f(v[1]), f(v[NR]) }'
+}

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "kafka_source_impl.h"
+#include "sc_alloc.h"
 #include "sc_ckpt.h"
 #include "sc_eval_set.h"
 #include "sc_kafka_util.h"
@@ -110,7 +111,7 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
 {
         sc_err_t err;
         *wp = NULL;
-        sc_worker_t *w = calloc(1, sizeof(*w));
+        sc_worker_t *w = sc_calloc(1, sizeof(*w));
         if (!w)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         w->spec = *spec;
@@ -149,9 +150,9 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         int bmax = sc_batch_spec_max(&w->bspec);
         w->tcap = bmax + (int)ceil(spec->inject_beta * bmax) + 1;
         if (sc_batch_new(&w->batch, bmax, w->numel) ||
-            !(w->tx = malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
-            !(w->ty = malloc((size_t)w->tcap * sizeof(int32_t))) ||
-            !(w->plogits = malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float)))) {
+            !(w->tx = sc_malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
+            !(w->ty = sc_malloc((size_t)w->tcap * sizeof(int32_t))) ||
+            !(w->plogits = sc_malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float)))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
                 goto fail;
         }
@@ -197,19 +198,19 @@ void sc_worker_destroy(sc_worker_t *w)
         sc_batcher_destroy(w->pbatcher);
         for (int i = 0; i < w->n_push; i++) {
                 sc_stream_destroy(w->push[i].stream);
-                free(w->push[i].topic);
+                sc_free(w->push[i].topic);
         }
         sc_batch_destroy(w->batch);
-        free(w->tx);
-        free(w->ty);
+        sc_free(w->tx);
+        sc_free(w->ty);
         if (w->have_sgd)
                 sc_sgd_free(&w->sgd);
         sc_model_destroy(w->model);
         sc_dataset_free(&w->test);
         sc_metrics_destroy(w->preq);
         sc_metrics_destroy(w->test_metrics);
-        free(w->plogits);
-        free(w);
+        sc_free(w->plogits);
+        sc_free(w);
 }
 
 sc_batcher_t *sc_wk_batcher(sc_worker_t *w)
@@ -254,7 +255,7 @@ static sc_wk_stream_t *sc_wk_push_stream(sc_worker_t *w, const char *topic, char
         sc_wk_stream_t *ps = &w->push[w->n_push];
         if (sc_stream_new(&ps->stream, &w->sspec, w->numel, errstr, errstr_size))
                 return NULL;
-        if (!(ps->topic = strdup(topic))) {
+        if (!(ps->topic = sc_strdup(topic))) {
                 sc_stream_destroy(ps->stream);
                 ps->stream = NULL;
                 sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
@@ -267,7 +268,7 @@ static sc_wk_stream_t *sc_wk_push_stream(sc_worker_t *w, const char *topic, char
                                             w->conf->train.seed, errstr, errstr_size);
         if (err) {
                 sc_stream_destroy(ps->stream);
-                free(ps->topic);
+                sc_free(ps->topic);
                 memset(ps, 0, sizeof(*ps));
                 return NULL;
         }

@@ -2,6 +2,8 @@
  * waiting-time accounting and acknowledgement of delivered batches. */
 #include "sc_batch.h"
 
+#include "sc_alloc.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -83,15 +85,15 @@ sc_err_t sc_batch_new(sc_batch_t **batchp, int cap, size_t numel)
         if (cap < 1 || cap > SC_BATCH_MAX || numel == 0 ||
             numel > SIZE_MAX / sizeof(float) / (size_t)cap)
                 return SC_ERR_INVAL;
-        b = calloc(1, sizeof(*b));
+        b = sc_calloc(1, sizeof(*b));
         if (!b)
                 return SC_ERR_NOMEM;
         b->cap = cap;
         b->numel = numel;
-        b->x = malloc((size_t)cap * numel * sizeof(float));
-        b->labels = malloc((size_t)cap * sizeof(*b->labels));
-        b->refs = malloc((size_t)cap * sizeof(*b->refs));
-        b->streams = malloc((size_t)cap * sizeof(*b->streams));
+        b->x = sc_malloc((size_t)cap * numel * sizeof(float));
+        b->labels = sc_malloc((size_t)cap * sizeof(*b->labels));
+        b->refs = sc_malloc((size_t)cap * sizeof(*b->refs));
+        b->streams = sc_malloc((size_t)cap * sizeof(*b->streams));
         if (!b->x || !b->labels || !b->refs || !b->streams) {
                 sc_batch_destroy(b);
                 return SC_ERR_NOMEM;
@@ -104,11 +106,11 @@ void sc_batch_destroy(sc_batch_t *batch)
 {
         if (!batch)
                 return;
-        free(batch->x);
-        free(batch->labels);
-        free(batch->refs);
-        free(batch->streams);
-        free(batch);
+        sc_free(batch->x);
+        sc_free(batch->labels);
+        sc_free(batch->refs);
+        sc_free(batch->streams);
+        sc_free(batch);
 }
 
 sc_err_t sc_batcher_new(sc_batcher_t **batcherp, const sc_batch_spec_t *spec,
@@ -141,7 +143,7 @@ sc_err_t sc_batcher_new(sc_batcher_t **batcherp, const sc_batch_spec_t *spec,
                                "streams (their caps, or keep_min of truncate streams, sum to "
                                "%zu)",
                                spec->mode == SC_BATCH_FIXED ? "b" : "b_min", need, room);
-        bt = calloc(1, sizeof(*bt));
+        bt = sc_calloc(1, sizeof(*bt));
         if (!bt)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "batch: out of memory");
         bt->spec = *spec;
@@ -153,7 +155,7 @@ sc_err_t sc_batcher_new(sc_batcher_t **batcherp, const sc_batch_spec_t *spec,
         err = sc_mix_pool_new(&bt->pool, (size_t)spec->shuffle + (size_t)sc_batch_spec_max(spec),
                               bt->numel);
         if (err) {
-                free(bt);
+                sc_free(bt);
                 return sc_errf(err, errstr, errstr_size,
                                "batch: no memory for a shuffle buffer of %d samples",
                                spec->shuffle);
@@ -167,12 +169,12 @@ void sc_batcher_destroy(sc_batcher_t *batcher)
         if (!batcher)
                 return;
         for (size_t i = 0; i < batcher->n_pending; i++) {
-                free(batcher->pending[i].refs);
-                free(batcher->pending[i].streams);
+                sc_free(batcher->pending[i].refs);
+                sc_free(batcher->pending[i].streams);
         }
-        free(batcher->pending);
+        sc_free(batcher->pending);
         sc_mix_pool_destroy(batcher->pool);
-        free(batcher);
+        sc_free(batcher);
 }
 
 sc_err_t sc_batcher_add_stream(sc_batcher_t *batcher, sc_stream_t *stream, char *errstr,
@@ -284,18 +286,18 @@ sc_err_t sc_batcher_take(sc_batcher_t *batcher, double t, sc_batch_t *batch, cha
         size_t n = sc_batcher_size(bt, t, &wake);
         if (bt->n_pending == bt->cap_pending) {
                 size_t nc = bt->cap_pending ? 2 * bt->cap_pending : 8;
-                sc_batch_pending_t *np = realloc(bt->pending, nc * sizeof(*np));
+                sc_batch_pending_t *np = sc_realloc(bt->pending, nc * sizeof(*np));
                 if (!np)
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "batch: out of memory");
                 bt->pending = np;
                 bt->cap_pending = nc;
         }
         pd = &bt->pending[bt->n_pending];
-        pd->refs = malloc(n * sizeof(*pd->refs));
-        pd->streams = malloc(n * sizeof(*pd->streams));
+        pd->refs = sc_malloc(n * sizeof(*pd->refs));
+        pd->streams = sc_malloc(n * sizeof(*pd->streams));
         if (!pd->refs || !pd->streams) {
-                free(pd->refs);
-                free(pd->streams);
+                sc_free(pd->refs);
+                sc_free(pd->streams);
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "batch: out of memory");
         }
 
@@ -357,8 +359,8 @@ sc_err_t sc_batcher_ack(sc_batcher_t *batcher, uint64_t id, char *errstr, size_t
                 if (err && !first)
                         first = err;
         }
-        free(pd.refs);
-        free(pd.streams);
+        sc_free(pd.refs);
+        sc_free(pd.streams);
         bt->stats.acked++;
         return first;
 }

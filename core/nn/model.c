@@ -558,6 +558,13 @@ static float eval_batch(sc_model_t *model, const float *x, const int32_t *labels
         return loss_of(m, y, labels, targets, B, NULL, correct);
 }
 
+sc_err_t sc_model_reserve(sc_model_t *model, int B)
+{
+        if (!model || B < 1)
+                return SC_ERR_INVAL;
+        return reserve(model, B) ? SC_ERR_NOMEM : SC_OK;
+}
+
 /* The public steps run the layers with the model's pool as the calling
  * thread's current one (sc_nn_gemm splits products across it). */
 float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,

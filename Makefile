@@ -115,9 +115,17 @@ $(SHARED): $(LIB_OBJ) plugin/libscadles.map
 $(CLI): $(CLI_OBJ) $(STATIC)
 	$(CC) $(SAN_FLAGS) -o $@ $(CLI_OBJ) $(STATIC) $(LDLIBS_ALL)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(STATIC)
+# The unit tests link the allocator built with SC_ALLOC_HOOK (sc_alloc.h:
+# it counts allocations and fails the one it is told) ahead of the library,
+# so the library's own core/alloc.o is not linked into them.
+UNIT_ALLOC := $(BUILD)/obj/tests/alloc_hook.o
+$(UNIT_ALLOC): core/alloc.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN_FLAGS) -o $@ $< $(STATIC) $(LDLIBS_ALL) -lcmocka
+	$(CC) $(CORE_CFLAGS) -DSC_ALLOC_HOOK -c $< -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_ALLOC) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $< $(UNIT_ALLOC) $(STATIC) $(LDLIBS_ALL) -lcmocka
 
 $(BUILD)/tools/%: $(BUILD)/obj/tests/tools/%.o $(TOOL_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "kafka_source_impl.h"
+#include "sc_alloc.h"
 #include "sc_ckpt.h"
 #include "sc_eval_set.h"
 #include "sc_kafka_util.h"
@@ -63,7 +64,9 @@ static sc_err_t sc_wk_model(sc_worker_t *w, char *errstr, size_t errstr_size)
                                "%s: $.optim.schedule.total_steps: the cosine schedule needs a "
                                "horizon in steps on a stream",
                                conf->origin);
-        if ((err = sc_model_new(&w->model, &conf->model, errstr, errstr_size))) {
+        if ((err = sc_model_new(&w->model, &conf->model, errstr, errstr_size)) == SC_ERR_NOMEM)
+                return err;
+        if (err) {
                 sc_conf_model_error(conf, errstr, errstr_size);
                 return SC_ERR_CONFIG;
         }
@@ -110,7 +113,7 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
 {
         sc_err_t err;
         *wp = NULL;
-        sc_worker_t *w = calloc(1, sizeof(*w));
+        sc_worker_t *w = sc_calloc(1, sizeof(*w));
         if (!w)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         w->spec = *spec;
@@ -149,10 +152,17 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         int bmax = sc_batch_spec_max(&w->bspec);
         w->tcap = bmax + (int)ceil(spec->inject_beta * bmax) + 1;
         if (sc_batch_new(&w->batch, bmax, w->numel) ||
-            !(w->tx = malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
-            !(w->ty = malloc((size_t)w->tcap * sizeof(int32_t))) ||
-            !(w->plogits = malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float)))) {
+            !(w->tx = sc_malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
+            !(w->ty = sc_malloc((size_t)w->tcap * sizeof(int32_t))) ||
+            !(w->plogits = sc_malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float)))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
+                goto fail;
+        }
+        /* The model's activations for the largest step (a batch and what a
+         * job mixes into it), so that no step allocates them. */
+        if (sc_model_reserve(w->model, w->tcap)) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                              "out of memory for the activations of %d samples", w->tcap);
                 goto fail;
         }
         sc_stream_spec_defaults(&w->sspec);
@@ -197,19 +207,19 @@ void sc_worker_destroy(sc_worker_t *w)
         sc_batcher_destroy(w->pbatcher);
         for (int i = 0; i < w->n_push; i++) {
                 sc_stream_destroy(w->push[i].stream);
-                free(w->push[i].topic);
+                sc_free(w->push[i].topic);
         }
         sc_batch_destroy(w->batch);
-        free(w->tx);
-        free(w->ty);
+        sc_free(w->tx);
+        sc_free(w->ty);
         if (w->have_sgd)
                 sc_sgd_free(&w->sgd);
         sc_model_destroy(w->model);
         sc_dataset_free(&w->test);
         sc_metrics_destroy(w->preq);
         sc_metrics_destroy(w->test_metrics);
-        free(w->plogits);
-        free(w);
+        sc_free(w->plogits);
+        sc_free(w);
 }
 
 sc_batcher_t *sc_wk_batcher(sc_worker_t *w)
@@ -240,39 +250,41 @@ static void sc_wk_checkpoint(sc_worker_t *w)
 
 /* ---- push mode ---- */
 
-static sc_wk_stream_t *sc_wk_push_stream(sc_worker_t *w, const char *topic, char *errstr,
-                                         size_t errstr_size)
+/* The stream of a pushed topic, made on its first record. */
+static sc_err_t sc_wk_push_stream(sc_worker_t *w, const char *topic, sc_wk_stream_t **psp,
+                                  char *errstr, size_t errstr_size)
 {
+        sc_err_t err;
         for (int i = 0; i < w->n_push; i++)
-                if (!strcmp(w->push[i].topic, topic))
-                        return &w->push[i];
-        if (w->n_push == SC_BATCH_MAX_STREAMS) {
-                sc_errf(SC_ERR_INVAL, errstr, errstr_size, "%s: more than %d topics", topic,
-                        SC_BATCH_MAX_STREAMS);
-                return NULL;
-        }
+                if (!strcmp(w->push[i].topic, topic)) {
+                        *psp = &w->push[i];
+                        return SC_OK;
+                }
+        if (w->n_push == SC_BATCH_MAX_STREAMS)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "%s: more than %d topics", topic,
+                               SC_BATCH_MAX_STREAMS);
         sc_wk_stream_t *ps = &w->push[w->n_push];
-        if (sc_stream_new(&ps->stream, &w->sspec, w->numel, errstr, errstr_size))
-                return NULL;
-        if (!(ps->topic = strdup(topic))) {
-                sc_stream_destroy(ps->stream);
-                ps->stream = NULL;
-                sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-                return NULL;
+        if ((err = sc_stream_new(&ps->stream, &w->sspec, w->numel, errstr, errstr_size)))
+                return err;
+        if (!(ps->topic = sc_strdup(topic))) {
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+                goto out_free_stream;
         }
         sc_ks_decode_spec(w->conf, topic, w->numel, w->n_classes, &ps->dspec);
-        sc_err_t err = w->pbatcher
-                           ? sc_batcher_add_stream(w->pbatcher, ps->stream, errstr, errstr_size)
-                           : sc_batcher_new(&w->pbatcher, &w->bspec, &ps->stream, 1,
-                                            w->conf->train.seed, errstr, errstr_size);
-        if (err) {
-                sc_stream_destroy(ps->stream);
-                free(ps->topic);
-                memset(ps, 0, sizeof(*ps));
-                return NULL;
-        }
+        err = w->pbatcher ? sc_batcher_add_stream(w->pbatcher, ps->stream, errstr, errstr_size)
+                          : sc_batcher_new(&w->pbatcher, &w->bspec, &ps->stream, 1,
+                                           w->conf->train.seed, errstr, errstr_size);
+        if (err)
+                goto out_free_topic;
         w->n_push++;
-        return ps;
+        *psp = ps;
+        return SC_OK;
+out_free_topic:
+        sc_free(ps->topic);
+out_free_stream:
+        sc_stream_destroy(ps->stream);
+        memset(ps, 0, sizeof(*ps));
+        return err;
 }
 
 sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, int64_t offset,
@@ -287,9 +299,10 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
         if (w->spec.input != SC_WORKER_INPUT_PUSH)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "sc_worker_push: this worker reads Kafka itself");
-        sc_wk_stream_t *ps = sc_wk_push_stream(w, topic, errstr, errstr_size);
-        if (!ps)
-                return SC_ERR_INVAL;
+        sc_wk_stream_t *ps = NULL;
+        sc_err_t err = sc_wk_push_stream(w, topic, &ps, errstr, errstr_size);
+        if (err)
+                return err;
         /* One past the limit is enough for sc_decode_record to reject the record. */
         if (n_headers > SC_DECODE_MAX_HEADERS + 1)
                 n_headers = SC_DECODE_MAX_HEADERS + 1;
@@ -315,8 +328,7 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
                 return sc_stream_push_slot(ps->stream, label, partition, offset, t, errstr,
                                            errstr_size);
         int first = 0;
-        sc_err_t err =
-            sc_stream_reject(ps->stream, partition, offset, f, t, &first, errstr, errstr_size);
+        err = sc_stream_reject(ps->stream, partition, offset, f, t, &first, errstr, errstr_size);
         if (!err && first)
                 sc_wk_logf(w, 4, "%s [%d] offset %lld: malformed record (%s): %s", topic,
                            (int)partition, (long long)offset, sc_decode_fault_name(f), why);

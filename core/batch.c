@@ -2,6 +2,8 @@
  * waiting-time accounting and acknowledgement of delivered batches. */
 #include "sc_batch.h"
 
+#include "sc_alloc.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@ struct sc_batcher_s {
         int waiting;         /* a query since the last take started the wait clock */
         double wait_since;
         uint64_t next_id;
+        /* [0, n_pending) pending; [n_pending, cap_pending) free slots whose
+         * buffers (sized for the largest batch) are reused by the next take. */
         sc_batch_pending_t *pending;
         size_t n_pending, cap_pending;
         sc_batcher_stats_t stats;
@@ -83,15 +87,15 @@ sc_err_t sc_batch_new(sc_batch_t **batchp, int cap, size_t numel)
         if (cap < 1 || cap > SC_BATCH_MAX || numel == 0 ||
             numel > SIZE_MAX / sizeof(float) / (size_t)cap)
                 return SC_ERR_INVAL;
-        b = calloc(1, sizeof(*b));
+        b = sc_calloc(1, sizeof(*b));
         if (!b)
                 return SC_ERR_NOMEM;
         b->cap = cap;
         b->numel = numel;
-        b->x = malloc((size_t)cap * numel * sizeof(float));
-        b->labels = malloc((size_t)cap * sizeof(*b->labels));
-        b->refs = malloc((size_t)cap * sizeof(*b->refs));
-        b->streams = malloc((size_t)cap * sizeof(*b->streams));
+        b->x = sc_malloc((size_t)cap * numel * sizeof(float));
+        b->labels = sc_malloc((size_t)cap * sizeof(*b->labels));
+        b->refs = sc_malloc((size_t)cap * sizeof(*b->refs));
+        b->streams = sc_malloc((size_t)cap * sizeof(*b->streams));
         if (!b->x || !b->labels || !b->refs || !b->streams) {
                 sc_batch_destroy(b);
                 return SC_ERR_NOMEM;
@@ -104,11 +108,38 @@ void sc_batch_destroy(sc_batch_t *batch)
 {
         if (!batch)
                 return;
-        free(batch->x);
-        free(batch->labels);
-        free(batch->refs);
-        free(batch->streams);
-        free(batch);
+        sc_free(batch->x);
+        sc_free(batch->labels);
+        sc_free(batch->refs);
+        sc_free(batch->streams);
+        sc_free(batch);
+}
+
+/* Doubles the pending slots if none is free (0), or fails (-1) keeping
+ * the slots it could make for the next try. */
+static int sc_batcher_grow(sc_batcher_t *bt)
+{
+        if (bt->n_pending < bt->cap_pending)
+                return 0;
+        size_t nc = bt->cap_pending ? 2 * bt->cap_pending : 2;
+        size_t bmax = (size_t)sc_batch_spec_max(&bt->spec);
+        sc_batch_pending_t *np = sc_realloc(bt->pending, nc * sizeof(*np));
+        if (!np)
+                return -1;
+        bt->pending = np;
+        while (bt->cap_pending < nc) {
+                sc_batch_pending_t *pd = &np[bt->cap_pending];
+                memset(pd, 0, sizeof(*pd));
+                pd->refs = sc_malloc(bmax * sizeof(*pd->refs));
+                pd->streams = sc_malloc(bmax * sizeof(*pd->streams));
+                if (!pd->refs || !pd->streams) {
+                        sc_free(pd->refs);
+                        sc_free(pd->streams);
+                        return -1;
+                }
+                bt->cap_pending++;
+        }
+        return 0;
 }
 
 sc_err_t sc_batcher_new(sc_batcher_t **batcherp, const sc_batch_spec_t *spec,
@@ -141,7 +172,7 @@ sc_err_t sc_batcher_new(sc_batcher_t **batcherp, const sc_batch_spec_t *spec,
                                "streams (their caps, or keep_min of truncate streams, sum to "
                                "%zu)",
                                spec->mode == SC_BATCH_FIXED ? "b" : "b_min", need, room);
-        bt = calloc(1, sizeof(*bt));
+        bt = sc_calloc(1, sizeof(*bt));
         if (!bt)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "batch: out of memory");
         bt->spec = *spec;
@@ -153,10 +184,14 @@ sc_err_t sc_batcher_new(sc_batcher_t **batcherp, const sc_batch_spec_t *spec,
         err = sc_mix_pool_new(&bt->pool, (size_t)spec->shuffle + (size_t)sc_batch_spec_max(spec),
                               bt->numel);
         if (err) {
-                free(bt);
+                sc_free(bt);
                 return sc_errf(err, errstr, errstr_size,
                                "batch: no memory for a shuffle buffer of %d samples",
                                spec->shuffle);
+        }
+        if (sc_batcher_grow(bt)) {
+                sc_batcher_destroy(bt);
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "batch: out of memory");
         }
         *batcherp = bt;
         return SC_OK;
@@ -166,13 +201,13 @@ void sc_batcher_destroy(sc_batcher_t *batcher)
 {
         if (!batcher)
                 return;
-        for (size_t i = 0; i < batcher->n_pending; i++) {
-                free(batcher->pending[i].refs);
-                free(batcher->pending[i].streams);
+        for (size_t i = 0; i < batcher->cap_pending; i++) {
+                sc_free(batcher->pending[i].refs);
+                sc_free(batcher->pending[i].streams);
         }
-        free(batcher->pending);
+        sc_free(batcher->pending);
         sc_mix_pool_destroy(batcher->pool);
-        free(batcher);
+        sc_free(batcher);
 }
 
 sc_err_t sc_batcher_add_stream(sc_batcher_t *batcher, sc_stream_t *stream, char *errstr,
@@ -282,22 +317,9 @@ sc_err_t sc_batcher_take(sc_batcher_t *batcher, double t, sc_batch_t *batch, cha
         if (!sc_batcher_ready(bt, t, NULL))
                 return sc_errf(SC_ERR_AGAIN, errstr, errstr_size, "batch: none ready");
         size_t n = sc_batcher_size(bt, t, &wake);
-        if (bt->n_pending == bt->cap_pending) {
-                size_t nc = bt->cap_pending ? 2 * bt->cap_pending : 8;
-                sc_batch_pending_t *np = realloc(bt->pending, nc * sizeof(*np));
-                if (!np)
-                        return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "batch: out of memory");
-                bt->pending = np;
-                bt->cap_pending = nc;
-        }
-        pd = &bt->pending[bt->n_pending];
-        pd->refs = malloc(n * sizeof(*pd->refs));
-        pd->streams = malloc(n * sizeof(*pd->streams));
-        if (!pd->refs || !pd->streams) {
-                free(pd->refs);
-                free(pd->streams);
+        if (sc_batcher_grow(bt))
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "batch: out of memory");
-        }
+        pd = &bt->pending[bt->n_pending];
 
         /* Top the pool up to n + shuffle from the streams, in proportion to
          * their rates, then draw n at random. */
@@ -351,14 +373,13 @@ sc_err_t sc_batcher_ack(sc_batcher_t *batcher, uint64_t id, char *errstr, size_t
         memmove(&bt->pending[i], &bt->pending[i + 1],
                 (bt->n_pending - i - 1) * sizeof(bt->pending[0]));
         bt->n_pending--;
+        bt->pending[bt->n_pending] = pd; /* a free slot again, buffers kept */
         for (size_t k = 0; k < pd.n; k++) {
                 sc_err_t err = sc_stream_done(bt->streams[pd.streams[k]], &pd.refs[k],
                                               first ? NULL : errstr, first ? 0 : errstr_size);
                 if (err && !first)
                         first = err;
         }
-        free(pd.refs);
-        free(pd.streams);
         bt->stats.acked++;
         return first;
 }

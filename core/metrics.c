@@ -3,6 +3,8 @@
  * (sc_metrics.h). */
 #include "sc_metrics.h"
 
+#include "sc_alloc.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +32,14 @@ sc_err_t sc_metrics_new(sc_metrics_t **mp, int n_classes, size_t window, char *e
                                "metrics: classes must be in [1, 65536] and the window >= 1 "
                                "(got %d, %zu)",
                                n_classes, window);
-        sc_metrics_t *m = calloc(1, sizeof(*m));
+        sc_metrics_t *m = sc_calloc(1, sizeof(*m));
         if (!m)
                 goto nomem;
         m->classes = n_classes;
         m->window = window;
-        m->ring_hit = calloc(window, 1);
-        m->ring_loss = calloc(window, sizeof(double));
-        m->confusion = calloc((size_t)n_classes * (size_t)n_classes, sizeof(uint64_t));
+        m->ring_hit = sc_calloc(window, 1);
+        m->ring_loss = sc_calloc(window, sizeof(double));
+        m->confusion = sc_calloc((size_t)n_classes * (size_t)n_classes, sizeof(uint64_t));
         if (!m->ring_hit || !m->ring_loss || !m->confusion)
                 goto nomem;
         *mp = m;
@@ -51,10 +53,10 @@ void sc_metrics_destroy(sc_metrics_t *m)
 {
         if (!m)
                 return;
-        free(m->ring_hit);
-        free(m->ring_loss);
-        free(m->confusion);
-        free(m);
+        sc_free(m->ring_hit);
+        sc_free(m->ring_loss);
+        sc_free(m->confusion);
+        sc_free(m);
 }
 
 void sc_metrics_reset(sc_metrics_t *m)
@@ -122,7 +124,7 @@ sc_err_t sc_metrics_eval(sc_metrics_t *m, sc_model_t *model, const float *x, con
                          size_t n)
 {
         size_t numel = sc_shape_numel(sc_model_spec(model)->input);
-        float *out = malloc((size_t)SC_METRICS_EVAL_BATCH * (size_t)m->classes * sizeof(float));
+        float *out = sc_malloc((size_t)SC_METRICS_EVAL_BATCH * (size_t)m->classes * sizeof(float));
         if (!out)
                 return SC_ERR_NOMEM;
         sc_err_t err = SC_OK;
@@ -134,7 +136,7 @@ sc_err_t sc_metrics_eval(sc_metrics_t *m, sc_model_t *model, const float *x, con
                 else
                         sc_metrics_add_logits(m, out, y + i, b);
         }
-        free(out);
+        sc_free(out);
         return err;
 }
 

@@ -2,6 +2,8 @@
  * injection pools (items, and the samples themselves). */
 #include "sc_mix.h"
 
+#include "sc_alloc.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,15 +128,15 @@ sc_err_t sc_mix_pool_new(sc_mix_pool_t **poolp, size_t cap, size_t numel)
         *poolp = NULL;
         if (cap == 0 || numel == 0 || cap > SIZE_MAX / sizeof(float) / numel)
                 return SC_ERR_INVAL;
-        p = calloc(1, sizeof(*p));
+        p = sc_calloc(1, sizeof(*p));
         if (!p)
                 return SC_ERR_NOMEM;
         p->cap = cap;
         p->numel = numel;
-        p->x = malloc(cap * numel * sizeof(float));
-        p->labels = malloc(cap * sizeof(*p->labels));
-        p->refs = malloc(cap * sizeof(*p->refs));
-        p->streams = malloc(cap * sizeof(*p->streams));
+        p->x = sc_malloc(cap * numel * sizeof(float));
+        p->labels = sc_malloc(cap * sizeof(*p->labels));
+        p->refs = sc_malloc(cap * sizeof(*p->refs));
+        p->streams = sc_malloc(cap * sizeof(*p->streams));
         if (!p->x || !p->labels || !p->refs || !p->streams) {
                 sc_mix_pool_destroy(p);
                 return SC_ERR_NOMEM;
@@ -147,11 +149,11 @@ void sc_mix_pool_destroy(sc_mix_pool_t *pool)
 {
         if (!pool)
                 return;
-        free(pool->x);
-        free(pool->labels);
-        free(pool->refs);
-        free(pool->streams);
-        free(pool);
+        sc_free(pool->x);
+        sc_free(pool->labels);
+        sc_free(pool->refs);
+        sc_free(pool->streams);
+        sc_free(pool);
 }
 
 size_t sc_mix_pool_count(const sc_mix_pool_t *pool)
@@ -219,15 +221,15 @@ sc_err_t sc_mix_inject_new(sc_mix_inject_t **poolp, int sources, size_t cap_per_
         if (sources <= 0 || sources > SC_MIX_INJECT_MAX_SOURCES || cap_per_source == 0 ||
             cap_per_source > SIZE_MAX / sizeof(uint32_t) / (size_t)sources)
                 return SC_ERR_INVAL;
-        p = calloc(1, sizeof(*p));
+        p = sc_calloc(1, sizeof(*p));
         if (!p)
                 return SC_ERR_NOMEM;
         p->sources = sources;
         p->cap = cap_per_source;
-        p->items = malloc((size_t)sources * cap_per_source * sizeof(*p->items));
-        p->head = calloc((size_t)sources, sizeof(*p->head));
-        p->n = calloc((size_t)sources, sizeof(*p->n));
-        p->elig = calloc((size_t)sources, sizeof(*p->elig));
+        p->items = sc_malloc((size_t)sources * cap_per_source * sizeof(*p->items));
+        p->head = sc_calloc((size_t)sources, sizeof(*p->head));
+        p->n = sc_calloc((size_t)sources, sizeof(*p->n));
+        p->elig = sc_calloc((size_t)sources, sizeof(*p->elig));
         if (!p->items || !p->head || !p->n || !p->elig) {
                 sc_mix_inject_destroy(p);
                 return SC_ERR_NOMEM;
@@ -240,11 +242,11 @@ void sc_mix_inject_destroy(sc_mix_inject_t *pool)
 {
         if (!pool)
                 return;
-        free(pool->items);
-        free(pool->head);
-        free(pool->n);
-        free(pool->elig);
-        free(pool);
+        sc_free(pool->items);
+        sc_free(pool->head);
+        sc_free(pool->n);
+        sc_free(pool->elig);
+        sc_free(pool);
 }
 
 void sc_mix_inject_put(sc_mix_inject_t *pool, int source, uint32_t item)
@@ -345,7 +347,7 @@ sc_err_t sc_mix_shared_new(sc_mix_shared_t **poolp, int sources, size_t cap_per_
             numel == 0 || max_draw == 0 || cap_per_source > UINT32_MAX / (size_t)sources ||
             (size_t)sources * cap_per_source > SIZE_MAX / sizeof(float) / numel)
                 return SC_ERR_INVAL;
-        p = calloc(1, sizeof(*p));
+        p = sc_calloc(1, sizeof(*p));
         if (!p)
                 return SC_ERR_NOMEM;
         p->cap = cap_per_source;
@@ -353,13 +355,13 @@ sc_err_t sc_mix_shared_new(sc_mix_shared_t **poolp, int sources, size_t cap_per_
         p->max_draw = max_draw;
         size_t slots = (size_t)sources * cap_per_source;
         if ((err = sc_mix_inject_new(&p->inject, sources, cap_per_source))) {
-                free(p);
+                sc_free(p);
                 return err;
         }
-        p->next = calloc((size_t)sources, sizeof(*p->next));
-        p->x = malloc(slots * numel * sizeof(float));
-        p->labels = malloc(slots * sizeof(int32_t));
-        p->items = malloc(max_draw * sizeof(uint32_t));
+        p->next = sc_calloc((size_t)sources, sizeof(*p->next));
+        p->x = sc_malloc(slots * numel * sizeof(float));
+        p->labels = sc_malloc(slots * sizeof(int32_t));
+        p->items = sc_malloc(max_draw * sizeof(uint32_t));
         if (!p->next || !p->x || !p->labels || !p->items) {
                 sc_mix_shared_destroy(p);
                 return SC_ERR_NOMEM;
@@ -373,11 +375,11 @@ void sc_mix_shared_destroy(sc_mix_shared_t *pool)
         if (!pool)
                 return;
         sc_mix_inject_destroy(pool->inject);
-        free(pool->next);
-        free(pool->x);
-        free(pool->labels);
-        free(pool->items);
-        free(pool);
+        sc_free(pool->next);
+        sc_free(pool->x);
+        sc_free(pool->labels);
+        sc_free(pool->items);
+        sc_free(pool);
 }
 
 float *sc_mix_shared_put(sc_mix_shared_t *pool, int source, int32_t label)

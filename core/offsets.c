@@ -1,6 +1,8 @@
 /* offsets.c — per-partition commit positions under out-of-order completion. */
 #include "sc_offsets.h"
 
+#include "sc_alloc.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@ struct sc_offsets_s {
 
 sc_err_t sc_offsets_new(sc_offsets_t **offsetsp)
 {
-        *offsetsp = calloc(1, sizeof(**offsetsp));
+        *offsetsp = sc_calloc(1, sizeof(**offsetsp));
         if (!*offsetsp)
                 return SC_ERR_NOMEM;
         (*offsetsp)->next_epoch = 1;
@@ -39,11 +41,11 @@ void sc_offsets_destroy(sc_offsets_t *offsets)
         if (!offsets)
                 return;
         for (size_t i = 0; i < offsets->n_parts; i++) {
-                free(offsets->parts[i].off);
-                free(offsets->parts[i].done);
+                sc_free(offsets->parts[i].off);
+                sc_free(offsets->parts[i].done);
         }
-        free(offsets->parts);
-        free(offsets);
+        sc_free(offsets->parts);
+        sc_free(offsets);
 }
 
 /* Index of the first part with partition >= p. */
@@ -73,7 +75,7 @@ static sc_offsets_part_t *sc_offsets_get(sc_offsets_t *o, int32_t p)
                 return &o->parts[i];
         if (o->n_parts == o->cap_parts) {
                 size_t nc = o->cap_parts ? 2 * o->cap_parts : 8;
-                sc_offsets_part_t *np = realloc(o->parts, nc * sizeof(*np));
+                sc_offsets_part_t *np = sc_realloc(o->parts, nc * sizeof(*np));
                 if (!np)
                         return NULL;
                 o->parts = np;
@@ -92,11 +94,11 @@ static sc_offsets_part_t *sc_offsets_get(sc_offsets_t *o, int32_t p)
 static int sc_offsets_grow(sc_offsets_part_t *pt)
 {
         size_t nc = pt->cap ? 2 * pt->cap : 64;
-        int64_t *no = malloc(nc * sizeof(*no));
-        uint8_t *nd = malloc(nc);
+        int64_t *no = sc_malloc(nc * sizeof(*no));
+        uint8_t *nd = sc_malloc(nc);
         if (!no || !nd) {
-                free(no);
-                free(nd);
+                sc_free(no);
+                sc_free(nd);
                 return -1;
         }
         for (size_t i = 0; i < pt->n; i++) {
@@ -104,8 +106,8 @@ static int sc_offsets_grow(sc_offsets_part_t *pt)
                 no[i] = pt->off[j];
                 nd[i] = pt->done[j];
         }
-        free(pt->off);
-        free(pt->done);
+        sc_free(pt->off);
+        sc_free(pt->done);
         pt->off = no;
         pt->done = nd;
         pt->cap = nc;
@@ -238,8 +240,8 @@ size_t sc_offsets_forget(sc_offsets_t *offsets, int32_t partition)
         if (i == offsets->n_parts || offsets->parts[i].partition != partition)
                 return 0;
         n = offsets->parts[i].outstanding;
-        free(offsets->parts[i].off);
-        free(offsets->parts[i].done);
+        sc_free(offsets->parts[i].off);
+        sc_free(offsets->parts[i].done);
         memmove(&offsets->parts[i], &offsets->parts[i + 1],
                 (offsets->n_parts - i - 1) * sizeof(offsets->parts[0]));
         offsets->n_parts--;

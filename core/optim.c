@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_alloc.h"
 #include "sc_optim.h"
 
 /* The update loop is memory-bound; AVX2 / AVX-512 clones are picked at load time. */
@@ -21,7 +22,7 @@ sc_err_t sc_sgd_init(sc_sgd_t *sgd, const sc_sgd_spec_t *spec, size_t n)
         if (!(spec->momentum >= 0.0 && spec->momentum < 1.0) || !(spec->weight_decay >= 0.0) ||
             (spec->nesterov && spec->momentum <= 0.0))
                 return SC_ERR_INVAL;
-        sgd->velocity = calloc(n ? n : 1, sizeof(float));
+        sgd->velocity = sc_calloc(n ? n : 1, sizeof(float));
         if (!sgd->velocity)
                 return SC_ERR_NOMEM;
         sgd->spec = *spec;
@@ -33,7 +34,7 @@ void sc_sgd_free(sc_sgd_t *sgd)
 {
         if (!sgd)
                 return;
-        free(sgd->velocity);
+        sc_free(sgd->velocity);
         sgd->velocity = NULL;
         sgd->n = 0;
 }

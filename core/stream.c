@@ -2,6 +2,8 @@
  * backpressure and record accounting. */
 #include "sc_stream.h"
 
+#include "sc_alloc.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -126,7 +128,7 @@ sc_err_t sc_stream_new(sc_stream_t **streamp, const sc_stream_spec_t *spec, size
             (spec->cap + 1) > SIZE_MAX / sizeof(float) / numel)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "stream: %zu features per sample is out of range", numel);
-        s = calloc(1, sizeof(*s));
+        s = sc_calloc(1, sizeof(*s));
         if (!s)
                 goto out_nomem;
         s->spec = *spec;
@@ -136,9 +138,9 @@ sc_err_t sc_stream_new(sc_stream_t **streamp, const sc_stream_spec_t *spec, size
         s->low = (size_t)ceil(spec->low_watermark * (double)spec->cap);
         if (s->high < 1)
                 s->high = 1;
-        s->x = malloc(s->phys * numel * sizeof(float));
-        s->labels = malloc(s->phys * sizeof(*s->labels));
-        s->refs = malloc(s->phys * sizeof(*s->refs));
+        s->x = sc_malloc(s->phys * numel * sizeof(float));
+        s->labels = sc_malloc(s->phys * sizeof(*s->labels));
+        s->refs = sc_malloc(s->phys * sizeof(*s->refs));
         if (!s->x || !s->labels || !s->refs || sc_offsets_new(&s->offsets) != SC_OK)
                 goto out_free;
         sc_rate_init(&s->rate, spec->rate_tau);
@@ -157,11 +159,11 @@ void sc_stream_destroy(sc_stream_t *stream)
         if (!stream)
                 return;
         sc_offsets_destroy(stream->offsets);
-        free(stream->revoked_epochs);
-        free(stream->x);
-        free(stream->labels);
-        free(stream->refs);
-        free(stream);
+        sc_free(stream->revoked_epochs);
+        sc_free(stream->x);
+        sc_free(stream->labels);
+        sc_free(stream->refs);
+        sc_free(stream);
 }
 
 const sc_stream_spec_t *sc_stream_spec(const sc_stream_t *stream)
@@ -433,7 +435,7 @@ size_t sc_stream_revoke(sc_stream_t *stream, int32_t partition)
                 return 0;
         if (s->n_revoked == s->cap_revoked) {
                 size_t nc = s->cap_revoked ? 2 * s->cap_revoked : 8;
-                uint32_t *ne = realloc(s->revoked_epochs, nc * sizeof(*ne));
+                uint32_t *ne = sc_realloc(s->revoked_epochs, nc * sizeof(*ne));
                 if (!ne)
                         return 0; /* nothing changed; the caller may retry */
                 s->revoked_epochs = ne;

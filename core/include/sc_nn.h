@@ -144,6 +144,11 @@ void sc_model_init(sc_model_t *model, sc_rng_t *rng);
 float sc_model_train_batch(sc_model_t *model, const float *x, const int32_t *labels,
                            const float *targets, int B, sc_rng_t *rng, int *correct);
 
+/* Sizes the activation memory for batches of up to B samples (at the
+ * current thread count) now, so steps up to B allocate nothing;
+ * SC_ERR_NOMEM if it cannot be had (the model is unchanged). */
+sc_err_t sc_model_reserve(sc_model_t *model, int B);
+
 /* sc_model_train_batch that also writes the forward pass's output, before
  * the update, to out (B, output numel): the logits the batch was trained on. */
 float sc_model_train_batch_out(sc_model_t *model, const float *x, const int32_t *labels,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nn_impl.h"
+#include "sc_alloc.h"
 
 /* Every buffer in the activation arena starts on a 64-byte boundary. */
 #define SC_NN_ALIGN 16 /* floats */
@@ -131,7 +132,7 @@ sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *er
         if (spec->loss != SC_LOSS_SOFTMAX_XENT && spec->loss != SC_LOSS_MSE)
                 return sc_errf(SC_ERR_SHAPE, errstr, errstr_size, "loss: unknown kind %d",
                                (int)spec->loss);
-        m = calloc(1, sizeof(*m));
+        m = sc_calloc(1, sizeof(*m));
         if (!m)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "model: out of memory");
         m->spec = *spec;
@@ -207,9 +208,9 @@ sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *er
         }
         for (int i = 0; i < m->n; i++)
                 m->nstate += m->layers[i].ns;
-        m->params = calloc(m->nparams ? m->nparams : 1, sizeof(float));
-        m->grads = calloc(m->nparams ? m->nparams : 1, sizeof(float));
-        m->state = calloc(m->nstate ? m->nstate : 1, sizeof(float));
+        m->params = sc_calloc(m->nparams ? m->nparams : 1, sizeof(float));
+        m->grads = sc_calloc(m->nparams ? m->nparams : 1, sizeof(float));
+        m->state = sc_calloc(m->nstate ? m->nstate : 1, sizeof(float));
         if (!m->params || !m->grads || !m->state) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
                               "model: cannot allocate %zu parameters", m->nparams);
@@ -248,11 +249,11 @@ void sc_model_destroy(sc_model_t *model)
         if (!model)
                 return;
         sc_nn_pool_free(model->pool);
-        free(model->arena);
-        free(model->params);
-        free(model->grads);
-        free(model->state);
-        free(model);
+        sc_free(model->arena);
+        sc_free(model->params);
+        sc_free(model->grads);
+        sc_free(model->state);
+        sc_free(model);
 }
 
 const sc_model_spec_t *sc_model_spec(const sc_model_t *model)
@@ -410,9 +411,9 @@ static int reserve(sc_model_t *m, int B)
                 B = m->cap;
         size_t n = carve(m, B, NULL);
         void *p = NULL;
-        if (posix_memalign(&p, 64, n * sizeof(float)))
+        if (sc_memalign(&p, 64, n * sizeof(float)))
                 return -1;
-        free(m->arena);
+        sc_free(m->arena);
         m->arena = p;
         m->cap = B;
         m->cap_threads = threads;
@@ -555,6 +556,13 @@ static float eval_batch(sc_model_t *model, const float *x, const int32_t *labels
         if (m->spec.loss == SC_LOSS_SOFTMAX_XENT ? !labels : !targets)
                 return 0.0f;
         return loss_of(m, y, labels, targets, B, NULL, correct);
+}
+
+sc_err_t sc_model_reserve(sc_model_t *model, int B)
+{
+        if (!model || B < 1)
+                return SC_ERR_INVAL;
+        return reserve(model, B) ? SC_ERR_NOMEM : SC_OK;
 }
 
 /* The public steps run the layers with the model's pool as the calling

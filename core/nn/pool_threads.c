@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "nn_impl.h"
+#include "sc_alloc.h"
 
 /* Pause iterations a worker spins for the next job before sleeping, and
  * the caller spins for claimed parts before yielding its time slice (about
@@ -129,17 +130,17 @@ sc_nn_pool_t *sc_nn_pool_new(int threads)
                 return NULL;
         if (threads > SC_NN_POOL_MAX)
                 threads = SC_NN_POOL_MAX;
-        sc_nn_pool_t *p = calloc(1, sizeof(*p));
+        sc_nn_pool_t *p = sc_calloc(1, sizeof(*p));
         if (!p)
                 return NULL;
         p->threads = threads;
         if (pthread_mutex_init(&p->mu, NULL)) {
-                free(p);
+                sc_free(p);
                 return NULL;
         }
         if (pthread_cond_init(&p->cv, NULL)) {
                 pthread_mutex_destroy(&p->mu);
-                free(p);
+                sc_free(p);
                 return NULL;
         }
         return p;
@@ -175,7 +176,7 @@ void sc_nn_pool_free(sc_nn_pool_t *p)
         }
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
-        free(p);
+        sc_free(p);
 }
 
 int sc_nn_pool_threads(const sc_nn_pool_t *p)

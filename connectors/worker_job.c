@@ -154,24 +154,16 @@ static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr,
 /* The highest seq this worker sent, from the tail of every J.grad partition
  * (0 for none). A tail that cannot be read is an error: seqs restarted too
  * low would have this worker's new updates dropped as duplicates. */
-static sc_err_t sc_wj_scan_seq(sc_worker_t *w, rd_kafka_conf_t *base, uint64_t *bestp, char *errstr,
-                               size_t errstr_size)
+static sc_err_t sc_wj_scan_seq(sc_worker_t *w, uint64_t *bestp, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
         const char *topic = j->topics[SC_JOB_GRAD].name;
         char why[256];
         uint64_t best = 0;
-        sc_err_t err = SC_OK;
-        rd_kafka_conf_t *kc = rd_kafka_conf_dup(base);
-        sc_kafka_conf_set(kc, "group.id", "scadles-seq-scan", "scan", why, sizeof(why));
-        sc_kafka_conf_set(kc, "enable.auto.commit", "false", "scan", why, sizeof(why));
-        sc_kafka_conf_set(kc, "enable.partition.eof", "true", "scan", why, sizeof(why));
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why));
-        if (!rk) {
-                rd_kafka_conf_destroy(kc);
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s seq scan: %s", topic, why);
-        }
-        rd_kafka_poll_set_consumer(rk);
+        rd_kafka_t *rk = NULL;
+        sc_err_t err = sc_kafka_reader_new(&rk, w->conf, "scadles-seq-scan", why, sizeof(why));
+        if (err)
+                return sc_errf(err, errstr, errstr_size, "%s seq scan: %s", topic, why);
         for (int s = 0; !err && s < j->shards; s++) {
                 int64_t lo = 0, hi = 0;
                 if ((err = sc_kafka_end_offsets(rk, topic, s, SC_WJ_SCAN_MS, &lo, &hi, errstr,
@@ -353,7 +345,7 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                 }
         }
         uint64_t scanned = 0;
-        err = sc_wj_scan_seq(w, kc, &scanned, errstr, errstr_size);
+        err = sc_wj_scan_seq(w, &scanned, errstr, errstr_size);
         rd_kafka_conf_destroy(kc);
         if (err)
                 return err;

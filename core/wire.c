@@ -15,7 +15,6 @@
 #define SC_CONTROL_FIXED 24
 #define SC_BCAST_FIXED 56
 #define SC_APPLIED_SIZE 12
-#define SC_INPUT_SIZE 16
 #define SC_FIELD_SIZE 12
 
 static const char *const sc_wire_type_names[SC_WIRE__TYPE_END] = {
@@ -160,17 +159,15 @@ sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *err
                               size_t errstr_size)
 {
         uint64_t nparams = m->params_in_state ? 0 : m->count;
-        uint64_t body = SC_MODEL_FIXED + 4 * nparams + 4 * (uint64_t)m->opt_count +
-                        SC_APPLIED_SIZE * (uint64_t)m->napplied +
-                        SC_INPUT_SIZE * (uint64_t)m->ninputs + m->state_len;
+        uint64_t body =
+            SC_MODEL_FIXED + 4 * nparams + SC_APPLIED_SIZE * (uint64_t)m->napplied + m->state_len;
         sc_wr_t w;
         sc_err_t err;
 
         if (m->params_in_state && !m->state_len)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "wire model: parameters in the state, but no state");
-        if ((nparams && !m->params) || (m->opt_count && !m->opt) || (m->napplied && !m->applied) ||
-            (m->ninputs && !m->inputs) || (m->state_len && !m->state))
+        if ((nparams && !m->params) || (m->napplied && !m->applied) || (m->state_len && !m->state))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "wire model: an array with a non-zero count is NULL");
         if (m->begin > UINT64_MAX - m->count)
@@ -185,20 +182,14 @@ sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *err
         sc_wr_u64(&w, m->version);
         sc_wr_u64(&w, m->begin);
         sc_wr_u32(&w, m->count);
-        sc_wr_u32(&w, m->opt_count);
+        sc_wr_u32(&w, 0);
         sc_wr_u64(&w, (uint64_t)m->grad_offset);
         sc_wr_u32(&w, m->napplied);
-        sc_wr_u32(&w, m->ninputs);
+        sc_wr_u32(&w, 0);
         sc_wr_u32(&w, m->state_len);
         sc_wr_u32(&w, 0);
         sc_wr_f32s(&w, m->params, (size_t)nparams);
-        sc_wr_f32s(&w, m->opt, m->opt_count);
         sc_wr_applied(&w, m->applied, m->napplied);
-        for (uint32_t i = 0; i < m->ninputs; i++) {
-                sc_wr_u32(&w, m->inputs[i].stream);
-                sc_wr_u32(&w, (uint32_t)m->inputs[i].partition);
-                sc_wr_u64(&w, (uint64_t)m->inputs[i].offset);
-        }
         sc_wr_bytes(&w, m->state, m->state_len);
         sc_wire_end(buf, &w);
         return SC_OK;
@@ -458,13 +449,11 @@ static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_mod
         m->version = sc_le_get64(b + 8);
         m->begin = sc_le_get64(b + 16);
         m->count = sc_le_get32(b + 24);
-        m->opt_count = sc_le_get32(b + 28);
         m->grad_offset = (int64_t)sc_le_get64(b + 32);
         m->napplied = sc_le_get32(b + 40);
-        m->ninputs = sc_le_get32(b + 44);
         m->state_len = sc_le_get32(b + 48);
         if ((sc_le_get32(b + 4) & ~(uint32_t)SC_WIRE_MODEL_PARAMS_IN_STATE) ||
-            sc_le_get32(b + 52) != 0)
+            sc_le_get32(b + 28) != 0 || sc_le_get32(b + 44) != 0 || sc_le_get32(b + 52) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire model: unknown flags 0x%x or a reserved field not zero",
                                sc_le_get32(b + 4));
@@ -477,23 +466,17 @@ static sc_err_t sc_wire_decode_model(const uint8_t *b, uint32_t len, sc_wire_mod
                                "wire model: range begin %llu + count %u overflows",
                                (unsigned long long)m->begin, m->count);
         need = SC_MODEL_FIXED + (m->params_in_state ? 0 : 4 * (uint64_t)m->count) +
-               4 * (uint64_t)m->opt_count + SC_APPLIED_SIZE * (uint64_t)m->napplied +
-               SC_INPUT_SIZE * (uint64_t)m->ninputs + m->state_len;
+               SC_APPLIED_SIZE * (uint64_t)m->napplied + m->state_len;
         if (need != len)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
-                               "wire model: %u params, %u optimizer floats, %u applied, %u "
-                               "inputs and %u state bytes need %llu body bytes, found %u",
-                               m->count, m->opt_count, m->napplied, m->ninputs, m->state_len,
-                               (unsigned long long)need, len);
+                               "wire model: %u params, %u applied and %u state bytes need %llu "
+                               "body bytes, found %u",
+                               m->count, m->napplied, m->state_len, (unsigned long long)need, len);
         off = SC_MODEL_FIXED;
         m->params = m->params_in_state ? NULL : b + off;
         off += m->params_in_state ? 0 : 4 * (uint64_t)m->count;
-        m->opt = b + off;
-        off += 4 * (uint64_t)m->opt_count;
         m->applied = b + off;
         off += SC_APPLIED_SIZE * (uint64_t)m->napplied;
-        m->inputs = b + off;
-        off += SC_INPUT_SIZE * (uint64_t)m->ninputs;
         m->state = m->state_len ? b + off : NULL;
         return SC_OK;
 }
@@ -717,14 +700,6 @@ void sc_wire_get_applied_raw(const uint8_t *raw, uint32_t i, sc_wire_applied_t *
 void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out)
 {
         sc_wire_get_applied_raw(m->applied, i, out);
-}
-
-void sc_wire_get_input(const sc_wire_model_view_t *m, uint32_t i, sc_wire_input_offset_t *out)
-{
-        const uint8_t *p = m->inputs + SC_INPUT_SIZE * (size_t)i;
-        out->stream = sc_le_get32(p);
-        out->partition = (int32_t)sc_le_get32(p + 4);
-        out->offset = (int64_t)sc_le_get64(p + 8);
 }
 
 double sc_wire_control_field(const sc_wire_control_t *m, uint32_t key, double def)

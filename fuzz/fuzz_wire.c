@@ -51,22 +51,16 @@ static void sc_fuzz_update(sc_server_t *srv, uint8_t sel, const sc_wire_update_t
 static void sc_fuzz_model(sc_server_t *srv, const sc_wire_model_view_t *m)
 {
         char why[256];
-        if (m->count <= 4096 && m->opt_count <= 4096) {
-                float *f = malloc(((size_t)m->count + m->opt_count + 1) * sizeof(float));
+        if (m->count <= 4096 && m->params) { /* NULL with PARAMS_IN_STATE */
+                float *f = malloc(((size_t)m->count + 1) * sizeof(float));
                 if (f) {
-                        if (m->params) /* NULL with PARAMS_IN_STATE */
-                                sc_wire_get_f32s(f, m->params, m->count);
-                        sc_wire_get_f32s(f + m->count, m->opt, m->opt_count);
+                        sc_wire_get_f32s(f, m->params, m->count);
                         free(f);
                 }
         }
         for (uint32_t i = 0; i < m->napplied && i < 1024; i++) {
                 sc_wire_applied_t a;
                 sc_wire_get_applied(m, i, &a);
-        }
-        for (uint32_t i = 0; i < m->ninputs && i < 1024; i++) {
-                sc_wire_input_offset_t in;
-                sc_wire_get_input(m, i, &in);
         }
         if (m->state_len)
                 sc_server_restore(srv, m->state, m->state_len, why, sizeof(why));
@@ -271,21 +265,15 @@ static void sc_fuzz_write_seeds(const char *dir)
                 size_t slen = 0;
                 if (!srv || sc_server_snapshot(srv, &snap, &slen))
                         exit(1);
-                float opt[4] = {0.5f, -0.5f, 1.0f, 0.0f};
                 sc_wire_applied_t ap[2] = {{0, 3}, {1, 2}};
-                sc_wire_input_offset_t in[1] = {{0, 1, 42}};
                 sc_wire_model_t m = {.shard = 0,
                                      .version = 3,
                                      .begin = 0,
                                      .count = SC_FUZZ_SHARD,
                                      .grad_offset = 17,
                                      .params = sc_server_params(srv),
-                                     .opt_count = 4,
-                                     .opt = opt,
                                      .napplied = 2,
                                      .applied = ap,
-                                     .ninputs = 1,
-                                     .inputs = in,
                                      .state_len = (uint32_t)slen,
                                      .state = snap};
                 sc_buf_t b;

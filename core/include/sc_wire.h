@@ -65,10 +65,10 @@ typedef struct sc_wire_update {
 } sc_wire_update_t;
 
 /* Model shard: body u32 shard, u32 flags, u64 version, u64 begin, u32 count,
- * u32 opt_count, i64 grad_offset, u32 napplied, u32 ninputs, u32 state_len,
- * u32 0, then count f32 parameters, opt_count f32 optimizer state, napplied x
- * (u32 worker, u64 seq), ninputs x (u32 stream, i32 partition, i64 offset),
- * state_len bytes of opaque server state. Flag SC_WIRE_MODEL_PARAMS_IN_STATE:
+ * u32 0, i64 grad_offset, u32 napplied, u32 0, u32 state_len, u32 0, then
+ * count f32 parameters, napplied x (u32 worker, u64 seq), state_len bytes of
+ * opaque server state (the three zero words are reserved and refused when
+ * not zero). Flag SC_WIRE_MODEL_PARAMS_IN_STATE:
  * the count parameters are not in the body (the state, which must not be
  * empty, holds them: an sc_server snapshot); no other flag is defined. */
 #define SC_WIRE_MODEL_PARAMS_IN_STATE 0x1
@@ -76,12 +76,6 @@ typedef struct sc_wire_applied {
         uint32_t worker;
         uint64_t seq; /* every seq <= this one of the worker is included */
 } sc_wire_applied_t;
-
-typedef struct sc_wire_input_offset {
-        uint32_t stream; /* the job's input stream index */
-        int32_t partition;
-        int64_t offset; /* next offset to read */
-} sc_wire_input_offset_t;
 
 typedef struct sc_wire_model {
         uint32_t shard;
@@ -91,12 +85,8 @@ typedef struct sc_wire_model {
         int64_t grad_offset; /* J.grad offset of the next update not included; -1 none */
         int params_in_state; /* 1: params are not sent (the state holds them) */
         const float *params; /* (count), unless params_in_state */
-        uint32_t opt_count;  /* optimizer state floats (e.g. momentum, count of them) */
-        const float *opt;    /* (opt_count) */
         uint32_t napplied;
         const sc_wire_applied_t *applied; /* (napplied) */
-        uint32_t ninputs;
-        const sc_wire_input_offset_t *inputs; /* (ninputs), optional */
         uint32_t state_len;
         const uint8_t *state; /* opaque (e.g. sc_server_snapshot bytes), optional */
 } sc_wire_model_t;
@@ -105,13 +95,11 @@ typedef struct sc_wire_model {
 typedef struct sc_wire_model_view {
         uint32_t shard;
         uint64_t version, begin;
-        uint32_t count, opt_count, napplied, ninputs, state_len;
+        uint32_t count, napplied, state_len;
         int64_t grad_offset;
         int params_in_state;    /* SC_WIRE_MODEL_PARAMS_IN_STATE: params is NULL */
         const uint8_t *params;  /* count x f32, or NULL */
-        const uint8_t *opt;     /* opt_count x f32 */
         const uint8_t *applied; /* napplied x 12 bytes: sc_wire_get_applied() */
-        const uint8_t *inputs;  /* ninputs x 16 bytes: sc_wire_get_input() */
         const uint8_t *state;
 } sc_wire_model_view_t;
 
@@ -265,7 +253,6 @@ void sc_wire_get_i32s(int32_t *dst, const uint8_t *src, size_t n);
 void sc_wire_get_applied(const sc_wire_model_view_t *m, uint32_t i, sc_wire_applied_t *out);
 /* Entry i of raw applied pairs (a model view's or a broadcast's applied_raw). */
 void sc_wire_get_applied_raw(const uint8_t *raw, uint32_t i, sc_wire_applied_t *out);
-void sc_wire_get_input(const sc_wire_model_view_t *m, uint32_t i, sc_wire_input_offset_t *out);
 
 const char *sc_wire_type_name(sc_wire_type_t type);
 /* Value of key in a control message, or def when absent. */

@@ -58,29 +58,22 @@ static void make_update(sc_buf_t *buf, sc_buf_t *payload)
         assert_int_equal(sc_wire_encode_update(buf, &u, errbuf, sizeof(errbuf)), SC_OK);
 }
 
-static float params[50], opt[50];
+static float params[50];
 static const sc_wire_applied_t applied[3] = {{0, 5}, {1, 9}, {4000000000u, 1ull << 40}};
-static const sc_wire_input_offset_t inputs[2] = {{0, 1, 1000}, {2, 0, -1}};
 static const uint8_t state[5] = {1, 2, 3, 4, 5};
 
 static void make_model(sc_buf_t *buf)
 {
-        for (int i = 0; i < 50; i++) {
+        for (int i = 0; i < 50; i++)
                 params[i] = 0.5f * (float)i;
-                opt[i] = -0.25f * (float)i;
-        }
         sc_wire_model_t m = {.shard = 2,
                              .version = 99,
                              .begin = 1000,
                              .count = 50,
                              .grad_offset = 777,
                              .params = params,
-                             .opt_count = 50,
-                             .opt = opt,
                              .napplied = 3,
                              .applied = applied,
-                             .ninputs = 2,
-                             .inputs = inputs,
                              .state_len = 5,
                              .state = state};
         assert_int_equal(sc_wire_encode_model(buf, &m, errbuf, sizeof(errbuf)), SC_OK);
@@ -152,7 +145,7 @@ static void model_round_trip(void **state_)
         sc_wire_msg_t msg;
         sc_buf_init(&buf);
         make_model(&buf);
-        assert_int_equal(buf.len, 16 + 56 + 200 + 200 + 36 + 32 + 5);
+        assert_int_equal(buf.len, 16 + 56 + 200 + 36 + 5);
         assert_int_equal(sc_wire_decode(buf.data, buf.len, &msg, errbuf, sizeof(errbuf)), SC_OK);
         const sc_wire_model_view_t *m = &msg.u.model;
         assert_int_equal(msg.type, SC_WIRE_MODEL);
@@ -161,11 +154,9 @@ static void model_round_trip(void **state_)
         assert_int_equal(m->begin, 1000);
         assert_int_equal(m->count, 50);
         assert_int_equal(m->grad_offset, 777);
-        float p[50], o[50];
+        float p[50];
         sc_wire_get_f32s(p, m->params, 50);
-        sc_wire_get_f32s(o, m->opt, 50);
         assert_memory_equal(p, params, sizeof(p));
-        assert_memory_equal(o, opt, sizeof(o));
         assert_int_equal(m->napplied, 3);
         for (uint32_t i = 0; i < 3; i++) {
                 sc_wire_applied_t a;
@@ -173,14 +164,22 @@ static void model_round_trip(void **state_)
                 assert_int_equal(a.worker, applied[i].worker);
                 assert_true(a.seq == applied[i].seq);
         }
-        assert_int_equal(m->ninputs, 2);
-        sc_wire_input_offset_t in;
-        sc_wire_get_input(m, 1, &in);
-        assert_int_equal(in.stream, 2);
-        assert_int_equal(in.partition, 0);
-        assert_true(in.offset == -1);
         assert_int_equal(m->state_len, 5);
         assert_memory_equal(m->state, state, 5);
+        /* The body's three reserved words (body offsets 28, 44 and 52) are
+         * refused when not zero. */
+        static const size_t reserved[] = {16 + 28, 16 + 44, 16 + 52};
+        for (size_t r = 0; r < sizeof(reserved) / sizeof(reserved[0]); r++) {
+                uint8_t *copy = malloc(buf.len);
+                assert_non_null(copy);
+                memcpy(copy, buf.data, buf.len);
+                copy[reserved[r]] = 1;
+                fix_crc(copy, buf.len);
+                assert_int_equal(sc_wire_decode(copy, buf.len, &msg, errbuf, sizeof(errbuf)),
+                                 SC_ERR_DECODE);
+                assert_non_null(strstr(errbuf, "reserved field not zero"));
+                free(copy);
+        }
         sc_buf_free(&buf);
 }
 
@@ -355,7 +354,7 @@ static void structural_fuzz(void **state_)
                         } else if (msg.type == SC_WIRE_MODEL) {
                                 const sc_wire_model_view_t *m = &msg.u.model;
                                 assert_true(m->params + 4 * (size_t)m->count <= end);
-                                assert_true(m->inputs + 16 * (size_t)m->ninputs <= end);
+                                assert_true(m->applied + 12 * (size_t)m->napplied <= end);
                                 assert_true(!m->state || m->state + m->state_len == end);
                         } else if (msg.type == SC_WIRE_SAMPLES) {
                                 const sc_wire_samples_view_t *s = &msg.u.samples;

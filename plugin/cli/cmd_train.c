@@ -395,128 +395,177 @@ static int sc_train_save(sc_run_t *run, const sc_sgd_t *sgd, const sc_ckpt_meta_
         return 0;
 }
 
-/* The training loop proper; returns an exit code. */
+/* The training loop's state: the optimizer and schedule, the position
+ * (meta), the epoch's sample order, a batch's buffers and the sums of the
+ * epoch (ep) and of the current progress interval (iv). */
+typedef struct sc_train {
+        sc_run_t *run;
+        sc_sgd_t *sgd;
+        const sc_sched_spec_t *sched;
+        sc_ckpt_meta_t *meta;
+        long steps_per_epoch;
+        float *x;
+        int32_t *y;
+        uint32_t *perm;
+        struct {
+                double loss;
+                size_t seen, hits;
+        } ep, iv;
+        double t_epoch, t_last, lr;
+} sc_train_t;
+
+/* The epoch's sample order: a permutation drawn from (seed, epoch), so a
+ * resumed run sees the same order. */
+static void sc_train_shuffle(sc_train_t *t)
+{
+        const sc_run_t *run = t->run;
+        sc_rng_t root, shuf;
+        sc_rng_seed(&root, run->conf.train.seed);
+        sc_rng_split(&root, &shuf, SC_STREAM_SHUFFLE(t->meta->epoch));
+        for (size_t i = 0; i < run->train.n; i++)
+                t->perm[i] = (uint32_t)i;
+        sc_rng_shuffle_u32(&shuf, t->perm, (uint32_t)run->train.n);
+}
+
+/* Step s of the epoch: gather its batch, train, step the optimizer at the
+ * scheduled (and linearly scaled) rate; 1 when the loss is not finite. */
+static int sc_train_step(sc_train_t *t, long s)
+{
+        const sc_conf_t *conf = &t->run->conf;
+        const sc_dataset_t *ds = &t->run->train;
+        const int batch = conf->train.batch;
+        size_t start = (size_t)s * (size_t)batch;
+        int b = (int)(ds->n - start < (size_t)batch ? ds->n - start : (size_t)batch);
+        int correct = 0;
+        sc_rng_t root, drop;
+
+        sc_dataset_gather(ds, t->perm + start, (size_t)b, t->x, t->y);
+        sc_rng_seed(&root, conf->train.seed);
+        sc_rng_split(&root, &drop, SC_STREAM_DROPOUT(t->meta->step));
+        float loss = sc_model_train_batch(t->run->model, t->x, t->y, NULL, b, &drop, &correct);
+        if (!isfinite(loss)) {
+                fprintf(stderr,
+                        "scadles train: loss is %s at epoch %llu step %llu "
+                        "(diverged: lower optim.lr, or out of memory)\n",
+                        isnan(loss) ? "NaN" : "infinite", (unsigned long long)t->meta->epoch + 1,
+                        (unsigned long long)t->meta->step);
+                return 1;
+        }
+        t->lr = sc_sched_lr(t->sched, (long)t->meta->step);
+        if (conf->optim.base_batch > 0)
+                t->lr = sc_lr_scale_linear(t->lr, b, conf->optim.base_batch);
+        sc_sgd_step(t->sgd, sc_model_params(t->run->model), sc_model_grads(t->run->model),
+                    (float)t->lr);
+        t->meta->step++;
+        t->meta->epoch_step++;
+        t->ep.loss += (double)loss * b;
+        t->iv.loss += (double)loss * b;
+        t->ep.seen += (size_t)b;
+        t->iv.seen += (size_t)b;
+        t->ep.hits += (size_t)correct;
+        t->iv.hits += (size_t)correct;
+        return 0;
+}
+
+/* A progress line every train.progress_interval seconds (s: the step just
+ * taken), over the steps since the last one. */
+static void sc_train_progress(sc_train_t *t, long s)
+{
+        const sc_conf_t *conf = &t->run->conf;
+        double now = sc_cli_now();
+        if (conf->train.progress_interval <= 0 || now - t->t_last < conf->train.progress_interval)
+                return;
+        fprintf(stderr,
+                "epoch %llu/%d  step %llu (%ld/%ld)  loss %.4f  train "
+                "acc %.4f  %.0f samples/s  lr %.5g\n",
+                (unsigned long long)t->meta->epoch + 1, conf->train.epochs,
+                (unsigned long long)t->meta->step, s + 1, t->steps_per_epoch,
+                t->iv.loss / (double)t->iv.seen, (double)t->iv.hits / (double)t->iv.seen,
+                (double)t->iv.seen / (now - t->t_last), t->lr);
+        t->t_last = now;
+        memset(&t->iv, 0, sizeof(t->iv));
+}
+
+/* Stopped by a signal: the checkpoint saved where the run stands; 130, or
+ * 1 when it could not be saved. */
+static int sc_train_interrupted(sc_train_t *t)
+{
+        const sc_conf_t *conf = &t->run->conf;
+        if (t->meta->epoch_step == (uint64_t)t->steps_per_epoch) {
+                t->meta->epoch++; /* stopped right at an epoch's end */
+                t->meta->epoch_step = 0;
+        }
+        if (sc_train_save(t->run, t->sgd, t->meta))
+                return 1;
+        fprintf(stderr, "scadles train: interrupted at epoch %llu step %llu%s%s\n",
+                (unsigned long long)t->meta->epoch + 1, (unsigned long long)t->meta->step,
+                conf->train.checkpoint[0] ? "; checkpoint saved to " : "", conf->train.checkpoint);
+        return 130;
+}
+
+/* An epoch's end: the test set evaluated, the epoch's line printed and the
+ * checkpoint saved; an exit code (0 to go on). */
+static int sc_train_epoch_end(sc_train_t *t)
+{
+        sc_run_t *run = t->run;
+        size_t correct;
+        double test_loss, t_train = sc_cli_now() - t->t_epoch;
+
+        t->meta->epoch++;
+        t->meta->epoch_step = 0;
+        if (sc_run_evaluate(run, &correct, &test_loss)) {
+                fprintf(stderr, "scadles train: evaluation failed (out of memory)\n");
+                return 1;
+        }
+        printf("epoch %llu/%d: train loss %.4f acc %.4f, test loss %.4f accuracy %.4f "
+               "(%zu/%zu), %.1f s\n",
+               (unsigned long long)t->meta->epoch, run->conf.train.epochs,
+               t->ep.seen ? t->ep.loss / (double)t->ep.seen : 0.0,
+               t->ep.seen ? (double)t->ep.hits / (double)t->ep.seen : 0.0, test_loss,
+               (double)correct / (double)run->test.n, correct, run->test.n, t_train);
+        fflush(stdout);
+        return sc_train_save(run, t->sgd, t->meta);
+}
+
+/* The training loop proper: epochs of steps from where meta stands; returns
+ * an exit code. */
 static int sc_train_loop(sc_run_t *run, sc_sgd_t *sgd, const sc_sched_spec_t *sched,
                          sc_ckpt_meta_t *meta, long steps_per_epoch)
 {
-        const sc_conf_t *conf = &run->conf;
-        const sc_dataset_t *ds = &run->train;
-        const size_t numel = sc_shape_numel(ds->shape);
-        const int batch = conf->train.batch;
-        const double interval = conf->train.progress_interval;
-        float *x = malloc((size_t)batch * numel * sizeof(float));
-        int32_t *y = malloc((size_t)batch * sizeof(int32_t));
-        uint32_t *perm = malloc(ds->n * sizeof(uint32_t));
+        const size_t numel = sc_shape_numel(run->train.shape);
+        const int batch = run->conf.train.batch;
+        sc_train_t t = {.run = run,
+                        .sgd = sgd,
+                        .sched = sched,
+                        .meta = meta,
+                        .steps_per_epoch = steps_per_epoch,
+                        .x = malloc((size_t)batch * numel * sizeof(float)),
+                        .y = malloc((size_t)batch * sizeof(int32_t)),
+                        .perm = malloc(run->train.n * sizeof(uint32_t))};
         int rc = 0;
 
-        if (!x || !y || !perm) {
+        if (!t.x || !t.y || !t.perm) {
                 fprintf(stderr, "scadles train: out of memory\n");
                 rc = 1;
-                goto out;
         }
-        while (meta->epoch < (uint64_t)conf->train.epochs) {
-                sc_rng_t root, shuf, drop;
-                sc_rng_seed(&root, conf->train.seed);
-                sc_rng_split(&root, &shuf, SC_STREAM_SHUFFLE(meta->epoch));
-                for (size_t i = 0; i < ds->n; i++)
-                        perm[i] = (uint32_t)i;
-                sc_rng_shuffle_u32(&shuf, perm, (uint32_t)ds->n);
-
-                double t_epoch = sc_cli_now(), t_last = t_epoch;
-                double loss_sum = 0, ep_loss = 0;
-                size_t seen = 0, hits = 0, ep_seen = 0, ep_hits = 0;
-                for (long s = (long)meta->epoch_step; s < steps_per_epoch; s++) {
-                        size_t start = (size_t)s * (size_t)batch;
-                        int b =
-                            (int)(ds->n - start < (size_t)batch ? ds->n - start : (size_t)batch);
-                        int correct = 0;
-                        sc_dataset_gather(ds, perm + start, (size_t)b, x, y);
-                        sc_rng_seed(&root, conf->train.seed);
-                        sc_rng_split(&root, &drop, SC_STREAM_DROPOUT(meta->step));
-                        float loss =
-                            sc_model_train_batch(run->model, x, y, NULL, b, &drop, &correct);
-                        if (!isfinite(loss)) {
-                                fprintf(stderr,
-                                        "scadles train: loss is %s at epoch %llu step %llu "
-                                        "(diverged: lower optim.lr, or out of memory)\n",
-                                        isnan(loss) ? "NaN" : "infinite",
-                                        (unsigned long long)meta->epoch + 1,
-                                        (unsigned long long)meta->step);
-                                rc = 1;
-                                goto out;
-                        }
-                        double lr = sc_sched_lr(sched, (long)meta->step);
-                        if (conf->optim.base_batch > 0)
-                                lr = sc_lr_scale_linear(lr, b, conf->optim.base_batch);
-                        sc_sgd_step(sgd, sc_model_params(run->model), sc_model_grads(run->model),
-                                    (float)lr);
-                        meta->step++;
-                        meta->epoch_step++;
-                        loss_sum += (double)loss * b;
-                        ep_loss += (double)loss * b;
-                        seen += (size_t)b;
-                        ep_seen += (size_t)b;
-                        hits += (size_t)correct;
-                        ep_hits += (size_t)correct;
-                        double now = sc_cli_now();
-                        if (interval > 0 && now - t_last >= interval) {
-                                fprintf(stderr,
-                                        "epoch %llu/%d  step %llu (%ld/%ld)  loss %.4f  train "
-                                        "acc %.4f  %.0f samples/s  lr %.5g\n",
-                                        (unsigned long long)meta->epoch + 1, conf->train.epochs,
-                                        (unsigned long long)meta->step, s + 1, steps_per_epoch,
-                                        loss_sum / (double)seen, (double)hits / (double)seen,
-                                        (double)seen / (now - t_last), lr);
-                                t_last = now;
-                                loss_sum = 0;
-                                seen = hits = 0;
-                        }
-                        if (sc_cli_stop) {
-                                if (meta->epoch_step == (uint64_t)steps_per_epoch) {
-                                        meta->epoch++; /* stopped right at an epoch's end */
-                                        meta->epoch_step = 0;
-                                }
-                                rc = 130;
-                                if (sc_train_save(run, sgd, meta))
-                                        rc = 1;
-                                else
-                                        fprintf(stderr,
-                                                "scadles train: interrupted at epoch %llu step "
-                                                "%llu%s%s\n",
-                                                (unsigned long long)meta->epoch + 1,
-                                                (unsigned long long)meta->step,
-                                                conf->train.checkpoint[0] ? "; checkpoint saved to "
-                                                                          : "",
-                                                conf->train.checkpoint);
-                                goto out;
-                        }
+        while (!rc && meta->epoch < (uint64_t)run->conf.train.epochs) {
+                sc_train_shuffle(&t);
+                t.t_epoch = t.t_last = sc_cli_now();
+                memset(&t.ep, 0, sizeof(t.ep));
+                memset(&t.iv, 0, sizeof(t.iv));
+                for (long s = (long)meta->epoch_step; !rc && s < steps_per_epoch; s++) {
+                        if ((rc = sc_train_step(&t, s)))
+                                break;
+                        sc_train_progress(&t, s);
+                        if (sc_cli_stop)
+                                rc = sc_train_interrupted(&t);
                 }
-                meta->epoch++;
-                meta->epoch_step = 0;
-                double t_train = sc_cli_now() - t_epoch;
-                size_t correct;
-                double test_loss;
-                if (sc_run_evaluate(run, &correct, &test_loss)) {
-                        fprintf(stderr, "scadles train: evaluation failed (out of memory)\n");
-                        rc = 1;
-                        goto out;
-                }
-                printf("epoch %llu/%d: train loss %.4f acc %.4f, test loss %.4f accuracy %.4f "
-                       "(%zu/%zu), %.1f s\n",
-                       (unsigned long long)meta->epoch, conf->train.epochs,
-                       ep_seen ? ep_loss / (double)ep_seen : 0.0,
-                       ep_seen ? (double)ep_hits / (double)ep_seen : 0.0, test_loss,
-                       (double)correct / (double)run->test.n, correct, run->test.n, t_train);
-                fflush(stdout);
-                if (sc_train_save(run, sgd, meta)) {
-                        rc = 1;
-                        goto out;
-                }
+                if (!rc)
+                        rc = sc_train_epoch_end(&t);
         }
-out:
-        free(x);
-        free(y);
-        free(perm);
+        free(t.x);
+        free(t.y);
+        free(t.perm);
         return rc;
 }
 

@@ -167,7 +167,7 @@ static const char sc_demo_job[] =
     "    \"layers\": [{\"type\": \"flatten\"}, {\"type\": \"dense\", \"units\": 128},\n"
     "                {\"type\": \"relu\"}, {\"type\": \"dense\", \"units\": 10}]},\n"
     "  \"optim\": {\"lr\": 0.05, \"momentum\": 0.9,\n"
-    "    \"schedule\": {\"type\": \"cosine\", \"total_steps\": 1200, \"min_lr\": 0.004}},\n"
+    "    \"schedule\": {\"type\": \"cosine\", \"total_steps\": 600, \"min_lr\": 0.004}},\n"
     "  \"train\": {\"seed\": 1, \"threads\": 1},\n"
     "  \"data\": {\"source\": \"fashion-mnist\", \"mean\": 0.286, \"std\": 0.353},\n"
     "  \"source\": {\"group_id\": \"demo-workers\", \"pattern\": \"^demo-fmnist\\\\..*\"},\n"

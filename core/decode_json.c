@@ -337,6 +337,43 @@ static int sc_json_lit(sc_json_t *j, const char *lit, size_t n)
         return 0;
 }
 
+/* At an opening '[' or '{' (close: its ']' or '}'): enters it one level
+ * deeper; 1 when it closes at once (consumed, level left), 0 when an element
+ * follows, -1 (failed) when nested too deeply. */
+static int sc_json_open(sc_json_t *j, char close)
+{
+        if (++j->depth > SC_JSON_DEPTH_MAX) {
+                sc_json_fail(j, "nested too deeply");
+                return -1;
+        }
+        j->p++;
+        sc_json_ws(j);
+        if (j->p < j->end && *j->p == close) {
+                j->p++;
+                j->depth--;
+                return 1;
+        }
+        return 0;
+}
+
+/* After an element of an array or object: 1 at ',' (another follows), 0 at
+ * close (consumed, level left), -1 (failed) otherwise. */
+static int sc_json_next(sc_json_t *j, char close)
+{
+        sc_json_ws(j);
+        if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                return 1;
+        }
+        if (j->p < j->end && *j->p == close) {
+                j->p++;
+                j->depth--;
+                return 0;
+        }
+        sc_json_fail(j, close == ']' ? "expected ',' or ']'" : "expected ',' or '}'");
+        return -1;
+}
+
 static void sc_json_value(sc_json_t *j, int fm, int lm);
 
 static void sc_json_feature_fault(sc_json_t *j, sc_decode_fault_t f, const char *what)
@@ -365,32 +402,16 @@ static void sc_json_features(sc_json_t *j, int depth)
                         sc_json_value(j, -1, -1);
                         return;
                 }
-                if (++j->depth > SC_JSON_DEPTH_MAX) {
-                        sc_json_fail(j, "nested too deeply");
+                if (sc_json_open(j, ']'))
                         return;
-                }
-                j->p++;
-                sc_json_ws(j);
-                if (j->p < j->end && *j->p == ']') {
-                        j->p++;
-                        j->depth--;
-                        return;
-                }
                 for (;;) {
                         sc_json_features(j, depth + 1);
-                        sc_json_ws(j);
-                        if (j->p < j->end && *j->p == ',') {
-                                j->p++;
-                                continue;
-                        }
-                        if (j->p < j->end && *j->p == ']') {
-                                j->p++;
+                        int more = sc_json_next(j, ']');
+                        if (more < 0)
+                                return;
+                        if (!more)
                                 break;
-                        }
-                        sc_json_fail(j, "expected ',' or ']'");
-                        return;
                 }
-                j->depth--;
                 return;
         }
         if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')) {
@@ -466,17 +487,8 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                 unsigned char key[SC_JSON_KEY_MAX];
                 size_t len, base = j->nkeys;
                 uint64_t hash;
-                if (++j->depth > SC_JSON_DEPTH_MAX) {
-                        sc_json_fail(j, "nested too deeply");
+                if (sc_json_open(j, '}'))
                         return;
-                }
-                j->p++;
-                sc_json_ws(j);
-                if (j->p < j->end && *j->p == '}') {
-                        j->p++;
-                        j->depth--;
-                        return;
-                }
                 for (;;) {
                         sc_json_ws(j);
                         if (j->p >= j->end || *j->p != '"') {
@@ -509,51 +521,28 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                         j->p++;
                         sc_json_value(j, want ? sc_json_match_key(j->fpath, fm, key, len) : -1,
                                       want ? sc_json_match_key(j->lpath, lm, key, len) : -1);
-                        sc_json_ws(j);
-                        if (j->p < j->end && *j->p == ',') {
-                                j->p++;
-                                continue;
-                        }
-                        if (j->p < j->end && *j->p == '}') {
-                                j->p++;
+                        int more = sc_json_next(j, '}');
+                        if (more < 0)
+                                return;
+                        if (!more)
                                 break;
-                        }
-                        sc_json_fail(j, "expected ',' or '}'");
-                        return;
                 }
                 j->nkeys = base;
-                j->depth--;
                 return;
         }
         case '[': {
                 size_t index = 0;
-                if (++j->depth > SC_JSON_DEPTH_MAX) {
-                        sc_json_fail(j, "nested too deeply");
+                if (sc_json_open(j, ']'))
                         return;
-                }
-                j->p++;
-                sc_json_ws(j);
-                if (j->p < j->end && *j->p == ']') {
-                        j->p++;
-                        j->depth--;
-                        return;
-                }
                 for (;; index++) {
                         sc_json_value(j, sc_json_match_index(j->fpath, fm, index),
                                       sc_json_match_index(j->lpath, lm, index));
-                        sc_json_ws(j);
-                        if (j->p < j->end && *j->p == ',') {
-                                j->p++;
-                                continue;
-                        }
-                        if (j->p < j->end && *j->p == ']') {
-                                j->p++;
+                        int more = sc_json_next(j, ']');
+                        if (more < 0)
+                                return;
+                        if (!more)
                                 break;
-                        }
-                        sc_json_fail(j, "expected ',' or ']'");
-                        return;
                 }
-                j->depth--;
                 return;
         }
         case '"':

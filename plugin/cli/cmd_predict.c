@@ -246,14 +246,124 @@ static void sc_pcli_progress(sc_predictor_t *p, double now, double t0, uint64_t 
         *last_t = now;
 }
 
+/* The configuration with the command's overrides (input topics, group,
+ * --unlabelled, dead-letter topic); an exit code, 0 to go on. */
+static int sc_pcli_conf(sc_conf_t *conf, const sc_pcli_opts_t *o)
+{
+        int rc;
+        if ((rc = sc_cli_conf_load("predict", conf, &o->co)) || (rc = sc_pcli_input(conf, o->in)))
+                return rc;
+        if (strlen(o->group) >= sizeof(conf->source.group_id) ||
+            (o->dead_letter && strlen(o->dead_letter) >= sizeof(conf->source.dead_letter))) {
+                fprintf(stderr, "scadles predict: --group / --dead-letter: name too long\n");
+                return 2;
+        }
+        snprintf(conf->source.group_id, sizeof(conf->source.group_id), "%s", o->group);
+        if (o->unlabelled)
+                conf->source.unlabelled = 1;
+        if (o->dead_letter)
+                snprintf(conf->source.dead_letter, sizeof(conf->source.dead_letter), "%s",
+                         o->dead_letter);
+        if (conf->train.threads > 0)
+                sc_nn_set_threads(conf->train.threads);
+        return 0;
+}
+
+/* The predictor for conf and the options; an exit code, 0 to go on. */
+static int sc_pcli_start(sc_predictor_t **pp, const sc_conf_t *conf, const sc_pcli_opts_t *o)
+{
+        char err[1024];
+        sc_predictor_spec_t spec;
+        sc_predictor_spec_defaults(&spec);
+        spec.conf = conf;
+        spec.out_topic = o->out;
+        spec.checkpoint = o->checkpoint;
+        spec.follow_job = o->follow_job;
+        spec.batch = (int)o->batch;
+        spec.log = sc_cli_log;
+        spec.log_opaque = "predict";
+        sc_err_t e = sc_predictor_new(pp, &spec, err, sizeof(err));
+        if (e) {
+                fprintf(stderr, "scadles predict: %s\n", err);
+                return e == SC_ERR_CONFIG || e == SC_ERR_SHAPE || e == SC_ERR_INVAL ? 2 : 1;
+        }
+        if (!o->quiet)
+                fprintf(stderr, "scadles predict: %s -> %s, group %s, %s%s\n", o->in, o->out,
+                        o->group, o->follow_job ? "following job " : "checkpoint ",
+                        o->follow_job ? conf->job.name : o->checkpoint);
+        return 0;
+}
+
+/* Polls until a signal, --duration, --idle-exit or an error; the reason it
+ * stopped ("error": *rc set to 1). */
+static const char *sc_pcli_run(sc_predictor_t *p, const sc_pcli_opts_t *o, double t0, int *rc)
+{
+        char err[1024];
+        double t_prog = t0, t_rate = t0, t_assigned = -1;
+        uint64_t n_rate = 0;
+        for (;;) {
+                double now = sc_cli_now();
+                if (sc_cli_stop)
+                        return "signal";
+                if (o->duration > 0 && now - t0 >= o->duration)
+                        return "duration";
+                if (sc_predictor_poll(p, now, 10, err, sizeof(err))) {
+                        fprintf(stderr, "scadles predict: %s\n", err);
+                        *rc = 1;
+                        return "error";
+                }
+                sc_predictor_stats_t st;
+                sc_predictor_stats(p, &st);
+                /* Idle from the last record, else from the first assignment
+                 * (joining the group takes a while; before it, never idle). */
+                if (t_assigned < 0 && sc_kafka_source_stats(sc_predictor_source(p))->ks_assigns)
+                        t_assigned = now;
+                double quiet_since = st.t_last_record >= 0 ? st.t_last_record : t_assigned;
+                if (o->idle_exit > 0 && t_assigned >= 0 && now - quiet_since >= o->idle_exit &&
+                    sc_predictor_idle(p))
+                        return "idle";
+                if (!o->quiet && o->progress > 0 && now - t_prog >= o->progress) {
+                        t_prog = now;
+                        sc_pcli_progress(p, now, t0, &n_rate, &t_rate);
+                }
+        }
+}
+
+/* "summary: {JSON}" on stdout: the predictor's counters, why it stopped,
+ * the elapsed and processor seconds; says so when the accounting does not
+ * add up. */
+static void sc_pcli_summary(sc_predictor_t *p, const char *reason, double t0)
+{
+        json_t *j = sc_predictor_summary(p, 5000);
+        if (!j)
+                return;
+        json_object_set_new(j, "stop_reason", json_string(reason));
+        json_object_set_new(j, "elapsed", json_real(sc_cli_now() - t0));
+        /* Processor seconds of the whole process (every thread), the measure
+         * of its cost on a machine it shares. */
+        struct rusage ru;
+        if (!getrusage(RUSAGE_SELF, &ru))
+                json_object_set_new(
+                    j, "cpu_s",
+                    json_real((double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec +
+                              (double)ru.ru_stime.tv_sec + 1e-6 * ru.ru_stime.tv_usec));
+        char *text = json_dumps(j, JSON_COMPACT);
+        if (text)
+                printf("summary: %s\n", text);
+        free(text);
+        if (!json_is_true(json_object_get(j, "identity_ok")))
+                fprintf(stderr, "scadles predict: accounting does not add up: %s\n",
+                        json_string_value(json_object_get(j, "identity_error")));
+        json_decref(j);
+}
+
 int sc_cmd_predict(int argc, char **argv)
 {
         char err[1024];
         sc_pcli_opts_t o;
         sc_conf_t conf;
         sc_predictor_t *p = NULL;
-        int rc, have_conf = 0;
-        const char *reason = "signal";
+        int rc;
 
         if ((rc = sc_pcli_args(argc, argv, &o)) >= 0)
                 return rc;
@@ -266,107 +376,20 @@ int sc_cmd_predict(int argc, char **argv)
         mallopt(M_MMAP_THRESHOLD, 64 << 20);
         mallopt(M_TRIM_THRESHOLD, 256 << 20);
         memset(&conf, 0, sizeof(conf));
-        have_conf = 1;
-        if ((rc = sc_cli_conf_load("predict", &conf, &o.co)) || (rc = sc_pcli_input(&conf, o.in)))
-                goto out;
-        if (strlen(o.group) >= sizeof(conf.source.group_id) ||
-            (o.dead_letter && strlen(o.dead_letter) >= sizeof(conf.source.dead_letter))) {
-                fprintf(stderr, "scadles predict: --group / --dead-letter: name too long\n");
-                rc = 2;
-                goto out;
-        }
-        snprintf(conf.source.group_id, sizeof(conf.source.group_id), "%s", o.group);
-        if (o.unlabelled)
-                conf.source.unlabelled = 1;
-        if (o.dead_letter)
-                snprintf(conf.source.dead_letter, sizeof(conf.source.dead_letter), "%s",
-                         o.dead_letter);
-        if (conf.train.threads > 0)
-                sc_nn_set_threads(conf.train.threads);
-        sc_predictor_spec_t spec;
-        sc_predictor_spec_defaults(&spec);
-        spec.conf = &conf;
-        spec.out_topic = o.out;
-        spec.checkpoint = o.checkpoint;
-        spec.follow_job = o.follow_job;
-        spec.batch = (int)o.batch;
-        spec.log = sc_cli_log;
-        spec.log_opaque = "predict";
         sc_kafka_log_set_sink(sc_cli_kafka_log, "predict");
-        sc_err_t e = sc_predictor_new(&p, &spec, err, sizeof(err));
-        if (e) {
-                fprintf(stderr, "scadles predict: %s\n", err);
-                rc = e == SC_ERR_CONFIG || e == SC_ERR_SHAPE || e == SC_ERR_INVAL ? 2 : 1;
-                goto out;
-        }
-        double t0 = sc_cli_now(), t_prog = t0, t_rate = t0, t_assigned = -1;
-        uint64_t n_rate = 0;
-        if (!o.quiet)
-                fprintf(stderr, "scadles predict: %s -> %s, group %s, %s%s\n", o.in, o.out, o.group,
-                        o.follow_job ? "following job " : "checkpoint ",
-                        o.follow_job ? conf.job.name : o.checkpoint);
-        for (;;) {
-                double now = sc_cli_now();
-                if (sc_cli_stop)
-                        break;
-                if (o.duration > 0 && now - t0 >= o.duration) {
-                        reason = "duration";
-                        break;
-                }
-                if (sc_predictor_poll(p, now, 10, err, sizeof(err))) {
+        if (!(rc = sc_pcli_conf(&conf, &o)) && !(rc = sc_pcli_start(&p, &conf, &o))) {
+                double t0 = sc_cli_now();
+                const char *reason = sc_pcli_run(p, &o, t0, &rc);
+                if (sc_predictor_finish(p, sc_cli_now(), 30000, err, sizeof(err))) {
                         fprintf(stderr, "scadles predict: %s\n", err);
-                        reason = "error";
-                        rc = 1;
-                        break;
+                        if (!rc)
+                                rc = 1;
                 }
-                sc_predictor_stats_t st;
-                sc_predictor_stats(p, &st);
-                /* Idle from the last record, else from the first assignment
-                 * (joining the group takes a while; before it, never idle). */
-                if (t_assigned < 0 && sc_kafka_source_stats(sc_predictor_source(p))->ks_assigns)
-                        t_assigned = now;
-                double quiet_since = st.t_last_record >= 0 ? st.t_last_record : t_assigned;
-                if (o.idle_exit > 0 && t_assigned >= 0 && now - quiet_since >= o.idle_exit &&
-                    sc_predictor_idle(p)) {
-                        reason = "idle";
-                        break;
-                }
-                if (!o.quiet && o.progress > 0 && now - t_prog >= o.progress) {
-                        t_prog = now;
-                        sc_pcli_progress(p, now, t0, &n_rate, &t_rate);
-                }
+                sc_pcli_summary(p, reason, t0);
+                fflush(stdout);
         }
-        if (sc_predictor_finish(p, sc_cli_now(), 30000, err, sizeof(err))) {
-                fprintf(stderr, "scadles predict: %s\n", err);
-                if (!rc)
-                        rc = 1;
-        }
-        json_t *j = sc_predictor_summary(p, 5000);
-        if (j) {
-                json_object_set_new(j, "stop_reason", json_string(reason));
-                json_object_set_new(j, "elapsed", json_real(sc_cli_now() - t0));
-                /* Processor seconds of the whole process (every thread), the
-                 * measure of its cost on a machine it shares. */
-                struct rusage ru;
-                if (!getrusage(RUSAGE_SELF, &ru))
-                        json_object_set_new(
-                            j, "cpu_s",
-                            json_real((double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec +
-                                      (double)ru.ru_stime.tv_sec + 1e-6 * ru.ru_stime.tv_usec));
-                char *text = json_dumps(j, JSON_COMPACT);
-                if (text)
-                        printf("summary: %s\n", text);
-                free(text);
-                if (!json_is_true(json_object_get(j, "identity_ok")))
-                        fprintf(stderr, "scadles predict: accounting does not add up: %s\n",
-                                json_string_value(json_object_get(j, "identity_error")));
-                json_decref(j);
-        }
-        fflush(stdout);
-out:
         sc_predictor_destroy(p);
         sc_kafka_log_set_sink(NULL, NULL);
-        if (have_conf)
-                sc_conf_free(&conf);
+        sc_conf_free(&conf);
         return rc;
 }

@@ -77,9 +77,18 @@ typedef struct sc_sim_spec {
         double step_overhead;    /* seconds per step besides the samples */
         double up_bps, down_bps; /* per-device uplink / downlink bytes/s */
         double latency;          /* one-way seconds */
-        double max_time;         /* stop at this virtual time */
-        long max_steps;          /* stop at this server version; 0 = no limit */
-        double target_acc;       /* stop when test accuracy reaches it; 0 = never */
+        /* Edge links and the server's costs (0 = off): each device's up and
+         * downlink drawn log-uniformly in [up_bps, up_bps_max] and
+         * [down_bps, down_bps_max], its latency uniformly in [latency,
+         * latency_max]; every update crosses the server's ingress link
+         * (server_ingress_bps, FIFO) and waits for the server to decode and
+         * apply it (apply_rate coordinates/s, one at a time); a device's
+         * encoder takes encode_rate gradient coordinates/s. */
+        double up_bps_max, down_bps_max, latency_max;
+        double server_ingress_bps, apply_rate, encode_rate;
+        double max_time;                        /* stop at this virtual time */
+        long max_steps;                         /* stop at this server version; 0 = no limit */
+        double target_acc;                      /* stop when test accuracy reaches it; 0 = never */
         sc_sim_churn_t churn[SC_SIM_MAX_CHURN]; /* devices leaving / rejoining */
         int n_churn;
         double eval_every; /* seconds between metric lines */

@@ -222,6 +222,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         }
         sim->local_lr = spec->local_lr > 0 ? spec->local_lr : conf->optim.lr;
         sim->commit_rate = sim->spec.sync.commit_rate;
+        sim->ingress.bps = spec->server_ingress_bps;
         if (spec->tune && spec->sync.kind == SC_SYNC_ADSP) {
                 sc_adsp_tuner_spec_t ts = {.gamma = sim->spec.sync.gamma,
                                            .c_init = sim->spec.sync.commit_rate,
@@ -253,6 +254,10 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                         goto out_nomem;
         }
         sc_rng_split(&root, &sim->inj_rng, 1);
+        /* The links' draws come from a copy of root, so the draws after them
+         * are those of a run without edge links. */
+        sc_rng_t links = root;
+        sc_rng_split(&links, &links, 2);
         for (int i = 0; i < sim->nd; i++) {
                 sc_sim_dev_t *d = &sim->devs[i];
                 if (!(d->codec = calloc((size_t)sim->ns, sizeof(*d->codec))) ||
@@ -282,8 +287,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                     spec->per_sample *
                     (sim->nd > 1 ? 1.0 + (spec->heterogeneity - 1.0) * i / (sim->nd - 1) : 1.0);
                 d->data_wait_since = -1;
-                d->up = (sc_sim_link_t){.bps = spec->up_bps, .latency = spec->latency};
-                d->down = (sc_sim_link_t){.bps = spec->down_bps, .latency = spec->latency};
+                sc_sim_links_draw(spec, &links, &d->up, &d->down);
                 if (!(d->params = malloc(n * sizeof(float))) ||
                     !(d->sync_params = malloc(n * sizeof(float))) ||
                     !(d->grad = calloc(n, sizeof(float))))
@@ -393,6 +397,36 @@ static int sc_sim_pulls(const sc_sim_t *sim)
         return sim->spec.async_pull && (k == SC_SYNC_ASP || k == SC_SYNC_ADACOMP);
 }
 
+/* When device d's update msg (encoded from len gradient coordinates at now)
+ * has been applied at the server: encoding (sim.encode_rate), the device's
+ * uplink, the server's ingress link (sim.server_ingress_bps) and its apply
+ * queue (sim.apply_rate coordinates/s, one update at a time). Ingress and
+ * apply are FIFO in the order updates are sent. */
+static double sc_sim_server_at(sc_sim_t *sim, double now, sc_sim_dev_t *d, size_t len,
+                               const sc_sim_msg_t *msg)
+{
+        const sc_sim_spec_t *sp = &sim->spec;
+        size_t bytes = msg->len + SC_SIM_MSG_HDR;
+        double t = now + (sp->encode_rate > 0 ? (double)len / sp->encode_rate : 0);
+        double at = sc_sim_link_send(&d->up, t, bytes);
+        if (sp->server_ingress_bps > 0) {
+                double in = at;
+                at = sc_sim_link_send(&sim->ingress, in, bytes);
+                sim->server_wait += at - in - (double)bytes / sp->server_ingress_bps;
+        }
+        if (sp->apply_rate > 0) {
+                sc_codec_info_t info;
+                size_t coords = len;
+                if (!sc_codec_payload_info(msg->payload, msg->len, &info, NULL, 0))
+                        coords = info.nnz;
+                double start = sim->apply_free_at > at ? sim->apply_free_at : at;
+                sim->server_wait += start - at;
+                sim->apply_free_at = start + (double)coords / sp->apply_rate;
+                at = sim->apply_free_at;
+        }
+        return at;
+}
+
 static sc_err_t sc_sim_send(sc_sim_t *sim, int i, const sc_sync_act_t *act, char *errstr,
                             size_t errstr_size)
 {
@@ -431,8 +465,7 @@ static sc_err_t sc_sim_send(sc_sim_t *sim, int i, const sc_sync_act_t *act, char
                 msg->kind = act->update_kind;
                 msg->len = sim->buf.len;
                 memcpy(msg->payload, sim->buf.data, sim->buf.len);
-                (void)len;
-                double at = sc_sim_link_send(&d->up, sim->now, sim->buf.len + SC_SIM_MSG_HDR);
+                double at = sc_sim_server_at(sim, sim->now, d, len, msg);
                 if (sc_sim_queue_push(&sim->q, at, SC_EV_RECV, i, msg)) {
                         free(msg);
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");

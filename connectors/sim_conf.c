@@ -84,6 +84,12 @@ static const sc_simp_t sc_simps[] = {
     SC_SIMP("up_bps", SC_SIMP_DOUBLE, up_bps, 1, 1e15),
     SC_SIMP("down_bps", SC_SIMP_DOUBLE, down_bps, 1, 1e15),
     SC_SIMP("latency", SC_SIMP_DOUBLE, latency, 0, 1e6),
+    SC_SIMP("up_bps_max", SC_SIMP_DOUBLE, up_bps_max, 0, 1e15),
+    SC_SIMP("down_bps_max", SC_SIMP_DOUBLE, down_bps_max, 0, 1e15),
+    SC_SIMP("latency_max", SC_SIMP_DOUBLE, latency_max, 0, 1e6),
+    SC_SIMP("server_ingress_bps", SC_SIMP_DOUBLE, server_ingress_bps, 0, 1e15),
+    SC_SIMP("apply_rate", SC_SIMP_DOUBLE, apply_rate, 0, 1e15),
+    SC_SIMP("encode_rate", SC_SIMP_DOUBLE, encode_rate, 0, 1e15),
     SC_SIMP("max_time", SC_SIMP_DOUBLE, max_time, 1e-6, 1e12),
     SC_SIMP("max_steps", SC_SIMP_LONG, max_steps, 0, 9e18),
     SC_SIMP("target_acc", SC_SIMP_DOUBLE, target_acc, 0, 1),
@@ -336,6 +342,19 @@ check:
         if (spec->labels_per_device < 0)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "%s: $.sim.labels_per_device: must be >= 0", origin);
+        /* A range's upper end, when set, is not below its lower end. */
+        const struct {
+                const char *key, *lo_key;
+                double hi, lo;
+        } ranges[] = {{"up_bps_max", "up_bps", spec->up_bps_max, spec->up_bps},
+                      {"down_bps_max", "down_bps", spec->down_bps_max, spec->down_bps},
+                      {"latency_max", "latency", spec->latency_max, spec->latency}};
+        for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+                if (ranges[i].hi > 0 && ranges[i].hi < ranges[i].lo)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: $.sim.%s: %g is below $.sim.%s (%g); 0 turns it off",
+                                       origin, ranges[i].key, ranges[i].hi, ranges[i].lo_key,
+                                       ranges[i].lo);
         return SC_OK;
 }
 

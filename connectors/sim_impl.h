@@ -51,6 +51,11 @@ typedef struct sc_sim_link {
 
 /* Sends bytes at time now; returns the arrival time at the other end. */
 double sc_sim_link_send(sc_sim_link_t *link, double now, size_t bytes);
+/* Device links drawn per sim.up_bps_max / down_bps_max / latency_max (log-
+ * uniform bandwidth, uniform latency; the fixed values when the maxima are
+ * 0) from rng. */
+void sc_sim_links_draw(const sc_sim_spec_t *spec, sc_rng_t *rng, sc_sim_link_t *up,
+                       sc_sim_link_t *down);
 
 /* ---- device stream and buffer ---- */
 
@@ -163,6 +168,9 @@ struct sc_sim_s {
         sc_buf_t buf;
         sc_adsp_tuner_t *tuner;
         double commit_rate, local_lr;
+        sc_sim_link_t ingress; /* the server's ingress link (server_ingress_bps) */
+        double apply_free_at;  /* the server is busy applying until then (apply_rate) */
+        double server_wait;    /* seconds updates spent queued for ingress and apply */
         /* metrics */
         double now, loss_sum, stale_sum;
         uint64_t loss_n, stale_n, samples, inject_bytes;

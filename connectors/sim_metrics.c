@@ -134,6 +134,8 @@ void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
                         fprintf(out, "%s%llu", i ? "," : "",
                                 (unsigned long long)sim->devs[i].down.bytes);
                 fputs("]", out);
+                if (sim->spec.server_ingress_bps > 0 || sim->spec.apply_rate > 0)
+                        sc_sim_num(out, "server_wait_s", sim->server_wait, "%.6f");
                 if (sim->spec.sync.kind == SC_SYNC_SCADLES) /* the batch window in use */
                         sc_sim_num(out, "window", sc_sync_worker_window(sim->devs[0].w), "%.4f");
         }

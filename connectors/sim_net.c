@@ -80,6 +80,27 @@ double sc_sim_link_send(sc_sim_link_t *link, double now, size_t bytes)
         return link->free_at + link->latency;
 }
 
+/* A value in [lo, hi]: log-uniform (bandwidths span orders of magnitude),
+ * or lo when hi is not above it. */
+static double sc_sim_draw_log(sc_rng_t *rng, double lo, double hi)
+{
+        if (!(hi > lo))
+                return lo;
+        return lo * exp(log(hi / lo) * (double)sc_rng_uniform(rng));
+}
+
+void sc_sim_links_draw(const sc_sim_spec_t *spec, sc_rng_t *rng, sc_sim_link_t *up,
+                       sc_sim_link_t *down)
+{
+        double lat = spec->latency;
+        if (spec->latency_max > spec->latency)
+                lat += (spec->latency_max - spec->latency) * (double)sc_rng_uniform(rng);
+        *up = (sc_sim_link_t){.bps = sc_sim_draw_log(rng, spec->up_bps, spec->up_bps_max),
+                              .latency = lat};
+        *down = (sc_sim_link_t){.bps = sc_sim_draw_log(rng, spec->down_bps, spec->down_bps_max),
+                                .latency = lat};
+}
+
 /* ---- streams ---- */
 
 /* Arrivals of a constant-rate stream by time t: floor(rate * t). */

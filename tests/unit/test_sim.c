@@ -429,6 +429,10 @@ static void config_errors_name_the_path(void **state)
             {"{\"window\": \"soon\"}", "$.sim.window: expected seconds (a number) or \"auto\""},
             {"{\"window\": 0}", "$.sim.window: 0 is out of range"},
             {"[]", "$.sim: expected an object"},
+            {"{\"up_bps\": 1000, \"up_bps_max\": 10}",
+             "$.sim.up_bps_max: 10 is below $.sim.up_bps"},
+            {"{\"latency\": 0.5, \"latency_max\": 0.1}", "$.sim.latency_max"},
+            {"{\"apply_rate\": -1}", "$.sim.apply_rate"},
         };
         for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
                 sc_sim_spec_t spec;
@@ -480,6 +484,76 @@ static void invalid_config_files(void **state)
         }
         closedir(dir);
         assert_true(cases >= 10);
+}
+
+/* Edge links: a device's bandwidths are drawn log-uniformly within their
+ * range (fixed without one), its latency uniformly; the server's ingress
+ * link, its apply rate and the devices' encoders each cost time, so the same
+ * virtual time holds fewer steps, and the end line counts the server's
+ * queueing. */
+static void edge_links_and_server_costs(void **state)
+{
+        sc_sim_spec_t spec;
+        sc_rng_t rng;
+        sc_sim_link_t up, down;
+        sc_sim_spec_defaults(&spec);
+        sc_rng_seed(&rng, 7);
+        sc_sim_links_draw(&spec, &rng, &up, &down);
+        assert_true(up.bps == spec.up_bps && down.bps == spec.down_bps);
+        assert_true(up.latency == spec.latency);
+        spec.up_bps = 1000;
+        spec.up_bps_max = 16000;
+        spec.down_bps = 2000;
+        spec.down_bps_max = 4000;
+        spec.latency = 0.01;
+        spec.latency_max = 0.05;
+        int below = 0;
+        for (int i = 0; i < 2000; i++) {
+                sc_sim_links_draw(&spec, &rng, &up, &down);
+                assert_true(up.bps >= 1000 && up.bps <= 16000);
+                assert_true(down.bps >= 2000 && down.bps <= 4000);
+                assert_true(up.latency >= 0.01 && up.latency <= 0.05);
+                assert_true(up.latency == down.latency);
+                below += up.bps < 4000; /* log-uniform: half below the geometric mean */
+        }
+        assert_true(below > 900 && below < 1100);
+
+        static const char *const runs[] = {
+            "{\"devices\": 3, \"policy\": \"asp\", \"batch\": 16, \"max_time\": 8}",
+            "{\"devices\": 3, \"policy\": \"asp\", \"batch\": 16, \"max_time\": 8,"
+            " \"server_ingress_bps\": 2000}",
+            "{\"devices\": 3, \"policy\": \"asp\", \"batch\": 16, \"max_time\": 8,"
+            " \"apply_rate\": 2000}",
+            "{\"devices\": 3, \"policy\": \"asp\", \"batch\": 16, \"max_time\": 8,"
+            " \"encode_rate\": 200}",
+            "{\"devices\": 3, \"policy\": \"asp\", \"batch\": 16, \"max_time\": 8,"
+            " \"up_bps\": 500, \"up_bps_max\": 5000}",
+        };
+        char f[64];
+        long steps0 = 0;
+        for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+                double acc;
+                char *out = run_sim(runs[k], &acc), *again = run_sim(runs[k], &acc);
+                assert_string_equal(out, again);
+                const char *end = strstr(out, "{\"event\":\"end\"");
+                assert_non_null(end);
+                end_field(end, "step", f, sizeof(f));
+                if (k == 0) {
+                        steps0 = atol(f);
+                        assert_null(strstr(end, "server_wait_s"));
+                } else {
+                        if (atol(f) >= steps0)
+                                fprintf(stderr, "run %zu: %s steps, %ld without\n", k, f, steps0);
+                        assert_true(atol(f) < steps0);
+                }
+                if (k == 1 || k == 2) {
+                        end_field(end, "server_wait_s", f, sizeof(f));
+                        assert_true(atof(f) > 0);
+                }
+                free(out);
+                free(again);
+        }
+        (void)state;
 }
 
 /* async_pull (the AdaComp paper's worker loop): a device computes its next
@@ -541,6 +615,7 @@ int main(void)
             cmocka_unit_test(churn_keeps_training),
             cmocka_unit_test(truncation_keeps_one_batch),
             cmocka_unit_test(async_pull_lowers_staleness),
+            cmocka_unit_test(edge_links_and_server_costs),
             cmocka_unit_test(batchnorm_statistics_per_device),
         };
         return cmocka_run_group_tests_name("sim", tests, NULL, NULL);

@@ -124,7 +124,7 @@ static void sc_conf_describe_list(sc_conf_sb_t *sb, const sc_conf_prop_t *p, int
 static const char sc_conf_md_intro[] =
     "# scadles configuration\n"
     "\n"
-    "Generated from the property table (core/conf.c) by `scadles config --markdown`; "
+    "Generated from the property table (core/conf_table.c) by `scadles config --markdown`; "
     "`make check-docs` fails when this page is out of date.\n"
     "\n"
     "A configuration is one JSON object. Every property has a default, so a file names "

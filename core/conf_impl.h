@@ -1,6 +1,6 @@
 /* conf_impl.h — the configuration property table's types, shared by the
- * table (conf.c), the JSON walker (conf_parse.c) and the documentation and
- * dump writers (conf_doc.c). Internal to core/. */
+ * table (conf_table.c), the checks (conf.c), the JSON walker (conf_parse.c) and the documentation
+ * and dump writers (conf_doc.c). Internal to core/. */
 #ifndef SC_CONF_IMPL_H
 #define SC_CONF_IMPL_H
 

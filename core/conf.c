@@ -402,6 +402,8 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
         sc_conf_optim_t *op = &conf->optim;
         const sc_sched_spec_t *s = &op->sched;
 
+        if (conf->sim_section && sc_conf_validate_sim(conf, errstr, errstr_size))
+                return SC_ERR_CONFIG;
         if (op->nesterov && op->momentum <= 0)
                 return sc_conf_fail(errstr, errstr_size, o, "$.optim.nesterov",
                                     "needs optim.momentum > 0");

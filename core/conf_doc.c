@@ -338,6 +338,8 @@ json_t *sc_conf_value_json(const sc_conf_prop_t *p, const void *base, const sc_c
                 json_t *obj = *(json_t *const *)at;
                 return obj ? json_deep_copy(obj) : json_object();
         }
+        case SC_CONF_CUSTOM:
+                return p->json(at);
         }
         return json_null();
 }
@@ -387,6 +389,8 @@ static char *sc_conf_dump_as(const sc_conf_t *conf, int redact)
                 const sc_conf_prop_t *p = &sc_conf_props[i];
                 int pass = p->type == SC_CONF_PASSTHROUGH;
                 if (pass && !*(json_t *const *)((const char *)conf + p->offset))
+                        continue;
+                if ((p->flags & SC_CONF_F_SIM) && !conf->sim_section)
                         continue;
                 json_t *v = sc_conf_value_json(p, conf, conf);
                 if (v && pass && redact && sc_conf_redact(v)) {

@@ -128,6 +128,9 @@ void sc_conf_expect_text(const sc_conf_prop_t *p, char *buf, size_t size)
         case SC_CONF_PASSTHROUGH:
                 snprintf(buf, size, "object of strings, numbers and booleans");
                 break;
+        case SC_CONF_CUSTOM:
+                snprintf(buf, size, "%s", p->expect);
+                break;
         }
 }
 
@@ -183,8 +186,12 @@ static void sc_conf_suggest(const char *key, const char *cand, size_t cand_len, 
         }
 }
 
-static int sc_conf_row_allowed(const sc_conf_prop_t *p, int kind)
+/* Whether row p applies: to a list element of this kind, and for the
+ * simulator's rows to a configuration read for the simulator. */
+static int sc_conf_row_allowed(const sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, int kind)
 {
+        if ((p->flags & SC_CONF_F_SIM) && !ctx->conf->sim_section)
+                return 0;
         return kind < 0 || !p->kinds || (p->kinds >> kind & 1u);
 }
 
@@ -413,6 +420,8 @@ static sc_err_t sc_conf_value(sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, json_
                 return sc_conf_objlist(ctx, p, v, base, jpath);
         case SC_CONF_PASSTHROUGH:
                 return sc_conf_passthrough(ctx, p, v, base, jpath);
+        case SC_CONF_CUSTOM:
+                return p->parse(v, at, ctx->origin, jpath, ctx->errstr, ctx->errstr_size);
         }
         return FAIL(ctx, jpath, "unknown property type");
 }
@@ -441,7 +450,7 @@ static sc_err_t sc_conf_unknown(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int
                         continue;
                 const char *seg = path + plen;
                 size_t seglen = strcspn(seg, ".");
-                if (!sc_conf_row_allowed(&props[i], kind)) {
+                if (!sc_conf_row_allowed(ctx, &props[i], kind)) {
                         other_kind |= strlen(key) == seglen && !strncmp(seg, key, seglen);
                         continue;
                 }
@@ -449,7 +458,7 @@ static sc_err_t sc_conf_unknown(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int
                 int seen = 0;
                 for (size_t k = 0; k < i && !seen; k++)
                         seen = !strncmp(props[k].path, prefix, plen) &&
-                               sc_conf_row_allowed(&props[k], kind) &&
+                               sc_conf_row_allowed(ctx, &props[k], kind) &&
                                strcspn(props[k].path + plen, ".") == seglen &&
                                !strncmp(props[k].path + plen, seg, seglen);
                 if (!seen && alen < sizeof(allowed))
@@ -497,7 +506,7 @@ static sc_err_t sc_conf_walk(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int ki
                 int section = 0;
                 size_t flen = strlen(full);
                 for (size_t i = 0; i < n && !row && !strchr(key, '.') && key[0]; i++) {
-                        if (!sc_conf_row_allowed(&props[i], kind))
+                        if (!sc_conf_row_allowed(ctx, &props[i], kind))
                                 continue;
                         if (!strcmp(props[i].path, full))
                                 row = &props[i];
@@ -550,7 +559,7 @@ static sc_err_t sc_conf_parse_elem(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, 
         }
         for (size_t j = 0; j < l->nprops; j++) {
                 const sc_conf_prop_t *p = &l->props[j];
-                if (!p->def || !sc_conf_row_allowed(p, kind))
+                if (!p->def || !sc_conf_row_allowed(ctx, p, kind))
                         continue;
                 json_t *dv = json_loads(p->def, JSON_DECODE_ANY, NULL);
                 err = dv ? sc_conf_value(ctx, p, dv, elem, jpath) : SC_ERR_NOMEM;
@@ -562,7 +571,7 @@ static sc_err_t sc_conf_parse_elem(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, 
                 return err;
         for (size_t j = 0; j < l->nprops; j++) {
                 const sc_conf_prop_t *p = &l->props[j];
-                if (!(p->flags & SC_CONF_F_REQUIRED) || !sc_conf_row_allowed(p, kind) ||
+                if (!(p->flags & SC_CONF_F_REQUIRED) || !sc_conf_row_allowed(ctx, p, kind) ||
                     (*given >> j & 1u))
                         continue;
                 if (kind < 0)
@@ -574,8 +583,8 @@ static sc_err_t sc_conf_parse_elem(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, 
         return SC_OK;
 }
 
-sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
-                       size_t errstr_size)
+static sc_err_t sc_conf_parse_as(sc_conf_t *conf, const char *json_text, const char *origin,
+                                 int sim, char *errstr, size_t errstr_size)
 {
         sc_conf_ctx_t ctx = {conf, origin ? origin : "config", errstr, errstr_size};
         json_error_t jerr;
@@ -583,6 +592,7 @@ sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origi
         sc_err_t err;
 
         sc_conf_defaults(conf);
+        conf->sim_section = sim;
         snprintf(conf->origin, sizeof(conf->origin), "%s", ctx.origin);
         while (isspace((unsigned char)*p))
                 p++;
@@ -612,6 +622,18 @@ sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origi
                 sc_conf_defaults(conf);
         }
         return err;
+}
+
+sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
+                       size_t errstr_size)
+{
+        return sc_conf_parse_as(conf, json_text, origin, 0, errstr, errstr_size);
+}
+
+sc_err_t sc_conf_parse_sim(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
+                           size_t errstr_size)
+{
+        return sc_conf_parse_as(conf, json_text, origin, 1, errstr, errstr_size);
 }
 
 /* {"a": {"b": v}} for path "a.b" (steals v). */

@@ -18,6 +18,7 @@
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_server.h"
+#include "sc_sim_spec.h"
 #include "sc_sync.h"
 
 #define SC_CONF_PATH_MAX 512
@@ -202,6 +203,11 @@ typedef struct sc_conf {
         sc_conf_worker_t worker;
         sc_conf_job_t job;
         sc_conf_eval_t eval;
+        sc_sim_spec_t sim; /* the simulator's section (scadles sim) */
+        /* 1 = read for the simulator (sc_conf_parse_sim): the sim.* properties
+         * are read, checked and dumped; 0 = $.sim is an unknown property, as
+         * for every other command. */
+        int sim_section;
         /* Internal: bit j of topic_given[i] = source.topics[i]'s j-th key was given. */
         uint32_t topic_given[SC_CONF_MAX_TOPICS];
 
@@ -222,8 +228,14 @@ void sc_conf_defaults(sc_conf_t *conf);
  * nothing that needs freeing. */
 sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
                        size_t errstr_size);
+/* The same for the simulator: the "sim" section is read too (conf->sim,
+ * conf->sim_section = 1); without one conf->sim holds the defaults. */
+sc_err_t sc_conf_parse_sim(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
+                           size_t errstr_size);
 /* Reads the file at path and parses it (connectors/conf_file.c: core does no I/O). */
 sc_err_t sc_conf_load(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
+/* The same with sc_conf_parse_sim. */
+sc_err_t sc_conf_load_sim(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
 /* Applies one "a.b.c=value" override (value parsed as JSON, else a string).
  * Paths: any property ("optim.lr"), a section with an object value
  * ("optim.schedule={...}"), a list element or its key ("model.layers[1].units",

@@ -188,15 +188,18 @@ static void sc_conf_describe_section(sc_conf_sb_t *sb, size_t s, int markdown, c
         else
                 sc_conf_sb_printf(sb, "%s[%s] %s\n\n", s ? "\n" : "", sec,
                                   sc_conf_sections[s].desc);
+        unsigned flags = sc_conf_sections[s].flags;
         for (size_t i = 0; i < sc_conf_nprops; i++) {
                 const sc_conf_prop_t *p = &sc_conf_props[i];
-                if (strncmp(p->path, sec, slen) || (p->path[slen] && p->path[slen] != '.'))
+                int under =
+                    !strncmp(p->path, sec, slen) && (!p->path[slen] || p->path[slen] == '.');
+                if (flags ? !(p->flags & flags) : !under || (p->flags & SC_CONF_F_EMBED))
                         continue;
                 sc_conf_describe_row(sb, p, p->path, NULL, markdown);
         }
         for (size_t i = 0; i < sc_conf_nprops; i++) {
                 const sc_conf_prop_t *p = &sc_conf_props[i];
-                if (p->type == SC_CONF_OBJ_LIST && !strncmp(p->path, sec, slen) &&
+                if (!flags && p->type == SC_CONF_OBJ_LIST && !strncmp(p->path, sec, slen) &&
                     p->path[slen] == '.')
                         sc_conf_describe_list(sb, p, markdown);
         }
@@ -390,7 +393,8 @@ static char *sc_conf_dump_as(const sc_conf_t *conf, int redact)
                 int pass = p->type == SC_CONF_PASSTHROUGH;
                 if (pass && !*(json_t *const *)((const char *)conf + p->offset))
                         continue;
-                if ((p->flags & SC_CONF_F_SIM) && !conf->sim_section)
+                if (((p->flags & SC_CONF_F_SIM) && !conf->sim_section) ||
+                    (p->flags & SC_CONF_F_EMBED))
                         continue;
                 json_t *v = sc_conf_value_json(p, conf, conf);
                 if (v && pass && redact && sc_conf_redact(v)) {

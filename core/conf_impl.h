@@ -31,6 +31,7 @@ typedef enum sc_conf_type {
 #define SC_CONF_F_MAX_EXCL 0x2 /* value < max rather than <= max */
 #define SC_CONF_F_REQUIRED 0x4 /* list element rows: the key must be given */
 #define SC_CONF_F_SIM 0x8      /* read only with conf->sim_section (the simulator's) */
+#define SC_CONF_F_EMBED 0x10   /* set only by sc_conf_set_embedding, never read or dumped */
 
 /* SC_CONF_CUSTOM: parses v into at (= base + offset), messages
  * "<origin>: <jpath>: ..." through sc_conf_fail; and the value at `at` back
@@ -77,6 +78,7 @@ struct sc_conf_list {
 typedef struct sc_conf_section {
         const char *name;
         const char *desc;
+        unsigned flags; /* 0: the rows under name; else the rows with these flags */
 } sc_conf_section_t;
 
 extern const sc_conf_prop_t sc_conf_props[];

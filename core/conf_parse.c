@@ -2,6 +2,7 @@
  * property table: typed values, ranges, lists of tagged objects, pass-through
  * objects, and messages naming the JSON path of every error. */
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -186,11 +187,12 @@ static void sc_conf_suggest(const char *key, const char *cand, size_t cand_len, 
         }
 }
 
-/* Whether row p applies: to a list element of this kind, and for the
- * simulator's rows to a configuration read for the simulator. */
+/* Whether row p applies: to a list element of this kind, for the
+ * simulator's rows to a configuration read for the simulator, and never for
+ * the embedding rows (set by name only). */
 static int sc_conf_row_allowed(const sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, int kind)
 {
-        if ((p->flags & SC_CONF_F_SIM) && !ctx->conf->sim_section)
+        if (((p->flags & SC_CONF_F_SIM) && !ctx->conf->sim_section) || (p->flags & SC_CONF_F_EMBED))
                 return 0;
         return kind < 0 || !p->kinds || (p->kinds >> kind & 1u);
 }
@@ -777,5 +779,40 @@ sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size
         sc_conf_free(conf);
         *conf = *tmp;
         free(tmp);
+        return SC_OK;
+}
+
+sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
+                               char *errstr, size_t errstr_size)
+{
+        const sc_conf_prop_t *p = sc_conf_find(sc_conf_props, sc_conf_nprops, name);
+        json_t *v = NULL;
+        char want[384], scratch[512];
+
+        *known = p && (p->flags & SC_CONF_F_EMBED);
+        if (!*known)
+                return SC_OK;
+        if (p->type == SC_CONF_INT || p->type == SC_CONF_LONG) {
+                char *end;
+                errno = 0;
+                long x = strtol(value, &end, 10);
+                if (!errno && end != value && !*end)
+                        v = json_integer(x);
+        } else if (p->type == SC_CONF_BOOL) {
+                if (!strcmp(value, "true") || !strcmp(value, "1"))
+                        v = json_true();
+                else if (!strcmp(value, "false") || !strcmp(value, "0"))
+                        v = json_false();
+        } else {
+                v = json_string(value);
+        }
+        sc_conf_ctx_t ctx = {conf, name, scratch, sizeof(scratch)};
+        sc_err_t err = v ? sc_conf_value(&ctx, p, v, conf, name) : SC_ERR_CONFIG;
+        json_decref(v);
+        if (err) {
+                sc_conf_expect_text(p, want, sizeof(want));
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: \"%s\": expected %s", name,
+                               value, want);
+        }
         return SC_OK;
 }

@@ -11,8 +11,8 @@ static const sc_sim_rates_t sc_conf_rate_kinds[] = {SC_SIM_RATES_S1, SC_SIM_RATE
 
 /* "S1".."S20", a rate > 0 for every device, or a list of rates (device i
  * takes rate i modulo the count). at: sc_sim_spec_t. */
-sc_err_t sc_conf_sim_rates(json_t *v, void *at, const char *origin, const char *jpath,
-                           char *errstr, size_t errstr_size)
+sc_err_t sc_conf_sim_rates(json_t *v, void *at, const char *origin, const char *jpath, char *errstr,
+                           size_t errstr_size)
 {
         sc_sim_spec_t *spec = at;
         char epath[600];
@@ -103,8 +103,8 @@ json_t *sc_conf_sim_window_json(const void *at)
 }
 
 /* [[device, leave_at, rejoin_at or null], ...]. at: sc_sim_spec_t. */
-sc_err_t sc_conf_sim_churn(json_t *v, void *at, const char *origin, const char *jpath,
-                           char *errstr, size_t errstr_size)
+sc_err_t sc_conf_sim_churn(json_t *v, void *at, const char *origin, const char *jpath, char *errstr,
+                           size_t errstr_size)
 {
         sc_sim_spec_t *spec = at;
         char epath[600];
@@ -143,9 +143,9 @@ json_t *sc_conf_sim_churn_json(const void *at)
 
         for (int i = 0; a && i < spec->n_churn; i++) {
                 const sc_sim_churn_t *c = &spec->churn[i];
-                json_array_append_new(a, json_pack("[i, f, o]", c->device, c->leave_at,
-                                                   c->rejoin_at < 0 ? json_null()
-                                                                    : json_real(c->rejoin_at)));
+                json_array_append_new(
+                    a, json_pack("[i, f, o]", c->device, c->leave_at,
+                                 c->rejoin_at < 0 ? json_null() : json_real(c->rejoin_at)));
         }
         return a;
 }

@@ -61,6 +61,8 @@ static const char *const sc_conf_robust_names[] = {"none", "trimmed_mean", "medi
  * follow sc_mix_draw_t. */
 static const char *const sc_conf_buffer_names[] = {"persistence", "truncation", NULL};
 static const char *const sc_conf_draw_names[] = {"balanced", "pooled", NULL};
+/* Embedding: index = sc_conf_embed_t.queue_drop. */
+static const char *const sc_conf_queue_full_names[] = {"block", "drop", NULL};
 _Static_assert(SC_MIX_DRAW_BALANCED == 0 && SC_MIX_DRAW_POOLED == 1,
                "draw names above follow sc_mix_draw_t");
 _Static_assert(SC_SYNC__END == 7, "sync names above follow sc_sync_kind_t");
@@ -1579,46 +1581,129 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_IN(0, 1 << 30),
      .flags = SC_CONF_F_SIM,
      .desc = "Test samples per evaluation; 0 = all."},
+    /* embedding: scadles_conf_set only (SC_CONF_F_EMBED) */
+    {.path = "statistics.interval.ms",
+     .type = SC_CONF_INT,
+     .offset = C(embed.stats_interval_ms),
+     .def = "0",
+     R_IN(0, 86400000),
+     .flags = SC_CONF_F_EMBED,
+     .desc = "Period of the stats callback in milliseconds; 0 = only the final statistics."},
+    {.path = "queue.buffering.max.records",
+     .type = SC_CONF_INT,
+     .offset = C(embed.queue_max),
+     .def = "10000",
+     R_IN(1, 10000000),
+     .flags = SC_CONF_F_EMBED,
+     .desc = "Records the push queue holds."},
+    {.path = "queue.full.policy",
+     .type = SC_CONF_ENUM,
+     .offset = C(embed.queue_drop),
+     .def = "\"block\"",
+     .names = sc_conf_queue_full_names,
+     .flags = SC_CONF_F_EMBED,
+     .desc = "When the queue is full, scadles_push blocks up to queue.block.ms and then "
+             "drops, or drops at once; drops are counted."},
+    {.path = "queue.block.ms",
+     .type = SC_CONF_INT,
+     .offset = C(embed.block_ms),
+     .def = "1000",
+     R_IN(-1, 3600000),
+     .flags = SC_CONF_F_EMBED,
+     .desc = "How long a push may block on a full queue, milliseconds; -1 = until there is room "
+             "(back-pressure)."},
+    {.path = "predict.publish.steps",
+     .type = SC_CONF_LONG,
+     .offset = C(embed.publish_steps),
+     .def = "0",
+     R_IN(0, 1000000000),
+     .flags = SC_CONF_F_EMBED,
+     .desc = "scadles_predict: the training thread also publishes its model every this many "
+             "steps; 0 = only when a caller asked, at flush and at finish."},
+    {.path = "distributed",
+     .type = SC_CONF_BOOL,
+     .offset = C(embed.distributed),
+     .def = "false",
+     .flags = SC_CONF_F_EMBED,
+     .desc = "true: the worker is a member of the job in job.* (updates to J.grad through its "
+             "own producer); false: standalone."},
+    {.path = "worker.id",
+     .type = SC_CONF_INT,
+     .offset = C(embed.worker_id),
+     .def = "0",
+     R_IN(0, 65535),
+     .flags = SC_CONF_F_EMBED,
+     .desc = "distributed: this worker's id, 0 .. job.workers-1."},
+    {.path = "eval",
+     .type = SC_CONF_BOOL,
+     .offset = C(embed.eval),
+     .def = "true",
+     .flags = SC_CONF_F_EMBED,
+     .desc = "false: no held-out set (the eval section) is loaded or scored."},
 };
 const size_t sc_conf_nprops = sizeof(sc_conf_props) / sizeof(sc_conf_props[0]);
 
 const sc_conf_section_t sc_conf_sections[] = {
-    {"model", "The network: input shape, layers, loss and initialization. Shapes are "
-              "checked when the model is built; those errors name "
-              "`$.model.layers[i]` too."},
-    {"optim", "SGD with momentum, the learning-rate schedule and linear LR scaling. "
-              "Schedule times are in optimizer steps, or in epochs with the `*_epochs` "
-              "twins (give one of each pair)."},
-    {"train", "Offline training (`scadles train`)."},
-    {"data", "The data set for offline training."},
-    {"eval", "Evaluation on the user's data: the held-out set (a file or a topic, decoded by "
-             "the same decoder as a stream, docs/STREAMS.md) used by `train`, `eval`, `worker`, "
-             "the plugin and the demo, and the window of the prequential metrics every worker "
-             "reports."},
-    {"kafka", "librdkafka client properties, passed through unchanged. The runtime's own "
-              "clients take from it the properties their type reads (a consumer property "
-              "never reaches a producer) after their latency defaults (consumers "
-              "`fetch.wait.max.ms` 10, producers `linger.ms` 0)."},
-    {"kafka_consumer", "librdkafka properties for consumers only (win over `kafka`)."},
-    {"kafka_producer", "librdkafka properties for producers only (win over `kafka`)."},
-    {"source", "The Kafka source of `scadles worker`: which topics it consumes (a list, a "
-               "regex, or both) as a member of a consumer group, and where malformed records "
-               "go. One stream per topic. Offsets are committed only for records trained on, "
-               "dropped by truncation or rejected as malformed (docs/STREAMS.md)."},
-    {"streams", "Per-stream record decoding (the default for every topic; source.topics "
-                "elements override it per topic) and the in-memory buffer policy."},
-    {"worker", "Online training by `scadles worker`: batch assembly, progress and test "
-               "evaluation, when to stop and how often to commit. The model, optimizer "
-               "(with linear LR scaling by optim.base_batch), train.seed and train.threads "
-               "come from their own sections."},
-    {"job", "Distributed training over Kafka (`scadles aggregator`, the worker's distributed "
-            "mode): topic names, shards, the sync policy, the update codec and when "
-            "aggregators publish the model. The server optimizer is the optim section "
-            "(lr, momentum, schedule stepped by shard versions) (docs/DISTRIBUTED.md)."},
-    {"sim", "The simulator (`scadles sim`, docs/SYNC.md): devices with their streams, compute "
-            "speed and links on a virtual clock, the sync policy, the update codec, data "
-            "injection, churn and when to stop; the model, optim, data and train sections as "
-            "for `scadles train`. Only `scadles sim` reads this section: for every other "
-            "command `$.sim` is an unknown property."},
+    {"model",
+     "The network: input shape, layers, loss and initialization. Shapes are "
+     "checked when the model is built; those errors name "
+     "`$.model.layers[i]` too.",
+     0},
+    {"optim",
+     "SGD with momentum, the learning-rate schedule and linear LR scaling. "
+     "Schedule times are in optimizer steps, or in epochs with the `*_epochs` "
+     "twins (give one of each pair).",
+     0},
+    {"train", "Offline training (`scadles train`).", 0},
+    {"data", "The data set for offline training.", 0},
+    {"eval",
+     "Evaluation on the user's data: the held-out set (a file or a topic, decoded by "
+     "the same decoder as a stream, docs/STREAMS.md) used by `train`, `eval`, `worker`, "
+     "the plugin and the demo, and the window of the prequential metrics every worker "
+     "reports.",
+     0},
+    {"kafka",
+     "librdkafka client properties, passed through unchanged. The runtime's own "
+     "clients take from it the properties their type reads (a consumer property "
+     "never reaches a producer) after their latency defaults (consumers "
+     "`fetch.wait.max.ms` 10, producers `linger.ms` 0).",
+     0},
+    {"kafka_consumer", "librdkafka properties for consumers only (win over `kafka`).", 0},
+    {"kafka_producer", "librdkafka properties for producers only (win over `kafka`).", 0},
+    {"source",
+     "The Kafka source of `scadles worker`: which topics it consumes (a list, a "
+     "regex, or both) as a member of a consumer group, and where malformed records "
+     "go. One stream per topic. Offsets are committed only for records trained on, "
+     "dropped by truncation or rejected as malformed (docs/STREAMS.md).",
+     0},
+    {"streams",
+     "Per-stream record decoding (the default for every topic; source.topics "
+     "elements override it per topic) and the in-memory buffer policy.",
+     0},
+    {"worker",
+     "Online training by `scadles worker`: batch assembly, progress and test "
+     "evaluation, when to stop and how often to commit. The model, optimizer "
+     "(with linear LR scaling by optim.base_batch), train.seed and train.threads "
+     "come from their own sections.",
+     0},
+    {"job",
+     "Distributed training over Kafka (`scadles aggregator`, the worker's distributed "
+     "mode): topic names, shards, the sync policy, the update codec and when "
+     "aggregators publish the model. The server optimizer is the optim section "
+     "(lr, momentum, schedule stepped by shard versions) (docs/DISTRIBUTED.md).",
+     0},
+    {"sim",
+     "The simulator (`scadles sim`, docs/SYNC.md): devices with their streams, compute "
+     "speed and links on a virtual clock, the sync policy, the update codec, data "
+     "injection, churn and when to stop; the model, optim, data and train sections as "
+     "for `scadles train`. Only `scadles sim` reads this section: for every other "
+     "command `$.sim` is an unknown property.",
+     0},
+    {"embedding",
+     "The worker of the public C API (plugin/include/scadles.h) and of the librdkafka "
+     "interceptor (as `scadles.<name>`, docs/PLUGIN.md). These are set by name with "
+     "`scadles_conf_set()` only: integers in decimal, booleans `true`, `false`, `1` or `0`, "
+     "choices by name; they are not keys of a configuration file, `--set` or the dump.",
+     SC_CONF_F_EMBED},
 };
 const size_t sc_conf_nsections = sizeof(sc_conf_sections) / sizeof(sc_conf_sections[0]);

@@ -191,6 +191,20 @@ typedef struct sc_conf_job {
         char auth_key_env[SC_CONF_AUTH_MAX];  /* an environment variable holding it */
 } sc_conf_job_t;
 
+/* ---- embedding: the public API's worker (plugin/scadles.c), set only by
+ * name through scadles_conf_set (sc_conf_set_embedding), never from a file ---- */
+
+typedef struct sc_conf_embed {
+        int stats_interval_ms; /* stats callback period; 0 = no periodic statistics */
+        int queue_max;         /* records the push queue holds */
+        int queue_drop;        /* 1 = drop at once when full, 0 = block up to block_ms */
+        int block_ms;          /* -1 = block until there is room */
+        int distributed;       /* a member of the job in job.* */
+        int worker_id;         /* distributed: 0 .. job.workers-1 */
+        int eval;              /* held-out evaluation */
+        long publish_steps;    /* scadles_predict: publish the model every this many steps */
+} sc_conf_embed_t;
+
 typedef struct sc_conf {
         sc_model_spec_t model;
         sc_conf_optim_t optim;
@@ -208,6 +222,7 @@ typedef struct sc_conf {
          * are read, checked and dumped; 0 = $.sim is an unknown property, as
          * for every other command. */
         int sim_section;
+        sc_conf_embed_t embed; /* the embedding properties (public API) */
         /* Internal: bit j of topic_given[i] = source.topics[i]'s j-th key was given. */
         uint32_t topic_given[SC_CONF_MAX_TOPICS];
 
@@ -242,6 +257,13 @@ sc_err_t sc_conf_load_sim(sc_conf_t *conf, const char *path, char *errstr, size_
  * "model.layers[3]={...}"; index == count appends), or "kafka.<any.key>".
  * Atomic: on error conf is unchanged. */
 sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size_t errstr_size);
+/* Sets one embedding property (the names of the "embedding" section:
+ * "queue.block.ms", "eval", ...) from its text: integers in decimal, booleans
+ * true/false/1/0, choices by name. *known = 0 if name is not one of them
+ * (conf unchanged, SC_OK). Errors read "<name>: \"<value>\": expected ..."
+ * and leave conf unchanged. */
+sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
+                               char *errstr, size_t errstr_size);
 /* Cross-property checks (run by parse and set; call it after editing the
  * struct by hand). Also applies model.init to layers without their own. */
 sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size);

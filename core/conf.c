@@ -263,8 +263,8 @@ static double sc_conf_regex_nodes(const char *p, int *adjacent)
 static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
         const char *o = conf->origin;
-        const sc_conf_streams_t *st = &conf->streams;
-        const sc_conf_worker_t *w = &conf->worker;
+        const sc_stream_spec_t *st = &conf->streams.buffer;
+        const sc_batch_spec_t *w = &conf->worker.batch;
         char path[SC_CONF_PATH_MAX];
         sc_err_t err;
 
@@ -274,7 +274,7 @@ static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, 
                                     st->low_watermark, st->high_watermark);
         if (st->keep_min > st->cap)
                 return sc_conf_fail(errstr, errstr_size, o, "$.streams.keep_min",
-                                    "must be at most cap (%ld > %ld)", st->keep_min, st->cap);
+                                    "must be at most cap (%zu > %zu)", st->keep_min, st->cap);
         if (w->b_min > w->b_max)
                 return sc_conf_fail(errstr, errstr_size, o, "$.worker.b_min",
                                     "must be at most b_max (%d > %d)", w->b_min, w->b_max);
@@ -308,7 +308,8 @@ static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, 
                 }
                 regfree(&re);
         }
-        if ((err = sc_conf_check_decode(conf, &st->decode, "$.streams", errstr, errstr_size)))
+        if ((err = sc_conf_check_decode(conf, &conf->streams.decode, "$.streams", errstr,
+                                        errstr_size)))
                 return err;
         for (int i = 0; i < conf->source.n_topics; i++) {
                 const sc_conf_topic_t *t = &conf->source.topics[i];

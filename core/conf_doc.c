@@ -293,6 +293,8 @@ json_t *sc_conf_value_json(const sc_conf_prop_t *p, const void *base, const sc_c
                 return json_integer(*(const int *)at);
         case SC_CONF_LONG:
                 return json_integer(*(const long *)at);
+        case SC_CONF_SIZE:
+                return json_integer((json_int_t) * (const size_t *)at);
         case SC_CONF_UINT64:
                 return json_integer((json_int_t) * (const uint64_t *)at);
         case SC_CONF_DOUBLE:

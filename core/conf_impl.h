@@ -13,6 +13,7 @@ typedef enum sc_conf_type {
         SC_CONF_INT,         /* int */
         SC_CONF_LONG,        /* long */
         SC_CONF_UINT64,      /* uint64_t, 0 .. 2^63-1 (JSON integers are signed) */
+        SC_CONF_SIZE,        /* size_t, >= 0 */
         SC_CONF_DOUBLE,      /* double */
         SC_CONF_FLOAT,       /* float */
         SC_CONF_BOOL,        /* int 0/1 */

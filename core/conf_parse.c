@@ -62,7 +62,7 @@ static void sc_conf_range_text(const sc_conf_prop_t *p, char *buf, size_t size)
         int lo = !isnan(p->min), hi = !isnan(p->max);
         int lx = !!(p->flags & SC_CONF_F_MIN_EXCL), hx = !!(p->flags & SC_CONF_F_MAX_EXCL);
 
-        if (p->type == SC_CONF_UINT64 && !lo) {
+        if ((p->type == SC_CONF_UINT64 || p->type == SC_CONF_SIZE) && !lo) {
                 snprintf(buf, size, " >= 0");
         } else if (lo && hi) {
                 snprintf(buf, size, " in %c%.15g, %.15g%c", lx ? '(' : '[', p->min, p->max,
@@ -96,6 +96,7 @@ void sc_conf_expect_text(const sc_conf_prop_t *p, char *buf, size_t size)
         case SC_CONF_INT:
         case SC_CONF_LONG:
         case SC_CONF_UINT64:
+        case SC_CONF_SIZE:
                 snprintf(buf, size, "integer%s", r);
                 break;
         case SC_CONF_DOUBLE:
@@ -365,8 +366,10 @@ static sc_err_t sc_conf_value(sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, json_
         case SC_CONF_INT:
         case SC_CONF_LONG:
         case SC_CONF_UINT64:
+        case SC_CONF_SIZE:
                 if (!json_is_integer(v) || !sc_conf_in_range(p, json_number_value(v)) ||
-                    (p->type == SC_CONF_UINT64 && json_integer_value(v) < 0) ||
+                    ((p->type == SC_CONF_UINT64 || p->type == SC_CONF_SIZE) &&
+                     json_integer_value(v) < 0) ||
                     (p->type == SC_CONF_INT &&
                      (json_integer_value(v) > INT_MAX || json_integer_value(v) < INT_MIN)))
                         return sc_conf_expected(ctx, p, jpath, v);
@@ -374,6 +377,8 @@ static sc_err_t sc_conf_value(sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, json_
                         *(int *)at = (int)json_integer_value(v);
                 else if (p->type == SC_CONF_LONG)
                         *(long *)at = (long)json_integer_value(v);
+                else if (p->type == SC_CONF_SIZE)
+                        *(size_t *)at = (size_t)json_integer_value(v);
                 else
                         *(uint64_t *)at = (uint64_t)json_integer_value(v);
                 return SC_OK;

@@ -542,7 +542,7 @@ static uint64_t sc_api_trained(scadles_worker_t *w, long *left)
 static long sc_api_min_batch(const scadles_worker_t *w)
 {
         const sc_conf_worker_t *wc = &w->conf->sc.worker;
-        return wc->batch == SC_BATCH_FIXED ? wc->b : wc->b_min;
+        return wc->batch.mode == SC_BATCH_FIXED ? wc->batch.b : wc->batch.b_min;
 }
 
 SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout_ms)

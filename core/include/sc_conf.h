@@ -14,11 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sc_batch.h"
 #include "sc_err.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_server.h"
 #include "sc_sim_spec.h"
+#include "sc_stream.h"
 #include "sc_sync.h"
 
 #define SC_CONF_PATH_MAX 512
@@ -110,19 +112,11 @@ typedef struct sc_conf_source {
 
 typedef struct sc_conf_streams {
         sc_conf_decode_t decode; /* default decoder */
-        int policy;              /* sc_stream_policy_t */
-        long cap;                /* samples per stream */
-        double high_watermark, low_watermark;
-        double window; /* truncation: seconds of arrivals kept */
-        long keep_min;
-        double rate_tau; /* s */
+        sc_stream_spec_t buffer; /* every stream's buffer: policy, cap, watermarks... */
 } sc_conf_streams_t;
 
 typedef struct sc_conf_worker {
-        int batch; /* sc_batch_mode_t */
-        int b, b_min, b_max;
-        double window; /* s between rate-proportional batches */
-        int shuffle;
+        sc_batch_spec_t batch;    /* mode, b, b_min, b_max, window, shuffle */
         double progress_interval; /* s */
         double eval_interval;     /* s; 0 = only at the end */
         int eval;                 /* evaluate on the test half of data.source */

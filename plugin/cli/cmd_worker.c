@@ -325,8 +325,8 @@ int sc_cmd_worker(int argc, char **argv)
         if (!o.quiet)
                 fprintf(stderr, "scadles worker: group %s, policy %s, batch %s%s\n",
                         conf.source.group_id,
-                        conf.streams.policy == SC_STREAM_TRUNCATE ? "truncate" : "persist",
-                        conf.worker.batch == SC_BATCH_FIXED ? "fixed" : "rate",
+                        conf.streams.buffer.policy == SC_STREAM_TRUNCATE ? "truncate" : "persist",
+                        conf.worker.batch.mode == SC_BATCH_FIXED ? "fixed" : "rate",
                         spec.distributed ? ", distributed" : ", standalone");
         rc = sc_wcli_run(w);
         sc_worker_done(w, &reason);

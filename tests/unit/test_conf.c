@@ -512,6 +512,29 @@ static void describe_lists_every_property(void **state)
         free(md);
 }
 
+/* The module specs embedded in sc_conf_t take the table's defaults, and
+ * the modules' own defaults (what a caller without a configuration gets)
+ * are the same values: one set of defaults. */
+static void embedded_specs_default_as_the_modules(void **state)
+{
+        sc_conf_t c;
+        sc_batch_spec_t b;
+        sc_stream_spec_t st;
+
+        sc_conf_defaults(&c);
+        sc_batch_spec_defaults(&b);
+        sc_stream_spec_defaults(&st);
+        assert_int_equal(c.worker.batch.shuffle, 256);
+        assert_memory_equal(&c.worker.batch, &b, sizeof(b));
+        assert_memory_equal(&c.streams.buffer, &st, sizeof(st));
+        assert_int_equal(sc_conf_set(&c, "streams.cap=100", NULL, 0), SC_OK);
+        assert_int_equal(c.streams.buffer.cap, 100);
+        assert_int_equal(sc_conf_set(&c, "streams.cap=-1", NULL, 0), SC_ERR_CONFIG);
+        assert_int_equal(sc_conf_set(&c, "worker.batch=fixed", NULL, 0), SC_OK);
+        assert_int_equal(c.worker.batch.mode, SC_BATCH_FIXED);
+        sc_conf_free(&c);
+}
+
 /* The embedding properties (scadles_conf_set's own names) go through the
  * table's rows with their text syntax; they are not keys of a file, an
  * override or the dump, and "eval" / "worker.id" do not shadow the eval
@@ -615,6 +638,7 @@ int main(void)
             cmocka_unit_test(describe_lists_every_property),
             cmocka_unit_test(committed_docs_match_the_table),
             cmocka_unit_test(embedding_properties),
+            cmocka_unit_test(embedded_specs_default_as_the_modules),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -494,6 +494,22 @@ static sc_err_t sc_conf_unknown(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int
         return FAIL(ctx, jpath, "unknown property (known here: %s)", allowed);
 }
 
+/* Notes that the top-level key names a documented section. */
+static void sc_conf_mark_section(sc_conf_t *conf, const char *key)
+{
+        for (size_t s = 0; s < sc_conf_nsections; s++)
+                if (!strcmp(sc_conf_sections[s].name, key))
+                        conf->sections_given |= 1u << s;
+}
+
+int sc_conf_section_given(const sc_conf_t *conf, const char *section)
+{
+        for (size_t s = 0; s < sc_conf_nsections; s++)
+                if (!strcmp(sc_conf_sections[s].name, section))
+                        return (int)(conf->sections_given >> s & 1u);
+        return 0;
+}
+
 /* Applies every key of obj: rows of l (main table if NULL) whose path is
  * prefix + key, nested objects for sections, errors for the rest. */
 static sc_err_t sc_conf_walk(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int kind, uint32_t *given,
@@ -521,6 +537,8 @@ static sc_err_t sc_conf_walk(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int ki
                                 section = 1;
                 }
                 sc_err_t err;
+                if (!l && !prefix[0] && (row || section))
+                        sc_conf_mark_section(ctx->conf, key);
                 if (row) {
                         err = sc_conf_value(ctx, row, v, base, kpath);
                         if (!err && given)
@@ -728,6 +746,7 @@ static sc_err_t sc_conf_assign(sc_conf_ctx_t *ctx, const char *path, json_t *v)
                                        "out of memory");
                 }
                 snprintf(jpath, sizeof(jpath), "$.%s", p->path);
+                sc_conf_mark_section(ctx->conf, p->path);
                 sc_err_t err = sc_conf_value(ctx, p, obj, ctx->conf, jpath);
                 json_decref(obj);
                 return err;

@@ -1709,3 +1709,5 @@ const sc_conf_section_t sc_conf_sections[] = {
      SC_CONF_F_EMBED},
 };
 const size_t sc_conf_nsections = sizeof(sc_conf_sections) / sizeof(sc_conf_sections[0]);
+_Static_assert(sizeof(sc_conf_sections) / sizeof(sc_conf_sections[0]) <= 32,
+               "sections_given has one bit per section");

@@ -217,6 +217,9 @@ typedef struct sc_conf {
          * for every other command. */
         int sim_section;
         sc_conf_embed_t embed; /* the embedding properties (public API) */
+        /* Internal: bit s = the s-th documented section ("job", ...) was named
+         * at the top level of the parsed text or by an override. */
+        uint32_t sections_given;
         /* Internal: bit j of topic_given[i] = source.topics[i]'s j-th key was given. */
         uint32_t topic_given[SC_CONF_MAX_TOPICS];
 
@@ -251,6 +254,9 @@ sc_err_t sc_conf_load_sim(sc_conf_t *conf, const char *path, char *errstr, size_
  * "model.layers[3]={...}"; index == count appends), or "kafka.<any.key>".
  * Atomic: on error conf is unchanged. */
 sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size_t errstr_size);
+/* 1 if the configuration named the top-level section (a "job" object in
+ * the file, or a job.* override), 0 if it holds only its defaults. */
+int sc_conf_section_given(const sc_conf_t *conf, const char *section);
 /* Sets one embedding property (the names of the "embedding" section:
  * "queue.block.ms", "eval", ...) from its text: integers in decimal, booleans
  * true/false/1/0, choices by name. *known = 0 if name is not one of them

@@ -512,6 +512,31 @@ static void describe_lists_every_property(void **state)
         free(md);
 }
 
+/* Whether a section was named (the worker is distributed when the job
+ * section is): by the file, or by an override of the section or a key. */
+static void sections_given(void **state)
+{
+        sc_conf_t c;
+        char err[512];
+
+        assert_int_equal(sc_conf_parse(&c, "{\"optim\": {\"lr\": 0.1}}", "t", err, sizeof(err)),
+                         SC_OK);
+        assert_true(sc_conf_section_given(&c, "optim"));
+        assert_false(sc_conf_section_given(&c, "job"));
+        assert_false(sc_conf_section_given(&c, "kafka"));
+        assert_false(sc_conf_section_given(&c, "nosuch"));
+        assert_int_equal(sc_conf_set(&c, "job.nosuch=1", err, sizeof(err)), SC_ERR_CONFIG);
+        assert_false(sc_conf_section_given(&c, "job"));
+        assert_int_equal(sc_conf_set(&c, "job.shards=2", err, sizeof(err)), SC_OK);
+        assert_true(sc_conf_section_given(&c, "job"));
+        assert_int_equal(sc_conf_set(&c, "kafka.client.id=x", err, sizeof(err)), SC_OK);
+        assert_true(sc_conf_section_given(&c, "kafka"));
+        sc_conf_free(&c);
+        assert_int_equal(sc_conf_parse(&c, "{\"job\": {}}", "t", err, sizeof(err)), SC_OK);
+        assert_true(sc_conf_section_given(&c, "job"));
+        sc_conf_free(&c);
+}
+
 /* The module specs embedded in sc_conf_t take the table's defaults, and
  * the modules' own defaults (what a caller without a configuration gets)
  * are the same values: one set of defaults. */
@@ -638,6 +663,7 @@ int main(void)
             cmocka_unit_test(describe_lists_every_property),
             cmocka_unit_test(committed_docs_match_the_table),
             cmocka_unit_test(embedding_properties),
+            cmocka_unit_test(sections_given),
             cmocka_unit_test(embedded_specs_default_as_the_modules),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

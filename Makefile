@@ -167,12 +167,15 @@ docs: $(CLI)
 	$(CLI) config --markdown > docs/CONFIG.md
 	scripts/docs-tables.sh $(CLI) docs/STREAMS.md > $(BUILD)/STREAMS.md && \
 		mv $(BUILD)/STREAMS.md docs/STREAMS.md
+	scripts/docs-tables.sh $(CLI) docs/PLUGIN.md > $(BUILD)/PLUGIN.md && \
+		mv $(BUILD)/PLUGIN.md docs/PLUGIN.md
 
-# Fails when docs/CONFIG.md or the tables in docs/STREAMS.md are out of date
-# with the property table.
+# Fails when docs/CONFIG.md or the tables in docs/STREAMS.md and
+# docs/PLUGIN.md are out of date with the property table.
 check-docs: $(CLI)
 	@$(CLI) config --markdown | diff -u docs/CONFIG.md - && \
 		scripts/docs-tables.sh $(CLI) docs/STREAMS.md | diff -u docs/STREAMS.md - && \
+		scripts/docs-tables.sh $(CLI) docs/PLUGIN.md | diff -u docs/PLUGIN.md - && \
 		echo "check-docs: ok"
 
 $(BUILD)/scadles.pc: Makefile

@@ -8,7 +8,9 @@
 
 #define SC_CONF_FILE_MAX (16u << 20)
 
-sc_err_t sc_conf_load(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size)
+/* Reads path and parses it with sc_conf_parse, or sc_conf_parse_sim when sim. */
+static sc_err_t sc_conf_load_as(sc_conf_t *conf, const char *path, int sim, char *errstr,
+                                size_t errstr_size)
 {
         size_t len = 0, cap = 4096;
         char *text;
@@ -55,7 +57,18 @@ sc_err_t sc_conf_load(sc_conf_t *conf, const char *path, char *errstr, size_t er
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "%s: contains a NUL byte; not a JSON text", path);
         }
-        sc_err_t err = sc_conf_parse(conf, text, path, errstr, errstr_size);
+        sc_err_t err = sim ? sc_conf_parse_sim(conf, text, path, errstr, errstr_size)
+                           : sc_conf_parse(conf, text, path, errstr, errstr_size);
         free(text);
         return err;
+}
+
+sc_err_t sc_conf_load(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size)
+{
+        return sc_conf_load_as(conf, path, 0, errstr, errstr_size);
+}
+
+sc_err_t sc_conf_load_sim(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size)
+{
+        return sc_conf_load_as(conf, path, 1, errstr, errstr_size);
 }

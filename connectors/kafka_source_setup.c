@@ -145,24 +145,9 @@ sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, si
         src->log = log;
         src->log_opaque = log_opaque;
 
-        const sc_conf_streams_t *st = &conf->streams;
-        sc_stream_spec_defaults(&src->sspec);
-        src->sspec.policy = (sc_stream_policy_t)st->policy;
-        src->sspec.cap = (size_t)st->cap;
-        src->sspec.high_watermark = st->high_watermark;
-        src->sspec.low_watermark = st->low_watermark;
-        src->sspec.window = st->window;
-        src->sspec.keep_min = (size_t)st->keep_min;
-        src->sspec.rate_tau = st->rate_tau;
+        src->sspec = conf->streams.buffer;
         src->hold_max = src->sspec.cap;
-        const sc_conf_worker_t *w = &conf->worker;
-        sc_batch_spec_defaults(&src->bspec);
-        src->bspec.mode = (sc_batch_mode_t)w->batch;
-        src->bspec.b = w->b;
-        src->bspec.b_min = w->b_min;
-        src->bspec.b_max = w->b_max;
-        src->bspec.window = w->window;
-        src->bspec.shuffle = w->shuffle;
+        src->bspec = conf->worker.batch;
         if ((err = sc_stream_spec_check(&src->sspec, why, sizeof(why))) ||
             (err = sc_batch_spec_check(&src->bspec, why, sizeof(why)))) {
                 sc_errf(err, errstr, errstr_size, "%s: %s", conf->origin, why);

@@ -206,15 +206,15 @@ sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, 
         /* Every buffered record is scored as soon as it is there, up to
          * batch at a time: rate batches over a vanishing window, no
          * shuffle, and persistence (a full buffer pauses its partitions). */
-        p->conf.worker.batch = SC_BATCH_RATE;
-        p->conf.worker.b_min = 1;
-        p->conf.worker.b_max = spec->batch;
-        p->conf.worker.window = 1e-6;
-        p->conf.worker.shuffle = 0;
-        p->conf.streams.policy = SC_STREAM_PERSIST;
+        p->conf.worker.batch.mode = SC_BATCH_RATE;
+        p->conf.worker.batch.b_min = 1;
+        p->conf.worker.batch.b_max = spec->batch;
+        p->conf.worker.batch.window = 1e-6;
+        p->conf.worker.batch.shuffle = 0;
+        p->conf.streams.buffer.policy = SC_STREAM_PERSIST;
         /* A ring of one batch per topic, reused while it is warm in the
          * caches (the backlog waits in Kafka, its partitions paused). */
-        p->conf.streams.cap = spec->batch < 256 ? 256 : spec->batch;
+        p->conf.streams.buffer.cap = (size_t)(spec->batch < 256 ? 256 : spec->batch);
         if ((err = sc_pred_model(p, errstr, errstr_size)) ||
             (err = sc_batch_new(&p->batch, spec->batch, p->numel)) ||
             !(p->out = malloc((size_t)spec->batch * (size_t)p->n_classes * sizeof(float))) ||

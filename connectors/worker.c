@@ -142,13 +142,7 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         }
         if ((err = sc_wk_model(w, errstr, errstr_size)))
                 goto fail;
-        sc_batch_spec_defaults(&w->bspec);
-        w->bspec.mode = (sc_batch_mode_t)conf->worker.batch;
-        w->bspec.b = conf->worker.b;
-        w->bspec.b_min = conf->worker.b_min;
-        w->bspec.b_max = conf->worker.b_max;
-        w->bspec.window = conf->worker.window;
-        w->bspec.shuffle = conf->worker.shuffle;
+        w->bspec = conf->worker.batch;
         int bmax = sc_batch_spec_max(&w->bspec);
         w->tcap = bmax + (int)ceil(spec->inject_beta * bmax) + 1;
         if (sc_batch_new(&w->batch, bmax, w->numel) ||
@@ -165,14 +159,7 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
                               "out of memory for the activations of %d samples", w->tcap);
                 goto fail;
         }
-        sc_stream_spec_defaults(&w->sspec);
-        w->sspec.policy = (sc_stream_policy_t)conf->streams.policy;
-        w->sspec.cap = (size_t)conf->streams.cap;
-        w->sspec.high_watermark = conf->streams.high_watermark;
-        w->sspec.low_watermark = conf->streams.low_watermark;
-        w->sspec.window = conf->streams.window;
-        w->sspec.keep_min = (size_t)conf->streams.keep_min;
-        w->sspec.rate_tau = conf->streams.rate_tau;
+        w->sspec = conf->streams.buffer;
         /* The job's clients first: the source joins its group last, so no
          * rebalance waits for a member busy with the job's start-up. */
         if (spec->distributed && (err = sc_wk_job_new(w, errstr, errstr_size)))
@@ -424,8 +411,9 @@ static int sc_wk_left(sc_worker_t *w)
                 for (int i = 0; i < w->n_push; i++)
                         buffered += sc_stream_count(w->push[i].stream);
         }
-        uint64_t need = (uint64_t)(w->conf->worker.batch == SC_BATCH_FIXED ? w->conf->worker.b
-                                                                           : w->conf->worker.b_min);
+        uint64_t need =
+            (uint64_t)(w->conf->worker.batch.mode == SC_BATCH_FIXED ? w->conf->worker.batch.b
+                                                                    : w->conf->worker.batch.b_min);
         return buffered + sc_batcher_pooled(bt) >= need;
 }
 
@@ -497,7 +485,7 @@ sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr
                 w->rebalances = events;
         }
         /* No arrivals for a while: end of input, release the shuffle buffer. */
-        int quiet = now - w->t_rx > fmax(0.5, 2 * wc->window);
+        int quiet = now - w->t_rx > fmax(0.5, 2 * wc->batch.window);
         bt = sc_wk_batcher(w);
         if (bt && quiet != w->draining) {
                 sc_batcher_drain(bt, quiet);

@@ -700,7 +700,7 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
         sc_batcher_t *bt = sc_wk_batcher(w);
         if (bt)
                 sc_sync_worker_set_rate(j->sync, sc_batcher_target(bt, now) /
-                                                     fmax(1e-3, w->conf->worker.window));
+                                                     fmax(1e-3, w->conf->worker.batch.window));
         for (int guard = 0; guard < 4; guard++) {
                 sc_sync_act_t act;
                 sc_sync_worker_next(j->sync, now, &act);

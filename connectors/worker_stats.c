@@ -44,7 +44,7 @@ void sc_wk_progress(sc_worker_t *w, double now)
         sc_worker_counters(w, &c);
         sc_batcher_t *bt = sc_wk_batcher(w);
         int ns = w->src ? sc_kafka_source_nstreams(w->src) : w->n_push;
-        double cap = (double)w->conf->streams.cap * (ns > 0 ? ns : 1);
+        double cap = (double)w->conf->streams.buffer.cap * (ns > 0 ? ns : 1);
         if (w->t_last_acc > 0)
                 snprintf(acc, sizeof(acc), "  test acc %.4f @%.0fs", w->last_acc, w->t_last_acc);
         sc_metrics_summary_t ps;

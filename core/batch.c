@@ -46,7 +46,7 @@ void sc_batch_spec_defaults(sc_batch_spec_t *spec)
         spec->b_min = 8;
         spec->b_max = 1024;
         spec->window = 1.0;
-        spec->shuffle = 64;
+        spec->shuffle = 256;
 }
 
 sc_err_t sc_batch_spec_check(const sc_batch_spec_t *spec, char *errstr, size_t errstr_size)

@@ -124,7 +124,7 @@ static void sc_conf_describe_list(sc_conf_sb_t *sb, const sc_conf_prop_t *p, int
 static const char sc_conf_md_intro[] =
     "# scadles configuration\n"
     "\n"
-    "Generated from the property table (core/conf.c) by `scadles config --markdown`; "
+    "Generated from the property table (core/conf_table.c) by `scadles config --markdown`; "
     "`make check-docs` fails when this page is out of date.\n"
     "\n"
     "A configuration is one JSON object. Every property has a default, so a file names "
@@ -188,15 +188,18 @@ static void sc_conf_describe_section(sc_conf_sb_t *sb, size_t s, int markdown, c
         else
                 sc_conf_sb_printf(sb, "%s[%s] %s\n\n", s ? "\n" : "", sec,
                                   sc_conf_sections[s].desc);
+        unsigned flags = sc_conf_sections[s].flags;
         for (size_t i = 0; i < sc_conf_nprops; i++) {
                 const sc_conf_prop_t *p = &sc_conf_props[i];
-                if (strncmp(p->path, sec, slen) || (p->path[slen] && p->path[slen] != '.'))
+                int under =
+                    !strncmp(p->path, sec, slen) && (!p->path[slen] || p->path[slen] == '.');
+                if (flags ? !(p->flags & flags) : !under || (p->flags & SC_CONF_F_EMBED))
                         continue;
                 sc_conf_describe_row(sb, p, p->path, NULL, markdown);
         }
         for (size_t i = 0; i < sc_conf_nprops; i++) {
                 const sc_conf_prop_t *p = &sc_conf_props[i];
-                if (p->type == SC_CONF_OBJ_LIST && !strncmp(p->path, sec, slen) &&
+                if (!flags && p->type == SC_CONF_OBJ_LIST && !strncmp(p->path, sec, slen) &&
                     p->path[slen] == '.')
                         sc_conf_describe_list(sb, p, markdown);
         }
@@ -290,6 +293,8 @@ json_t *sc_conf_value_json(const sc_conf_prop_t *p, const void *base, const sc_c
                 return json_integer(*(const int *)at);
         case SC_CONF_LONG:
                 return json_integer(*(const long *)at);
+        case SC_CONF_SIZE:
+                return json_integer((json_int_t) * (const size_t *)at);
         case SC_CONF_UINT64:
                 return json_integer((json_int_t) * (const uint64_t *)at);
         case SC_CONF_DOUBLE:
@@ -338,6 +343,8 @@ json_t *sc_conf_value_json(const sc_conf_prop_t *p, const void *base, const sc_c
                 json_t *obj = *(json_t *const *)at;
                 return obj ? json_deep_copy(obj) : json_object();
         }
+        case SC_CONF_CUSTOM:
+                return p->json(at);
         }
         return json_null();
 }
@@ -387,6 +394,9 @@ static char *sc_conf_dump_as(const sc_conf_t *conf, int redact)
                 const sc_conf_prop_t *p = &sc_conf_props[i];
                 int pass = p->type == SC_CONF_PASSTHROUGH;
                 if (pass && !*(json_t *const *)((const char *)conf + p->offset))
+                        continue;
+                if (((p->flags & SC_CONF_F_SIM) && !conf->sim_section) ||
+                    (p->flags & SC_CONF_F_EMBED))
                         continue;
                 json_t *v = sc_conf_value_json(p, conf, conf);
                 if (v && pass && redact && sc_conf_redact(v)) {

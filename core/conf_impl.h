@@ -1,6 +1,6 @@
 /* conf_impl.h — the configuration property table's types, shared by the
- * table (conf.c), the JSON walker (conf_parse.c) and the documentation and
- * dump writers (conf_doc.c). Internal to core/. */
+ * table (conf_table.c), the checks (conf.c), the JSON walker (conf_parse.c) and the documentation
+ * and dump writers (conf_doc.c). Internal to core/. */
 #ifndef SC_CONF_IMPL_H
 #define SC_CONF_IMPL_H
 
@@ -13,6 +13,7 @@ typedef enum sc_conf_type {
         SC_CONF_INT,         /* int */
         SC_CONF_LONG,        /* long */
         SC_CONF_UINT64,      /* uint64_t, 0 .. 2^63-1 (JSON integers are signed) */
+        SC_CONF_SIZE,        /* size_t, >= 0 */
         SC_CONF_DOUBLE,      /* double */
         SC_CONF_FLOAT,       /* float */
         SC_CONF_BOOL,        /* int 0/1 */
@@ -23,12 +24,22 @@ typedef enum sc_conf_type {
         SC_CONF_SHAPE,       /* sc_shape_t from [c, h, w] or [n] */
         SC_CONF_OBJ_LIST,    /* array of objects described by a sub-table (list) */
         SC_CONF_PASSTHROUGH, /* json_t * object of scalars, kept (a reference) */
+        SC_CONF_CUSTOM,      /* parsed and written back by the row's own functions */
 } sc_conf_type_t;
 
 /* Row flags. */
 #define SC_CONF_F_MIN_EXCL 0x1 /* value > min rather than >= min */
 #define SC_CONF_F_MAX_EXCL 0x2 /* value < max rather than <= max */
 #define SC_CONF_F_REQUIRED 0x4 /* list element rows: the key must be given */
+#define SC_CONF_F_SIM 0x8      /* read only with conf->sim_section (the simulator's) */
+#define SC_CONF_F_EMBED 0x10   /* set only by sc_conf_set_embedding, never read or dumped */
+
+/* SC_CONF_CUSTOM: parses v into at (= base + offset), messages
+ * "<origin>: <jpath>: ..." through sc_conf_fail; and the value at `at` back
+ * as JSON (new reference). */
+typedef sc_err_t (*sc_conf_parse_fn)(json_t *v, void *at, const char *origin, const char *jpath,
+                                     char *errstr, size_t errstr_size);
+typedef json_t *(*sc_conf_json_fn)(const void *at);
 
 typedef struct sc_conf_list sc_conf_list_t;
 
@@ -45,9 +56,12 @@ typedef struct sc_conf_prop {
         size_t size;                /* string: buffer bytes; lists: max entries */
         size_t count_offset;        /* lists: the int entry count */
         const sc_conf_list_t *list; /* SC_CONF_OBJ_LIST */
-        unsigned kinds;      /* list element rows: bit k = allowed when the tag is k; 0 = all */
-        const char *inherit; /* list element rows: default = this main-table property */
-        const char *def_doc; /* default as documented when def cannot say it */
+        unsigned kinds;         /* list element rows: bit k = allowed when the tag is k; 0 = all */
+        const char *inherit;    /* list element rows: default = this main-table property */
+        const char *def_doc;    /* default as documented when def cannot say it */
+        const char *expect;     /* SC_CONF_CUSTOM: the values it takes, for messages and docs */
+        sc_conf_parse_fn parse; /* SC_CONF_CUSTOM */
+        sc_conf_json_fn json;   /* SC_CONF_CUSTOM */
         const char *desc;
 } sc_conf_prop_t;
 
@@ -65,6 +79,7 @@ struct sc_conf_list {
 typedef struct sc_conf_section {
         const char *name;
         const char *desc;
+        unsigned flags; /* 0: the rows under name; else the rows with these flags */
 } sc_conf_section_t;
 
 extern const sc_conf_prop_t sc_conf_props[];
@@ -89,6 +104,18 @@ json_t *sc_conf_value_json(const sc_conf_prop_t *prop, const void *base, const s
  * jansson's duplicate-key error stops at (byte pos of text); -1 if the text
  * before pos is not inside an object. */
 int sc_conf_dup_path(const char *text, size_t pos, char *path, size_t size);
+/* conf_sim.c: the custom rows of the sim section and its cross-property
+ * checks (run by sc_conf_validate when conf->sim_section). */
+sc_err_t sc_conf_sim_rates(json_t *v, void *at, const char *origin, const char *jpath, char *errstr,
+                           size_t errstr_size);
+json_t *sc_conf_sim_rates_json(const void *at);
+sc_err_t sc_conf_sim_window(json_t *v, void *at, const char *origin, const char *jpath,
+                            char *errstr, size_t errstr_size);
+json_t *sc_conf_sim_window_json(const void *at);
+sc_err_t sc_conf_sim_churn(json_t *v, void *at, const char *origin, const char *jpath, char *errstr,
+                           size_t errstr_size);
+json_t *sc_conf_sim_churn_json(const void *at);
+sc_err_t sc_conf_validate_sim(sc_conf_t *conf, char *errstr, size_t errstr_size);
 const sc_conf_prop_t *sc_conf_find(const sc_conf_prop_t *props, size_t n, const char *path);
 
 #endif

@@ -2,6 +2,7 @@
  * property table: typed values, ranges, lists of tagged objects, pass-through
  * objects, and messages naming the JSON path of every error. */
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -61,7 +62,7 @@ static void sc_conf_range_text(const sc_conf_prop_t *p, char *buf, size_t size)
         int lo = !isnan(p->min), hi = !isnan(p->max);
         int lx = !!(p->flags & SC_CONF_F_MIN_EXCL), hx = !!(p->flags & SC_CONF_F_MAX_EXCL);
 
-        if (p->type == SC_CONF_UINT64 && !lo) {
+        if ((p->type == SC_CONF_UINT64 || p->type == SC_CONF_SIZE) && !lo) {
                 snprintf(buf, size, " >= 0");
         } else if (lo && hi) {
                 snprintf(buf, size, " in %c%.15g, %.15g%c", lx ? '(' : '[', p->min, p->max,
@@ -95,6 +96,7 @@ void sc_conf_expect_text(const sc_conf_prop_t *p, char *buf, size_t size)
         case SC_CONF_INT:
         case SC_CONF_LONG:
         case SC_CONF_UINT64:
+        case SC_CONF_SIZE:
                 snprintf(buf, size, "integer%s", r);
                 break;
         case SC_CONF_DOUBLE:
@@ -127,6 +129,9 @@ void sc_conf_expect_text(const sc_conf_prop_t *p, char *buf, size_t size)
                 break;
         case SC_CONF_PASSTHROUGH:
                 snprintf(buf, size, "object of strings, numbers and booleans");
+                break;
+        case SC_CONF_CUSTOM:
+                snprintf(buf, size, "%s", p->expect);
                 break;
         }
 }
@@ -183,8 +188,13 @@ static void sc_conf_suggest(const char *key, const char *cand, size_t cand_len, 
         }
 }
 
-static int sc_conf_row_allowed(const sc_conf_prop_t *p, int kind)
+/* Whether row p applies: to a list element of this kind, for the
+ * simulator's rows to a configuration read for the simulator, and never for
+ * the embedding rows (set by name only). */
+static int sc_conf_row_allowed(const sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, int kind)
 {
+        if (((p->flags & SC_CONF_F_SIM) && !ctx->conf->sim_section) || (p->flags & SC_CONF_F_EMBED))
+                return 0;
         return kind < 0 || !p->kinds || (p->kinds >> kind & 1u);
 }
 
@@ -356,8 +366,10 @@ static sc_err_t sc_conf_value(sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, json_
         case SC_CONF_INT:
         case SC_CONF_LONG:
         case SC_CONF_UINT64:
+        case SC_CONF_SIZE:
                 if (!json_is_integer(v) || !sc_conf_in_range(p, json_number_value(v)) ||
-                    (p->type == SC_CONF_UINT64 && json_integer_value(v) < 0) ||
+                    ((p->type == SC_CONF_UINT64 || p->type == SC_CONF_SIZE) &&
+                     json_integer_value(v) < 0) ||
                     (p->type == SC_CONF_INT &&
                      (json_integer_value(v) > INT_MAX || json_integer_value(v) < INT_MIN)))
                         return sc_conf_expected(ctx, p, jpath, v);
@@ -365,6 +377,8 @@ static sc_err_t sc_conf_value(sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, json_
                         *(int *)at = (int)json_integer_value(v);
                 else if (p->type == SC_CONF_LONG)
                         *(long *)at = (long)json_integer_value(v);
+                else if (p->type == SC_CONF_SIZE)
+                        *(size_t *)at = (size_t)json_integer_value(v);
                 else
                         *(uint64_t *)at = (uint64_t)json_integer_value(v);
                 return SC_OK;
@@ -413,6 +427,8 @@ static sc_err_t sc_conf_value(sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, json_
                 return sc_conf_objlist(ctx, p, v, base, jpath);
         case SC_CONF_PASSTHROUGH:
                 return sc_conf_passthrough(ctx, p, v, base, jpath);
+        case SC_CONF_CUSTOM:
+                return p->parse(v, at, ctx->origin, jpath, ctx->errstr, ctx->errstr_size);
         }
         return FAIL(ctx, jpath, "unknown property type");
 }
@@ -441,7 +457,7 @@ static sc_err_t sc_conf_unknown(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int
                         continue;
                 const char *seg = path + plen;
                 size_t seglen = strcspn(seg, ".");
-                if (!sc_conf_row_allowed(&props[i], kind)) {
+                if (!sc_conf_row_allowed(ctx, &props[i], kind)) {
                         other_kind |= strlen(key) == seglen && !strncmp(seg, key, seglen);
                         continue;
                 }
@@ -449,7 +465,7 @@ static sc_err_t sc_conf_unknown(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int
                 int seen = 0;
                 for (size_t k = 0; k < i && !seen; k++)
                         seen = !strncmp(props[k].path, prefix, plen) &&
-                               sc_conf_row_allowed(&props[k], kind) &&
+                               sc_conf_row_allowed(ctx, &props[k], kind) &&
                                strcspn(props[k].path + plen, ".") == seglen &&
                                !strncmp(props[k].path + plen, seg, seglen);
                 if (!seen && alen < sizeof(allowed))
@@ -478,6 +494,22 @@ static sc_err_t sc_conf_unknown(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int
         return FAIL(ctx, jpath, "unknown property (known here: %s)", allowed);
 }
 
+/* Notes that the top-level key names a documented section. */
+static void sc_conf_mark_section(sc_conf_t *conf, const char *key)
+{
+        for (size_t s = 0; s < sc_conf_nsections; s++)
+                if (!strcmp(sc_conf_sections[s].name, key))
+                        conf->sections_given |= 1u << s;
+}
+
+int sc_conf_section_given(const sc_conf_t *conf, const char *section)
+{
+        for (size_t s = 0; s < sc_conf_nsections; s++)
+                if (!strcmp(sc_conf_sections[s].name, section))
+                        return (int)(conf->sections_given >> s & 1u);
+        return 0;
+}
+
 /* Applies every key of obj: rows of l (main table if NULL) whose path is
  * prefix + key, nested objects for sections, errors for the rest. */
 static sc_err_t sc_conf_walk(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int kind, uint32_t *given,
@@ -497,7 +529,7 @@ static sc_err_t sc_conf_walk(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int ki
                 int section = 0;
                 size_t flen = strlen(full);
                 for (size_t i = 0; i < n && !row && !strchr(key, '.') && key[0]; i++) {
-                        if (!sc_conf_row_allowed(&props[i], kind))
+                        if (!sc_conf_row_allowed(ctx, &props[i], kind))
                                 continue;
                         if (!strcmp(props[i].path, full))
                                 row = &props[i];
@@ -505,6 +537,8 @@ static sc_err_t sc_conf_walk(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int ki
                                 section = 1;
                 }
                 sc_err_t err;
+                if (!l && !prefix[0] && (row || section))
+                        sc_conf_mark_section(ctx->conf, key);
                 if (row) {
                         err = sc_conf_value(ctx, row, v, base, kpath);
                         if (!err && given)
@@ -550,7 +584,7 @@ static sc_err_t sc_conf_parse_elem(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, 
         }
         for (size_t j = 0; j < l->nprops; j++) {
                 const sc_conf_prop_t *p = &l->props[j];
-                if (!p->def || !sc_conf_row_allowed(p, kind))
+                if (!p->def || !sc_conf_row_allowed(ctx, p, kind))
                         continue;
                 json_t *dv = json_loads(p->def, JSON_DECODE_ANY, NULL);
                 err = dv ? sc_conf_value(ctx, p, dv, elem, jpath) : SC_ERR_NOMEM;
@@ -562,7 +596,7 @@ static sc_err_t sc_conf_parse_elem(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, 
                 return err;
         for (size_t j = 0; j < l->nprops; j++) {
                 const sc_conf_prop_t *p = &l->props[j];
-                if (!(p->flags & SC_CONF_F_REQUIRED) || !sc_conf_row_allowed(p, kind) ||
+                if (!(p->flags & SC_CONF_F_REQUIRED) || !sc_conf_row_allowed(ctx, p, kind) ||
                     (*given >> j & 1u))
                         continue;
                 if (kind < 0)
@@ -574,8 +608,8 @@ static sc_err_t sc_conf_parse_elem(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, 
         return SC_OK;
 }
 
-sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
-                       size_t errstr_size)
+static sc_err_t sc_conf_parse_as(sc_conf_t *conf, const char *json_text, const char *origin,
+                                 int sim, char *errstr, size_t errstr_size)
 {
         sc_conf_ctx_t ctx = {conf, origin ? origin : "config", errstr, errstr_size};
         json_error_t jerr;
@@ -583,6 +617,7 @@ sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origi
         sc_err_t err;
 
         sc_conf_defaults(conf);
+        conf->sim_section = sim;
         snprintf(conf->origin, sizeof(conf->origin), "%s", ctx.origin);
         while (isspace((unsigned char)*p))
                 p++;
@@ -612,6 +647,18 @@ sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origi
                 sc_conf_defaults(conf);
         }
         return err;
+}
+
+sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
+                       size_t errstr_size)
+{
+        return sc_conf_parse_as(conf, json_text, origin, 0, errstr, errstr_size);
+}
+
+sc_err_t sc_conf_parse_sim(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
+                           size_t errstr_size)
+{
+        return sc_conf_parse_as(conf, json_text, origin, 1, errstr, errstr_size);
 }
 
 /* {"a": {"b": v}} for path "a.b" (steals v). */
@@ -699,6 +746,7 @@ static sc_err_t sc_conf_assign(sc_conf_ctx_t *ctx, const char *path, json_t *v)
                                        "out of memory");
                 }
                 snprintf(jpath, sizeof(jpath), "$.%s", p->path);
+                sc_conf_mark_section(ctx->conf, p->path);
                 sc_err_t err = sc_conf_value(ctx, p, obj, ctx->conf, jpath);
                 json_decref(obj);
                 return err;
@@ -755,5 +803,40 @@ sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size
         sc_conf_free(conf);
         *conf = *tmp;
         free(tmp);
+        return SC_OK;
+}
+
+sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
+                               char *errstr, size_t errstr_size)
+{
+        const sc_conf_prop_t *p = sc_conf_find(sc_conf_props, sc_conf_nprops, name);
+        json_t *v = NULL;
+        char want[384], scratch[512];
+
+        *known = p && (p->flags & SC_CONF_F_EMBED);
+        if (!*known)
+                return SC_OK;
+        if (p->type == SC_CONF_INT || p->type == SC_CONF_LONG) {
+                char *end;
+                errno = 0;
+                long x = strtol(value, &end, 10);
+                if (!errno && end != value && !*end)
+                        v = json_integer(x);
+        } else if (p->type == SC_CONF_BOOL) {
+                if (!strcmp(value, "true") || !strcmp(value, "1"))
+                        v = json_true();
+                else if (!strcmp(value, "false") || !strcmp(value, "0"))
+                        v = json_false();
+        } else {
+                v = json_string(value);
+        }
+        sc_conf_ctx_t ctx = {conf, name, scratch, sizeof(scratch)};
+        sc_err_t err = v ? sc_conf_value(&ctx, p, v, conf, name) : SC_ERR_CONFIG;
+        json_decref(v);
+        if (err) {
+                sc_conf_expect_text(p, want, sizeof(want));
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: \"%s\": expected %s", name,
+                               value, want);
+        }
         return SC_OK;
 }

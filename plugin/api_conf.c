@@ -70,25 +70,12 @@ scadles_resp_err_t sc_api_errf(scadles_resp_err_t err, char *errstr, size_t errs
         return err;
 }
 
-static void sc_api_conf_defaults(scadles_conf_t *conf)
-{
-        conf->stats_interval_ms = 0;
-        conf->queue_max = 10000;
-        conf->queue_drop = 0;
-        conf->block_ms = 1000;
-        conf->distributed = 0;
-        conf->worker_id = 0;
-        conf->eval = 1;
-        conf->publish_steps = 0;
-}
-
 SCADLES_EXPORT scadles_conf_t *scadles_conf_new(void)
 {
         scadles_conf_t *conf = calloc(1, sizeof(*conf));
         if (!conf)
                 return NULL;
         sc_conf_defaults(&conf->sc);
-        sc_api_conf_defaults(conf);
         return conf;
 }
 
@@ -123,11 +110,12 @@ SCADLES_EXPORT scadles_conf_t *scadles_conf_dup(const scadles_conf_t *conf)
 }
 
 /* Swaps a freshly parsed training configuration in (conf keeps the old one
- * on error). */
+ * on error); the embedding properties stay as they were set. */
 static scadles_resp_err_t sc_api_conf_swap(scadles_conf_t *conf, sc_conf_t *fresh, sc_err_t err)
 {
         if (err)
                 return sc_api_err(err) == SCADLES_ERR_IO ? SCADLES_ERR_CONFIG : sc_api_err(err);
+        fresh->embed = conf->sc.embed;
         sc_conf_free(&conf->sc);
         conf->sc = *fresh;
         return SCADLES_OK;
@@ -156,108 +144,23 @@ SCADLES_EXPORT scadles_resp_err_t scadles_conf_load(scadles_conf_t *conf, const 
         return sc_api_conf_swap(conf, &fresh, err);
 }
 
-/* Parses a decimal integer in [lo, hi]; -1 if it is not one. */
-static int sc_api_int(const char *s, long lo, long hi, long *out)
-{
-        char *end;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (errno || end == s || *end || v < lo || v > hi)
-                return -1;
-        *out = v;
-        return 0;
-}
-
-static int sc_api_bool(const char *s, int *out)
-{
-        if (!strcmp(s, "true") || !strcmp(s, "1")) {
-                *out = 1;
-                return 0;
-        }
-        if (!strcmp(s, "false") || !strcmp(s, "0")) {
-                *out = 0;
-                return 0;
-        }
-        return -1;
-}
-
-/* The embedding properties; 1 if name is one of them (err set), else 0. */
-static int sc_api_conf_embed(scadles_conf_t *conf, const char *name, const char *value,
-                             scadles_resp_err_t *err, char *errstr, size_t errstr_size)
-{
-        long v;
-        int b;
-        *err = SCADLES_OK;
-        if (!strcmp(name, "statistics.interval.ms")) {
-                if (sc_api_int(value, 0, 86400000, &v))
-                        goto bad_range;
-                conf->stats_interval_ms = (int)v;
-        } else if (!strcmp(name, "queue.buffering.max.records")) {
-                if (sc_api_int(value, 1, 10000000, &v))
-                        goto bad_range;
-                conf->queue_max = (size_t)v;
-        } else if (!strcmp(name, "queue.full.policy")) {
-                if (!strcmp(value, "block"))
-                        conf->queue_drop = 0;
-                else if (!strcmp(value, "drop"))
-                        conf->queue_drop = 1;
-                else {
-                        *err = SCADLES_ERR_CONFIG;
-                        sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                "%s: \"%s\": expected block or drop", name, value);
-                }
-        } else if (!strcmp(name, "queue.block.ms")) {
-                if (sc_api_int(value, -1, 3600000, &v))
-                        goto bad_range;
-                conf->block_ms = (int)v;
-        } else if (!strcmp(name, "distributed")) {
-                if (sc_api_bool(value, &b))
-                        goto bad_bool;
-                conf->distributed = b;
-        } else if (!strcmp(name, "worker.id")) {
-                if (sc_api_int(value, 0, 65535, &v))
-                        goto bad_range;
-                conf->worker_id = (int)v;
-        } else if (!strcmp(name, "eval")) {
-                if (sc_api_bool(value, &b))
-                        goto bad_bool;
-                conf->eval = b;
-        } else if (!strcmp(name, "predict.publish.steps")) {
-                if (sc_api_int(value, 0, 1000000000, &v))
-                        goto bad_range;
-                conf->publish_steps = v;
-        } else {
-                return 0;
-        }
-        return 1;
-bad_range:
-        *err = SCADLES_ERR_CONFIG;
-        sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: \"%s\": expected an integer in range",
-                name, value);
-        return 1;
-bad_bool:
-        *err = SCADLES_ERR_CONFIG;
-        sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: \"%s\": expected true or false", name,
-                value);
-        return 1;
-}
-
 SCADLES_EXPORT scadles_resp_err_t scadles_conf_set(scadles_conf_t *conf, const char *name,
                                                    const char *value, char *errstr,
                                                    size_t errstr_size)
 {
-        scadles_resp_err_t err;
+        int known;
         if (!conf || !name || !value || !*name)
                 return sc_api_errf(SCADLES_ERR_INVALID_ARG, errstr, errstr_size,
                                    "scadles_conf_set: NULL conf, name or value");
-        if (sc_api_conf_embed(conf, name, value, &err, errstr, errstr_size))
-                return err;
+        sc_err_t e = sc_conf_set_embedding(&conf->sc, name, value, &known, errstr, errstr_size);
+        if (known)
+                return e ? SCADLES_ERR_CONFIG : SCADLES_OK;
         size_t n = strlen(name) + strlen(value) + 2;
         char *line = malloc(n);
         if (!line)
                 return sc_api_errf(SCADLES_ERR_NOMEM, errstr, errstr_size, "out of memory");
         snprintf(line, n, "%s=%s", name, value);
-        sc_err_t e = sc_conf_set(&conf->sc, line, errstr, errstr_size);
+        e = sc_conf_set(&conf->sc, line, errstr, errstr_size);
         free(line);
         if (e == SC_OK)
                 return SCADLES_OK;

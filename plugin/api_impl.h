@@ -10,16 +10,10 @@
 #include "scadles.h"
 
 struct scadles_conf_s {
-        sc_conf_t sc; /* the training configuration */
+        sc_conf_t sc; /* the training configuration; sc.embed the embedding properties */
         scadles_log_cb_t *log_cb;
         scadles_stats_cb_t *stats_cb;
         void *opaque;
-        int stats_interval_ms; /* 0 = no periodic statistics */
-        size_t queue_max;      /* records the push queue holds */
-        int queue_drop;        /* 1 = drop at once when full, 0 = block up to block_ms */
-        int block_ms;          /* -1 = block until there is room */
-        int distributed, worker_id, eval;
-        long publish_steps; /* scadles_predict: publish the model every this many steps */
 };
 
 /* ---- api_predict.c: the model copy scadles_predict() scores with ---- */

@@ -188,13 +188,13 @@ SCADLES_EXPORT scadles_worker_t *scadles_worker_new(scadles_conf_t *conf, char *
         sc_worker_spec_defaults(&spec);
         spec.conf = &conf->sc;
         spec.input = SC_WORKER_INPUT_PUSH;
-        spec.distributed = conf->distributed;
-        spec.worker_id = conf->worker_id;
-        spec.eval = conf->eval;
+        spec.distributed = conf->sc.embed.distributed;
+        spec.worker_id = conf->sc.embed.worker_id;
+        spec.eval = conf->sc.embed.eval;
         spec.log = sc_api_engine_log;
         spec.log_opaque = w;
         if (sc_worker_new(&w->sw, &spec, errstr, errstr_size) ||
-            sc_api_pred_new(&w->pred, w->sw, spec.distributed, conf->publish_steps, errstr,
+            sc_api_pred_new(&w->pred, w->sw, spec.distributed, conf->sc.embed.publish_steps, errstr,
                             errstr_size)) {
                 sc_worker_destroy(w->sw);
                 pthread_cond_destroy(&w->work);
@@ -231,12 +231,15 @@ SCADLES_EXPORT scadles_resp_err_t scadles_push(scadles_worker_t *w, const char *
                 pthread_mutex_unlock(&w->lock);
                 return SCADLES_ERR_NOMEM;
         }
-        if (w->q_len >= w->conf->queue_max && !w->conf->queue_drop && w->conf->block_ms != 0) {
+        if (w->q_len >= (size_t)w->conf->sc.embed.queue_max && !w->conf->sc.embed.queue_drop &&
+            w->conf->sc.embed.block_ms != 0) {
                 struct timespec until;
-                sc_api_deadline(&until, w->conf->block_ms > 0 ? w->conf->block_ms : 0);
+                sc_api_deadline(&until,
+                                w->conf->sc.embed.block_ms > 0 ? w->conf->sc.embed.block_ms : 0);
                 w->blocked++;
-                while (w->q_len >= w->conf->queue_max && w->state == SC_API_RUNNING) {
-                        if (w->conf->block_ms < 0)
+                while (w->q_len >= (size_t)w->conf->sc.embed.queue_max &&
+                       w->state == SC_API_RUNNING) {
+                        if (w->conf->sc.embed.block_ms < 0)
                                 pthread_cond_wait(&w->room, &w->lock);
                         else if (pthread_cond_timedwait(&w->room, &w->lock, &until) == ETIMEDOUT)
                                 break;
@@ -246,7 +249,7 @@ SCADLES_EXPORT scadles_resp_err_t scadles_push(scadles_worker_t *w, const char *
         if (w->state != SC_API_RUNNING) {
                 w->refused++;
                 err = SCADLES_ERR_STATE;
-        } else if (w->q_len >= w->conf->queue_max) {
+        } else if (w->q_len >= (size_t)w->conf->sc.embed.queue_max) {
                 w->dropped++;
                 err = SCADLES_ERR_QUEUE_FULL;
         } else {
@@ -297,13 +300,13 @@ static char *sc_api_stats_text(scadles_worker_t *w, int final)
                         return NULL;
         }
         pthread_mutex_lock(&w->lock);
-        json_t *q =
-            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "pushed",
-                      (json_int_t)w->pushed, "handed", (json_int_t)w->handed, "queued",
-                      (json_int_t)w->q_len, "queued_bytes", (json_int_t)w->q_bytes, "peak_queued",
-                      (json_int_t)w->q_peak, "capacity", (json_int_t)w->conf->queue_max, "dropped",
-                      (json_int_t)w->dropped, "refused", (json_int_t)w->refused, "blocked",
-                      (json_int_t)w->blocked, "out_of_order", (json_int_t)w->rejected_order);
+        json_t *q = json_pack(
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "pushed", (json_int_t)w->pushed,
+            "handed", (json_int_t)w->handed, "queued", (json_int_t)w->q_len, "queued_bytes",
+            (json_int_t)w->q_bytes, "peak_queued", (json_int_t)w->q_peak, "capacity",
+            (json_int_t)(size_t)w->conf->sc.embed.queue_max, "dropped", (json_int_t)w->dropped,
+            "refused", (json_int_t)w->refused, "blocked", (json_int_t)w->blocked, "out_of_order",
+            (json_int_t)w->rejected_order);
         const char *state = w->state == SC_API_RUNNING  ? "running"
                             : w->state == SC_API_DONE   ? "done"
                             : w->state == SC_API_FAILED ? "failed"
@@ -406,12 +409,12 @@ static int sc_api_step(scadles_worker_t *w)
         if (dropped != w->dropped_logged && now - w->t_drop_log >= 1.0) {
                 sc_api_logf(w, 4,
                             "push queue full (%zu records): %" PRIu64 " records dropped so far",
-                            w->conf->queue_max, dropped);
+                            (size_t)w->conf->sc.embed.queue_max, dropped);
                 w->dropped_logged = dropped;
                 w->t_drop_log = now;
         }
-        if (w->conf->stats_interval_ms > 0 &&
-            now - w->t_stats >= w->conf->stats_interval_ms / 1000.0) {
+        if (w->conf->sc.embed.stats_interval_ms > 0 &&
+            now - w->t_stats >= w->conf->sc.embed.stats_interval_ms / 1000.0) {
                 w->t_stats = now;
                 sc_api_emit_stats(w, 0);
         }
@@ -539,7 +542,7 @@ static uint64_t sc_api_trained(scadles_worker_t *w, long *left)
 static long sc_api_min_batch(const scadles_worker_t *w)
 {
         const sc_conf_worker_t *wc = &w->conf->sc.worker;
-        return wc->batch == SC_BATCH_FIXED ? wc->b : wc->b_min;
+        return wc->batch.mode == SC_BATCH_FIXED ? wc->batch.b : wc->batch.b_min;
 }
 
 SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout_ms)
@@ -607,7 +610,7 @@ SCADLES_EXPORT scadles_resp_err_t scadles_finish(scadles_worker_t *w, int timeou
         sc_worker_stop(w->sw, "finish");
         sc_err_t e = sc_worker_finish(w->sw, timeout_ms < 0 ? 0 : timeout_ms, err, sizeof(err));
         double acc = 0, loss = 0;
-        int evaluated = w->conf->eval && sc_worker_eval(w->sw, 0, &acc, &loss) == SC_OK;
+        int evaluated = w->conf->sc.embed.eval && sc_worker_eval(w->sw, 0, &acc, &loss) == SC_OK;
         sc_api_pred_publish(w->pred, w->sw, 1);
         sc_worker_counters_t c;
         sc_worker_counters(w->sw, &c);

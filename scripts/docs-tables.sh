@@ -2,7 +2,7 @@
 # docs-tables.sh SCADLES FILE — prints FILE with the region between the
 # lines "<!-- config tables: SECTIONS -->" and "<!-- end of config tables -->"
 # replaced by `SCADLES config --markdown-sections SECTIONS` (the property
-# tables of those sections, generated from core/conf.c). `make docs` writes
+# tables of those sections, generated from core/conf_table.c). `make docs` writes
 # the result back; `make check-docs` diffs it against FILE.
 set -euo pipefail
 scadles=$1

@@ -43,7 +43,7 @@ typedef struct sc_batch_spec {
         double window;        /* rate: seconds between batches at least; (0, 1e6], default 1 */
         int shuffle;          /* shuffle buffer: samples held back to mix with later
                                  arrivals, 0..1048576 (0 = shuffle within each batch
-                                 only); default 64. A batch needs this many samples
+                                 only); default 256 (worker.shuffle). A batch needs this many samples
                                  beyond its own, so the first batch waits for them,
                                  and each sample waits about shuffle / rate seconds. */
 } sc_batch_spec_t;

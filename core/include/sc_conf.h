@@ -14,10 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sc_batch.h"
 #include "sc_err.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_server.h"
+#include "sc_sim_spec.h"
+#include "sc_stream.h"
 #include "sc_sync.h"
 
 #define SC_CONF_PATH_MAX 512
@@ -109,19 +112,11 @@ typedef struct sc_conf_source {
 
 typedef struct sc_conf_streams {
         sc_conf_decode_t decode; /* default decoder */
-        int policy;              /* sc_stream_policy_t */
-        long cap;                /* samples per stream */
-        double high_watermark, low_watermark;
-        double window; /* truncation: seconds of arrivals kept */
-        long keep_min;
-        double rate_tau; /* s */
+        sc_stream_spec_t buffer; /* every stream's buffer: policy, cap, watermarks... */
 } sc_conf_streams_t;
 
 typedef struct sc_conf_worker {
-        int batch; /* sc_batch_mode_t */
-        int b, b_min, b_max;
-        double window; /* s between rate-proportional batches */
-        int shuffle;
+        sc_batch_spec_t batch;    /* mode, b, b_min, b_max, window, shuffle */
         double progress_interval; /* s */
         double eval_interval;     /* s; 0 = only at the end */
         int eval;                 /* evaluate on the test half of data.source */
@@ -190,6 +185,20 @@ typedef struct sc_conf_job {
         char auth_key_env[SC_CONF_AUTH_MAX];  /* an environment variable holding it */
 } sc_conf_job_t;
 
+/* ---- embedding: the public API's worker (plugin/scadles.c), set only by
+ * name through scadles_conf_set (sc_conf_set_embedding), never from a file ---- */
+
+typedef struct sc_conf_embed {
+        int stats_interval_ms; /* stats callback period; 0 = no periodic statistics */
+        int queue_max;         /* records the push queue holds */
+        int queue_drop;        /* 1 = drop at once when full, 0 = block up to block_ms */
+        int block_ms;          /* -1 = block until there is room */
+        int distributed;       /* a member of the job in job.* */
+        int worker_id;         /* distributed: 0 .. job.workers-1 */
+        int eval;              /* held-out evaluation */
+        long publish_steps;    /* scadles_predict: publish the model every this many steps */
+} sc_conf_embed_t;
+
 typedef struct sc_conf {
         sc_model_spec_t model;
         sc_conf_optim_t optim;
@@ -202,6 +211,15 @@ typedef struct sc_conf {
         sc_conf_worker_t worker;
         sc_conf_job_t job;
         sc_conf_eval_t eval;
+        sc_sim_spec_t sim; /* the simulator's section (scadles sim) */
+        /* 1 = read for the simulator (sc_conf_parse_sim): the sim.* properties
+         * are read, checked and dumped; 0 = $.sim is an unknown property, as
+         * for every other command. */
+        int sim_section;
+        sc_conf_embed_t embed; /* the embedding properties (public API) */
+        /* Internal: bit s = the s-th documented section ("job", ...) was named
+         * at the top level of the parsed text or by an override. */
+        uint32_t sections_given;
         /* Internal: bit j of topic_given[i] = source.topics[i]'s j-th key was given. */
         uint32_t topic_given[SC_CONF_MAX_TOPICS];
 
@@ -222,14 +240,30 @@ void sc_conf_defaults(sc_conf_t *conf);
  * nothing that needs freeing. */
 sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
                        size_t errstr_size);
+/* The same for the simulator: the "sim" section is read too (conf->sim,
+ * conf->sim_section = 1); without one conf->sim holds the defaults. */
+sc_err_t sc_conf_parse_sim(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
+                           size_t errstr_size);
 /* Reads the file at path and parses it (connectors/conf_file.c: core does no I/O). */
 sc_err_t sc_conf_load(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
+/* The same with sc_conf_parse_sim. */
+sc_err_t sc_conf_load_sim(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
 /* Applies one "a.b.c=value" override (value parsed as JSON, else a string).
  * Paths: any property ("optim.lr"), a section with an object value
  * ("optim.schedule={...}"), a list element or its key ("model.layers[1].units",
  * "model.layers[3]={...}"; index == count appends), or "kafka.<any.key>".
  * Atomic: on error conf is unchanged. */
 sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size_t errstr_size);
+/* 1 if the configuration named the top-level section (a "job" object in
+ * the file, or a job.* override), 0 if it holds only its defaults. */
+int sc_conf_section_given(const sc_conf_t *conf, const char *section);
+/* Sets one embedding property (the names of the "embedding" section:
+ * "queue.block.ms", "eval", ...) from its text: integers in decimal, booleans
+ * true/false/1/0, choices by name. *known = 0 if name is not one of them
+ * (conf unchanged, SC_OK). Errors read "<name>: \"<value>\": expected ..."
+ * and leave conf unchanged. */
+sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
+                               char *errstr, size_t errstr_size);
 /* Cross-property checks (run by parse and set; call it after editing the
  * struct by hand). Also applies model.init to layers without their own. */
 sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size);

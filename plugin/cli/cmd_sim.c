@@ -74,7 +74,6 @@ int sc_cmd_sim(int argc, char **argv)
                                              {NULL, 0, NULL, 0}};
         const char *cfg = NULL, *outpath = NULL;
         sc_conf_t conf;
-        sc_sim_spec_t spec;
         sc_dataset_t train = {0}, test = {0};
         sc_sim_t *sim = NULL;
         FILE *out = stdout;
@@ -102,13 +101,13 @@ int sc_cmd_sim(int argc, char **argv)
                 sc_sim_usage(stderr);
                 return 2;
         }
-        if (sc_sim_load(cfg, &conf, &spec, err, sizeof(err))) {
+        if (sc_conf_load_sim(&conf, cfg, err, sizeof(err))) {
                 fprintf(stderr, "scadles sim: %s\n", err);
                 return 2;
         }
         if ((rc = sc_sim_data(&conf, &train, &test)))
                 goto out;
-        if (sc_sim_new(&sim, &spec, &conf, &train, &test, err, sizeof(err))) {
+        if (sc_sim_new(&sim, &conf.sim, &conf, &train, &test, err, sizeof(err))) {
                 fprintf(stderr, "scadles sim: %s: %s\n", cfg, err);
                 rc = 2;
                 goto out;

@@ -175,18 +175,6 @@ static void sc_wcli_log(void *opaque, int level, const char *msg)
                 sc_cli_log(opaque, level, msg);
 }
 
-/* 1 if the configuration file has a "job" section or an override sets job.*. */
-static int sc_wcli_has_job(const sc_wcli_opts_t *o)
-{
-        for (int i = 0; i < o->co.n_sets; i++)
-                if (!strncmp(o->co.sets[i], "job.", 4) || !strncmp(o->co.sets[i], "job=", 4))
-                        return 1;
-        json_t *root = json_load_file(o->co.config, 0, NULL);
-        int has = root && json_is_object(json_object_get(root, "job"));
-        json_decref(root);
-        return has;
-}
-
 /* Configuration, overrides and options; returns -1 to go on or an exit code. */
 static int sc_wcli_conf(sc_conf_t *conf, const sc_wcli_opts_t *o)
 {
@@ -207,7 +195,7 @@ static int sc_wcli_spec(sc_worker_spec_t *spec, sc_conf_t *conf, const sc_wcli_o
 {
         sc_worker_spec_defaults(spec);
         spec->conf = conf;
-        spec->distributed = o->id >= 0 || sc_wcli_has_job(o);
+        spec->distributed = o->id >= 0 || sc_conf_section_given(conf, "job");
         spec->worker_id = o->id >= 0 ? o->id : 0;
         spec->throttle = o->throttle > 0 ? o->throttle : 0;
         spec->inject_alpha = o->alpha >= 0 ? o->alpha : conf->job.inject_alpha;
@@ -325,8 +313,8 @@ int sc_cmd_worker(int argc, char **argv)
         if (!o.quiet)
                 fprintf(stderr, "scadles worker: group %s, policy %s, batch %s%s\n",
                         conf.source.group_id,
-                        conf.streams.policy == SC_STREAM_TRUNCATE ? "truncate" : "persist",
-                        conf.worker.batch == SC_BATCH_FIXED ? "fixed" : "rate",
+                        conf.streams.buffer.policy == SC_STREAM_TRUNCATE ? "truncate" : "persist",
+                        conf.worker.batch.mode == SC_BATCH_FIXED ? "fixed" : "rate",
                         spec.distributed ? ", distributed" : ", standalone");
         rc = sc_wcli_run(w);
         sc_worker_done(w, &reason);

@@ -113,7 +113,8 @@ SCADLES_EXPORT scadles_resp_err_t scadles_conf_load(scadles_conf_t *conf, const 
 
 /* Sets one property. name is a training property ("optim.lr",
  * "model.layers[1].units", "kafka.bootstrap.servers", ...: docs/CONFIG.md;
- * value parsed as JSON, else taken as a string) or an embedding property:
+ * value parsed as JSON, else taken as a string) or an embedding property
+ * (docs/CONFIG.md, section embedding):
  *
  *   statistics.interval.ms   stats callback period, 0 = never (default 0)
  *   queue.buffering.max.records  records the push queue holds (default 10000)

@@ -502,8 +502,130 @@ static void describe_lists_every_property(void **state)
         assert_null(sc_conf_prop_name(n + 1));
         assert_non_null(strstr(md, "# scadles configuration"));
         assert_non_null(strstr(text, "optim.schedule.milestones_epochs"));
+        /* The simulator's section and the embedding properties are rows too. */
+        assert_non_null(strstr(text, "\n[sim] "));
+        assert_non_null(strstr(text, "\nsim.churn\n"));
+        assert_non_null(strstr(text, "\n[embedding] "));
+        assert_non_null(strstr(text, "\nqueue.full.policy\n"));
+        assert_non_null(strstr(md, "| `predict.publish.steps` |"));
         free(text);
         free(md);
+}
+
+/* Whether a section was named (the worker is distributed when the job
+ * section is): by the file, or by an override of the section or a key. */
+static void sections_given(void **state)
+{
+        sc_conf_t c;
+        char err[512];
+
+        assert_int_equal(sc_conf_parse(&c, "{\"optim\": {\"lr\": 0.1}}", "t", err, sizeof(err)),
+                         SC_OK);
+        assert_true(sc_conf_section_given(&c, "optim"));
+        assert_false(sc_conf_section_given(&c, "job"));
+        assert_false(sc_conf_section_given(&c, "kafka"));
+        assert_false(sc_conf_section_given(&c, "nosuch"));
+        assert_int_equal(sc_conf_set(&c, "job.nosuch=1", err, sizeof(err)), SC_ERR_CONFIG);
+        assert_false(sc_conf_section_given(&c, "job"));
+        assert_int_equal(sc_conf_set(&c, "job.shards=2", err, sizeof(err)), SC_OK);
+        assert_true(sc_conf_section_given(&c, "job"));
+        assert_int_equal(sc_conf_set(&c, "kafka.client.id=x", err, sizeof(err)), SC_OK);
+        assert_true(sc_conf_section_given(&c, "kafka"));
+        sc_conf_free(&c);
+        assert_int_equal(sc_conf_parse(&c, "{\"job\": {}}", "t", err, sizeof(err)), SC_OK);
+        assert_true(sc_conf_section_given(&c, "job"));
+        sc_conf_free(&c);
+}
+
+/* The module specs embedded in sc_conf_t take the table's defaults, and
+ * the modules' own defaults (what a caller without a configuration gets)
+ * are the same values: one set of defaults. */
+static void embedded_specs_default_as_the_modules(void **state)
+{
+        sc_conf_t c;
+        sc_batch_spec_t b;
+        sc_stream_spec_t st;
+
+        sc_conf_defaults(&c);
+        sc_batch_spec_defaults(&b);
+        sc_stream_spec_defaults(&st);
+        assert_int_equal(c.worker.batch.shuffle, 256);
+        assert_memory_equal(&c.worker.batch, &b, sizeof(b));
+        assert_memory_equal(&c.streams.buffer, &st, sizeof(st));
+        assert_int_equal(sc_conf_set(&c, "streams.cap=100", NULL, 0), SC_OK);
+        assert_int_equal(c.streams.buffer.cap, 100);
+        assert_int_equal(sc_conf_set(&c, "streams.cap=-1", NULL, 0), SC_ERR_CONFIG);
+        assert_int_equal(sc_conf_set(&c, "worker.batch=fixed", NULL, 0), SC_OK);
+        assert_int_equal(c.worker.batch.mode, SC_BATCH_FIXED);
+        sc_conf_free(&c);
+}
+
+/* The embedding properties (scadles_conf_set's own names) go through the
+ * table's rows with their text syntax; they are not keys of a file, an
+ * override or the dump, and "eval" / "worker.id" do not shadow the eval
+ * and worker sections. */
+static void embedding_properties(void **state)
+{
+        sc_conf_t c;
+        char err[512], *dump;
+        int known;
+
+        sc_conf_defaults(&c);
+        assert_int_equal(c.embed.queue_max, 10000);
+        assert_int_equal(c.embed.block_ms, 1000);
+        assert_int_equal(c.embed.eval, 1);
+        assert_int_equal(
+            sc_conf_set_embedding(&c, "queue.block.ms", "-1", &known, err, sizeof(err)), SC_OK);
+        assert_true(known);
+        assert_int_equal(c.embed.block_ms, -1);
+        assert_int_equal(
+            sc_conf_set_embedding(&c, "queue.full.policy", "drop", &known, err, sizeof(err)),
+            SC_OK);
+        assert_int_equal(c.embed.queue_drop, 1);
+        assert_int_equal(sc_conf_set_embedding(&c, "eval", "0", &known, err, sizeof(err)), SC_OK);
+        assert_int_equal(c.embed.eval, 0);
+        assert_int_equal(sc_conf_set_embedding(&c, "distributed", "true", &known, err, sizeof(err)),
+                         SC_OK);
+        assert_int_equal(c.embed.distributed, 1);
+        assert_int_equal(
+            sc_conf_set_embedding(&c, "predict.publish.steps", "50", &known, err, sizeof(err)),
+            SC_OK);
+        assert_int_equal(c.embed.publish_steps, 50);
+
+        static const char *const bad[][3] = {
+            {"queue.block.ms", "-2", "queue.block.ms: \"-2\": expected integer in [-1, 3600000]"},
+            {"queue.buffering.max.records", "12x", "expected integer in [1, 10000000]"},
+            {"worker.id", "", "worker.id: \"\": expected integer"},
+            {"distributed", "maybe", "distributed: \"maybe\": expected true or false"},
+            {"queue.full.policy", "wait", "expected one of \"block\", \"drop\""},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                sc_conf_embed_t before = c.embed;
+                assert_int_equal(
+                    sc_conf_set_embedding(&c, bad[i][0], bad[i][1], &known, err, sizeof(err)),
+                    SC_ERR_CONFIG);
+                assert_true(known);
+                if (!strstr(err, bad[i][2]))
+                        fail_msg("%s=%s: %s", bad[i][0], bad[i][1], err);
+                assert_memory_equal(&before, &c.embed, sizeof(before));
+        }
+        assert_int_equal(sc_conf_set_embedding(&c, "optim.lr", "0.1", &known, err, sizeof(err)),
+                         SC_OK);
+        assert_false(known);
+
+        assert_int_equal(sc_conf_set(&c, "eval.window=50", err, sizeof(err)), SC_OK);
+        assert_int_equal(c.eval.window, 50);
+        assert_int_equal(sc_conf_set(&c, "distributed=true", err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.distributed: unknown property"));
+        assert_non_null(dump = sc_conf_dump(&c));
+        assert_null(strstr(dump, "\"queue\""));
+        assert_null(strstr(dump, "\"distributed\""));
+        free(dump);
+        sc_conf_free(&c);
+        assert_int_equal(sc_conf_parse(&c, "{\"worker\": {\"id\": 1}}", "f.json", err, sizeof(err)),
+                         SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "f.json: $.worker.id: unknown property"));
+        assert_null(strstr(err, "id,"));
 }
 
 /* docs/CONFIG.md is generated from the table (make docs). */
@@ -540,6 +662,9 @@ int main(void)
             cmocka_unit_test(model_error_prefix),
             cmocka_unit_test(describe_lists_every_property),
             cmocka_unit_test(committed_docs_match_the_table),
+            cmocka_unit_test(embedding_properties),
+            cmocka_unit_test(sections_given),
+            cmocka_unit_test(embedded_specs_default_as_the_modules),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

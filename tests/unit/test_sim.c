@@ -416,11 +416,11 @@ static void config_errors_name_the_path(void **state)
         } cases[] = {
             {"{\"devices\": 0}", "$.sim.devices"},
             {"{\"policy\": \"bsb\"}", "$.sim.policy"},
-            {"{\"polcy\": \"bsp\"}", "$.sim.polcy: unknown key"},
+            {"{\"polcy\": \"bsp\"}", "$.sim.polcy: unknown property"},
             {"{\"rates\": \"S3\"}", "$.sim.rates"},
             {"{\"rates\": [10, -1]}", "$.sim.rates[1]"},
             {"{\"buffer\": \"keep\"}", "$.sim.buffer"},
-            {"{\"batch\": 1.5}", "$.sim.batch: expected an integer"},
+            {"{\"batch\": 1.5}", "$.sim.batch: expected integer"},
             {"{\"tune\": 1}", "$.sim.tune"},
             {"{\"codec\": \"zip\"}", "$.sim.codec"},
             {"{\"inject_alpha\": 2}", "$.sim.inject_alpha"},
@@ -428,7 +428,7 @@ static void config_errors_name_the_path(void **state)
             {"{\"b_min\": 50, \"b_max\": 10}", "$.sim"},
             {"{\"window\": \"soon\"}", "$.sim.window: expected seconds (a number) or \"auto\""},
             {"{\"window\": 0}", "$.sim.window: 0 is out of range"},
-            {"[]", "$.sim: expected an object"},
+            {"[]", "$.sim: expected object"},
             {"{\"up_bps\": 1000, \"up_bps_max\": 10}",
              "$.sim.up_bps_max: 10 is below $.sim.up_bps"},
             {"{\"latency\": 0.5, \"latency_max\": 0.1}", "$.sim.latency_max"},
@@ -449,6 +449,68 @@ static void config_errors_name_the_path(void **state)
         }
 }
 
+/* The sim section is rows of the one property table, read only for the
+ * simulator: every other command's parser and overrides report $.sim as an
+ * unknown property (and do not offer it); the simulator's configuration
+ * takes overrides of sim.* and dumps the section, special values included,
+ * so that it parses back to the same dump. */
+static void sim_section_only_for_the_simulator(void **state)
+{
+        const char *text = "{\"sim\": {\"devices\": 3, \"rates\": [10, 20.5], "
+                           "\"window\": \"auto\", \"buffer\": \"truncation\", "
+                           "\"inject_draw\": \"pooled\", \"churn\": [[1, 2, null], [2, 1, 4]], "
+                           "\"policy\": \"scadles\", \"codec\": \"topk\", \"seed\": 9}}";
+        sc_conf_t *conf = malloc(sizeof(*conf)), *back = malloc(sizeof(*back));
+        char err[1024], *dump, *dump2;
+
+        assert_non_null(conf);
+        assert_non_null(back);
+        assert_int_equal(sc_conf_parse(conf, text, "w.json", err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "w.json: $.sim: unknown property (known here: model,"));
+        assert_null(strstr(err, "sim,"));
+        assert_null(strstr(err, ", sim"));
+        assert_int_equal(sc_conf_set(conf, "sim.devices=2", err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.sim: unknown property"));
+        assert_null(strstr(dump = sc_conf_dump(conf), "\"sim\""));
+        free(dump);
+
+        assert_int_equal(sc_conf_parse_sim(conf, text, "s.json", err, sizeof(err)), SC_OK);
+        assert_int_equal(conf->sim.devices, 3);
+        assert_int_equal(conf->sim.sync.n_workers, 3);
+        assert_int_equal(conf->sim.rates, SC_SIM_RATES_LIST);
+        assert_int_equal(conf->sim.n_rates, 2);
+        assert_true(conf->sim.rate_list[1] == 20.5);
+        assert_true(conf->sim.sync.window_auto);
+        assert_int_equal(conf->sim.truncation, 1);
+        assert_int_equal(conf->sim.inject_draw, 1);
+        assert_int_equal(conf->sim.n_churn, 2);
+        assert_true(conf->sim.churn[0].rejoin_at == -1);
+        assert_int_equal(conf->sim.sync.kind, SC_SYNC_SCADLES);
+        assert_int_equal(conf->sim.codec, SC_CODEC_TOPK);
+        assert_int_equal(conf->sim.seed, 9);
+
+        assert_int_equal(sc_conf_set(conf, "sim.devices=0", err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "override: $.sim.devices: expected integer in [1, 1024]"));
+        assert_int_equal(sc_conf_set(conf, "sim.devices=2", err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.sim.churn[1]: device 2 of 2"));
+        assert_int_equal(conf->sim.devices, 3);
+        assert_int_equal(sc_conf_set(conf, "sim.rates=S10", err, sizeof(err)), SC_OK);
+        assert_int_equal(conf->sim.rates, SC_SIM_RATES_S10);
+
+        assert_non_null(dump = sc_conf_dump(conf));
+        assert_non_null(strstr(dump, "\"rates\": \"S10\""));
+        assert_non_null(strstr(dump, "\"window\": \"auto\""));
+        assert_int_equal(sc_conf_parse_sim(back, dump, "dump", err, sizeof(err)), SC_OK);
+        assert_non_null(dump2 = sc_conf_dump(back));
+        assert_string_equal(dump, dump2);
+        free(dump);
+        free(dump2);
+        sc_conf_free(conf);
+        sc_conf_free(back);
+        free(conf);
+        free(back);
+}
+
 /* tests/data/sim/invalid/<case>/{input.json,error}: loading fails with a
  * configuration error whose message contains the expected text. */
 static void invalid_config_files(void **state)
@@ -462,7 +524,6 @@ static void invalid_config_files(void **state)
         while ((de = readdir(dir))) {
                 char path[512], want[512], err[1024];
                 sc_conf_t conf;
-                sc_sim_spec_t spec;
                 FILE *f;
                 if (de->d_name[0] == '.')
                         continue;
@@ -472,7 +533,7 @@ static void invalid_config_files(void **state)
                 fclose(f);
                 want[strcspn(want, "\n")] = 0;
                 snprintf(path, sizeof(path), "%s/%s/input.json", root, de->d_name);
-                sc_err_t e = sc_sim_load(path, &conf, &spec, err, sizeof(err));
+                sc_err_t e = sc_conf_load_sim(&conf, path, err, sizeof(err));
                 if (e != SC_ERR_CONFIG || !strstr(err, want) || !strstr(err, "input.json"))
                         fprintf(stderr, "case %s: got %d '%s', want '%s'\n", de->d_name, (int)e,
                                 err, want);
@@ -496,7 +557,8 @@ static void edge_links_and_server_costs(void **state)
         sc_sim_spec_t spec;
         sc_rng_t rng;
         sc_sim_link_t up, down;
-        sc_sim_spec_defaults(&spec);
+        char err[256];
+        assert_int_equal(sc_sim_spec_parse(&spec, NULL, "defaults", err, sizeof(err)), SC_OK);
         sc_rng_seed(&rng, 7);
         sc_sim_links_draw(&spec, &rng, &up, &down);
         assert_true(up.bps == spec.up_bps && down.bps == spec.down_bps);
@@ -608,6 +670,7 @@ int main(void)
             cmocka_unit_test(stream_buffer_policies),
             cmocka_unit_test(config_errors_name_the_path),
             cmocka_unit_test(invalid_config_files),
+            cmocka_unit_test(sim_section_only_for_the_simulator),
             cmocka_unit_test(auto_window_sets_the_global_batch),
             cmocka_unit_test(every_policy_trains_deterministically),
             cmocka_unit_test(shards_match_one_server),

@@ -15,6 +15,7 @@
 #include "sc_codec.h"
 #include "sc_data.h"
 #include "sc_decode.h"
+#include "sc_ingest.h"
 #include "sc_job_auth.h"
 #include "sc_job_model.h"
 #include "sc_kafka_admin.h"
@@ -27,13 +28,6 @@
 #include "sc_rng.h"
 #include "sc_sync.h"
 #include "sc_worker.h"
-
-/* One pushed topic (push mode). */
-typedef struct sc_wk_stream {
-        char *topic;
-        sc_stream_t *stream;
-        sc_decode_spec_t dspec;
-} sc_wk_stream_t;
 
 typedef struct sc_wk_job sc_wk_job_t;
 
@@ -114,9 +108,7 @@ struct sc_worker_s {
         int tcap;
         /* input */
         sc_kafka_source_t *src;
-        sc_wk_stream_t push[SC_BATCH_MAX_STREAMS];
-        int n_push;
-        sc_batcher_t *pbatcher;
+        sc_ingest_t *ingest; /* push mode: the pushed topics' streams and batcher */
         sc_batch_spec_t bspec;
         sc_stream_spec_t sspec;
         uint64_t push_rejected_logged;

@@ -44,7 +44,7 @@ typedef struct sc_wj_pend {
         sc_worker_t *w;
         int remaining, failed;
         double t_send; /* monotonic seconds at produce */
-        size_t n_ids;
+        size_t n_ids, cap_ids;
         uint64_t *ids; /* batches behind the update */
         struct sc_wj_pend *next;
 } sc_wj_pend_t;
@@ -69,6 +69,7 @@ struct sc_wk_job {
         uint64_t unsent[SC_WJ_MAX_UNSENT];
         size_t n_unsent;
         sc_wj_pend_t *pend_head, *pend_tail;
+        sc_wj_pend_t *pend_free; /* delivered steps' records, reused by the next sends */
         double t_hb;
         int away;       /* left the barriers: no data to train (sc_wj_barrier) */
         uint64_t aways; /* times it left */

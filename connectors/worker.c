@@ -157,10 +157,12 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         w->bspec.shuffle = conf->worker.shuffle;
         int bmax = sc_batch_spec_max(&w->bspec);
         w->tcap = bmax + (int)ceil(spec->inject_beta * bmax) + 1;
-        if (sc_batch_new(&w->batch, bmax, w->numel) ||
-            !(w->tx = sc_malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
+        /* The batch is the head of the training rows: a take gathers the
+         * samples straight into them, foreign ones go after. */
+        if (!(w->tx = sc_malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
             !(w->ty = sc_malloc((size_t)w->tcap * sizeof(int32_t))) ||
-            !(w->plogits = sc_malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float)))) {
+            !(w->plogits = sc_malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float))) ||
+            sc_batch_wrap(&w->batch, bmax, w->numel, w->tx, w->ty)) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
                 goto fail;
         }
@@ -338,9 +340,7 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
         sc_err_t err = sc_batcher_take(bt, now, w->batch, errstr, errstr_size);
         if (err)
                 return err;
-        int n = w->batch->n, m = 0, correct = 0;
-        memcpy(w->tx, w->batch->x, (size_t)n * w->numel * sizeof(float));
-        memcpy(w->ty, w->batch->labels, (size_t)n * sizeof(int32_t));
+        int n = w->batch->n, m = 0, correct = 0; /* its rows are tx, ty */
         /* Prequential: the batch's own samples scored by the model before it
          * trains; the training pass's own outputs when they are the model's
          * predictions (no dropout, no batchnorm), else one inference pass. */

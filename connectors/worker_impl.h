@@ -103,8 +103,8 @@ struct sc_worker_s {
         sc_sched_spec_t sched;
         sc_rng_t rng; /* dropout, injection draws */
         sc_dataset_t test;
-        sc_batch_t *batch;
-        float *tx; /* training rows: the batch plus foreign samples, (tcap, numel) */
+        sc_batch_t *batch; /* over the first rows of tx, ty (sc_batch_wrap) */
+        float *tx;         /* training rows: the batch plus foreign samples, (tcap, numel) */
         int32_t *ty;
         int tcap;
         /* input */

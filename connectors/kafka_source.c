@@ -83,53 +83,52 @@ sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic)
         return NULL;
 }
 
-/* The stream of topic, created (and added to the batcher) on first use.
- * NULL (logged) if it cannot be. */
+/* The decoder of a topic of the source (sc_ingest_decoder_fn). */
+static void sc_ks_decoder(void *opaque, const char *topic, sc_decode_spec_t *ds)
+{
+        sc_kafka_source_t *src = opaque;
+        sc_ks_decode_spec(src->conf, topic, src->numel, src->n_classes, ds);
+        if (src->conf->source.unlabelled)
+                sc_decode_spec_unlabelled(ds);
+}
+
+/* The stream of topic, made by the ingest path (and added to its batcher)
+ * on first use. NULL (logged) if it cannot be. */
 static sc_ks_stream_t *sc_ks_stream_get(sc_kafka_source_t *src, const char *topic)
 {
         char why[512];
+        sc_err_t err;
+        int i;
         sc_ks_stream_t *ks = sc_ks_find(src, topic);
         if (ks)
                 return ks;
-        if (src->n_streams == SC_BATCH_MAX_STREAMS) {
-                if (!src->logged_full++)
-                        sc_ks_logf(src, 3,
-                                   "topic %s: more than %d topics; its partitions are left "
-                                   "unconsumed",
-                                   topic, SC_BATCH_MAX_STREAMS);
+        if (!src->ingest) {
+                sc_ingest_spec_t is = {.numel = src->numel,
+                                       .stream = src->sspec,
+                                       .batch = src->bspec,
+                                       .seed = src->seed,
+                                       .decoder = sc_ks_decoder,
+                                       .decoder_opaque = src};
+                if ((err = sc_ingest_new(&src->ingest, &is, why, sizeof(why)))) {
+                        sc_ks_logf(src, 3, "topic %s: %s", topic, why);
+                        return NULL;
+                }
+        }
+        if ((err = sc_ingest_stream(src->ingest, topic, &i, why, sizeof(why)))) {
+                if (err != SC_ERR_INVAL)
+                        sc_ks_logf(src, 3, "%s", why);
+                else if (!src->logged_full++)
+                        sc_ks_logf(src, 3, "%s; its partitions are left unconsumed", why);
                 return NULL;
         }
-        ks = &src->streams[src->n_streams];
+        const sc_ingest_stream_t *is = sc_ingest_at(src->ingest, i);
+        ks = &src->streams[i];
         memset(ks, 0, sizeof(*ks));
-        sc_ks_decode_spec(src->conf, topic, src->numel, src->n_classes, &ks->dspec);
-        if (src->conf->source.unlabelled)
-                sc_decode_spec_unlabelled(&ks->dspec);
-        if (sc_decode_spec_check(&ks->dspec, why, sizeof(why))) {
-                sc_ks_logf(src, 3, "topic %s: %s", topic, why);
-                return NULL;
-        }
-        ks->topic = strdup(topic);
-        if (!ks->topic ||
-            sc_stream_new(&ks->stream, &src->sspec, src->numel, why, sizeof(why)) != SC_OK) {
-                sc_ks_logf(src, 3, "topic %s: %s", topic, ks->topic ? why : "out of memory");
-                free(ks->topic);
-                ks->topic = NULL;
-                return NULL;
-        }
-        sc_err_t err = src->batcher
-                           ? sc_batcher_add_stream(src->batcher, ks->stream, why, sizeof(why))
-                           : sc_batcher_new(&src->batcher, &src->bspec, &ks->stream, 1, src->seed,
-                                            why, sizeof(why));
-        if (err) {
-                sc_ks_logf(src, 3, "topic %s: %s", topic, why);
-                sc_stream_destroy(ks->stream);
-                free(ks->topic);
-                memset(ks, 0, sizeof(*ks));
-                return NULL;
-        }
-        src->n_streams++;
-        sc_ks_logf(src, 6, "topic %s: stream %d, %s records", topic, src->n_streams - 1,
-                   sc_decode_format_name(ks->dspec.format));
+        ks->topic = is->topic;
+        ks->stream = is->stream;
+        src->n_streams = i + 1;
+        sc_ks_logf(src, 6, "topic %s: stream %d, %s records", topic, i,
+                   sc_decode_format_name(is->dspec.format));
         return ks;
 }
 
@@ -470,43 +469,32 @@ static void sc_ks_dead_letter(sc_kafka_source_t *src, const rd_kafka_message_t *
         src->dlq_enqueued++;
 }
 
-/* Hands one message to its stream. Returns 1 if taken (the caller destroys
- * the message), 0 if the stream is full (the caller holds it). */
+/* Hands one message to its stream through the ingest path. Returns 1 if
+ * taken (the caller destroys the message), 0 if the stream is full (the
+ * caller holds it). */
 static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kafka_message_t *m,
                         double t)
 {
         sc_decode_header_t hdrs[SC_DECODE_MAX_HEADERS + 1];
+        sc_ingest_result_t res;
         char why[512];
-        int32_t label = 0;
-        size_t nh;
 
-        float *x = sc_stream_slot(ks->stream);
-        if (!x)
-                return 0;
-        sc_ks_part_t *p = sc_ks_part(ks, m->partition, 1);
-        nh = sc_kafka_headers(m, hdrs);
+        size_t nh = sc_kafka_headers(m, hdrs);
         sc_record_t rec = {
             m->key, m->key ? m->key_len : 0, m->payload, m->payload ? m->len : 0, hdrs, nh};
-        sc_decode_fault_t f = sc_decode_record(&ks->dspec, &rec, x, &label, why, sizeof(why));
-        int first = 0;
-        sc_err_t err;
-        char e2[256];
-        if (f == SC_DECODE_OK)
-                err = sc_stream_push_slot(ks->stream, label, m->partition, m->offset, t, e2,
-                                          sizeof(e2));
-        else
-                err = sc_stream_reject(ks->stream, m->partition, m->offset, f, t, &first, e2,
-                                       sizeof(e2));
+        sc_err_t err = sc_ingest_record(src->ingest, (int)(ks - src->streams), m->partition,
+                                        m->offset, &rec, t, &res, why, sizeof(why));
+        if (err == SC_ERR_AGAIN)
+                return 0;
+        sc_ks_part_t *p = sc_ks_part(ks, m->partition, 1);
         if (err == SC_ERR_STATE) {
                 /* An offset at or below one already consumed (a re-delivery). */
                 if (!src->stats.ks_duplicates++)
-                        sc_ks_logf(src, 4, "%s [%" PRId32 "] offset %" PRId64 ": %s (skipped)",
-                                   ks->topic, m->partition, m->offset, e2);
+                        sc_ks_logf(src, 4, "%s (skipped)", why);
                 return 1;
         }
         if (err) {
-                sc_ks_logf(src, 3, "%s [%" PRId32 "] offset %" PRId64 ": %s", ks->topic,
-                           m->partition, m->offset, e2);
+                sc_ks_logf(src, 3, "%s", why);
                 return 1;
         }
         if (p && p->committed < 0)
@@ -522,14 +510,10 @@ static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kaf
                                    ks->topic, m->partition, lost, m->offset);
                 }
         }
-        if (f != SC_DECODE_OK) {
-                if (first)
-                        sc_ks_logf(src, 4,
-                                   "%s [%" PRId32 "] offset %" PRId64 ": malformed record (%s): "
-                                   "%s; further %s records are only counted",
-                                   ks->topic, m->partition, m->offset, sc_decode_fault_name(f), why,
-                                   sc_decode_fault_name(f));
-                sc_ks_dead_letter(src, m, f);
+        if (res.fault != SC_DECODE_OK) {
+                if (res.first)
+                        sc_ks_logf(src, 4, "%s", res.msg);
+                sc_ks_dead_letter(src, m, res.fault);
         }
         return 1;
 }

@@ -7,6 +7,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "sc_decode.h"
+#include "sc_ingest.h"
 #include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
 
@@ -23,11 +24,11 @@ typedef struct sc_ks_part {
         sc_kafka_gap_t gap;
 } sc_ks_part_t;
 
-/* One topic: its stream, decoder, partitions and held messages. */
+/* One topic: its partitions and held messages; topic and stream are the
+ * ingest path's stream of the same index (sc_ingest_at), borrowed. */
 typedef struct sc_ks_stream {
-        char *topic;
+        const char *topic;
         sc_stream_t *stream;
-        sc_decode_spec_t dspec;
         sc_ks_part_t *parts;
         size_t n_parts, cap_parts;
         rd_kafka_message_t **held; /* FIFO of messages waiting for room */
@@ -43,9 +44,9 @@ struct sc_kafka_source_s {
         size_t numel;
         int n_classes;
         uint64_t seed;
-        sc_ks_stream_t streams[SC_BATCH_MAX_STREAMS];
+        sc_ingest_t *ingest; /* streams and batcher, made with the first topic */
+        sc_ks_stream_t streams[SC_BATCH_MAX_STREAMS]; /* same indices as the ingest's */
         int n_streams;
-        sc_batcher_t *batcher;
         sc_batch_spec_t bspec;
         sc_stream_spec_t sspec;
         double t_now;
@@ -66,9 +67,6 @@ void sc_ks_logf(sc_kafka_source_t *src, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Dead-letter counters from the delivery reports served so far. */
 void sc_ks_dlq_stats(sc_kafka_source_t *src);
-/* The decoder of topic: its source.topics element, else streams.*. */
-void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
-                       sc_decode_spec_t *ds);
 sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic);
 /* Commits changed positions (all = 0) or every assigned partition's (all = 1). */
 sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr, size_t errstr_size);

@@ -227,16 +227,14 @@ void sc_kafka_source_destroy(sc_kafka_source_t *src)
         }
         if (src->probe)
                 rd_kafka_destroy(src->probe);
-        sc_batcher_destroy(src->batcher);
         for (int i = 0; i < src->n_streams; i++) {
                 sc_ks_stream_t *ks = &src->streams[i];
                 for (size_t j = 0; j < ks->n_held; j++)
                         rd_kafka_message_destroy(ks->held[j]);
                 free(ks->held);
                 free(ks->parts);
-                free(ks->topic);
-                sc_stream_destroy(ks->stream);
         }
+        sc_ingest_destroy(src->ingest);
         free(src);
 }
 
@@ -301,7 +299,7 @@ sc_err_t sc_kafka_source_finish(sc_kafka_source_t *src, int timeout_ms, char *er
 
 sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src)
 {
-        return src->batcher;
+        return src->ingest ? sc_ingest_batcher(src->ingest) : NULL;
 }
 
 rd_kafka_t *sc_kafka_source_handle(sc_kafka_source_t *src)
@@ -312,34 +310,15 @@ rd_kafka_t *sc_kafka_source_handle(sc_kafka_source_t *src)
 sc_err_t sc_kafka_source_ack(sc_kafka_source_t *src, uint64_t batch_id, char *errstr,
                              size_t errstr_size)
 {
-        if (!src->batcher)
+        sc_batcher_t *bt = src->ingest ? sc_ingest_batcher(src->ingest) : NULL;
+        if (!bt)
                 return sc_errf(SC_ERR_STATE, errstr, errstr_size, "no batch was taken");
-        return sc_batcher_ack(src->batcher, batch_id, errstr, errstr_size);
+        return sc_batcher_ack(bt, batch_id, errstr, errstr_size);
 }
 
 void sc_kafka_source_totals(const sc_kafka_source_t *src, sc_stream_stats_t *sum)
 {
-        memset(sum, 0, sizeof(*sum));
-        for (int i = 0; i < src->n_streams; i++) {
-                const sc_stream_stats_t *s = sc_stream_stats(src->streams[i].stream);
-                sum->consumed += s->consumed;
-                sum->rejected += s->rejected;
-                sum->dropped += s->dropped;
-                sum->revoked += s->revoked;
-                sum->buffered += s->buffered;
-                sum->inflight += s->inflight;
-                sum->trained += s->trained;
-                sum->orphaned += s->orphaned;
-                sum->peak_buffered += s->peak_buffered;
-                sum->pauses += s->pauses;
-                sum->latency_sum += s->latency_sum;
-                sum->taken += s->taken;
-                if (s->latency_max > sum->latency_max)
-                        sum->latency_max = s->latency_max;
-                for (int k = 0; k < SC_DECODE_FAULT__END; k++)
-                        sum->faults.count[k] += s->faults.count[k];
-                sum->faults.rejected += s->faults.rejected;
-        }
+        sc_ingest_totals(src->ingest, sum);
 }
 
 const sc_kafka_source_stats_t *sc_kafka_source_stats(const sc_kafka_source_t *src)
@@ -349,9 +328,10 @@ const sc_kafka_source_stats_t *sc_kafka_source_stats(const sc_kafka_source_t *sr
 
 sc_err_t sc_kafka_source_check(const sc_kafka_source_t *src, char *errstr, size_t errstr_size)
 {
-        if (!src->batcher)
+        sc_batcher_t *bt = src->ingest ? sc_ingest_batcher(src->ingest) : NULL;
+        if (!bt)
                 return SC_OK;
-        return sc_batcher_check(src->batcher, errstr, errstr_size);
+        return sc_batcher_check(bt, errstr, errstr_size);
 }
 
 double sc_kafka_source_rate(sc_kafka_source_t *src, double t)

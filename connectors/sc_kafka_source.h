@@ -33,6 +33,11 @@
 
 typedef struct sc_kafka_source_s sc_kafka_source_t;
 
+/* The decoder of topic: its source.topics element, else streams.*
+ * (kafka_source.c; the workers' pushed records and the eval set use it too). */
+void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
+                       sc_decode_spec_t *ds);
+
 /* Messages for a person (level: syslog's, 3 error .. 7 debug); one line,
  * no newline. Called on the caller's thread. */
 typedef void (*sc_kafka_source_log_fn)(void *opaque, int level, const char *msg);

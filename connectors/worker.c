@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "kafka_source_impl.h"
 #include "sc_alloc.h"
 #include "sc_ckpt.h"
 #include "sc_eval_set.h"
@@ -36,6 +35,13 @@ static void sc_wk_src_log(void *opaque, int level, const char *msg)
         sc_worker_t *w = opaque;
         if (w->spec.log)
                 w->spec.log(w->spec.log_opaque, level, msg);
+}
+
+/* The decoder of a pushed topic (sc_ingest_decoder_fn). */
+static void sc_wk_decoder(void *opaque, const char *topic, sc_decode_spec_t *ds)
+{
+        sc_worker_t *w = opaque;
+        sc_ks_decode_spec(w->conf, topic, w->numel, w->n_classes, ds);
 }
 
 void sc_worker_spec_defaults(sc_worker_spec_t *spec)
@@ -145,10 +151,12 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         w->bspec = conf->worker.batch;
         int bmax = sc_batch_spec_max(&w->bspec);
         w->tcap = bmax + (int)ceil(spec->inject_beta * bmax) + 1;
-        if (sc_batch_new(&w->batch, bmax, w->numel) ||
-            !(w->tx = sc_malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
+        /* The batch is the head of the training rows: a take gathers the
+         * samples straight into them, foreign ones go after. */
+        if (!(w->tx = sc_malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
             !(w->ty = sc_malloc((size_t)w->tcap * sizeof(int32_t))) ||
-            !(w->plogits = sc_malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float)))) {
+            !(w->plogits = sc_malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float))) ||
+            sc_batch_wrap(&w->batch, bmax, w->numel, w->tx, w->ty)) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
                 goto fail;
         }
@@ -164,6 +172,16 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
          * rebalance waits for a member busy with the job's start-up. */
         if (spec->distributed && (err = sc_wk_job_new(w, errstr, errstr_size)))
                 goto fail;
+        if (spec->input == SC_WORKER_INPUT_PUSH) {
+                sc_ingest_spec_t is = {.numel = w->numel,
+                                       .stream = w->sspec,
+                                       .batch = w->bspec,
+                                       .seed = conf->train.seed,
+                                       .decoder = sc_wk_decoder,
+                                       .decoder_opaque = w};
+                if ((err = sc_ingest_new(&w->ingest, &is, errstr, errstr_size)))
+                        goto fail;
+        }
         if (spec->input == SC_WORKER_INPUT_KAFKA &&
             (err = sc_kafka_source_new(&w->src, conf, w->numel, w->n_classes,
                                        conf->train.seed + (uint64_t)spec->worker_id, sc_wk_src_log,
@@ -191,11 +209,7 @@ void sc_worker_destroy(sc_worker_t *w)
         sc_kafka_waker_destroy(w->waker);
         sc_wk_job_destroy(w);
         sc_kafka_source_destroy(w->src);
-        sc_batcher_destroy(w->pbatcher);
-        for (int i = 0; i < w->n_push; i++) {
-                sc_stream_destroy(w->push[i].stream);
-                sc_free(w->push[i].topic);
-        }
+        sc_ingest_destroy(w->ingest);
         sc_batch_destroy(w->batch);
         sc_free(w->tx);
         sc_free(w->ty);
@@ -211,14 +225,19 @@ void sc_worker_destroy(sc_worker_t *w)
 
 sc_batcher_t *sc_wk_batcher(sc_worker_t *w)
 {
-        return w->src ? sc_kafka_source_batcher(w->src) : w->pbatcher;
+        if (w->src)
+                return sc_kafka_source_batcher(w->src);
+        return w->ingest ? sc_ingest_batcher(w->ingest) : NULL;
 }
 
 sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size)
 {
         if (w->src)
                 return sc_kafka_source_ack(w->src, id, errstr, errstr_size);
-        return sc_batcher_ack(w->pbatcher, id, errstr, errstr_size);
+        sc_batcher_t *bt = sc_wk_batcher(w);
+        if (!bt)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size, "no batch was taken");
+        return sc_batcher_ack(bt, id, errstr, errstr_size);
 }
 
 /* Saves the model to train.checkpoint (atomically); a failure is logged,
@@ -237,57 +256,19 @@ static void sc_wk_checkpoint(sc_worker_t *w)
 
 /* ---- push mode ---- */
 
-/* The stream of a pushed topic, made on its first record. */
-static sc_err_t sc_wk_push_stream(sc_worker_t *w, const char *topic, sc_wk_stream_t **psp,
-                                  char *errstr, size_t errstr_size)
-{
-        sc_err_t err;
-        for (int i = 0; i < w->n_push; i++)
-                if (!strcmp(w->push[i].topic, topic)) {
-                        *psp = &w->push[i];
-                        return SC_OK;
-                }
-        if (w->n_push == SC_BATCH_MAX_STREAMS)
-                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "%s: more than %d topics", topic,
-                               SC_BATCH_MAX_STREAMS);
-        sc_wk_stream_t *ps = &w->push[w->n_push];
-        if ((err = sc_stream_new(&ps->stream, &w->sspec, w->numel, errstr, errstr_size)))
-                return err;
-        if (!(ps->topic = sc_strdup(topic))) {
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-                goto out_free_stream;
-        }
-        sc_ks_decode_spec(w->conf, topic, w->numel, w->n_classes, &ps->dspec);
-        err = w->pbatcher ? sc_batcher_add_stream(w->pbatcher, ps->stream, errstr, errstr_size)
-                          : sc_batcher_new(&w->pbatcher, &w->bspec, &ps->stream, 1,
-                                           w->conf->train.seed, errstr, errstr_size);
-        if (err)
-                goto out_free_topic;
-        w->n_push++;
-        *psp = ps;
-        return SC_OK;
-out_free_topic:
-        sc_free(ps->topic);
-out_free_stream:
-        sc_stream_destroy(ps->stream);
-        memset(ps, 0, sizeof(*ps));
-        return err;
-}
-
 sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, int64_t offset,
                         const void *key, size_t key_len, const void *value, size_t value_len,
                         const sc_worker_header_t *headers, size_t n_headers, int64_t timestamp_ms,
                         char *errstr, size_t errstr_size)
 {
         sc_decode_header_t hd[SC_DECODE_MAX_HEADERS + 1];
-        char why[512];
-        int32_t label = 0;
+        sc_ingest_result_t res;
+        int index;
         (void)timestamp_ms;
         if (w->spec.input != SC_WORKER_INPUT_PUSH)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "sc_worker_push: this worker reads Kafka itself");
-        sc_wk_stream_t *ps = NULL;
-        sc_err_t err = sc_wk_push_stream(w, topic, &ps, errstr, errstr_size);
+        sc_err_t err = sc_ingest_stream(w->ingest, topic, &index, errstr, errstr_size);
         if (err)
                 return err;
         /* One past the limit is enough for sc_decode_record to reject the record. */
@@ -304,41 +285,33 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
                            .value_size = value_len,
                            .headers = hd,
                            .n_headers = n_headers};
-        float *x = sc_stream_slot(ps->stream);
-        if (!x)
-                return sc_errf(SC_ERR_AGAIN, errstr, errstr_size, "%s: stream full", topic);
-        double t = w->t_now;
-        sc_decode_fault_t f = sc_decode_record(&ps->dspec, &rec, x, &label, why, sizeof(why));
+        err = sc_ingest_record(w->ingest, index, partition, offset, &rec, w->t_now, &res, errstr,
+                               errstr_size);
+        if (err == SC_ERR_AGAIN)
+                return err;
         w->in_since++;
-        w->t_rx = t;
-        if (f == SC_DECODE_OK)
-                return sc_stream_push_slot(ps->stream, label, partition, offset, t, errstr,
-                                           errstr_size);
-        int first = 0;
-        err = sc_stream_reject(ps->stream, partition, offset, f, t, &first, errstr, errstr_size);
-        if (!err && first)
-                sc_wk_logf(w, 4, "%s [%d] offset %lld: malformed record (%s): %s", topic,
-                           (int)partition, (long long)offset, sc_decode_fault_name(f), why);
+        w->t_rx = w->t_now;
+        if (!err && res.first)
+                sc_wk_logf(w, 4, "%s", res.msg);
         return err;
 }
 
 int sc_worker_paused(const sc_worker_t *w, const char *topic)
 {
-        for (int i = 0; i < w->n_push; i++)
-                if (!strcmp(w->push[i].topic, topic))
-                        return sc_stream_paused(w->push[i].stream);
-        return -1;
+        int i = w->ingest ? sc_ingest_find(w->ingest, topic) : -1;
+        return i < 0 ? -1 : sc_stream_paused(sc_ingest_at(w->ingest, i)->stream);
 }
 
 void sc_worker_commits(sc_worker_t *w, sc_worker_commit_fn fn, void *opaque)
 {
         sc_offsets_commit_t c[64];
-        for (int i = 0; i < w->n_push; i++) {
+        for (int i = 0; w->ingest && i < sc_ingest_count(w->ingest); i++) {
+                const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
                 size_t n;
                 do {
-                        n = sc_stream_commits(w->push[i].stream, c, 64);
+                        n = sc_stream_commits(is->stream, c, 64);
                         for (size_t k = 0; k < n; k++)
-                                fn(opaque, w->push[i].topic, c[k].partition, c[k].offset);
+                                fn(opaque, is->topic, c[k].partition, c[k].offset);
                 } while (n == 64);
         }
 }
@@ -354,9 +327,7 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
         sc_err_t err = sc_batcher_take(bt, now, w->batch, errstr, errstr_size);
         if (err)
                 return err;
-        int n = w->batch->n, m = 0, correct = 0;
-        memcpy(w->tx, w->batch->x, (size_t)n * w->numel * sizeof(float));
-        memcpy(w->ty, w->batch->labels, (size_t)n * sizeof(int32_t));
+        int n = w->batch->n, m = 0, correct = 0; /* its rows are tx, ty */
         /* Prequential: the batch's own samples scored by the model before it
          * trains; the training pass's own outputs when they are the model's
          * predictions (no dropout, no batchnorm), else one inference pass. */
@@ -402,15 +373,12 @@ static int sc_wk_left(sc_worker_t *w)
         sc_batcher_t *bt = sc_wk_batcher(w);
         if (!bt)
                 return 0;
-        uint64_t buffered = 0;
-        if (w->src) {
-                sc_stream_stats_t s;
+        sc_stream_stats_t s;
+        if (w->src)
                 sc_kafka_source_totals(w->src, &s);
-                buffered = s.buffered;
-        } else {
-                for (int i = 0; i < w->n_push; i++)
-                        buffered += sc_stream_count(w->push[i].stream);
-        }
+        else
+                sc_ingest_totals(w->ingest, &s);
+        uint64_t buffered = s.buffered;
         uint64_t need =
             (uint64_t)(w->conf->worker.batch.mode == SC_BATCH_FIXED ? w->conf->worker.batch.b
                                                                     : w->conf->worker.batch.b_min);

@@ -15,6 +15,7 @@
 #include "sc_codec.h"
 #include "sc_data.h"
 #include "sc_decode.h"
+#include "sc_ingest.h"
 #include "sc_job_auth.h"
 #include "sc_job_model.h"
 #include "sc_kafka_admin.h"
@@ -27,13 +28,6 @@
 #include "sc_rng.h"
 #include "sc_sync.h"
 #include "sc_worker.h"
-
-/* One pushed topic (push mode). */
-typedef struct sc_wk_stream {
-        char *topic;
-        sc_stream_t *stream;
-        sc_decode_spec_t dspec;
-} sc_wk_stream_t;
 
 typedef struct sc_wk_job sc_wk_job_t;
 
@@ -50,7 +44,7 @@ typedef struct sc_wj_pend {
         sc_worker_t *w;
         int remaining, failed;
         double t_send; /* monotonic seconds at produce */
-        size_t n_ids;
+        size_t n_ids, cap_ids;
         uint64_t *ids; /* batches behind the update */
         struct sc_wj_pend *next;
 } sc_wj_pend_t;
@@ -75,6 +69,7 @@ struct sc_wk_job {
         uint64_t unsent[SC_WJ_MAX_UNSENT];
         size_t n_unsent;
         sc_wj_pend_t *pend_head, *pend_tail;
+        sc_wj_pend_t *pend_free; /* delivered steps' records, reused by the next sends */
         double t_hb;
         int away;       /* left the barriers: no data to train (sc_wj_barrier) */
         uint64_t aways; /* times it left */
@@ -108,15 +103,13 @@ struct sc_worker_s {
         sc_sched_spec_t sched;
         sc_rng_t rng; /* dropout, injection draws */
         sc_dataset_t test;
-        sc_batch_t *batch;
-        float *tx; /* training rows: the batch plus foreign samples, (tcap, numel) */
+        sc_batch_t *batch; /* over the first rows of tx, ty (sc_batch_wrap) */
+        float *tx;         /* training rows: the batch plus foreign samples, (tcap, numel) */
         int32_t *ty;
         int tcap;
         /* input */
         sc_kafka_source_t *src;
-        sc_wk_stream_t push[SC_BATCH_MAX_STREAMS];
-        int n_push;
-        sc_batcher_t *pbatcher;
+        sc_ingest_t *ingest; /* push mode: the pushed topics' streams and batcher */
         sc_batch_spec_t bspec;
         sc_stream_spec_t sspec;
         uint64_t push_rejected_logged;

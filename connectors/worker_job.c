@@ -79,10 +79,21 @@ static sc_err_t sc_wj_reap(sc_worker_t *w, char *errstr, size_t errstr_size)
                 j->pend_head = p->next;
                 if (!j->pend_head)
                         j->pend_tail = NULL;
-                free(p->ids);
-                free(p);
+                p->next = j->pend_free; /* reused by a next send */
+                j->pend_free = p;
         }
         return SC_OK;
+}
+
+/* Frees a list of step records. */
+static void sc_wj_pend_free(sc_wj_pend_t *p)
+{
+        while (p) {
+                sc_wj_pend_t *next = p->next;
+                free(p->ids);
+                free(p);
+                p = next;
+        }
 }
 
 static sc_err_t sc_wj_produce(sc_worker_t *w, const char *topic, int32_t partition, const char *key,
@@ -376,12 +387,8 @@ void sc_wk_job_destroy(sc_worker_t *w)
                 rd_kafka_consumer_close(j->inj);
                 rd_kafka_destroy(j->inj);
         }
-        while (j->pend_head) {
-                sc_wj_pend_t *p = j->pend_head;
-                j->pend_head = p->next;
-                free(p->ids);
-                free(p);
-        }
+        sc_wj_pend_free(j->pend_head);
+        sc_wj_pend_free(j->pend_free);
         sc_job_model_destroy(j->jm);
         sc_auth_free(&j->auth);
         sc_sync_worker_destroy(j->sync);
@@ -555,17 +562,43 @@ static void sc_wj_visible(sc_worker_t *w)
 
 /* ---- updates ---- */
 
+/* A record for one step's updates, with room for the unsent batches' ids: a
+ * delivered step's reused (no allocation in the steady state), else a new
+ * one. NULL when out of memory. */
+static sc_wj_pend_t *sc_wj_pend_get(sc_wk_job_t *j)
+{
+        sc_wj_pend_t *p = j->pend_free;
+        if (p)
+                j->pend_free = p->next;
+        else if (!(p = calloc(1, sizeof(*p))))
+                return NULL;
+        if (p->cap_ids < j->n_unsent) {
+                uint64_t *ids = realloc(p->ids, j->n_unsent * sizeof(*ids));
+                if (!ids) {
+                        p->next = j->pend_free;
+                        j->pend_free = p;
+                        return NULL;
+                }
+                p->ids = ids;
+                p->cap_ids = j->n_unsent;
+        }
+        uint64_t *ids = p->ids;
+        size_t cap = p->cap_ids;
+        memset(p, 0, sizeof(*p));
+        p->ids = ids;
+        p->cap_ids = cap;
+        return p;
+}
+
 static sc_err_t sc_wj_send(sc_worker_t *w, const sc_sync_act_t *act, char *errstr,
                            size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
         sc_err_t err;
         char key[16];
-        sc_wj_pend_t *p = calloc(1, sizeof(*p));
-        if (!p || (j->n_unsent && !(p->ids = malloc(j->n_unsent * sizeof(uint64_t))))) {
-                free(p);
+        sc_wj_pend_t *p = sc_wj_pend_get(j);
+        if (!p)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-        }
         p->w = w;
         p->t_send = sc_wj_mono();
         p->n_ids = j->n_unsent;

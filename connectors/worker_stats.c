@@ -12,26 +12,10 @@
 /* Sums of the streams' counters, from the source or the pushed streams. */
 static void sc_wk_totals(const sc_worker_t *w, sc_stream_stats_t *s)
 {
-        if (w->src) {
+        if (w->src)
                 sc_kafka_source_totals(w->src, s);
-                return;
-        }
-        memset(s, 0, sizeof(*s));
-        for (int i = 0; i < w->n_push; i++) {
-                const sc_stream_stats_t *p = sc_stream_stats(w->push[i].stream);
-                s->consumed += p->consumed;
-                s->rejected += p->rejected;
-                s->dropped += p->dropped;
-                s->revoked += p->revoked;
-                s->buffered += p->buffered;
-                s->inflight += p->inflight;
-                s->trained += p->trained;
-                s->peak_buffered += p->peak_buffered;
-                s->latency_sum += p->latency_sum;
-                s->taken += p->taken;
-                for (int k = 0; k < SC_DECODE_FAULT__END; k++)
-                        s->faults.count[k] += p->faults.count[k];
-        }
+        else
+                sc_ingest_totals(w->ingest, s);
 }
 
 void sc_wk_progress(sc_worker_t *w, double now)
@@ -43,7 +27,9 @@ void sc_wk_progress(sc_worker_t *w, double now)
         sc_wk_totals(w, &s);
         sc_worker_counters(w, &c);
         sc_batcher_t *bt = sc_wk_batcher(w);
-        int ns = w->src ? sc_kafka_source_nstreams(w->src) : w->n_push;
+        int ns = w->src      ? sc_kafka_source_nstreams(w->src)
+                 : w->ingest ? sc_ingest_count(w->ingest)
+                             : 0;
         double cap = (double)w->conf->streams.buffer.cap * (ns > 0 ? ns : 1);
         if (w->t_last_acc > 0)
                 snprintf(acc, sizeof(acc), "  test acc %.4f @%.0fs", w->last_acc, w->t_last_acc);
@@ -91,8 +77,8 @@ char *sc_worker_stats_json(sc_worker_t *w)
         sc_err_t chk = SC_OK;
         if (w->src)
                 chk = sc_kafka_source_check(w->src, err, sizeof(err));
-        else if (w->pbatcher)
-                chk = sc_batcher_check(w->pbatcher, err, sizeof(err));
+        else if (sc_wk_batcher(w))
+                chk = sc_batcher_check(sc_wk_batcher(w), err, sizeof(err));
         int ok = s.consumed == rhs && chk == SC_OK;
         json_t *faults = json_object();
         for (int k = 1; k < SC_DECODE_FAULT__END; k++)
@@ -142,15 +128,18 @@ char *sc_worker_stats_json(sc_worker_t *w)
         if (pq)
                 json_object_set_new(j, "prequential", pq);
         json_t *streams = json_array();
-        int ns = w->src ? sc_kafka_source_nstreams(w->src) : w->n_push;
+        int ns = w->src      ? sc_kafka_source_nstreams(w->src)
+                 : w->ingest ? sc_ingest_count(w->ingest)
+                             : 0;
         for (int i = 0; streams && i < ns; i++) {
                 const sc_stream_stats_t *ss;
                 const char *topic;
                 if (w->src) {
                         topic = sc_kafka_source_stream(w->src, i, &ss);
                 } else {
-                        topic = w->push[i].topic;
-                        ss = sc_stream_stats(w->push[i].stream);
+                        const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
+                        topic = is->topic;
+                        ss = sc_stream_stats(is->stream);
                 }
                 json_array_append_new(
                     streams,

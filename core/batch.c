@@ -79,7 +79,9 @@ int sc_batch_spec_max(const sc_batch_spec_t *spec)
         return spec->mode == SC_BATCH_FIXED ? spec->b : spec->b_max;
 }
 
-sc_err_t sc_batch_new(sc_batch_t **batchp, int cap, size_t numel)
+/* A batch of cap samples over x and labels, or over rows of its own where
+ * they are NULL. */
+static sc_err_t sc_batch_make(sc_batch_t **batchp, int cap, size_t numel, float *x, int32_t *labels)
 {
         sc_batch_t *b;
 
@@ -92,8 +94,9 @@ sc_err_t sc_batch_new(sc_batch_t **batchp, int cap, size_t numel)
                 return SC_ERR_NOMEM;
         b->cap = cap;
         b->numel = numel;
-        b->x = sc_malloc((size_t)cap * numel * sizeof(float));
-        b->labels = sc_malloc((size_t)cap * sizeof(*b->labels));
+        b->borrowed = x != NULL;
+        b->x = x ? x : sc_malloc((size_t)cap * numel * sizeof(float));
+        b->labels = x ? labels : sc_malloc((size_t)cap * sizeof(*b->labels));
         b->refs = sc_malloc((size_t)cap * sizeof(*b->refs));
         b->streams = sc_malloc((size_t)cap * sizeof(*b->streams));
         if (!b->x || !b->labels || !b->refs || !b->streams) {
@@ -104,12 +107,28 @@ sc_err_t sc_batch_new(sc_batch_t **batchp, int cap, size_t numel)
         return SC_OK;
 }
 
+sc_err_t sc_batch_new(sc_batch_t **batchp, int cap, size_t numel)
+{
+        return sc_batch_make(batchp, cap, numel, NULL, NULL);
+}
+
+sc_err_t sc_batch_wrap(sc_batch_t **batchp, int cap, size_t numel, float *x, int32_t *labels)
+{
+        if (!x || !labels) {
+                *batchp = NULL;
+                return SC_ERR_INVAL;
+        }
+        return sc_batch_make(batchp, cap, numel, x, labels);
+}
+
 void sc_batch_destroy(sc_batch_t *batch)
 {
         if (!batch)
                 return;
-        sc_free(batch->x);
-        sc_free(batch->labels);
+        if (!batch->borrowed) {
+                sc_free(batch->x);
+                sc_free(batch->labels);
+        }
         sc_free(batch->refs);
         sc_free(batch->streams);
         sc_free(batch);
@@ -193,6 +212,15 @@ sc_err_t sc_batcher_new(sc_batcher_t **batcherp, const sc_batch_spec_t *spec,
                 sc_batcher_destroy(bt);
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "batch: out of memory");
         }
+        /* The pool holds the streams' samples by reference: each stream
+         * keeps room for all of it lent out. */
+        for (int i = 0; i < n_streams; i++) {
+                if ((err = sc_stream_reserve(streams[i], sc_mix_pool_cap(bt->pool), errstr,
+                                             errstr_size))) {
+                        sc_batcher_destroy(bt);
+                        return err;
+                }
+        }
         *batcherp = bt;
         return SC_OK;
 }
@@ -219,6 +247,10 @@ sc_err_t sc_batcher_add_stream(sc_batcher_t *batcher, sc_stream_t *stream, char 
                                "batch: cannot add a stream (%d of at most %d, or another "
                                "sample size)",
                                batcher->n_streams, SC_BATCH_MAX_STREAMS);
+        sc_err_t err =
+            sc_stream_reserve(stream, sc_mix_pool_cap(batcher->pool), errstr, errstr_size);
+        if (err)
+                return err;
         batcher->streams[batcher->n_streams++] = stream;
         return SC_OK;
 }

@@ -1,6 +1,8 @@
 /* buf.c — growable byte buffers for encoders. */
 #include "sc_buf.h"
 
+#include "sc_alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +10,7 @@ void sc_buf_free(sc_buf_t *buf)
 {
         if (!buf)
                 return;
-        free(buf->data);
+        sc_free(buf->data);
         sc_buf_init(buf);
 }
 
@@ -24,7 +26,7 @@ sc_err_t sc_buf_reserve(sc_buf_t *buf, size_t extra)
         cap = buf->cap ? buf->cap : 256;
         while (cap < buf->len + extra)
                 cap = cap > SIZE_MAX / 2 ? buf->len + extra : cap * 2;
-        p = realloc(buf->data, cap);
+        p = sc_realloc(buf->data, cap);
         if (!p)
                 return SC_ERR_NOMEM;
         buf->data = p;

@@ -113,12 +113,15 @@ size_t sc_mix_allocate(const double *weights, const size_t *avail, int k, size_t
         return sum;
 }
 
+/* The pool holds samples by reference: each entry a slot lent by its stream
+ * (sc_stream_lend), read once, when drawn, into the batch. */
 struct sc_mix_pool_s {
         size_t cap, count, numel;
-        float *x;              /* (cap, numel) */
+        sc_stream_t **src;     /* (cap) the stream that lent the slot */
+        uint32_t *slots;       /* (cap) */
         int32_t *labels;       /* (cap) */
         sc_stream_ref_t *refs; /* (cap) */
-        int *streams;          /* (cap) */
+        int *streams;          /* (cap) the caller's stream index */
 };
 
 sc_err_t sc_mix_pool_new(sc_mix_pool_t **poolp, size_t cap, size_t numel)
@@ -126,18 +129,19 @@ sc_err_t sc_mix_pool_new(sc_mix_pool_t **poolp, size_t cap, size_t numel)
         sc_mix_pool_t *p;
 
         *poolp = NULL;
-        if (cap == 0 || numel == 0 || cap > SIZE_MAX / sizeof(float) / numel)
+        if (cap == 0 || numel == 0 || cap > UINT32_MAX)
                 return SC_ERR_INVAL;
         p = sc_calloc(1, sizeof(*p));
         if (!p)
                 return SC_ERR_NOMEM;
         p->cap = cap;
         p->numel = numel;
-        p->x = sc_malloc(cap * numel * sizeof(float));
+        p->src = sc_malloc(cap * sizeof(*p->src));
+        p->slots = sc_malloc(cap * sizeof(*p->slots));
         p->labels = sc_malloc(cap * sizeof(*p->labels));
         p->refs = sc_malloc(cap * sizeof(*p->refs));
         p->streams = sc_malloc(cap * sizeof(*p->streams));
-        if (!p->x || !p->labels || !p->refs || !p->streams) {
+        if (!p->src || !p->slots || !p->labels || !p->refs || !p->streams) {
                 sc_mix_pool_destroy(p);
                 return SC_ERR_NOMEM;
         }
@@ -149,7 +153,8 @@ void sc_mix_pool_destroy(sc_mix_pool_t *pool)
 {
         if (!pool)
                 return;
-        sc_free(pool->x);
+        sc_free(pool->src);
+        sc_free(pool->slots);
         sc_free(pool->labels);
         sc_free(pool->refs);
         sc_free(pool->streams);
@@ -171,10 +176,11 @@ size_t sc_mix_pool_fill(sc_mix_pool_t *pool, sc_stream_t *stream, int index, siz
         size_t room = pool->cap - pool->count, c = pool->count;
         if (n > room)
                 n = room;
-        n = sc_stream_take(stream, n, pool->x + c * pool->numel, pool->labels + c, pool->refs + c,
-                           t);
-        for (size_t i = 0; i < n; i++)
+        n = sc_stream_lend(stream, n, pool->slots + c, pool->labels + c, pool->refs + c, t);
+        for (size_t i = 0; i < n; i++) {
+                pool->src[c + i] = stream;
                 pool->streams[c + i] = index;
+        }
         pool->count += n;
         return n;
 }
@@ -188,12 +194,15 @@ void sc_mix_pool_draw(sc_mix_pool_t *pool, sc_rng_t *rng, size_t n, float *x, in
         for (size_t k = 0; k < n; k++) {
                 size_t j = sc_rng_below(rng, (uint32_t)pool->count);
                 size_t last = pool->count - 1;
-                memcpy(x + k * numel, pool->x + j * numel, numel * sizeof(float));
+                memcpy(x + k * numel, sc_stream_row(pool->src[j], pool->slots[j]),
+                       numel * sizeof(float));
+                sc_stream_release(pool->src[j], pool->slots[j]);
                 labels[k] = pool->labels[j];
                 refs[k] = pool->refs[j];
                 streams[k] = pool->streams[j];
                 if (j != last) {
-                        memcpy(pool->x + j * numel, pool->x + last * numel, numel * sizeof(float));
+                        pool->src[j] = pool->src[last];
+                        pool->slots[j] = pool->slots[last];
                         pool->labels[j] = pool->labels[last];
                         pool->refs[j] = pool->refs[last];
                         pool->streams[j] = pool->streams[last];

@@ -91,9 +91,12 @@ static sc_offsets_part_t *sc_offsets_get(sc_offsets_t *o, int32_t p)
         return &o->parts[i];
 }
 
+/* The ring spans the offsets from the oldest unfinished one on, so it grows
+ * with the longest a sample waits (in the shuffle buffer, drawn at random):
+ * 1024 entries (9 KB) at first keep the steady state from doubling it. */
 static int sc_offsets_grow(sc_offsets_part_t *pt)
 {
-        size_t nc = pt->cap ? 2 * pt->cap : 64;
+        size_t nc = pt->cap ? 2 * pt->cap : 1024;
         int64_t *no = sc_malloc(nc * sizeof(*no));
         uint8_t *nd = sc_malloc(nc);
         if (!no || !nd) {

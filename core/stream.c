@@ -50,16 +50,25 @@ double sc_rate_get(const sc_rate_t *rate, double t)
 
 /* ---- stream ---- */
 
+/* Samples live in slots of one slab; the FIFO of buffered samples is a ring
+ * of slot indices. A sample taken into a shuffle buffer keeps its slot
+ * (lent: sc_stream_lend) until its row is gathered into a batch
+ * (sc_stream_release); the slab holds cap + 1 + lend_max slots, so a lent
+ * slot is never overwritten, truncated or moved. */
 struct sc_stream_s {
         sc_stream_spec_t spec;
         size_t numel;
-        size_t phys;           /* ring slots: cap + 1, one always free for the slot */
-        size_t head;           /* oldest sample */
-        size_t count;          /* buffered samples */
-        size_t high, low;      /* watermarks in samples */
-        float *x;              /* (phys, numel) */
-        int32_t *labels;       /* (phys) */
-        sc_stream_ref_t *refs; /* (phys) */
+        size_t nslots;        /* slab rows: cap + 1 + lend_max */
+        size_t head;          /* ring position of the oldest sample */
+        size_t count;         /* buffered samples */
+        size_t high, low;     /* watermarks in samples */
+        uint32_t *ring;       /* (cap) slot of each buffered sample, oldest at head */
+        uint32_t *free_slots; /* (nslots) stack of free slots; the top is the next slot */
+        size_t n_free;
+        size_t lent, lend_max; /* slots lent out now, at most */
+        float *x;              /* (nslots, numel) */
+        int32_t *labels;       /* (nslots) */
+        sc_stream_ref_t *refs; /* (nslots) */
         sc_rate_t rate;
         double t_now; /* latest time seen */
         int have_t;
@@ -114,6 +123,36 @@ sc_err_t sc_stream_spec_check(const sc_stream_spec_t *spec, char *errstr, size_t
         return SC_OK;
 }
 
+/* Grows the slab to nslots slots (existing slots keep their index and
+ * contents; the new ones are free). -1 if out of memory, nothing changed
+ * but what could be grown. */
+static int sc_stream_slab(sc_stream_t *s, size_t nslots)
+{
+        if (nslots <= s->nslots)
+                return 0;
+        float *x = sc_realloc(s->x, nslots * s->numel * sizeof(float));
+        if (!x)
+                return -1;
+        s->x = x;
+        int32_t *labels = sc_realloc(s->labels, nslots * sizeof(*labels));
+        if (!labels)
+                return -1;
+        s->labels = labels;
+        sc_stream_ref_t *refs = sc_realloc(s->refs, nslots * sizeof(*refs));
+        if (!refs)
+                return -1;
+        s->refs = refs;
+        uint32_t *fs = sc_realloc(s->free_slots, nslots * sizeof(*fs));
+        if (!fs)
+                return -1;
+        s->free_slots = fs;
+        /* Highest first on the stack, so slots are used from 0 up. */
+        for (size_t i = nslots; i > s->nslots; i--)
+                s->free_slots[s->n_free++] = (uint32_t)(i - 1);
+        s->nslots = nslots;
+        return 0;
+}
+
 sc_err_t sc_stream_new(sc_stream_t **streamp, const sc_stream_spec_t *spec, size_t numel,
                        char *errstr, size_t errstr_size)
 {
@@ -133,15 +172,12 @@ sc_err_t sc_stream_new(sc_stream_t **streamp, const sc_stream_spec_t *spec, size
                 goto out_nomem;
         s->spec = *spec;
         s->numel = numel;
-        s->phys = spec->cap + 1;
         s->high = (size_t)ceil(spec->high_watermark * (double)spec->cap);
         s->low = (size_t)ceil(spec->low_watermark * (double)spec->cap);
         if (s->high < 1)
                 s->high = 1;
-        s->x = sc_malloc(s->phys * numel * sizeof(float));
-        s->labels = sc_malloc(s->phys * sizeof(*s->labels));
-        s->refs = sc_malloc(s->phys * sizeof(*s->refs));
-        if (!s->x || !s->labels || !s->refs || sc_offsets_new(&s->offsets) != SC_OK)
+        s->ring = sc_malloc(spec->cap * sizeof(*s->ring));
+        if (!s->ring || sc_stream_slab(s, spec->cap + 1) || sc_offsets_new(&s->offsets) != SC_OK)
                 goto out_free;
         sc_rate_init(&s->rate, spec->rate_tau);
         *streamp = s;
@@ -160,6 +196,8 @@ void sc_stream_destroy(sc_stream_t *stream)
                 return;
         sc_offsets_destroy(stream->offsets);
         sc_free(stream->revoked_epochs);
+        sc_free(stream->ring);
+        sc_free(stream->free_slots);
         sc_free(stream->x);
         sc_free(stream->labels);
         sc_free(stream->refs);
@@ -176,10 +214,11 @@ size_t sc_stream_numel(const sc_stream_t *stream)
         return stream->numel;
 }
 
+/* The ring position of the i-th oldest buffered sample. */
 static size_t sc_stream_idx(const sc_stream_t *s, size_t i)
 {
         size_t j = s->head + i;
-        return j >= s->phys ? j - s->phys : j;
+        return j >= s->spec.cap ? j - s->spec.cap : j;
 }
 
 static void sc_stream_update_flow(sc_stream_t *s)
@@ -198,9 +237,11 @@ static void sc_stream_update_flow(sc_stream_t *s)
 static void sc_stream_drop_oldest(sc_stream_t *s, size_t n)
 {
         for (size_t i = 0; i < n && s->count > 0; i++) {
-                const sc_stream_ref_t *r = &s->refs[s->head];
+                uint32_t slot = s->ring[s->head];
+                const sc_stream_ref_t *r = &s->refs[slot];
                 /* Cannot fail: every buffered sample is outstanding. */
                 (void)sc_offsets_done(s->offsets, r->partition, r->offset, r->epoch, NULL, 0);
+                s->free_slots[s->n_free++] = slot;
                 s->head = sc_stream_idx(s, 1);
                 s->count--;
                 s->stats.buffered--;
@@ -218,9 +259,10 @@ static double sc_stream_time(sc_stream_t *s, double t)
 
 float *sc_stream_slot(sc_stream_t *stream)
 {
-        if (stream->spec.policy == SC_STREAM_PERSIST && stream->count >= stream->spec.cap)
+        if ((stream->spec.policy == SC_STREAM_PERSIST && stream->count >= stream->spec.cap) ||
+            stream->n_free == 0)
                 return NULL;
-        return stream->x + sc_stream_idx(stream, stream->count) * stream->numel;
+        return stream->x + (size_t)stream->free_slots[stream->n_free - 1] * stream->numel;
 }
 
 size_t sc_stream_truncate(sc_stream_t *stream, double t)
@@ -254,13 +296,19 @@ sc_err_t sc_stream_push_slot(sc_stream_t *stream, int32_t label, int32_t partiti
                 return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
                                "stream: full at %zu samples (partition should be paused)",
                                s->spec.cap);
+        if (s->n_free == 0)
+                return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
+                               "stream: no free slot (%zu samples lent out)", s->lent);
         err = sc_offsets_track(s->offsets, partition, offset, &epoch, errstr, errstr_size);
         if (err)
                 return err;
         t = sc_stream_time(s, t);
+        /* The slot sc_stream_slot gave (the top of the free stack) is taken
+         * before truncation frees the oldest one. */
+        uint32_t j = s->free_slots[--s->n_free];
         if (s->count == s->spec.cap)
-                sc_stream_drop_oldest(s, 1); /* truncate: the slot stays in place */
-        size_t j = sc_stream_idx(s, s->count);
+                sc_stream_drop_oldest(s, 1);
+        s->ring[sc_stream_idx(s, s->count)] = j;
         s->labels[j] = label;
         s->refs[j].partition = partition;
         s->refs[j].epoch = epoch;
@@ -332,42 +380,92 @@ double sc_stream_rate(sc_stream_t *stream, double t)
         return sc_rate_get(&stream->rate, t);
 }
 
-size_t sc_stream_take(sc_stream_t *stream, size_t n, float *x, int32_t *labels,
-                      sc_stream_ref_t *refs, double t)
+sc_err_t sc_stream_reserve(sc_stream_t *stream, size_t lend_max, char *errstr, size_t errstr_size)
 {
-        sc_stream_t *s = stream;
-        if (n > s->count)
-                n = s->count;
+        if (lend_max <= stream->lend_max)
+                return SC_OK;
+        if (lend_max > SC_STREAM_CAP_MAX ||
+            stream->spec.cap + 1 + lend_max > SIZE_MAX / sizeof(float) / stream->numel)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "stream: %zu samples to lend is out of range", lend_max);
+        if (sc_stream_slab(stream, stream->spec.cap + 1 + lend_max))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "stream: out of memory for %zu more samples", lend_max);
+        stream->lend_max = lend_max;
+        return SC_OK;
+}
+
+/* Moves the n oldest buffered samples (n <= count) out of the ring: their
+ * slots, labels and refs to the arrays; they become inflight, their slots
+ * lent. */
+static void sc_stream_pop(sc_stream_t *s, size_t n, uint32_t *slots, int32_t *labels,
+                          sc_stream_ref_t *refs, double t)
+{
         if (isfinite(t))
                 t = sc_stream_time(s, t);
         else
                 t = s->t_now;
-        size_t done = 0;
-        while (done < n) {
-                /* Copy the contiguous run up to the ring's physical end. */
-                size_t run = s->phys - s->head;
-                if (run > n - done)
-                        run = n - done;
-                memcpy(x + done * s->numel, s->x + s->head * s->numel,
-                       run * s->numel * sizeof(float));
-                memcpy(labels + done, s->labels + s->head, run * sizeof(*labels));
-                memcpy(refs + done, s->refs + s->head, run * sizeof(*refs));
-                for (size_t i = 0; i < run; i++) {
-                        double lat = t - s->refs[s->head + i].t;
-                        if (lat < 0)
-                                lat = 0;
-                        s->stats.latency_sum += lat;
-                        if (lat > s->stats.latency_max)
-                                s->stats.latency_max = lat;
-                }
-                s->head = sc_stream_idx(s, run);
-                s->count -= run;
-                done += run;
+        for (size_t i = 0; i < n; i++) {
+                uint32_t slot = s->ring[s->head];
+                slots[i] = slot;
+                labels[i] = s->labels[slot];
+                refs[i] = s->refs[slot];
+                double lat = t - s->refs[slot].t;
+                if (lat < 0)
+                        lat = 0;
+                s->stats.latency_sum += lat;
+                if (lat > s->stats.latency_max)
+                        s->stats.latency_max = lat;
+                s->head = sc_stream_idx(s, 1);
         }
+        s->count -= n;
+        s->lent += n;
         s->stats.buffered -= n;
         s->stats.inflight += n;
         s->stats.taken += n;
         sc_stream_update_flow(s);
+}
+
+size_t sc_stream_lend(sc_stream_t *stream, size_t n, uint32_t *slots, int32_t *labels,
+                      sc_stream_ref_t *refs, double t)
+{
+        if (n > stream->count)
+                n = stream->count;
+        if (n > stream->lend_max - stream->lent)
+                n = stream->lend_max - stream->lent;
+        sc_stream_pop(stream, n, slots, labels, refs, t);
+        return n;
+}
+
+const float *sc_stream_row(const sc_stream_t *stream, uint32_t slot)
+{
+        return stream->x + (size_t)slot * stream->numel;
+}
+
+void sc_stream_release(sc_stream_t *stream, uint32_t slot)
+{
+        stream->free_slots[stream->n_free++] = slot;
+        stream->lent--;
+}
+
+size_t sc_stream_take(sc_stream_t *stream, size_t n, float *x, int32_t *labels,
+                      sc_stream_ref_t *refs, double t)
+{
+        uint32_t slots[256];
+        size_t done = 0;
+        if (n > stream->count)
+                n = stream->count;
+        /* In chunks: each row copied out and its slot freed at once. */
+        while (done < n) {
+                size_t k = n - done < 256 ? n - done : 256;
+                sc_stream_pop(stream, k, slots, labels + done, refs + done, t);
+                for (size_t i = 0; i < k; i++) {
+                        memcpy(x + (done + i) * stream->numel, sc_stream_row(stream, slots[i]),
+                               stream->numel * sizeof(float));
+                        sc_stream_release(stream, slots[i]);
+                }
+                done += k;
+        }
         return n;
 }
 
@@ -441,20 +539,16 @@ size_t sc_stream_revoke(sc_stream_t *stream, int32_t partition)
                 s->revoked_epochs = ne;
                 s->cap_revoked = nc;
         }
-        /* Compact the ring in place, keeping other partitions in order. */
+        /* Compact the ring in place, keeping other partitions in order; the
+         * revoked samples' slots are freed (no row moves). */
         for (size_t i = 0; i < s->count; i++) {
-                size_t src = sc_stream_idx(s, i);
-                if (s->refs[src].partition == partition) {
+                uint32_t slot = s->ring[sc_stream_idx(s, i)];
+                if (s->refs[slot].partition == partition) {
+                        s->free_slots[s->n_free++] = slot;
                         removed++;
                         continue;
                 }
-                size_t dst = sc_stream_idx(s, kept++);
-                if (dst != src) {
-                        memcpy(s->x + dst * s->numel, s->x + src * s->numel,
-                               s->numel * sizeof(float));
-                        s->labels[dst] = s->labels[src];
-                        s->refs[dst] = s->refs[src];
-                }
+                s->ring[sc_stream_idx(s, kept++)] = slot;
         }
         size_t outstanding = sc_offsets_forget(s->offsets, partition);
         if (outstanding > removed)
@@ -490,6 +584,13 @@ sc_err_t sc_stream_check(const sc_stream_t *stream, char *errstr, size_t errstr_
                 return sc_errf(SC_ERR_STATE, errstr, errstr_size,
                                "stream accounting: buffered %" PRIu64 " but %zu in the buffer",
                                st->buffered, stream->count);
+        if (stream->count + stream->lent + stream->n_free != stream->nslots ||
+            stream->lent > st->inflight)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "stream slots: %zu buffered + %zu lent + %zu free != %zu "
+                               "(inflight %" PRIu64 ")",
+                               stream->count, stream->lent, stream->n_free, stream->nslots,
+                               st->inflight);
         if (st->orphaned > st->inflight ||
             outstanding != st->buffered + st->inflight - st->orphaned)
                 return sc_errf(SC_ERR_STATE, errstr, errstr_size,

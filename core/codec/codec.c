@@ -2,6 +2,8 @@
  * the payload header, and decoding dispatch on the body format. */
 #include "codec_impl.h"
 
+#include "sc_alloc.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -92,7 +94,7 @@ static sc_err_t sc_codec_build_segs(sc_codec_t *c, const sc_tensor_view_t *views
         size_t pos = 0;
         int ns = 0;
 
-        c->segs = calloc((size_t)(2 * (nviews > 0 ? nviews : 0) + 1), sizeof(*c->segs));
+        c->segs = sc_calloc((size_t)(2 * (nviews > 0 ? nviews : 0) + 1), sizeof(*c->segs));
         if (!c->segs)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "codec: out of memory");
         for (int i = 0; i < nviews; i++) {
@@ -138,7 +140,7 @@ sc_err_t sc_codec_new(sc_codec_t **codecp, sc_codec_id_t id, const sc_codec_para
         if (nviews < 0 || (nviews > 0 && !views))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "codec %s: bad view list",
                                ops->name);
-        c = calloc(1, sizeof(*c));
+        c = sc_calloc(1, sizeof(*c));
         if (!c)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "codec: out of memory");
         c->ops = ops;
@@ -157,7 +159,7 @@ sc_err_t sc_codec_new(sc_codec_t **codecp, sc_codec_id_t id, const sc_codec_para
         if ((err = sc_codec_build_segs(c, views, nviews, errstr, errstr_size)))
                 goto out_destroy;
         if (c->params.error_feedback) {
-                c->residual = calloc(n, sizeof(float));
+                c->residual = sc_calloc(n, sizeof(float));
                 if (!c->residual)
                         goto out_nomem;
         }
@@ -198,13 +200,13 @@ void sc_codec_destroy(sc_codec_t *c)
         if (!c)
                 return;
         sc_topk_scratch_free(&c->topk);
-        free(c->bitmap);
-        free(c->segmax);
-        free(c->selval);
-        free(c->sel);
-        free(c->residual);
-        free(c->segs);
-        free(c);
+        sc_free(c->bitmap);
+        sc_free(c->segmax);
+        sc_free(c->selval);
+        sc_free(c->sel);
+        sc_free(c->residual);
+        sc_free(c->segs);
+        sc_free(c);
 }
 
 sc_codec_id_t sc_codec_id(const sc_codec_t *c)

@@ -4,13 +4,15 @@
  * max |g| is below ~1.5e-36 is sent as zeros (its residual keeps it). */
 #include "codec_impl.h"
 
+#include "sc_alloc.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
 static sc_err_t sc_codec_q8_init(sc_codec_t *c, char *errstr, size_t errstr_size)
 {
-        c->segmax = malloc((size_t)c->nsegs * sizeof(*c->segmax));
+        c->segmax = sc_malloc((size_t)c->nsegs * sizeof(*c->segmax));
         if (!c->segmax)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "codec q8: out of memory");
         return SC_OK;

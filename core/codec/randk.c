@@ -5,13 +5,15 @@
  * was not sent). */
 #include "codec_impl.h"
 
+#include "sc_alloc.h"
+
 #include <stdlib.h>
 
 static sc_err_t sc_codec_randk_init(sc_codec_t *c, char *errstr, size_t errstr_size)
 {
-        c->bitmap = calloc(c->max_numel / 64 + 1, sizeof(uint64_t));
-        c->sel = malloc(c->ksum * sizeof(*c->sel));
-        c->selval = malloc(c->ksum * sizeof(*c->selval));
+        c->bitmap = sc_calloc(c->max_numel / 64 + 1, sizeof(uint64_t));
+        c->sel = sc_malloc(c->ksum * sizeof(*c->sel));
+        c->selval = sc_malloc(c->ksum * sizeof(*c->selval));
         if (!c->bitmap || !c->sel || !c->selval)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "codec randk: out of memory");
         return SC_OK;

@@ -3,6 +3,8 @@
  * optional error feedback. */
 #include "codec_impl.h"
 
+#include "sc_alloc.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -20,8 +22,8 @@ static inline uint32_t sc_key(const float *x, const float *add, size_t i)
 
 void sc_topk_scratch_free(sc_topk_scratch_t *s)
 {
-        free(s->cidx);
-        free(s->ckey);
+        sc_free(s->cidx);
+        sc_free(s->ckey);
         s->cidx = NULL;
         s->ckey = NULL;
         s->cap = 0;
@@ -37,11 +39,11 @@ static sc_err_t sc_topk_reserve(sc_topk_scratch_t *s, size_t need)
         cap = s->cap ? s->cap : SC_TOPK_BLOCK;
         while (cap < need)
                 cap *= 2;
-        a = realloc(s->cidx, cap * sizeof(*a));
+        a = sc_realloc(s->cidx, cap * sizeof(*a));
         if (!a)
                 return SC_ERR_NOMEM;
         s->cidx = a;
-        b = realloc(s->ckey, cap * sizeof(*b));
+        b = sc_realloc(s->ckey, cap * sizeof(*b));
         if (!b)
                 return SC_ERR_NOMEM;
         s->ckey = b;
@@ -198,8 +200,8 @@ sc_err_t sc_codec_topk_run(sc_codec_t *c, const float *x, const float *add)
         sc_err_t err;
 
         if (!c->sel) {
-                c->sel = malloc(c->ksum * sizeof(*c->sel));
-                c->selval = malloc(c->ksum * sizeof(*c->selval));
+                c->sel = sc_malloc(c->ksum * sizeof(*c->sel));
+                c->selval = sc_malloc(c->ksum * sizeof(*c->selval));
                 if (!c->sel || !c->selval)
                         return SC_ERR_NOMEM;
         }

@@ -62,6 +62,7 @@ typedef struct sc_batch {
         double t;      /* when it was taken */
         double waited; /* seconds from the first ready() query after the previous take to
                           this take: the time the trainer waited for samples */
+        int borrowed;  /* x and labels are the caller's (sc_batch_wrap) */
 } sc_batch_t;
 
 typedef struct sc_batcher_stats {
@@ -81,6 +82,10 @@ int sc_batch_spec_max(const sc_batch_spec_t *spec);
 
 /* A batch of room for cap samples of numel floats. */
 sc_err_t sc_batch_new(sc_batch_t **batchp, int cap, size_t numel);
+/* A batch whose rows are the caller's: x (cap, numel) floats and labels
+ * (cap), borrowed (sc_batch_destroy leaves them), e.g. the head of a larger
+ * training buffer, so that a take gathers the samples straight into it. */
+sc_err_t sc_batch_wrap(sc_batch_t **batchp, int cap, size_t numel, float *x, int32_t *labels);
 /* Accepts NULL. */
 void sc_batch_destroy(sc_batch_t *batch);
 

@@ -26,7 +26,10 @@ size_t sc_mix_allocate(const double *weights, const size_t *avail, int k, size_t
 typedef struct sc_mix_pool_s sc_mix_pool_t;
 
 /* A shuffle buffer of up to cap samples of numel floats, each with its
- * label, ref and source stream index. Allocated once. */
+ * label, ref and source stream index. It holds them by reference, as slots
+ * lent by their streams (sc_stream_lend): every stream it is filled from
+ * must have reserved cap (sc_stream_reserve), and outlive the samples it
+ * lent. Allocated once. */
 sc_err_t sc_mix_pool_new(sc_mix_pool_t **poolp, size_t cap, size_t numel);
 /* Accepts NULL. */
 void sc_mix_pool_destroy(sc_mix_pool_t *pool);
@@ -34,11 +37,13 @@ size_t sc_mix_pool_count(const sc_mix_pool_t *pool);
 size_t sc_mix_pool_cap(const sc_mix_pool_t *pool);
 
 /* Moves up to n of stream's oldest samples into the pool (bounded by free
- * space), tagging them with index; returns how many (see sc_stream_take). */
+ * space and the stream's reserve), tagging them with index; returns how
+ * many (see sc_stream_lend). No row is copied. */
 size_t sc_mix_pool_fill(sc_mix_pool_t *pool, sc_stream_t *stream, int index, size_t n, double t);
 
 /* Moves n samples (n <= count) chosen uniformly at random without replacement
- * out of the pool: x (n, numel), labels (n), refs (n), streams (n). */
+ * out of the pool: x (n, numel) gathered from the streams' slots (which are
+ * released), labels (n), refs (n), streams (n). */
 void sc_mix_pool_draw(sc_mix_pool_t *pool, sc_rng_t *rng, size_t n, float *x, int32_t *labels,
                       sc_stream_ref_t *refs, int *streams);
 

@@ -58,7 +58,8 @@ typedef enum sc_stream_policy {
 typedef struct sc_stream_spec {
         sc_stream_policy_t policy; /* default persist */
         size_t cap;                /* samples held in memory, 1..2^24; default 8192. The
-                                      float slab is cap * numel floats, allocated once. */
+                                      float slab is (cap + 1) * numel floats, allocated
+                                      once, grown once by sc_stream_reserve. */
         double high_watermark;     /* persist: fraction of cap at or above which the
                                       stream asks to pause; (0, 1], default 0.8 */
         double low_watermark;      /* persist: fraction of cap below which a paused stream
@@ -154,11 +155,31 @@ double sc_stream_rate(sc_stream_t *stream, double t);
  * clamp(ceil(rate(t) * window), keep_min, cap); returns how many. Persist: 0. */
 size_t sc_stream_truncate(sc_stream_t *stream, double t);
 
-/* Moves the n oldest samples out (n is capped at the count): x gets (n,
- * numel) floats, labels (n), refs (n). They become inflight until
+/* Moves the n oldest samples out (n is capped at the count), copied: x gets
+ * (n, numel) floats, labels (n), refs (n). They become inflight until
  * sc_stream_done(). t is the take time (for latency). Returns the count. */
 size_t sc_stream_take(sc_stream_t *stream, size_t n, float *x, int32_t *labels,
                       sc_stream_ref_t *refs, double t);
+/* Lending, for a shuffle buffer that holds samples by reference: a lent
+ * sample leaves the buffer (inflight, as taken) but keeps its slot of the
+ * stream's slab, which no push, truncation or revocation reuses or moves,
+ * until released; its row is read from there once, into a batch.
+ *
+ * Makes room for up to lend_max samples lent at once (the slab grows to
+ * cap + 1 + lend_max rows; a stream belongs to one borrower, which reserves
+ * before it lends). Not between sc_stream_slot and the push. SC_ERR_NOMEM,
+ * SC_ERR_INVAL (too many). */
+sc_err_t sc_stream_reserve(sc_stream_t *stream, size_t lend_max, char *errstr, size_t errstr_size);
+/* Lends the n oldest samples (n capped at the count and at the reserve left):
+ * slots (n), labels (n), refs (n); inflight until sc_stream_done() as with
+ * take. Returns the count. */
+size_t sc_stream_lend(sc_stream_t *stream, size_t n, uint32_t *slots, int32_t *labels,
+                      sc_stream_ref_t *refs, double t);
+/* The numel floats of a lent slot. */
+const float *sc_stream_row(const sc_stream_t *stream, uint32_t slot);
+/* Gives a lent slot back (its row was read). */
+void sc_stream_release(sc_stream_t *stream, uint32_t slot);
+
 /* The update that used a taken sample was acknowledged: trained, and its
  * offset finished. A sample of a revoked partition is counted trained but
  * commits nothing. SC_ERR_STATE if ref is not an inflight sample. */

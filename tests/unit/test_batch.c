@@ -242,6 +242,41 @@ static void shuffle_holds_back_until_drained(void **state)
         sc_stream_destroy(s);
 }
 
+/* A batch over the caller's rows (sc_batch_wrap): a take gathers the drawn
+ * samples straight into them, each row the sample its ref names, and the
+ * pool's samples keep their rows while new records fill the stream. */
+static void wrapped_batch_gathers_into_the_callers_rows(void **state)
+{
+        (void)state;
+        sc_stream_t *s;
+        sc_batch_t *own, *b;
+        char err[128];
+        float rows[6 * NUMEL];
+        int32_t labels[6];
+        sc_batcher_t *bt = mk_fixed4_shuffle10(&s, &own);
+        assert_int_equal(sc_batch_wrap(&b, 4, NUMEL, NULL, labels), SC_ERR_INVAL);
+        assert_null(b);
+        assert_int_equal(sc_batch_wrap(&b, 4, NUMEL, rows, labels), SC_OK);
+        int64_t off = 0;
+        for (int k = 0; k < 30; k++) {
+                for (; off < 14 + 4 * k; off++)
+                        push(s, 0, off, (int32_t)(off % 7), 0.1 * k);
+                assert_int_equal(sc_batcher_take(bt, 0.1 * k, b, err, sizeof(err)), SC_OK);
+                assert_int_equal(b->n, 4);
+                assert_ptr_equal(b->x, rows);
+                for (int i = 0; i < 4; i++) {
+                        assert_int_equal((int64_t)rows[i * NUMEL], b->refs[i].offset);
+                        assert_int_equal((int32_t)rows[i * NUMEL + 1], labels[i]);
+                }
+                assert_int_equal(sc_batcher_ack(bt, b->id, err, sizeof(err)), SC_OK);
+                check(bt);
+        }
+        sc_batch_destroy(b); /* leaves rows and labels */
+        sc_batch_destroy(own);
+        sc_batcher_destroy(bt);
+        sc_stream_destroy(s);
+}
+
 /* A flush (graceful stop) takes only the pool, the last batch partial,
  * without waiting for a window, and nothing more from the streams. */
 static void flush_trains_the_pool_only(void **state)
@@ -552,6 +587,7 @@ int main(void)
             cmocka_unit_test(rate_mode_emits_window_worth_clamped),
             cmocka_unit_test(out_of_order_acks_commit_lowest_unfinished),
             cmocka_unit_test(shuffle_holds_back_until_drained),
+            cmocka_unit_test(wrapped_batch_gathers_into_the_callers_rows),
             cmocka_unit_test(flush_trains_the_pool_only),
             cmocka_unit_test(driver_loop_commits_every_offset),
             cmocka_unit_test(streams_added_later_join_batches),

@@ -79,6 +79,8 @@ static void pool_draw_is_a_permutation(void **state)
                 assert_int_equal(sc_stream_push(s, &v, i, 0, i, 0, NULL, 0), SC_OK);
         }
         assert_int_equal(sc_mix_pool_new(&pool, 48, NUMEL), SC_OK);
+        assert_int_equal(sc_mix_pool_fill(pool, s, 3, 64, 0), 0); /* nothing reserved */
+        assert_int_equal(sc_stream_reserve(s, 48, NULL, 0), SC_OK);
         assert_int_equal(sc_mix_pool_fill(pool, s, 3, 64, 0), 48); /* bounded by room */
         assert_int_equal(sc_mix_pool_count(pool), 48);
         assert_int_equal(sc_stream_count(s), 16);

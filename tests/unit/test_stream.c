@@ -361,6 +361,75 @@ static void random_operations_keep_exact_accounting(void **state)
         }
 }
 
+/* Samples lent out (sc_stream_lend, as a shuffle buffer holds them) keep
+ * their rows through pushes, truncation, takes and revocations until
+ * released: each row still holds its own (offset, partition) when read. */
+static void lent_slots_are_never_overwritten(void **state)
+{
+        (void)state;
+        for (int policy = 0; policy < 2; policy++) {
+                sc_stream_t *s = mk((sc_stream_policy_t)policy, 16);
+                sc_rng_t rng;
+                int64_t next[2] = {0, 0};
+                uint32_t slots[24];
+                sc_stream_ref_t refs[24], taken[64];
+                int32_t labels[24];
+                float x[64 * NUMEL];
+                size_t n_lent = 0, lent_total = 0;
+                char err[256];
+
+                assert_int_equal(sc_stream_reserve(s, 24, err, sizeof(err)), SC_OK);
+                sc_rng_seed(&rng, 11 + (uint64_t)policy);
+                for (int it = 0; it < 20000; it++) {
+                        uint32_t op = sc_rng_below(&rng, 100);
+                        int32_t p = (int32_t)sc_rng_below(&rng, 2);
+                        double t = it * 0.001;
+                        if (op < 55) {
+                                float v[NUMEL] = {(float)next[p], (float)p, 1};
+                                if (sc_stream_push(s, v, 0, p, next[p], t, NULL, 0) == SC_OK)
+                                        next[p]++;
+                        } else if (op < 75) {
+                                size_t got =
+                                    sc_stream_lend(s, sc_rng_below(&rng, 6), slots + n_lent,
+                                                   labels + n_lent, refs + n_lent, t);
+                                assert_true(n_lent + got <= 24);
+                                n_lent += got;
+                                lent_total += got;
+                        } else if (op < 93) {
+                                if (n_lent > 0) {
+                                        size_t k = sc_rng_below(&rng, (uint32_t)n_lent);
+                                        const float *row = sc_stream_row(s, slots[k]);
+                                        assert_int_equal((int64_t)row[0], refs[k].offset);
+                                        assert_int_equal((int32_t)row[1], refs[k].partition);
+                                        sc_stream_release(s, slots[k]);
+                                        assert_int_equal(sc_stream_done(s, &refs[k], NULL, 0),
+                                                         SC_OK);
+                                        n_lent--;
+                                        slots[k] = slots[n_lent];
+                                        refs[k] = refs[n_lent];
+                                }
+                        } else if (op < 97) {
+                                size_t got = sc_stream_take(s, 3, x, labels, taken, t);
+                                for (size_t i = 0; i < got; i++) {
+                                        assert_int_equal((int64_t)x[i * NUMEL], taken[i].offset);
+                                        assert_int_equal(sc_stream_done(s, &taken[i], NULL, 0),
+                                                         SC_OK);
+                                }
+                        } else if (op < 99) {
+                                sc_stream_truncate(s, t + 5);
+                        } else {
+                                sc_stream_revoke(s, p);
+                                next[p] = 0;
+                        }
+                        check(s);
+                }
+                /* Every lend was capped by the reserve, and lending ran. */
+                assert_true(lent_total > 1000);
+                assert_true(sc_stream_stats(s)->revoked > 0);
+                sc_stream_destroy(s);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -372,6 +441,7 @@ int main(void)
             cmocka_unit_test(revoke_discards_partition_and_orphans_inflight),
             cmocka_unit_test(spec_errors_name_fields),
             cmocka_unit_test(random_operations_keep_exact_accounting),
+            cmocka_unit_test(lent_slots_are_never_overwritten),
         };
         return cmocka_run_group_tests_name("stream", tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* test_worker_alloc.c — the standalone push-fed worker's steady state
- * allocates nothing, and an allocation failing anywhere in its creation or
- * its first steps is a clean error (the allocator hook of sc_alloc.h). */
+ * allocates nothing, nor does the Kafka source's record path from the
+ * ingest path to an encoded update (driven without a broker), and an
+ * allocation failing anywhere in the worker's creation or its first steps is
+ * a clean error (the allocator hook of sc_alloc.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +14,14 @@
 
 #define SC_ALLOC_HOOK
 #include "sc_alloc.h"
+#include "sc_buf.h"
+#include "sc_codec.h"
 #include "sc_conf.h"
+#include "sc_ingest.h"
+#include "sc_kafka_source.h"
+#include "sc_nn.h"
+#include "sc_optim.h"
+#include "sc_wire.h"
 #include "sc_worker.h"
 
 static const char conf_text[] =
@@ -102,6 +111,137 @@ static void steady_state_allocates_nothing(void **state)
         sc_conf_free(&conf);
 }
 
+/* What the Kafka source and a distributed worker's send hold, without the
+ * clients: the ingest path, a model, its optimizer, a top-k codec with error
+ * feedback, the payload and message buffers. */
+typedef struct {
+        const sc_conf_t *conf;
+        sc_ingest_t *in;
+        sc_batch_t *batch;
+        sc_model_t *model;
+        sc_sgd_t sgd;
+        sc_codec_t *codec;
+        sc_buf_t payload, msg;
+        sc_rng_t rng;
+        int64_t offset;
+        uint64_t seq;
+        double t;
+} kpath_t;
+
+static void kpath_decoder(void *opaque, const char *topic, sc_decode_spec_t *ds)
+{
+        const sc_conf_t *conf = opaque;
+        sc_ks_decode_spec(conf, topic, 16, 3, ds);
+}
+
+/* One step as the Kafka source and the worker make it: each record (key,
+ * value, a header, topic/partition/offset) found its stream and handed to
+ * the ingest path as sc_ks_record does; the batch taken, trained and
+ * stepped; the update encoded (top-k payload, wire message) as sc_wj_send
+ * does; acknowledged (its delivery report) and the offsets collected. */
+static sc_err_t kpath_step(kpath_t *k, char *err, size_t err_size)
+{
+        uint8_t px[16];
+        char key[2] = {0};
+        sc_decode_header_t h = {"trace", "x", 1};
+        sc_ingest_result_t res;
+        sc_offsets_commit_t c[8];
+        sc_err_t rc;
+        int idx, correct;
+        for (int i = 0; i < BATCH; i++, k->offset++) {
+                for (int j = 0; j < 16; j++)
+                        px[j] = (uint8_t)(k->offset * 7 + j);
+                key[0] = (char)('0' + k->offset % 3);
+                sc_record_t rec = {key, 1, px, sizeof(px), &h, 1};
+                if ((rc = sc_ingest_stream(k->in, "t", &idx, err, err_size)) ||
+                    (rc = sc_ingest_record(k->in, idx, (int32_t)(k->offset % 2), k->offset / 2,
+                                           &rec, k->t, &res, err, err_size)))
+                        return rc;
+        }
+        k->t += 0.01;
+        sc_batcher_t *bt = sc_ingest_batcher(k->in);
+        if (!sc_batcher_ready(bt, k->t, NULL))
+                return SC_ERR_AGAIN;
+        if ((rc = sc_batcher_take(bt, k->t, k->batch, err, err_size)))
+                return rc;
+        float loss = sc_model_train_batch_out(k->model, k->batch->x, k->batch->labels, NULL,
+                                              k->batch->n, &k->rng, &correct, NULL);
+        if (loss != loss)
+                return SC_ERR_DIVERGED;
+        sc_sgd_step(&k->sgd, sc_model_params(k->model), sc_model_grads(k->model), 0.05f);
+        k->payload.len = 0;
+        if ((rc = sc_codec_encode(k->codec, sc_model_grads(k->model), &k->rng, &k->payload, err,
+                                  err_size)))
+                return rc;
+        sc_wire_update_t u = {.worker = 0,
+                              .seq = ++k->seq,
+                              .samples = (uint32_t)k->batch->n,
+                              .kind = SC_WIRE_GRAD,
+                              .codec = SC_CODEC_TOPK,
+                              .payload = k->payload.data,
+                              .payload_len = k->payload.len};
+        k->msg.len = 0;
+        if ((rc = sc_wire_encode_update(&k->msg, &u, err, err_size)) ||
+            (rc = sc_batcher_ack(bt, k->batch->id, err, err_size)))
+                return rc;
+        while (sc_stream_commits(sc_ingest_at(k->in, idx)->stream, c, 8) == 8)
+                ;
+        return SC_OK;
+}
+
+static void kafka_path_steady_state_allocates_nothing(void **state)
+{
+        (void)state;
+        char err[512];
+        sc_conf_t conf;
+        kpath_t k = {.t = 1.0};
+        memset(&conf, 0, sizeof(conf));
+        assert_int_equal(sc_conf_parse(&conf, conf_text, "test", err, sizeof(err)), SC_OK);
+        sc_ingest_spec_t is = {
+            .numel = 16, .seed = 5, .decoder = kpath_decoder, .decoder_opaque = &conf};
+        sc_stream_spec_defaults(&is.stream);
+        is.stream.cap = 64;
+        sc_batch_spec_defaults(&is.batch);
+        is.batch.mode = SC_BATCH_FIXED;
+        is.batch.b = BATCH;
+        is.batch.shuffle = 16;
+        sc_sgd_spec_t ss = {.momentum = 0.9};
+        sc_codec_params_t cp;
+        sc_codec_params_default(&cp, SC_CODEC_TOPK);
+        sc_rng_seed(&k.rng, 5);
+        assert_int_equal(sc_ingest_new(&k.in, &is, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_batch_new(&k.batch, BATCH, 16), SC_OK);
+        assert_int_equal(sc_model_new(&k.model, &conf.model, err, sizeof(err)), SC_OK);
+        sc_model_init(k.model, &k.rng);
+        assert_int_equal(sc_model_reserve(k.model, BATCH), SC_OK);
+        assert_int_equal(sc_sgd_init(&k.sgd, &ss, sc_model_nparams(k.model)), SC_OK);
+        assert_int_equal(sc_codec_new(&k.codec, SC_CODEC_TOPK, &cp, sc_model_nparams(k.model), NULL,
+                                      0, err, sizeof(err)),
+                         SC_OK);
+        /* Warm-up: the shuffle buffer fills, buffers reach their sizes. */
+        for (int i = 0; i < 10; i++)
+                kpath_step(&k, err, sizeof(err));
+        uint64_t n0 = sc_alloc_count(), seq0 = k.seq;
+        for (int i = 0; i < 1000; i++)
+                assert_int_equal(kpath_step(&k, err, sizeof(err)), SC_OK);
+        uint64_t allocs = sc_alloc_count() - n0;
+        assert_int_equal(k.seq - seq0, 1000); /* every step sent an update */
+        assert_true(k.msg.len > SC_WIRE_UPDATE_OVERHEAD);
+        if (allocs)
+                print_message("%llu allocations in 1000 steady-state steps\n",
+                              (unsigned long long)allocs);
+        assert_int_equal(allocs, 0);
+        assert_int_equal(sc_batcher_check(sc_ingest_batcher(k.in), err, sizeof(err)), SC_OK);
+        sc_buf_free(&k.payload);
+        sc_buf_free(&k.msg);
+        sc_codec_destroy(k.codec);
+        sc_sgd_free(&k.sgd);
+        sc_model_destroy(k.model);
+        sc_batch_destroy(k.batch);
+        sc_ingest_destroy(k.in);
+        sc_conf_free(&conf);
+}
+
 /* For n = 1, 2, ...: the n-th allocation from the worker's creation on
  * fails. Each run ends in SC_ERR_NOMEM (from sc_worker_new or a step) with
  * nothing leaked (ASan's leak check), until a run no longer reaches n
@@ -150,6 +290,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(steady_state_allocates_nothing),
+            cmocka_unit_test(kafka_path_steady_state_allocates_nothing),
             cmocka_unit_test(every_allocation_failure_is_clean),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

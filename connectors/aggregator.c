@@ -113,16 +113,12 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
                                   size_t errstr_size)
 {
         sc_agg_shard_t *s = &agg->shards[p];
-        sc_server_spec_t spec;
         sc_kafka_model_rec_t rec;
         sc_agg_restore_t r = {.agg = agg};
         int found = 0, resume;
         sc_err_t err;
 
-        if ((err = sc_kafka_model_server_spec(agg->conf, agg->n, p, &spec, errstr, errstr_size)))
-                return err;
-        if ((err = sc_server_new(&s->srv, &spec, sc_model_params(agg->model) + spec.begin, errstr,
-                                 errstr_size)))
+        if ((err = sc_job_server_new(agg->job, p, &s->srv, errstr, errstr_size)))
                 return err;
         r.srv = s->srv;
         /* A broker that died leaves the partition without a leader until
@@ -159,8 +155,7 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
         }
         sc_kafka_model_rec_free(&rec);
         /* The workers' view of this owner starts unknown: a keyframe first. */
-        if ((err = sc_kafka_model_bcast_new(agg->conf, agg->model, p, &s->bpub, errstr,
-                                            errstr_size))) {
+        if ((err = sc_job_bcast_new(agg->job, p, &s->bpub, errstr, errstr_size))) {
                 sc_server_destroy(s->srv);
                 s->srv = NULL;
                 return err;
@@ -559,7 +554,6 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         sc_wire_msg_t wm;
         sc_apply_result_t res;
         sc_err_t err;
-        size_t len;
 
         if (p < 0 || p >= agg->nshards || !(s = &agg->shards[p])->held || msg->offset < s->next ||
             s->parked)
@@ -569,7 +563,6 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         agg->bytes_in += msg->len;
         agg->last_record = now;
         s->next = msg->offset + 1;
-        len = sc_server_len(s->srv);
         if ((err =
                  sc_auth_decode(&agg->auth, msg->payload, msg->len, &wm, NULL, why, sizeof(why)))) {
                 sc_agg_reject(agg, sc_agg_rej_of(err), topic, p, msg->offset, why);
@@ -588,9 +581,7 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
                 return;
         }
         sc_update_t u;
-        err =
-            sc_server_update_decode(wu, len, agg->idx, agg->val, agg->dense, &u, why, sizeof(why));
-        if (err) {
+        if ((err = sc_job_update_decode(agg->job, s->srv, wu, &u, why, sizeof(why)))) {
                 sc_agg_reject(agg, SC_REJ_PAYLOAD, topic, p, msg->offset, why);
                 return;
         }
@@ -655,22 +646,14 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
                 goto out;
         snprintf(agg->group, sizeof(agg->group), "%s.aggregators", job->name);
         snprintf(agg->reader_group, sizeof(agg->reader_group), "%s.readers", agg->group);
-        if ((err = sc_kafka_model_initial(conf, &agg->model, errstr, errstr_size)) ||
+        sc_job_spec_t jspec;
+        sc_job_spec_conf(&jspec, conf);
+        if ((err = sc_job_new(&agg->job, &jspec, conf, errstr, errstr_size)) ||
             (err = sc_job_auth_load(&agg->auth, conf, errstr, errstr_size)))
                 goto out;
-        agg->n = sc_model_nparams(agg->model);
-        if ((size_t)job->shards > agg->n) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "%s: $.job.shards: %d shards for %zu parameters", conf->origin,
-                              job->shards, agg->n);
-                goto out;
-        }
-        agg->maxlen = (agg->n + (size_t)job->shards - 1) / (size_t)job->shards + 1;
+        agg->n = sc_job_nparams(agg->job);
         err = SC_ERR_NOMEM;
         if (!(agg->shards = calloc((size_t)agg->nshards, sizeof(*agg->shards))) ||
-            !(agg->dense = malloc(agg->maxlen * sizeof(float))) ||
-            !(agg->val = malloc(agg->maxlen * sizeof(float))) ||
-            !(agg->idx = malloc(agg->maxlen * sizeof(uint32_t))) ||
             !(agg->last_seen = calloc((size_t)agg->nworkers, sizeof(double))) ||
             !(agg->ctl_ts = calloc((size_t)agg->nworkers, sizeof(int64_t))) ||
             !(agg->left = calloc((size_t)agg->nworkers, 1)) ||
@@ -878,12 +861,9 @@ void sc_aggregator_destroy(sc_aggregator_t *agg)
                 rd_kafka_destroy(agg->producer);
         }
         sc_agg_ckpt_free(agg);
-        sc_model_destroy(agg->model);
+        sc_job_destroy(agg->job);
         sc_buf_free(&agg->buf);
         free(agg->shards);
-        free(agg->dense);
-        free(agg->val);
-        free(agg->idx);
         free(agg->last_seen);
         free(agg->ctl_ts);
         free(agg->left);

@@ -11,6 +11,7 @@
 
 #include "sc_ckpt.h"
 #include "sc_eval_set.h"
+#include "sc_job.h"
 #include "sc_kafka_model.h"
 #include "sc_metrics.h"
 #include "sc_model_out.h"
@@ -69,7 +70,7 @@ static void sc_agg_ckpt_write(sc_aggregator_t *agg, int final)
                 if (!agg->shards[p].held)
                         continue;
                 size_t b, e;
-                sc_kafka_model_shard_range(agg->n, agg->nshards, p, &b, &e);
+                sc_job_shard_range(agg->n, agg->nshards, p, &b, &e);
                 memcpy(params + b, sc_server_params(agg->shards[p].srv), (e - b) * sizeof(float));
         }
         if (sc_agg_ckpt_test(agg, why, sizeof(why)))

@@ -12,6 +12,7 @@
 #include "sc_auth.h"
 #include "sc_bcast.h"
 #include "sc_buf.h"
+#include "sc_job.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_util.h"
 #include "sc_nn.h"
@@ -68,12 +69,10 @@ struct sc_aggregator {
         char group[SC_KAFKA_ADMIN_NAME_MAX], reader_group[SC_KAFKA_ADMIN_NAME_MAX + 8];
         rd_kafka_t *consumer, *reader, *ctl, *producer;
         sc_kafka_delivery_t dv;
-        sc_model_t *model;
-        size_t n, maxlen;
+        sc_job_t *job; /* the engine: layout, initial model, servers, decode */
+        size_t n;
         int nshards, nworkers;
         sc_agg_shard_t *shards;
-        float *dense, *val;
-        uint32_t *idx;
         sc_buf_t buf;
         double *last_seen;
         int64_t *ctl_ts; /* authenticated jobs: newest signed control timestamp per worker */

@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "sc_bcast.h"
+#include "sc_job.h"
 #include "sc_job_auth.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
@@ -148,8 +149,7 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
         if ((err = sc_job_auth_load(&jm->auth, conf, errstr, errstr_size)))
                 goto fail;
         for (int s = 0; s < jm->shards; s++) {
-                sc_kafka_model_shard_range(nparams, jm->shards, s, &jm->sh[s].begin,
-                                           &jm->sh[s].end);
+                sc_job_shard_range(nparams, jm->shards, s, &jm->sh[s].begin, &jm->sh[s].end);
                 jm->sh[s].need = -1;
                 sc_bcast_sub_init(&jm->sh[s].sub, (uint32_t)conf->job.keyframe_interval);
                 if (!(jm->sh[s].applied = calloc((size_t)jm->n_workers, sizeof(uint64_t)))) {

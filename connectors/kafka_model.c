@@ -1,6 +1,6 @@
-/* kafka_model.c — the job's shard layout and initial model, shard records
- * on J.model: encoding a server's state, publishing it, and finding the
- * newest usable record of a shard. */
+/* kafka_model.c — shard records on J.model: encoding a server's state,
+ * publishing it, and finding the newest usable record of a shard (the
+ * layout and initial model they follow are core/job.c's). */
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
 
@@ -9,80 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sc_rng.h"
-
 #define SC_MODEL_WINDOW 4 /* records read per backward step */
-
-void sc_kafka_model_shard_range(size_t n, int shards, int shard, size_t *beginp, size_t *endp)
-{
-        *beginp = (size_t)((uint64_t)n * (uint64_t)shard / (uint64_t)shards);
-        *endp = (size_t)((uint64_t)n * (uint64_t)(shard + 1) / (uint64_t)shards);
-}
-
-sc_err_t sc_kafka_model_initial(const sc_conf_t *conf, sc_model_t **modelp, char *errstr,
-                                size_t errstr_size)
-{
-        sc_rng_t root, r;
-        sc_err_t err;
-
-        if ((err = sc_model_new(modelp, &conf->model, errstr, errstr_size))) {
-                sc_conf_model_error(conf, errstr, errstr_size);
-                return err;
-        }
-        sc_rng_seed(&root, conf->train.seed);
-        sc_rng_split(&root, &r, 0);
-        sc_model_init(*modelp, &r);
-        return SC_OK;
-}
-
-void sc_kafka_model_codec_params(const sc_conf_t *conf, sc_codec_params_t *params)
-{
-        sc_codec_params_default(params, (sc_codec_id_t)conf->job.codec);
-        if (conf->job.codec_ratio > 0)
-                params->ratio = conf->job.codec_ratio;
-        if (conf->job.codec_error_feedback >= 0)
-                params->error_feedback = conf->job.codec_error_feedback;
-        if (conf->job.codec_delta > 0)
-                params->delta = conf->job.codec_delta;
-}
-
-sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int shard,
-                                    sc_server_spec_t *spec, char *errstr, size_t errstr_size)
-{
-        sc_err_t err;
-
-        memset(spec, 0, sizeof(*spec));
-        if (shard < 0 || shard >= conf->job.shards)
-                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "shard %d outside 0..%d", shard,
-                               conf->job.shards - 1);
-        spec->sync = conf->job.sync;
-        spec->limits = conf->job.limits;
-        spec->sgd.momentum = conf->optim.momentum;
-        spec->sgd.nesterov = conf->optim.nesterov;
-        spec->sgd.weight_decay = conf->optim.weight_decay;
-        if ((err = sc_conf_sched_steps(conf, 1, &spec->sched, errstr, errstr_size)))
-                return err;
-        spec->shard = (uint32_t)shard;
-        sc_kafka_model_shard_range(nparams, conf->job.shards, shard, &spec->begin, &spec->end);
-        if (spec->end <= spec->begin)
-                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                               "%s: $.job.shards: %d shards over %zu parameters leave shard %d "
-                               "empty",
-                               conf->origin, conf->job.shards, nparams, shard);
-        return SC_OK;
-}
-
-sc_err_t sc_kafka_model_bcast_new(const sc_conf_t *conf, const sc_model_t *model, int shard,
-                                  sc_bcast_pub_t **pubp, char *errstr, size_t errstr_size)
-{
-        sc_bcast_spec_t spec;
-        size_t b, e;
-
-        sc_bcast_spec_conf(&spec, &conf->job);
-        sc_kafka_model_shard_range(sc_model_nparams(model), conf->job.shards, shard, &b, &e);
-        return sc_bcast_pub_new_model(pubp, &spec, (uint32_t)shard, model, b, e, errstr,
-                                      errstr_size);
-}
 
 sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
                                char *errstr, size_t errstr_size)

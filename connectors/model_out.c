@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "sc_job.h"
 #include "sc_kafka_model.h"
 
 void sc_model_out_assemble(sc_model_t *model, const sc_job_model_t *jm, sc_model_out_info_t *info)
@@ -30,7 +31,7 @@ sc_err_t sc_model_out_pull(const sc_conf_t *conf, sc_model_t *model, int timeout
         sc_job_model_t *jm = NULL;
         sc_err_t err;
         /* Shards never published keep the job's seeded initial values. */
-        if ((err = sc_kafka_model_initial(conf, &init, errstr, errstr_size)))
+        if ((err = sc_job_initial(conf, &init, errstr, errstr_size)))
                 return err;
         err = sc_job_model_new(&jm, conf, sc_model_params(init), sc_model_nparams(init), errstr,
                                errstr_size);

@@ -14,6 +14,7 @@
 
 #include "sc_batch.h"
 #include "sc_ckpt.h"
+#include "sc_job.h"
 #include "sc_job_model.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
@@ -102,7 +103,7 @@ static sc_err_t sc_pred_model(sc_predictor_t *p, char *errstr, size_t errstr_siz
 {
         const sc_conf_t *conf = &p->conf;
         sc_err_t err;
-        if ((err = sc_kafka_model_initial(conf, &p->model, errstr, errstr_size)))
+        if ((err = sc_job_initial(conf, &p->model, errstr, errstr_size)))
                 return err;
         if (sc_model_spec(p->model)->loss != SC_LOSS_SOFTMAX_XENT)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,

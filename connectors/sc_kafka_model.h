@@ -1,7 +1,7 @@
-/* sc_kafka_model.h — a distributed job's model on J.model: the shard layout
- * every worker and aggregator shares, the seeded initial model, publishing a
+/* sc_kafka_model.h — a distributed job's model on J.model: publishing a
  * shard (key = shard id, partition = shard) and reading the latest valid
- * shard record back. */
+ * shard record back. The shard layout and the seeded initial model are the
+ * job engine's (sc_job.h). */
 #ifndef SC_KAFKA_MODEL_H
 #define SC_KAFKA_MODEL_H
 
@@ -20,32 +20,6 @@
 #include "sc_nn.h"
 #include "sc_server.h"
 #include "sc_wire.h"
-
-/* Shard s of S over n parameters is the contiguous range
- * [floor(s * n / S), floor((s + 1) * n / S)) of the flat parameter buffer. */
-void sc_kafka_model_shard_range(size_t n, int shards, int shard, size_t *beginp, size_t *endp);
-
-/* The job's initial model: sc_model_new(conf->model) initialized with
- * sc_model_init() from stream 0 of sc_rng_seed(conf->train.seed). Every
- * aggregator and worker of a job derives the same parameters from it.
- * *modelp is the caller's (sc_model_destroy). */
-sc_err_t sc_kafka_model_initial(const sc_conf_t *conf, sc_model_t **modelp, char *errstr,
-                                size_t errstr_size);
-
-/* The codec parameters of the job's updates: job.codec's defaults with
- * job.codec.ratio, .error_feedback and .delta where set. */
-void sc_kafka_model_codec_params(const sc_conf_t *conf, sc_codec_params_t *params);
-
-/* The server spec of one shard of the job: conf->job.sync, the optim
- * section's optimizer and schedule (stepped per shard version), the range. */
-sc_err_t sc_kafka_model_server_spec(const sc_conf_t *conf, size_t nparams, int shard,
-                                    sc_server_spec_t *spec, char *errstr, size_t errstr_size);
-
-/* The broadcast publisher of shard `shard` of the job (sc_bcast.h): the
- * job.downlink codec and its options over the model's tensors cut to the
- * shard, job.keyframe_interval. *pubp is the caller's. */
-sc_err_t sc_kafka_model_bcast_new(const sc_conf_t *conf, const sc_model_t *model, int shard,
-                                  sc_bcast_pub_t **pubp, char *errstr, size_t errstr_size);
 
 /* Appends to buf one model message for srv (J.model, the failover
  * snapshot): the applied-seq vector (workers with at least one applied seq),

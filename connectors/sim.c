@@ -53,14 +53,13 @@ void sc_sim_destroy(sc_sim_t *sim)
                         sc_server_destroy(sim->servers[s]);
         free(sim->servers);
         free(sim->begin);
-        sc_model_destroy(sim->model);
+        sc_job_destroy(sim->job);
         sc_buf_free(&sim->buf);
+        sc_buf_free(&sim->payload);
         free(sim->x);
         free(sim->y);
         free(sim->tmp);
-        free(sim->dval);
         free(sim->bidx);
-        free(sim->didx);
         free(sim->votes);
         free(sim);
 }
@@ -85,41 +84,31 @@ static sc_err_t sc_sim_partition(sc_sim_t *sim, int i, sc_sim_dev_t *d)
         return m ? SC_OK : SC_ERR_CONFIG;
 }
 
-/* A codec for shard sh: the model's tensors clipped to the shard's range,
- * offsets relative to its start. */
-static sc_err_t sc_sim_codec_new(sc_sim_t *sim, int sh, sc_codec_t **codecp, char *errstr,
-                                 size_t errstr_size)
+/* The job the devices and servers run: the Kafka job's spec (sc_job_spec_conf)
+ * with the simulator's shards, seed, policy and update codec. Error feedback
+ * is job.codec.error_feedback, as on Kafka; the limits are job.limits but for
+ * the seq window: a device that leaves loses its updates in flight, and a
+ * window would refuse all it sends after 64 more. */
+static void sc_sim_job_spec(const sc_sim_t *sim, sc_job_spec_t *js)
 {
-        size_t b = sim->begin[sh], e = sim->begin[sh + 1];
-        int nviews = sc_model_ntensors(sim->model), nv = 0;
-        sc_tensor_view_t *views = malloc((size_t)nviews * sizeof(*views));
-        sc_codec_params_t cp;
-        sc_err_t err;
+        const sc_sim_spec_t *spec = &sim->spec;
 
-        if (!views)
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
-        for (int v = 0; v < nviews; v++) {
-                sc_tensor_view_t t = *sc_model_tensor(sim->model, v);
-                size_t lo = t.offset > b ? t.offset : b;
-                size_t hi = t.offset + t.numel < e ? t.offset + t.numel : e;
-                if (lo >= hi)
-                        continue;
-                t.offset = lo - b;
-                t.numel = hi - lo;
-                views[nv++] = t;
-        }
-        sc_codec_params_default(&cp, sim->spec.codec);
-        if (sim->spec.codec_ratio > 0)
-                cp.ratio = sim->spec.codec_ratio;
-        if (sim->spec.codec_delta > 0)
-                cp.delta = sim->spec.codec_delta;
-        cp.vote = sim->spec.codec == SC_CODEC_ADAPTIVE && sim->spec.codec_vote;
-        cp.half_values = sim->spec.codec_half;
-        cp.log8_values = sim->spec.codec_log8;
-        cp.rice_index = sim->spec.codec_rice;
-        err = sc_codec_new(codecp, sim->spec.codec, &cp, e - b, views, nv, errstr, errstr_size);
-        free(views);
-        return err;
+        sc_job_spec_conf(js, sim->conf);
+        js->shards = spec->shards > 0 ? spec->shards : 1;
+        js->shards_key = "$.sim.shards";
+        if (spec->seed)
+                js->seed = spec->seed;
+        js->sync = spec->sync;
+        js->codec.id = spec->codec;
+        js->codec.ratio = spec->codec_ratio;
+        js->codec.delta = spec->codec_delta;
+        js->codec.vote = spec->codec_vote;
+        js->codec.half = spec->codec_half;
+        js->codec.log8 = spec->codec_log8;
+        js->codec.rice = spec->codec_rice;
+        js->limits.seq_window = 0;
+        if (sim->conf->optim.sched.kind == SC_SCHED_COSINE)
+                js->total_steps = spec->max_steps;
 }
 
 /* scadles auto window: every device learns the sum of the stream rates the
@@ -139,7 +128,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                     size_t errstr_size)
 {
         sc_sim_t *sim;
-        sc_server_spec_t sspec;
+        sc_job_spec_t jspec;
         sc_rng_t root, r;
         sc_err_t err;
         size_t n;
@@ -157,10 +146,26 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         sim->spec.sync.n_workers = spec->devices;
         if ((err = sc_sync_spec_check(&sim->spec.sync, errstr, errstr_size)))
                 goto out;
-        if ((err = sc_model_new(&sim->model, &conf->model, errstr, errstr_size))) {
-                sc_conf_model_error(conf, errstr, errstr_size);
+        /* Schedule times count server steps (versions) here: epochs mean nothing
+         * on a stream. */
+        if (conf->optim.warmup_epochs > 0 || conf->optim.total_epochs > 0 ||
+            conf->optim.n_milestones_epochs > 0) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "$.optim.schedule: the simulator counts schedule times in server "
+                              "steps; use warmup_steps, total_steps and milestones");
                 goto out;
         }
+        if (conf->optim.sched.kind == SC_SCHED_COSINE && conf->optim.sched.total_steps <= 0 &&
+            spec->max_steps <= 0) {
+                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                              "$.optim.schedule.total_steps: a cosine schedule in the "
+                              "simulator needs total_steps (or sim.max_steps)");
+                goto out;
+        }
+        sc_sim_job_spec(sim, &jspec);
+        if ((err = sc_job_new(&sim->job, &jspec, conf, errstr, errstr_size)))
+                goto out;
+        sim->model = sc_job_model(sim->job);
         if (sc_shape_numel(sc_model_output_shape(sim->model)) != (size_t)train->n_classes ||
             sc_shape_numel(conf->model.input) != sc_shape_numel(train->shape)) {
                 err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
@@ -171,53 +176,15 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         }
         sc_nn_set_threads(1); /* deterministic and fair on shared cores */
         n = sim->n = sc_model_nparams(sim->model);
-        sc_rng_seed(&root, spec->seed ? spec->seed : conf->train.seed);
-        sc_rng_split(&root, &r, 0);
-        sc_model_init(sim->model, &r);
-
-        memset(&sspec, 0, sizeof(sspec));
-        sspec.sync = sim->spec.sync;
-        sspec.sgd.momentum = conf->optim.momentum;
-        sspec.sgd.nesterov = conf->optim.nesterov;
-        sspec.sgd.weight_decay = conf->optim.weight_decay;
-        /* Schedule times count server steps (versions) here: epochs mean nothing
-         * on a stream. */
-        if (conf->optim.warmup_epochs > 0 || conf->optim.total_epochs > 0 ||
-            conf->optim.n_milestones_epochs > 0) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "$.optim.schedule: the simulator counts schedule times in server "
-                              "steps; use warmup_steps, total_steps and milestones");
-                goto out;
-        }
-        if ((err = sc_conf_sched_steps(conf, 1, &sspec.sched, errstr, errstr_size)))
-                goto out;
-        if (sspec.sched.kind == SC_SCHED_COSINE && conf->optim.sched.total_steps <= 0) {
-                if (spec->max_steps <= 0) {
-                        err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                      "$.optim.schedule.total_steps: a cosine schedule in the "
-                                      "simulator needs total_steps (or sim.max_steps)");
-                        goto out;
-                }
-                sspec.sched.total_steps = spec->max_steps;
-        }
-        sim->ns = spec->shards > 0 ? spec->shards : 1;
-        if ((size_t)sim->ns > n) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "$.sim.shards: %d shards for %zu parameters", sim->ns, n);
-                goto out;
-        }
+        sc_rng_seed(&root, jspec.seed);
+        sc_job_rng(sim->job, &r); /* stream 0, past the initial model's draw */
+        sim->ns = sc_job_shards(sim->job);
         if (!(sim->servers = calloc((size_t)sim->ns, sizeof(*sim->servers))) ||
             !(sim->begin = calloc((size_t)sim->ns + 1, sizeof(*sim->begin))))
                 goto out_nomem;
-        for (int sh = 0; sh <= sim->ns; sh++)
-                sim->begin[sh] = n * (size_t)sh / (size_t)sim->ns;
         for (int sh = 0; sh < sim->ns; sh++) {
-                sspec.shard = (uint32_t)sh;
-                sspec.begin = sim->begin[sh];
-                sspec.end = sim->begin[sh + 1];
-                if ((err = sc_server_new(&sim->servers[sh], &sspec,
-                                         sc_model_params(sim->model) + sspec.begin, errstr,
-                                         errstr_size)))
+                sc_job_range(sim->job, sh, &sim->begin[sh], &sim->begin[sh + 1]);
+                if ((err = sc_job_server_new(sim->job, sh, &sim->servers[sh], errstr, errstr_size)))
                         goto out;
         }
         sim->local_lr = spec->local_lr > 0 ? spec->local_lr : conf->optim.lr;
@@ -240,8 +207,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                   malloc((size_t)sim->max_batch * sc_shape_numel(train->shape) * sizeof(float))) ||
             !(sim->y = malloc((size_t)sim->max_batch * sizeof(int32_t))) ||
             !(sim->bidx = malloc((size_t)sim->max_batch * sizeof(uint32_t))) ||
-            !(sim->tmp = malloc(n * sizeof(float))) || !(sim->dval = malloc(n * sizeof(float))) ||
-            !(sim->didx = malloc(n * sizeof(uint32_t))) ||
+            !(sim->tmp = malloc(n * sizeof(float))) ||
             !(sim->devs = calloc((size_t)sim->nd, sizeof(*sim->devs))) ||
             !(sim->votes = calloc((size_t)sim->nd, sizeof(int))))
                 goto out_nomem;
@@ -265,7 +231,8 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                     !(d->read_ver = calloc((size_t)sim->ns, sizeof(*d->read_ver))))
                         goto out_nomem;
                 for (int sh = 0; sh < sim->ns; sh++)
-                        if ((err = sc_sim_codec_new(sim, sh, &d->codec[sh], errstr, errstr_size)))
+                        if ((err = sc_job_codec_new(sim->job, sh, &d->codec[sh], errstr,
+                                                    errstr_size)))
                                 goto out;
                 if ((err = sc_sync_worker_new(&d->w, &sim->spec.sync, (uint32_t)i, errstr,
                                               errstr_size)))
@@ -397,16 +364,16 @@ static int sc_sim_pulls(const sc_sim_t *sim)
         return sim->spec.async_pull && (k == SC_SYNC_ASP || k == SC_SYNC_ADACOMP);
 }
 
-/* When device d's update msg (encoded from len gradient coordinates at now)
- * has been applied at the server: encoding (sim.encode_rate), the device's
- * uplink, the server's ingress link (sim.server_ingress_bps) and its apply
- * queue (sim.apply_rate coordinates/s, one update at a time). Ingress and
- * apply are FIFO in the order updates are sent. */
-static double sc_sim_server_at(sc_sim_t *sim, double now, sc_sim_dev_t *d, size_t len,
-                               const sc_sim_msg_t *msg)
+/* When device d's update (bytes on the wire, its codec payload encoded from
+ * len gradient coordinates at now) has been applied at the server: encoding
+ * (sim.encode_rate), the device's uplink, the server's ingress link
+ * (sim.server_ingress_bps) and its apply queue (sim.apply_rate coordinates/s,
+ * one update at a time). Ingress and apply are FIFO in the order updates are
+ * sent. */
+static double sc_sim_server_at(sc_sim_t *sim, double now, sc_sim_dev_t *d, size_t len, size_t bytes,
+                               const sc_buf_t *payload)
 {
         const sc_sim_spec_t *sp = &sim->spec;
-        size_t bytes = msg->len + SC_SIM_MSG_HDR;
         double t = now + (sp->encode_rate > 0 ? (double)len / sp->encode_rate : 0);
         double at = sc_sim_link_send(&d->up, t, bytes);
         if (sp->server_ingress_bps > 0) {
@@ -417,7 +384,7 @@ static double sc_sim_server_at(sc_sim_t *sim, double now, sc_sim_dev_t *d, size_
         if (sp->apply_rate > 0) {
                 sc_codec_info_t info;
                 size_t coords = len;
-                if (!sc_codec_payload_info(msg->payload, msg->len, &info, NULL, 0))
+                if (!sc_codec_payload_info(payload->data, payload->len, &info, NULL, 0))
                         coords = info.nnz;
                 double start = sim->apply_free_at > at ? sim->apply_free_at : at;
                 sim->server_wait += start - at;
@@ -443,7 +410,7 @@ static sc_err_t sc_sim_send(sc_sim_t *sim, int i, const sc_sync_act_t *act, char
                 vec = d->params;
         }
         for (int sh = 0; sh < sim->ns; sh++) {
-                size_t b = sim->begin[sh], len = sim->begin[sh + 1] - b;
+                size_t b = sim->begin[sh];
                 if (sim->spec.codec == SC_CODEC_ADAPTIVE && sim->spec.codec_vote) {
                         /* The reference ScaDLES decides by majority vote of the devices. */
                         for (int k = 0; k < sim->nd; k++)
@@ -451,21 +418,25 @@ static sc_err_t sc_sim_send(sc_sim_t *sim, int i, const sc_sync_act_t *act, char
                         sc_codec_adaptive_set_decision(
                             d->codec[sh], sc_codec_adaptive_majority(sim->votes, sim->nd));
                 }
+                sc_wire_update_t u = {.worker = (uint32_t)i,
+                                      .shard = (uint32_t)sh,
+                                      .seq = act->seq,
+                                      .t_read = d->read_ver[sh],
+                                      .samples = (uint32_t)(d->last_batch > 0 ? d->last_batch : 1),
+                                      .kind = (sc_wire_update_kind_t)act->update_kind};
                 sim->buf.len = 0;
-                if ((err = sc_codec_encode(d->codec[sh], vec + b, &d->rng, &sim->buf, errstr,
-                                           errstr_size)))
+                if ((err = sc_job_update_encode(sim->job, d->codec[sh], &u, vec + b, &d->rng,
+                                                &sim->payload, &sim->buf, errstr, errstr_size)))
                         return err;
                 if (!(msg = malloc(sizeof(*msg) + sim->buf.len)))
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
                 msg->worker = (uint32_t)i;
                 msg->shard = sh;
-                msg->seq = act->seq;
-                msg->t_read = d->read_ver[sh];
-                msg->samples = (uint32_t)(d->last_batch > 0 ? d->last_batch : 1);
-                msg->kind = act->update_kind;
                 msg->len = sim->buf.len;
-                memcpy(msg->payload, sim->buf.data, sim->buf.len);
-                double at = sc_sim_server_at(sim, sim->now, d, len, msg);
+                memcpy(msg->bytes, sim->buf.data, sim->buf.len);
+                /* the bytes a worker's update record carries on J.grad */
+                double at = sc_sim_server_at(sim, sim->now, d, sim->begin[sh + 1] - b, msg->len,
+                                             &sim->payload);
                 if (sc_sim_queue_push(&sim->q, at, SC_EV_RECV, i, msg)) {
                         free(msg);
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
@@ -592,41 +563,21 @@ static sc_err_t sc_sim_deliver(sc_sim_t *sim, int sh, int i, sc_sim_snap_t **sna
 
 static sc_err_t sc_sim_recv(sc_sim_t *sim, sc_sim_msg_t *msg, char *errstr, size_t errstr_size)
 {
-        sc_codec_info_t info;
-        sc_update_t u = {.worker = msg->worker,
-                         .seq = msg->seq,
-                         .t_read = msg->t_read,
-                         .samples = msg->samples,
-                         .kind = msg->kind,
-                         .n = sim->begin[msg->shard + 1] - sim->begin[msg->shard]};
         sc_server_t *srv = sim->servers[msg->shard];
         sc_apply_result_t res;
         sc_sim_snap_t *snap = NULL;
         uint64_t v0 = sc_server_version(srv), c0 = sc_server_min_clock(srv);
         int sh = msg->shard;
         sc_sync_kind_t kind = sim->spec.sync.kind;
+        sc_wire_msg_t wm;
         sc_err_t err;
-        size_t nnz;
 
-        if ((err = sc_codec_payload_info(msg->payload, msg->len, &info, errstr, errstr_size)))
+        if ((err = sc_wire_decode(msg->bytes, msg->len, &wm, errstr, errstr_size)) ||
+            (err = sc_job_apply(sim->job, srv, &wm.u.update, &res, errstr, errstr_size)))
                 return err;
-        if (info.format == SC_CODEC_FMT_SPARSE) {
-                if ((err = sc_codec_decode_sparse(msg->payload, msg->len, sim->didx, sim->dval, u.n,
-                                                  &nnz, errstr, errstr_size)))
-                        return err;
-                u.indices = sim->didx;
-                u.count = nnz;
-        } else {
-                memset(sim->dval, 0, u.n * sizeof(float));
-                if ((err = sc_codec_decode_add(msg->payload, msg->len, sim->dval, u.n, 1.0f, errstr,
-                                               errstr_size)))
-                        return err;
-        }
-        u.values = sim->dval;
-        if ((err = sc_server_apply(srv, &u, &res, errstr, errstr_size)))
-                return err;
+        uint64_t t_read = wm.u.update.t_read;
         if (!sc_sync_is_round_based(kind) && res.status == SC_APPLY_APPLIED) {
-                sim->stale_sum += (double)(v0 - (msg->t_read < v0 ? msg->t_read : v0));
+                sim->stale_sum += (double)(v0 - (t_read < v0 ? t_read : v0));
                 sim->stale_n++;
         }
         if (sc_sync_is_round_based(kind)) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "sc_buf.h"
+#include "sc_job.h"
 #include "sc_mix.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
@@ -87,16 +88,14 @@ double sc_sim_draw_rate(const sc_sim_spec_t *spec, int i, sc_rng_t *rng);
 
 enum { SC_EV_READY, SC_EV_COMPUTED, SC_EV_RECV, SC_EV_MODEL, SC_EV_EVAL, SC_EV_LEAVE, SC_EV_JOIN };
 
-#define SC_SIM_MSG_HDR 32 /* bytes of framing counted per message */
+#define SC_SIM_MSG_HDR 32 /* bytes of framing counted per whole-shard model message */
 
+/* An update in flight: the wire message a worker produces to J.grad. */
 typedef struct sc_sim_msg {
         uint32_t worker;
         int shard;
-        uint64_t seq, t_read;
-        uint32_t samples;
-        sc_update_kind_t kind;
         size_t len;
-        uint8_t payload[];
+        uint8_t bytes[];
 } sc_sim_msg_t;
 
 typedef struct sc_sim_snap {
@@ -148,7 +147,8 @@ struct sc_sim_s {
         sc_sim_spec_t spec;
         const sc_conf_t *conf;
         const sc_dataset_t *train, *test;
-        sc_model_t *model;
+        sc_job_t *job;               /* the engine: layout, initial model, codecs, servers */
+        sc_model_t *model;           /* the job's, computed on by every device in turn */
         sc_server_t **servers;       /* (shards) */
         sc_sim_bshard_t *bsh;        /* (shards) downlink_bcast, else NULL */
         sc_wire_applied_t *bapplied; /* (devices) a broadcast's applied-seq vector */
@@ -160,12 +160,12 @@ struct sc_sim_s {
         sc_sim_queue_t q;
         sc_mix_inject_t *inject; /* data injection: dataset indices by sharing device */
         sc_rng_t inj_rng;
-        float *x, *tmp, *dval;
+        float *x, *tmp;
         int32_t *y;
         int *votes; /* (nd) adaptive codec votes */
-        uint32_t *bidx, *didx;
+        uint32_t *bidx;
         int max_batch;
-        sc_buf_t buf;
+        sc_buf_t buf, payload; /* an update message, its codec payload */
         sc_adsp_tuner_t *tuner;
         double commit_rate, local_lr;
         sc_sim_link_t ingress; /* the server's ingress link (server_ingress_bps) */

@@ -87,7 +87,7 @@ static sc_err_t sc_wk_model(sc_worker_t *w, char *errstr, size_t errstr_size)
         sc_rng_split(&root, &init, 1);
         sc_rng_split(&root, &w->rng, 2 + 1000u * (uint64_t)(w->spec.worker_id + 1));
         if (w->spec.distributed) {
-                /* The job's initial model (sc_kafka_model_initial): stream 0. */
+                /* The job's initial model (sc_job_initial): stream 0. */
                 sc_rng_t r0;
                 sc_rng_seed(&root, conf->train.seed);
                 sc_rng_split(&root, &r0, 0);

@@ -16,6 +16,7 @@
 #include "sc_data.h"
 #include "sc_decode.h"
 #include "sc_ingest.h"
+#include "sc_job.h"
 #include "sc_job_auth.h"
 #include "sc_job_model.h"
 #include "sc_kafka_admin.h"
@@ -56,6 +57,7 @@ struct sc_wk_job {
         sc_job_model_t *jm;
         sc_auth_t auth; /* authenticated job: this worker signs with its key */
         sc_sync_worker_t *sync;
+        sc_job_t *job;       /* the engine: layout, initial model, codecs, update encode */
         sc_codec_t **codecs; /* per shard */
         uint64_t *stamps;    /* per shard: the install counter of the model held */
         uint64_t *held_v;    /* per shard: version of the model held */

@@ -19,7 +19,6 @@
 #include "sc_job_auth.h"
 #include "sc_job_model.h"
 #include "sc_kafka_admin.h"
-#include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
 #include "sc_mix.h"
 #include "sc_sync.h"
@@ -225,29 +224,11 @@ static sc_err_t sc_wj_scan_seq(sc_worker_t *w, uint64_t *bestp, char *errstr, si
 static sc_err_t sc_wj_codecs(sc_worker_t *w, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
-        const sc_conf_t *conf = w->conf;
-        sc_codec_params_t pp;
-        int nt = sc_model_ntensors(w->model);
-        sc_tensor_view_t *views = calloc((size_t)nt + 1, sizeof(*views));
-        sc_tensor_view_t *clip = calloc((size_t)nt + 1, sizeof(*clip));
         sc_err_t err = SC_OK;
-        if (!views || !clip || !(j->codecs = calloc((size_t)j->shards, sizeof(*j->codecs)))) {
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-                goto out;
-        }
-        for (int i = 0; i < nt; i++)
-                views[i] = *sc_model_tensor(w->model, i);
-        sc_kafka_model_codec_params(conf, &pp);
-        for (int s = 0; s < j->shards && !err; s++) {
-                size_t b, e;
-                sc_kafka_model_shard_range(j->n, j->shards, s, &b, &e);
-                int nv = sc_codec_clip_views(views, nt, b, e, clip);
-                err = sc_codec_new(&j->codecs[s], (sc_codec_id_t)conf->job.codec, &pp, e - b, clip,
-                                   nv, errstr, errstr_size);
-        }
-out:
-        free(views);
-        free(clip);
+        if (!(j->codecs = calloc((size_t)j->shards, sizeof(*j->codecs))))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        for (int s = 0; s < j->shards && !err; s++)
+                err = sc_job_codec_new(j->job, s, &j->codecs[s], errstr, errstr_size);
         return err;
 }
 
@@ -280,12 +261,13 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
             !(j->sync_params = malloc(j->n * sizeof(float))) ||
             !(j->scratch = malloc(j->n * sizeof(float))))
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-        sc_model_t *m0 = NULL;
-        if ((err = sc_kafka_model_initial(conf, &m0, errstr, errstr_size)))
+        sc_job_spec_t jspec;
+        sc_job_spec_conf(&jspec, conf);
+        if ((err = sc_job_new(&j->job, &jspec, conf, errstr, errstr_size)))
                 return err;
-        if (sc_model_nparams(m0) == j->n)
-                memcpy(sc_model_params(w->model), sc_model_params(m0), j->n * sizeof(float));
-        sc_model_destroy(m0);
+        if (sc_job_nparams(j->job) == j->n)
+                memcpy(sc_model_params(w->model), sc_model_params(sc_job_model(j->job)),
+                       j->n * sizeof(float));
         memcpy(j->sync_params, sc_model_params(w->model), j->n * sizeof(float));
         if ((err = sc_wj_codecs(w, errstr, errstr_size)) ||
             (err = sc_job_auth_load(&j->auth, conf, errstr, errstr_size)))
@@ -395,6 +377,7 @@ void sc_wk_job_destroy(sc_worker_t *w)
         for (int s = 0; j->codecs && s < j->shards; s++)
                 sc_codec_destroy(j->codecs[s]);
         free(j->codecs);
+        sc_job_destroy(j->job);
         free(j->stamps);
         free(j->vis_next);
         free(j->held_v);
@@ -623,22 +606,16 @@ static sc_err_t sc_wj_send(sc_worker_t *w, const sc_sync_act_t *act, char *errst
         j->pend_tail = p;
         for (int s = 0; s < j->shards; s++) {
                 size_t b, e;
-                sc_kafka_model_shard_range(j->n, j->shards, s, &b, &e);
-                j->payload.len = 0;
-                if ((err = sc_codec_encode(j->codecs[s], src + b, &w->rng, &j->payload, errstr,
-                                           errstr_size)))
-                        goto fail;
+                sc_job_range(j->job, s, &b, &e);
                 sc_wire_update_t u = {.worker = (uint32_t)w->spec.worker_id,
                                       .shard = (uint32_t)s,
                                       .seq = j->seq_base + act->seq,
                                       .t_read = j->round_based ? act->t_read : j->held_v[s],
                                       .samples = samples,
-                                      .kind = (sc_wire_update_kind_t)act->update_kind,
-                                      .codec = (uint8_t)w->conf->job.codec,
-                                      .payload = j->payload.data,
-                                      .payload_len = j->payload.len};
+                                      .kind = (sc_wire_update_kind_t)act->update_kind};
                 j->msg.len = 0;
-                if ((err = sc_wire_encode_update(&j->msg, &u, errstr, errstr_size)) ||
+                if ((err = sc_job_update_encode(j->job, j->codecs[s], &u, src + b, &w->rng,
+                                                &j->payload, &j->msg, errstr, errstr_size)) ||
                     (err = sc_wj_sign(w, errstr, errstr_size)))
                         goto fail;
                 snprintf(key, sizeof(key), "%d", s);

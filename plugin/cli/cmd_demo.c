@@ -26,6 +26,7 @@
 #include "sc_data.h"
 #include "sc_idx.h"
 #include "sc_eval_set.h"
+#include "sc_job.h"
 #include "sc_job_model.h"
 #include "sc_model_out.h"
 #include "sc_kafka_admin.h"
@@ -369,7 +370,7 @@ static int sc_demo_evaluator(sc_demo_t *d)
         const sc_conf_t *conf = &d->conf;
         char *err = d->err;
         size_t errsz = sizeof(d->err);
-        if (sc_kafka_model_initial(conf, &d->model, err, errsz)) {
+        if (sc_job_initial(conf, &d->model, err, errsz)) {
                 fprintf(stderr, "scadles demo: %s\n", err);
                 return -1;
         }

@@ -7,11 +7,15 @@
 # model, a device reads it before its first step), then versions 1-10
 # (keyframes at 0, 5 and 10, deltas between), each record with the shard's
 # applied-seq vector. Version 10 is a keyframe, so the aggregator's release
-# adds no final one; the workers run no evaluation.
+# adds no final one; the workers run no evaluation. Both run the job engine
+# (core/job.c), so the uplink matches too: the update codec is q8 (a payload
+# of fixed size) and the simulator's bytes_up, the wire messages of its
+# devices' 40 updates, must equal the sum of the workers' job.bytes_up.
 . "$(dirname "$0")/distributed_common.inc"
 
 job='{"worker": {"batch": "fixed", "b": 64},
-      "job": {"sync": {"policy": "bsp"}, "downlink": {"name": "q8"}, "keyframe_interval": 4}}'
+      "job": {"sync": {"policy": "bsp"}, "codec": {"name": "q8"}, "downlink": {"name": "q8"},
+              "keyframe_interval": 4}}'
 start_broker sd.0:1 sd.1:1 dj.grad:2 dj.model:2 dj.bcast:2 dj.ctl:1
 for w in 0 1; do
 	# 640 records, 64 a batch: 10 updates per shard and worker, 10 rounds.
@@ -38,16 +42,18 @@ wait "$a" || fail "aggregator exited $?"
 # The simulator: the same model, optimizer, seed, job section and codec.
 jq '{model, optim, train, job, worker,
      data: {source: "synthetic", synthetic: {train: 2000, test: 200, classes: 10, noise: 1.0}},
-     sim: {devices: 2, shards: 2, policy: "bsp", codec: "topk", codec_ratio: 0.1, rates: "S10",
+     sim: {devices: 2, shards: 2, policy: "bsp", codec: "q8", rates: "S10",
            max_steps: 10, max_time: 1000, eval_every: 100, downlink_bcast: true}}' \
 	"$tmp/j0.json" >"$tmp/sim.json"
 "$SCADLES" sim -c "$tmp/sim.json" >"$tmp/sim.out" 2>"$tmp/sim.err" || fail "sim exited $?"
 end=$(tail -n 1 "$tmp/sim.out")
 [ "$(echo "$end" | jq .step)" -eq 10 ] || fail "sim stopped at step $(echo "$end" | jq .step)"
 
+up=0
 for w in 0 1; do
 	f="$tmp/w$w.out"
 	check_worker "$f" acked
+	up=$((up + $(summary "$f" .job.bytes_up)))
 	read -r down recs keys ver < <(summary "$f" \
 		'.job | "\(.bytes_down) \(.model_records) \(.model_keyframes) \(.model_version)"')
 	sim=$(echo "$end" | jq ".bytes_down_devices[$w]")
@@ -59,4 +65,7 @@ for w in 0 1; do
 done
 [ "$(summary "$tmp/a.out" .bytes_bcast)" -eq "$down" ] ||
 	fail "the aggregator broadcast $(summary "$tmp/a.out" .bytes_bcast) bytes, each worker read $down"
-echo "ok: downlink bytes per worker equal in the Kafka runtime and the simulator ($down)"
+sim_up=$(echo "$end" | jq .bytes_up)
+echo "uplink: workers $up bytes, simulator $sim_up"
+[ "$up" -eq "$sim_up" ] || fail "the workers sent $up bytes of updates, the simulator's devices $sim_up"
+echo "ok: downlink bytes per worker ($down) and uplink bytes ($up) equal in the Kafka runtime and the simulator"

@@ -33,6 +33,7 @@
 #include "cli/cmd.h"
 #include "sc_codec.h"
 #include "sc_conf.h"
+#include "sc_job.h"
 #include "sc_job_auth.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_model.h"
@@ -59,15 +60,13 @@ static void sc_st_usage(FILE *out)
 
 typedef struct sc_fake {
         const sc_conf_t *conf;
-        sc_model_t *model;
+        sc_job_t *job; /* the engine the workers and aggregators run */
         size_t n;
         int shards, workers;
         sc_codec_t **codecs; /* [worker * shards + shard] */
         sc_rng_t *rngs;      /* same index: randk / stochastic rounding */
         float *g;
         sc_buf_t payload;
-        uint32_t *idx;
-        float *val, *dense;
         sc_auth_t auth; /* authenticated job: records signed as their worker */
 } sc_fake_t;
 
@@ -78,38 +77,31 @@ static void sc_fake_free(sc_fake_t *f)
         free(f->codecs);
         free(f->rngs);
         free(f->g);
-        free(f->idx);
-        free(f->val);
-        free(f->dense);
         sc_buf_free(&f->payload);
-        sc_model_destroy(f->model);
+        sc_job_destroy(f->job);
         sc_auth_free(&f->auth);
 }
 
 static int sc_fake_init(sc_fake_t *f, const sc_conf_t *conf, char *err, size_t errsz)
 {
-        sc_codec_params_t pp;
+        sc_job_spec_t jspec;
         memset(f, 0, sizeof(*f));
         f->conf = conf;
         f->shards = conf->job.shards;
         f->workers = conf->job.sync.n_workers;
-        if (sc_kafka_model_initial(conf, &f->model, err, errsz) ||
+        sc_job_spec_conf(&jspec, conf);
+        if (sc_job_new(&f->job, &jspec, conf, err, errsz) ||
             sc_job_auth_load(&f->auth, conf, err, errsz))
                 return -1;
-        f->n = sc_model_nparams(f->model);
+        f->n = sc_job_nparams(f->job);
         size_t cnt = (size_t)f->workers * (size_t)f->shards;
         if (!(f->codecs = calloc(cnt, sizeof(*f->codecs))) ||
-            !(f->rngs = calloc(cnt, sizeof(*f->rngs))) || !(f->g = malloc(f->n * sizeof(float))) ||
-            !(f->idx = malloc(f->n * sizeof(uint32_t))) ||
-            !(f->val = malloc(f->n * sizeof(float))) || !(f->dense = malloc(f->n * sizeof(float))))
+            !(f->rngs = calloc(cnt, sizeof(*f->rngs))) || !(f->g = malloc(f->n * sizeof(float))))
                 return snprintf(err, errsz, "out of memory"), -1;
-        sc_kafka_model_codec_params(conf, &pp);
         for (int w = 0; w < f->workers; w++)
                 for (int s = 0; s < f->shards; s++) {
-                        size_t b, e, i = (size_t)w * (size_t)f->shards + (size_t)s;
-                        sc_kafka_model_shard_range(f->n, f->shards, s, &b, &e);
-                        if (sc_codec_new(&f->codecs[i], (sc_codec_id_t)conf->job.codec, &pp, e - b,
-                                         NULL, 0, err, errsz))
+                        size_t i = (size_t)w * (size_t)f->shards + (size_t)s;
+                        if (sc_job_codec_new(f->job, s, &f->codecs[i], err, errsz))
                                 return -1;
                         sc_rng_seed(&f->rngs[i],
                                     conf->train.seed ^ (0x9e3779b97f4a7c15ull * (i + 1)));
@@ -118,21 +110,20 @@ static int sc_fake_init(sc_fake_t *f, const sc_conf_t *conf, char *err, size_t e
 }
 
 /* Appends to out the update message of (worker, shard, seq); the payload is
- * encoded with the worker's codec (its residual advances). */
+ * encoded with the worker's codec (its residual advances). A shard outside
+ * the job (a bad record) gets a payload of shard 0's. */
 static int sc_fake_update(sc_fake_t *f, int w, int s, long seq, sc_buf_t *out, char *err,
                           size_t errsz)
 {
         const sc_conf_t *conf = f->conf;
-        size_t b, e, i = (size_t)w * (size_t)f->shards + (size_t)s;
+        int cs = s < f->shards ? s : 0;
+        size_t b, e, i = (size_t)w * (size_t)f->shards + (size_t)cs;
         sc_rng_t root, r;
-        sc_kafka_model_shard_range(f->n, f->shards, s, &b, &e);
+        sc_job_range(f->job, cs, &b, &e);
         sc_rng_seed(&root, conf->train.seed + 0x51f7);
         sc_rng_split(&root, &r, ((uint64_t)w << 44) | ((uint64_t)s << 28) | (uint64_t)seq);
         for (size_t k = 0; k < e - b; k++)
                 f->g[k] = (sc_rng_uniform(&r) * 2.0f - 1.0f) * 0.01f;
-        f->payload.len = 0;
-        if (sc_codec_encode(f->codecs[i], f->g, &f->rngs[i], &f->payload, err, errsz))
-                return -1;
         sc_sync_kind_t kind = conf->job.sync.kind;
         sc_wire_update_t m = {.worker = (uint32_t)w,
                               .shard = (uint32_t)s,
@@ -143,12 +134,10 @@ static int sc_fake_update(sc_fake_t *f, int w, int s, long seq, sc_buf_t *out, c
                               .samples = (uint32_t)(1 + (w * 7 + seq) % 32),
                               .kind = sc_sync_sends_gradients(kind) ? SC_WIRE_GRAD
                                       : conf->job.sync.send_models  ? SC_WIRE_FULL_MODEL
-                                                                    : SC_WIRE_DELTA,
-                              .codec = (uint8_t)conf->job.codec,
-                              .payload = f->payload.data,
-                              .payload_len = f->payload.len};
+                                                                    : SC_WIRE_DELTA};
         size_t start = out->len;
-        return sc_wire_encode_update(out, &m, err, errsz) ||
+        return sc_job_update_encode(f->job, f->codecs[i], &m, f->g, &f->rngs[i], &f->payload, out,
+                                    err, errsz) ||
                        sc_auth_sign(&f->auth, out, start, (uint32_t)w, err, errsz)
                    ? -1
                    : 0;
@@ -183,7 +172,7 @@ static int sc_fake_bad(sc_fake_t *f, long k, int s, sc_buf_t *out, char *err, si
                                       .kind = SC_WIRE_GRAD,
                                       .codec = SC_CODEC_NONE};
                 size_t b, e;
-                sc_kafka_model_shard_range(f->n, f->shards, s, &b, &e);
+                sc_job_range(f->job, s, &b, &e);
                 sc_codec_t *c = NULL;
                 f->payload.len = 0;
                 memset(f->g, 0, (e - b) * sizeof(float));
@@ -362,12 +351,9 @@ static int sc_st_ref_apply(sc_fake_t *f, sc_server_t *srv, const sc_buf_t *msg, 
                            size_t errsz)
 {
         sc_wire_msg_t wm;
-        sc_update_t u;
-        if (sc_auth_decode(&f->auth, msg->data, msg->len, &wm, NULL, err, errsz) ||
-            sc_server_update_decode(&wm.u.update, sc_server_len(srv), f->idx, f->val, f->dense, &u,
-                                    err, errsz))
+        if (sc_auth_decode(&f->auth, msg->data, msg->len, &wm, NULL, err, errsz))
                 return -1;
-        return sc_server_apply(srv, &u, NULL, err, errsz) ? -1 : 0;
+        return sc_job_apply(f->job, srv, &wm.u.update, NULL, err, errsz) ? -1 : 0;
 }
 
 /* ref[s] for every shard: a server from the initial model that applied
@@ -378,10 +364,7 @@ static int sc_st_expected(sc_fake_t *f, const sc_conf_t *conf, const sc_st_opts_
         sc_buf_t msg = {0};
         int rc = -1;
         for (int s = 0; s < f->shards; s++) {
-                sc_server_spec_t spec;
-                if (sc_kafka_model_server_spec(conf, f->n, s, &spec, err, errsz) ||
-                    sc_server_new(&ref[s], &spec, sc_model_params(f->model) + spec.begin, err,
-                                  errsz))
+                if (sc_job_server_new(f->job, s, &ref[s], err, errsz))
                         goto out;
         }
         for (long seq = 1; seq <= o->seq_to; seq++)
@@ -403,15 +386,13 @@ out:
 static int sc_st_record_params(const sc_wire_model_view_t *m, sc_fake_t *f, int s, float *got,
                                size_t len)
 {
-        sc_server_spec_t spec;
         sc_server_t *srv = NULL;
         char err[512];
         if (!m->params_in_state) {
                 sc_wire_get_f32s(got, m->params, len);
                 return 0;
         }
-        if (sc_kafka_model_server_spec(f->conf, f->n, s, &spec, err, sizeof(err)) ||
-            sc_server_new(&srv, &spec, sc_model_params(f->model) + spec.begin, err, sizeof(err)) ||
+        if (sc_job_server_new(f->job, s, &srv, err, sizeof(err)) ||
             sc_server_restore(srv, m->state, m->state_len, err, sizeof(err))) {
                 fprintf(stderr, "shard %d: state: %s\n", s, err);
                 sc_server_destroy(srv);

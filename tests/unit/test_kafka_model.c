@@ -1,7 +1,6 @@
-/* test_kafka_model.c — the job's shard layout, shard records (encode, restore
- * round trip) and finding the newest usable record of a J.model partition on
- * the embedded broker, past garbage, other shards' records and records the
- * caller refuses. */
+/* test_kafka_model.c — shard records (encode, restore round trip) and finding the newest usable
+ * record of a J.model partition on the embedded broker, past garbage, other shards' records and
+ * records the caller refuses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,26 +12,8 @@
 #include <string.h>
 
 #include "sc_broker.h"
+#include "sc_job.h"
 #include "sc_kafka_model.h"
-
-static void shard_ranges_tile_the_buffer(void **state)
-{
-        static const size_t ns[] = {1, 7, 596, 101770};
-        for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
-                for (int shards = 1; shards <= 9 && (size_t)shards <= ns[i]; shards++) {
-                        size_t prev = 0, b, e, lo = ns[i], hi = 0;
-                        for (int s = 0; s < shards; s++) {
-                                sc_kafka_model_shard_range(ns[i], shards, s, &b, &e);
-                                assert_int_equal(b, prev);
-                                assert_true(e > b);
-                                lo = e - b < lo ? e - b : lo;
-                                hi = e - b > hi ? e - b : hi;
-                                prev = e;
-                        }
-                        assert_int_equal(prev, ns[i]);
-                        assert_true(hi - lo <= 1); /* even split */
-                }
-}
 
 static sc_conf_t *small_conf(int shards)
 {
@@ -48,17 +29,16 @@ static sc_conf_t *small_conf(int shards)
         return &conf;
 }
 
-static sc_server_t *shard_server(const sc_conf_t *conf, sc_model_t *model, int shard)
+static sc_server_t *shard_server(const sc_conf_t *conf, int shard)
 {
-        sc_server_spec_t spec;
+        sc_job_spec_t spec;
+        sc_job_t *job = NULL;
         sc_server_t *srv = NULL;
         char errstr[256];
-        assert_int_equal(sc_kafka_model_server_spec(conf, sc_model_nparams(model), shard, &spec,
-                                                    errstr, sizeof(errstr)),
-                         SC_OK);
-        assert_int_equal(
-            sc_server_new(&srv, &spec, sc_model_params(model) + spec.begin, errstr, sizeof(errstr)),
-            SC_OK);
+        sc_job_spec_conf(&spec, conf);
+        assert_int_equal(sc_job_new(&job, &spec, conf, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_job_server_new(job, shard, &srv, errstr, sizeof(errstr)), SC_OK);
+        sc_job_destroy(job);
         return srv;
 }
 
@@ -87,12 +67,12 @@ static void initial_model_and_record_round_trip(void **state)
         sc_buf_t buf = {0};
         sc_wire_msg_t wm;
 
-        assert_int_equal(sc_kafka_model_initial(conf, &m1, errstr, sizeof(errstr)), SC_OK);
-        assert_int_equal(sc_kafka_model_initial(conf, &m2, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_job_initial(conf, &m1, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_job_initial(conf, &m2, errstr, sizeof(errstr)), SC_OK);
         assert_int_equal(sc_model_nparams(m1), 36);
         assert_memory_equal(sc_model_params(m1), sc_model_params(m2), 36 * sizeof(float));
 
-        sc_server_t *a = shard_server(conf, m1, 1), *b = shard_server(conf, m1, 1);
+        sc_server_t *a = shard_server(conf, 1), *b = shard_server(conf, 1);
         apply_grad(a, 0, 1, 0.5f);
         apply_grad(a, 1, 1, -0.25f);
         apply_grad(a, 0, 2, 0.125f);
@@ -196,8 +176,8 @@ static void newest_usable_record_is_found(void **state)
         assert_int_equal(found, 0);
 
         /* versions 1..6 of shard 0, then garbage and a record of shard 3 */
-        assert_int_equal(sc_kafka_model_initial(conf, &model, errstr, sizeof(errstr)), SC_OK);
-        sc_server_t *srv = shard_server(conf, model, 0);
+        assert_int_equal(sc_job_initial(conf, &model, errstr, sizeof(errstr)), SC_OK);
+        sc_server_t *srv = shard_server(conf, 0);
         sc_kafka_delivery_init(&dv);
         for (int v = 1; v <= 6; v++) {
                 apply_grad(srv, 0, (uint64_t)v, 0.1f);
@@ -256,7 +236,6 @@ static void newest_usable_record_is_found(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(shard_ranges_tile_the_buffer),
             cmocka_unit_test(initial_model_and_record_round_trip),
             cmocka_unit_test(newest_usable_record_is_found),
         };

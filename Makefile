@@ -6,6 +6,8 @@
 #   make SANITIZER=thread unit              unit tests under ThreadSanitizer
 #   make bench      benchmarks (print figures)
 #   make demo       the main job on the zero-setup default
+#   make reproduce / results / check-results  the papers' claims on the
+#                   simulator, docs/RESULTS.md from them, a rerun of its checked subset
 #   make install PREFIX=/usr/local
 #   make fuzz / fuzz-run  libFuzzer targets and a bounded run (fuzz/fuzz.mk)
 #

@@ -9,6 +9,10 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 export SCADLES=$1 OUT=$2 JOBS=${JOBS:-2}
 doc=$top/docs/RESULTS.md
+for b in summary scadles buffers; do
+	grep -qx "<!-- generated: check-$b -->" "$doc" ||
+		{ echo "check-results: $doc has no check-$b block" >&2; exit 1; }
+done
 rm -rf "$OUT"
 mkdir -p "$OUT"
 start=$(date +%s)

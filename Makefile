@@ -6,6 +6,8 @@
 #   make SANITIZER=thread unit              unit tests under ThreadSanitizer
 #   make bench      benchmarks (print figures)
 #   make demo       the main job on the zero-setup default
+#   make reproduce / results / check-results  the papers' claims on the
+#                   simulator, docs/RESULTS.md from them, a rerun of its checked subset
 #   make install PREFIX=/usr/local
 #   make fuzz / fuzz-run  libFuzzer targets and a bounded run (fuzz/fuzz.mk)
 #
@@ -85,7 +87,7 @@ CLI    := $(BUILD)/scadles
 DEPS_STAMP := $(BUILD)/.deps
 
 .PHONY: all deps test unit integration bench demo install uninstall clean style style-check \
-	reproduce docs check-docs
+	reproduce results check-results docs check-docs
 all: $(STATIC) $(SHARED) $(CLI) $(TOOL_BIN)
 
 deps: $(DEPS_STAMP)
@@ -153,6 +155,20 @@ bench: $(BENCH_BIN) $(CLI) $(TOOL_BIN)
 
 reproduce: $(CLI)
 	SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce examples/reproduce/run-all.sh
+
+# docs/RESULTS.md's generated blocks from the tables `make reproduce` left in
+# $(BUILD)/reproduce (blocks without a table there are kept).
+results: $(CLI)
+	SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce SUMMARY_CMD="make results" \
+		examples/reproduce/summary.sh >/dev/null
+	scripts/results-md.sh $(BUILD)/reproduce "" docs/RESULTS.md > $(BUILD)/RESULTS.md && \
+		mv $(BUILD)/RESULTS.md docs/RESULTS.md
+
+# Reruns the subset of the reproductions in docs/RESULTS.md's "check-" blocks
+# (a few minutes) and fails when the document differs from what this build
+# produces; WRITE=1 writes the blocks instead.
+check-results: $(CLI)
+	@WRITE=$(WRITE) scripts/check-results.sh $(CURDIR)/$(CLI) $(CURDIR)/$(BUILD)/check-results
 
 demo: $(CLI)
 	$(CLI) demo

@@ -160,7 +160,9 @@ void sc_sim_stream_take(sc_sim_stream_t *s, sc_rng_t *rng, size_t n, uint32_t *i
         s->buffered -= n;
 }
 
-double sc_sim_draw_rate(const sc_sim_spec_t *spec, int i, sc_rng_t *rng)
+/* One draw of the rate distribution of spec->rates (uniform for S1 / S2,
+ * normal for S10 / S20), unbounded below. */
+static double sc_sim_draw_rate_once(const sc_sim_spec_t *spec, int i, sc_rng_t *rng)
 {
         double r;
         switch (spec->rates) {
@@ -184,5 +186,20 @@ double sc_sim_draw_rate(const sc_sim_spec_t *spec, int i, sc_rng_t *rng)
                 r = spec->rate;
                 break;
         }
+        return r;
+}
+
+/* The S sets are redrawn while below min_rate (the distribution truncated
+ * at min_rate, not a point mass of streams at min_rate); configured rates
+ * and the last of SC_SIM_RATE_DRAWS draws are clamped. */
+#define SC_SIM_RATE_DRAWS 1000
+
+double sc_sim_draw_rate(const sc_sim_spec_t *spec, int i, sc_rng_t *rng)
+{
+        int drawn = spec->rates == SC_SIM_RATES_S1 || spec->rates == SC_SIM_RATES_S2 ||
+                    spec->rates == SC_SIM_RATES_S10 || spec->rates == SC_SIM_RATES_S20;
+        double r = sc_sim_draw_rate_once(spec, i, rng);
+        for (int k = 1; drawn && r < spec->min_rate && k < SC_SIM_RATE_DRAWS; k++)
+                r = sc_sim_draw_rate_once(spec, i, rng);
         return r < spec->min_rate ? spec->min_rate : r;
 }

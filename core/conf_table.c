@@ -1443,7 +1443,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "1",
      R_IN(1e-6, 1e12),
      .flags = SC_CONF_F_SIM,
-     .desc = "Drawn rates are clamped to at least this."},
+     .desc = "The lowest stream rate: rates drawn from S1/S2/S10/S20 below it are drawn again (up "
+             "to 1000 times, then clamped), a number or list below it is clamped."},
     {.path = "sim.buffer",
      .type = SC_CONF_ENUM,
      .offset = C(sim.truncation),

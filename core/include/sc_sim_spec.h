@@ -57,7 +57,7 @@ typedef struct sc_sim_spec {
         double rate;          /* constant rate, samples/s */
         double rate_list[SC_SIM_MAX_LIST];
         int n_rates;
-        double min_rate;         /* drawn rates are clamped to >= this (1) */
+        double min_rate;         /* S sets redraw below this, others clamp (1) */
         int truncation;          /* buffer policy: 1 = keep one window, drop the rest */
         int scadles_drain;       /* scadles: take everything buffered at each window end (reference
                                     code) instead of b_i = S_i * window */

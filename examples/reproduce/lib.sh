@@ -5,7 +5,14 @@
 #     SCADLES  the scadles command (default build/scadles)
 #     OUT      output folder (default build/reproduce)
 #     QUICK=1  short runs for smoke testing (numbers are not the reported ones)
+#     REUSE=1  keep runs already in OUT with the same configuration
+#     JOBS     simulations run at a time by the scripts that use sim_bg (1)
+#     SEEDS    train.seed values (the stream-rate draws, data order and initial
+#              model) of the scripts that take several; tables give the median
+#              and [min, max] over them
 set -eu
+# One BLAS thread: the same figures whatever the machine's core count.
+export OPENBLAS_NUM_THREADS=1
 REPRO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$REPRO_DIR/../.." && pwd)
 SCADLES=${SCADLES:-$TOP/build/scadles}
@@ -22,12 +29,30 @@ q() { if [ "$QUICK" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 mkconf() { jq "$3" "$1" >"$2"; }
 
 # sim NAME CONFIG: runs the simulator once; metric lines in $OUT/<tag>/NAME.jsonl.
+# With REUSE=1 a run whose metric lines end with the end line is kept.
 sim() {
 	local name=$1 cfg=$2 dir=$OUT/$TAG
 	mkdir -p "$dir"
+	if [ "${REUSE:-0}" = 1 ] && cmp -s "$cfg" "$dir/$name.json" &&
+		tail -n 1 "$dir/$name.jsonl" 2>/dev/null | grep -q '"event":"end"'; then
+		return 0
+	fi
 	cp "$cfg" "$dir/$name.json"
 	"$SCADLES" sim -c "$dir/$name.json" -o "$dir/$name.jsonl" ||
 		{ echo "reproduce: $name failed" >&2; return 1; }
+}
+
+# sim_bg NAME CONFIG: sim in the background, at most JOBS (1) at a time;
+# sim_wait waits for all and fails if any failed.  CONFIG must stay in place
+# until sim_wait (give each run its own file).
+JOBS=${JOBS:-1}
+sim_bg() {
+	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+	(sim "$1" "$2" || touch "$OUT/$TAG/.failed") &
+}
+sim_wait() {
+	wait
+	[ ! -e "$OUT/$TAG/.failed" ] || { rm -f "$OUT/$TAG/.failed"; return 1; }
 }
 
 # endf NAME KEY: a field of the end line.
@@ -103,8 +128,38 @@ GP
 # never got there.
 med_range() {
 	printf '%s\n' "$@" | sed 's/^-$/inf/' | sort -g | awk '{ v[NR] = $1 }
-	function f(x) { return x == "inf" ? "-" : sprintf("%g", x) }
+	function f(x) { return x == "inf" ? "-" : sprintf("%.10g", x) }
 	END { a = v[int((NR + 1) / 2)]; b = v[int(NR / 2) + 1]
 	      m = (a == "inf" || b == "inf") ? "inf" : (a + b) / 2
 	      printf "%s [%s, %s]\n", f(m), f(v[1]), f(v[NR]) }'
+}
+
+# record TAG COMMAND: $OUT/TAG.cmd holds the binary's version and the command
+# that reproduces $OUT/TAG.txt; scripts/results-md.sh heads the table with them.
+record() { { "$SCADLES" --version; echo "$2"; } >"$OUT/$1.cmd"; }
+
+# med_ratio VALUE...: "median [min, max]" of the numbers among the values,
+# 2 decimals; "-" (undefined) are left out and "(k of n)" then says how many
+# were numbers; "-" when none were.
+med_ratio() {
+	printf '%s\n' "$@" | awk '$1 != "-" { v[++k] = $1 + 0 } END {
+		if (k == 0) { print "-"; exit }
+		for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+			x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
+		m = (v[int((k + 1) / 2)] + v[int(k / 2) + 1]) / 2
+		printf "%.2f [%.2f, %.2f]%s\n", m, v[1], v[k], k < NR ? " (" k " of " NR ")" : "" }'
+}
+
+# med VALUE...: the median alone of med_range ("-" counts as never).
+med() { med_range "$@" | cut -d' ' -f1; }
+
+# tsv_col FILE KEY [COL=VAL]...: KEY's column of the rows of a tab-separated
+# file with a header line whose columns COL equal VAL, one per line.
+tsv_col() {
+	local f=$1 k=$2
+	shift 2
+	awk -F'\t' -v k="$k" -v conds="$*" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
+		n = split(conds, cs, " "); next }
+	{ ok = 1; for (j = 1; j <= n; j++) { split(cs[j], kv, "="); if ($c[kv[1]] != kv[2]) ok = 0 }
+	  if (ok) print $c[k] }' "$f"
 }

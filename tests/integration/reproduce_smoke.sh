@@ -17,8 +17,8 @@ grep -q '^S10   full' "$out/scadles.txt" || { echo "no S10 full row"; cat "$out/
 grep -q '^cr0.1-d0.3' "$out/compression.txt" || { echo "no compression row"; exit 1; }
 grep -q '^S10   full-auto' "$out/scadles.txt" || { echo "no S10 auto-window row"; exit 1; }
 # ScaDLES full compresses: fewer bytes than weighted aggregation alone.
-col() { awk -v c="$1" -v k="$2" 'NR == 2 { for (i = 1; i <= NF; i++) if ($i == k) n = i }
-	$1 == "S10" && $2 == c { print $n }' "$out/scadles.txt"; }
+col() { awk -F'\t' -v c="$1" -v k="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) n = i }
+	$1 == "S10" && $2 == c { print $n }' "$out/scadles.tsv"; }
 w=$(col weighted bytes_up)
 f=$(col full bytes_up)
 [ "$f" -lt "$w" ] || { echo "full sent $f bytes, weighted $w"; exit 1; }

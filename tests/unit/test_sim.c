@@ -662,6 +662,30 @@ static void async_pull_lowers_staleness(void **state)
         (void)state;
 }
 
+/* S1 (uniform, 38 +- 41.6) reaches below min_rate: such draws are redrawn,
+ * so no stream sits exactly at min_rate and the density just above it is
+ * the uniform's (about 1 in 83 per sample/s), not a point mass. */
+static void rates_below_min_are_redrawn(void **state)
+{
+        sc_sim_spec_t spec;
+        sc_rng_t rng;
+        int at_min = 0, near_min = 0, n = 20000;
+        char err[256];
+        (void)state;
+        assert_int_equal(sc_sim_spec_parse(&spec, NULL, "defaults", err, sizeof(err)), SC_OK);
+        spec.rates = SC_SIM_RATES_S1;
+        sc_rng_seed(&rng, 7);
+        for (int i = 0; i < n; i++) {
+                double r = sc_sim_draw_rate(&spec, i, &rng);
+                assert_true(r >= spec.min_rate);
+                at_min += r == spec.min_rate;
+                near_min += r < spec.min_rate + 1;
+        }
+        assert_int_equal(at_min, 0);
+        /* uniform on [1, 79.6]: 1 sample/s holds n / 78.6 = 254 draws */
+        assert_in_range(near_min, 180, 340);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -680,6 +704,7 @@ int main(void)
             cmocka_unit_test(async_pull_lowers_staleness),
             cmocka_unit_test(edge_links_and_server_costs),
             cmocka_unit_test(batchnorm_statistics_per_device),
+            cmocka_unit_test(rates_below_min_are_redrawn),
         };
         return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

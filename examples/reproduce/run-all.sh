@@ -7,7 +7,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 start=$(date +%s)
-for s in scadles_speedup buffers noniid compression adacomp adsp downlink summary; do
+for s in scadles_speedup buffers noniid compression adacomp adsp downlink edge summary; do
 	echo "== $s"
 	t0=$(date +%s)
 	"$here/$s.sh"

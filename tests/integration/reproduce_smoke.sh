@@ -34,6 +34,19 @@ awk -v a="$a" 'BEGIN { exit !(a > 0.5 && a < 2) }' || { echo "auto window $a"; e
 if command -v gnuplot >/dev/null; then
 	[ -s "$out/scadles-S10.png" ] && [ -s "$out/compression.png" ] || { echo "plots missing"; exit 1; }
 fi
+# Edge links: every configuration has its row; top-k sends fewer bytes than
+# no compression and queues less at the server's ingress than BSP; the
+# scaling curve has a table and, with gnuplot, a plot.
+SEEDS=1 DEVICES="16 32" "$top/examples/reproduce/edge.sh" >"$out/e.log" 2>&1 || { cat "$out/e.log"; exit 1; }
+ecol() { awk -F'|' -v c="$1" -v n="$2" -v k="$3" '$2 == " " c " " && $3 == " " n " " {
+	split($k, v, " "); print v[1] }' "$out/edge.md"; }
+for c in bsp full nocomp topk; do [ -n "$(ecol "$c" 16 7)" ] || { echo "no edge row $c"; cat "$out/edge.md"; exit 1; }; done
+[ -n "$(ecol topk 32 7)" ] || { echo "no 32-device row"; cat "$out/edge.md"; exit 1; }
+awk -v t="$(ecol topk 16 7)" -v n="$(ecol nocomp 16 7)" 'BEGIN { exit !(t < n) }' ||
+	{ echo "edge: top-k sent $(ecol topk 16 7) MB, no compression $(ecol nocomp 16 7)"; exit 1; }
+awk -v t="$(ecol topk 16 8)" -v b="$(ecol bsp 16 8)" 'BEGIN { exit !(t < b) }' ||
+	{ echo "edge: top-k queued $(ecol topk 16 8) s at the server, bsp $(ecol bsp 16 8)"; exit 1; }
+[ -s "$out/edge.cmd" ] || { echo "edge.cmd missing"; exit 1; }
 # Same seed, same output.
 cp "$out/compression.txt" "$out/c1.txt"
 "$top/examples/reproduce/compression.sh" >/dev/null 2>&1

@@ -10,8 +10,8 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "kafka_source_impl.h"
 #include "sc_idx.h"
+#include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
 
 #define SC_ES_TOPIC_TIMEOUT_MS 30000

@@ -40,7 +40,7 @@ void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, i
         for (int i = 0; i < conf->source.n_topics; i++)
                 if (!strcmp(conf->source.topics[i].topic, topic))
                         d = &conf->source.topics[i].decode;
-        sc_decode_spec_defaults(ds, (sc_decode_format_t)d->format);
+        sc_decode_spec_defaults(ds, d->format);
         ds->numel = numel;
         ds->n_classes = n_classes;
         ds->scale = (float)d->scale;
@@ -62,7 +62,7 @@ void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, i
         default:
                 break; /* auto: the format's default */
         }
-        ds->label_encoding = (sc_decode_label_encoding_t)d->label_encoding;
+        ds->label_encoding = d->label_encoding;
         snprintf(ds->label_header, sizeof(ds->label_header), "%s", d->label_header);
         snprintf(ds->features_path, sizeof(ds->features_path), "%s", d->features_path);
         snprintf(ds->label_path, sizeof(ds->label_path), "%s", d->label_path);
@@ -70,7 +70,7 @@ void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, i
         ds->label_column = d->label_column;
         ds->first_feature_column = d->first_feature_column;
         ds->columns = d->columns;
-        ds->dtype = (sc_decode_dtype_t)d->dtype;
+        ds->dtype = d->dtype;
         ds->data_offset = (size_t)d->data_offset;
         ds->label_offset = (size_t)d->label_offset;
 }

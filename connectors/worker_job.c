@@ -350,8 +350,7 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                 return err;
         sc_wk_logf(w, 6, "worker %d of job %s: %d shards, policy %s, codec %s%s", w->spec.worker_id,
                    conf->job.name, j->shards, sc_sync_kind_name(conf->job.sync.kind),
-                   sc_codec_name((sc_codec_id_t)conf->job.codec),
-                   scanned ? " (restart: seqs continue)" : "");
+                   sc_codec_name(conf->job.codec), scanned ? " (restart: seqs continue)" : "");
         return SC_OK;
 }
 

@@ -221,9 +221,9 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
             "{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, "
             "s:I, s:I, s:f, s:I, s:I}",
             "worker", w->spec.worker_id, "job", w->conf->job.name, "policy",
-            sc_sync_kind_name(w->conf->job.sync.kind), "codec",
-            sc_codec_name((sc_codec_id_t)w->conf->job.codec), "seq_base", (json_int_t)j->seq_base,
-            "seq_last", (json_int_t)(j->seq_base + sc_sync_worker_clock(j->sync)), "updates_sent",
+            sc_sync_kind_name(w->conf->job.sync.kind), "codec", sc_codec_name(w->conf->job.codec),
+            "seq_base", (json_int_t)j->seq_base, "seq_last",
+            (json_int_t)(j->seq_base + sc_sync_worker_clock(j->sync)), "updates_sent",
             (json_int_t)j->sent, "updates_acked", (json_int_t)j->acked, "updates_failed",
             (json_int_t)j->failed, "bytes_up", (json_int_t)j->bytes_up, "compression",
             j->bytes_up ? (double)j->dense_bytes / (double)j->bytes_up : 1.0, "dense_bytes",

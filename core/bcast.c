@@ -22,7 +22,7 @@ struct sc_bcast_pub {
 void sc_bcast_spec_conf(sc_bcast_spec_t *spec, const sc_conf_job_t *job)
 {
         memset(spec, 0, sizeof(*spec));
-        spec->codec = (sc_codec_id_t)job->downlink;
+        spec->codec = job->downlink;
         spec->keyframe_interval = (uint32_t)job->keyframe_interval;
         sc_codec_params_default(&spec->params, spec->codec);
         if (job->downlink_ratio > 0)

@@ -1,5 +1,6 @@
 /* conf.c — defaults, cross-property checks and the helpers callers use on a
  * parsed configuration; the property table itself is conf_table.c. */
+#include <errno.h>
 #include <math.h>
 #include <regex.h>
 #include <stdio.h>
@@ -561,4 +562,48 @@ const char *sc_conf_prop_name(size_t i)
                 }
         }
         return NULL;
+}
+
+int sc_conf_section_given(const sc_conf_t *conf, const char *section)
+{
+        for (size_t s = 0; s < sc_conf_nsections; s++)
+                if (!strcmp(sc_conf_sections[s].name, section))
+                        return (int)(conf->sections_given >> s & 1u);
+        return 0;
+}
+
+sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
+                               char *errstr, size_t errstr_size)
+{
+        const sc_conf_prop_t *p = sc_conf_find(sc_conf_props, sc_conf_nprops, name);
+        json_t *v = NULL;
+        char want[384], scratch[512];
+
+        *known = p && (p->flags & SC_CONF_F_EMBED);
+        if (!*known)
+                return SC_OK;
+        if (p->type == SC_CONF_INT || p->type == SC_CONF_LONG) {
+                char *end;
+                errno = 0;
+                long x = strtol(value, &end, 10);
+                if (!errno && end != value && !*end)
+                        v = json_integer(x);
+        } else if (p->type == SC_CONF_BOOL) {
+                if (!strcmp(value, "true") || !strcmp(value, "1"))
+                        v = json_true();
+                else if (!strcmp(value, "false") || !strcmp(value, "0"))
+                        v = json_false();
+        } else {
+                v = json_string(value);
+        }
+        sc_err_t err =
+            v ? sc_conf_parse_value(p, v, conf, conf, name, name, scratch, sizeof(scratch))
+              : SC_ERR_CONFIG;
+        json_decref(v);
+        if (err) {
+                sc_conf_expect_text(p, want, sizeof(want));
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: \"%s\": expected %s", name,
+                               value, want);
+        }
+        return SC_OK;
 }

@@ -2,7 +2,6 @@
  * property table: typed values, ranges, lists of tagged objects, pass-through
  * objects, and messages naming the JSON path of every error. */
 #include <ctype.h>
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -502,14 +501,6 @@ static void sc_conf_mark_section(sc_conf_t *conf, const char *key)
                         conf->sections_given |= 1u << s;
 }
 
-int sc_conf_section_given(const sc_conf_t *conf, const char *section)
-{
-        for (size_t s = 0; s < sc_conf_nsections; s++)
-                if (!strcmp(sc_conf_sections[s].name, section))
-                        return (int)(conf->sections_given >> s & 1u);
-        return 0;
-}
-
 /* Applies every key of obj: rows of l (main table if NULL) whose path is
  * prefix + key, nested objects for sections, errors for the rest. */
 static sc_err_t sc_conf_walk(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, int kind, uint32_t *given,
@@ -803,40 +794,5 @@ sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size
         sc_conf_free(conf);
         *conf = *tmp;
         free(tmp);
-        return SC_OK;
-}
-
-sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
-                               char *errstr, size_t errstr_size)
-{
-        const sc_conf_prop_t *p = sc_conf_find(sc_conf_props, sc_conf_nprops, name);
-        json_t *v = NULL;
-        char want[384], scratch[512];
-
-        *known = p && (p->flags & SC_CONF_F_EMBED);
-        if (!*known)
-                return SC_OK;
-        if (p->type == SC_CONF_INT || p->type == SC_CONF_LONG) {
-                char *end;
-                errno = 0;
-                long x = strtol(value, &end, 10);
-                if (!errno && end != value && !*end)
-                        v = json_integer(x);
-        } else if (p->type == SC_CONF_BOOL) {
-                if (!strcmp(value, "true") || !strcmp(value, "1"))
-                        v = json_true();
-                else if (!strcmp(value, "false") || !strcmp(value, "0"))
-                        v = json_false();
-        } else {
-                v = json_string(value);
-        }
-        sc_conf_ctx_t ctx = {conf, name, scratch, sizeof(scratch)};
-        sc_err_t err = v ? sc_conf_value(&ctx, p, v, conf, name) : SC_ERR_CONFIG;
-        json_decref(v);
-        if (err) {
-                sc_conf_expect_text(p, want, sizeof(want));
-                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s: \"%s\": expected %s", name,
-                               value, want);
-        }
         return SC_OK;
 }

@@ -68,7 +68,14 @@ _Static_assert(SC_MIX_DRAW_BALANCED == 0 && SC_MIX_DRAW_POOLED == 1,
 _Static_assert(SC_SYNC__END == 7, "sync names above follow sc_sync_kind_t");
 _Static_assert(sizeof(sc_stream_policy_t) == sizeof(int) && sizeof(sc_batch_mode_t) == sizeof(int),
                "streams.policy and worker.batch are parsed as enums (int)");
+_Static_assert(sizeof(sc_decode_format_t) == sizeof(int) &&
+                   sizeof(sc_conf_label_t) == sizeof(int) &&
+                   sizeof(sc_decode_label_encoding_t) == sizeof(int) &&
+                   sizeof(sc_decode_dtype_t) == sizeof(int),
+               "decoder keys are parsed as enums (int)");
 _Static_assert(SC_CODEC__END == 7, "codec names above follow sc_codec_id_t");
+_Static_assert(sizeof(sc_codec_id_t) == sizeof(int) && sizeof(sc_conf_publish_t) == sizeof(int),
+               "job.codec, job.downlink and job.publish are parsed as enums (int)");
 _Static_assert(sizeof(((sc_sync_spec_t *)0)->ada_window) == sizeof(int),
                "job.sync.ada_window is parsed as an int");
 

@@ -73,7 +73,7 @@ void sc_job_spec_conf(sc_job_spec_t *spec, const sc_conf_t *conf)
         spec->shards_key = "$.job.shards";
         spec->seed = conf->train.seed;
         spec->sync = job->sync;
-        spec->codec = (sc_job_codec_t){.id = (sc_codec_id_t)job->codec,
+        spec->codec = (sc_job_codec_t){.id = job->codec,
                                        .ratio = job->codec_ratio,
                                        .error_feedback = job->codec_error_feedback,
                                        .delta = job->codec_delta};

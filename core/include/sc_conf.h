@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "sc_batch.h"
+#include "sc_codec.h"
+#include "sc_decode.h"
 #include "sc_err.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
@@ -77,19 +79,18 @@ typedef enum sc_conf_label {
         SC_CONF_LABEL_OFFSET,
 } sc_conf_label_t;
 
-/* A record decoder as configured (converted to sc_decode_spec_t by the
- * source; enums follow sc_decode_format_t, sc_decode_label_encoding_t and
- * sc_decode_dtype_t). */
+/* A record decoder as configured (turned into an sc_decode_spec_t with the
+ * model's numel and classes by the source, sc_ks_decode_spec). */
 typedef struct sc_conf_decode {
-        int format;         /* sc_decode_format_t */
-        int label;          /* sc_conf_label_t */
-        int label_encoding; /* sc_decode_label_encoding_t */
+        sc_decode_format_t format;
+        sc_conf_label_t label; /* AUTO: the format's own */
+        sc_decode_label_encoding_t label_encoding;
         char label_header[64];
         char features_path[128];
         char label_path[128];
         char delimiter[2]; /* exactly one character */
         int label_column, first_feature_column, columns;
-        int dtype; /* sc_decode_dtype_t */
+        sc_decode_dtype_t dtype;
         long data_offset, label_offset;
         double scale, mean, std;
 } sc_conf_decode_t;
@@ -164,23 +165,23 @@ typedef struct sc_conf_job {
         int shards;                      /* model shards = partitions of J.grad and J.model */
         int replication;                 /* of created topics; -1 = the broker's default */
         sc_sync_spec_t sync;             /* policy and parameters; n_workers = job.workers */
-        int codec;                       /* sc_codec_id_t of worker updates */
+        sc_codec_id_t codec;             /* of worker updates */
         double codec_ratio;              /* 0 = the codec's default */
         int codec_error_feedback;        /* -1 = the codec's default, else 0 / 1 */
         double codec_delta;              /* adaptive: 0 = default 0.3 */
-        int downlink;                    /* sc_codec_id_t of broadcast deltas */
+        sc_codec_id_t downlink;          /* of broadcast deltas */
         double downlink_ratio;           /* 0 = the codec's default */
         int downlink_half;               /* sparse delta values as IEEE half */
         int keyframe_interval;           /* broadcast deltas between keyframes */
-        int publish;                     /* sc_conf_publish_t */
-        double snapshot_interval;        /* s between publications (interval / async auto) */
-        double heartbeat_interval;       /* s between worker heartbeats on J.ctl */
-        double session_timeout;          /* s of silence after which a worker leaves barriers */
-        double progress_interval;        /* s between aggregator progress lines */
-        double inject_alpha;             /* worker: probability a batch shares on J.inject */
-        double inject_beta;              /* worker: fraction shared / most foreign mixed in */
-        sc_server_limits_t limits;       /* aggregators: what one update may do */
-        uint64_t model_jump;             /* workers: refuse a J.model record this far ahead */
+        sc_conf_publish_t publish;
+        double snapshot_interval;  /* s between publications (interval / async auto) */
+        double heartbeat_interval; /* s between worker heartbeats on J.ctl */
+        double session_timeout;    /* s of silence after which a worker leaves barriers */
+        double progress_interval;  /* s between aggregator progress lines */
+        double inject_alpha;       /* worker: probability a batch shares on J.inject */
+        double inject_beta;        /* worker: fraction shared / most foreign mixed in */
+        sc_server_limits_t limits; /* aggregators: what one update may do */
+        uint64_t model_jump;       /* workers: refuse a J.model record this far ahead */
         char auth_key_file[SC_CONF_AUTH_MAX]; /* job key: a file holding it, or */
         char auth_key_env[SC_CONF_AUTH_MAX];  /* an environment variable holding it */
 } sc_conf_job_t;

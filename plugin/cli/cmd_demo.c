@@ -420,9 +420,8 @@ static int sc_demo_prepare(sc_demo_t *d)
                         "%s; %d workers, 2 aggregators, %d topics at ~%.0f samples/s each; "
                         "output in %s/\n",
                         d->bs, d->conf.job.name, sc_model_nparams(d->model), d->conf.job.shards,
-                        sc_sync_kind_name(d->conf.job.sync.kind),
-                        sc_codec_name((sc_codec_id_t)d->conf.job.codec), d->o.workers, d->o.topics,
-                        d->o.rate, d->o.out);
+                        sc_sync_kind_name(d->conf.job.sync.kind), sc_codec_name(d->conf.job.codec),
+                        d->o.workers, d->o.topics, d->o.rate, d->o.out);
         return 0;
 }
 

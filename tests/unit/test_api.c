@@ -361,6 +361,26 @@ static void full_queue_is_counted(void **state)
         scadles_destroy(w);
 }
 
+/* The embedding properties set before a configuration is loaded stay set:
+ * loading replaces the training configuration only. */
+static void loading_keeps_the_embedding_properties(void **state)
+{
+        char err[512];
+        scadles_conf_t *c = scadles_conf_new();
+        assert_non_null(c);
+        assert_int_equal(scadles_conf_set(c, "queue.buffering.max.records", "5", err, sizeof(err)),
+                         SCADLES_OK);
+        assert_int_equal(scadles_conf_set(c, "queue.full.policy", "drop", err, sizeof(err)),
+                         SCADLES_OK);
+        assert_int_equal(scadles_conf_set(c, "eval", "0", err, sizeof(err)), SCADLES_OK);
+        assert_int_equal(scadles_conf_set_json(c, job_json, "test", err, sizeof(err)), SCADLES_OK);
+        scadles_worker_t *w = job_worker(c);
+        assert_int_equal(push_n(w, "q", 0, 0, 12), 5);
+        assert_int_equal(stat_int(w, "queue.dropped"), 7);
+        assert_int_equal(stat_int(w, "queue.capacity"), 5);
+        scadles_destroy(w); /* owns c */
+}
+
 static void out_of_order_offsets_are_counted(void **state)
 {
         scadles_worker_t *w = job_worker(job_conf());
@@ -538,6 +558,7 @@ int main(void)
             cmocka_unit_test(poll_mode_trains),
             cmocka_unit_test(background_thread_trains),
             cmocka_unit_test(full_queue_is_counted),
+            cmocka_unit_test(loading_keeps_the_embedding_properties),
             cmocka_unit_test(out_of_order_offsets_are_counted),
             cmocka_unit_test(predict_uses_the_trained_model),
             cmocka_unit_test(predict_concurrent_with_training),

@@ -146,7 +146,7 @@ struct sc_sim_s {
         sc_model_t *model;     /* the job's, computed on by every device in turn */
         sc_server_t **servers; /* (shards) */
         sc_sim_bshard_t *bsh;  /* (shards) downlink_bcast, else NULL */
-        size_t *begin;         /* (shards + 1) shard s is [begin[s], begin[s + 1]) */
+        const size_t *begin;   /* (shards + 1) shard s is [begin[s], begin[s + 1]): the job's */
         int ns;
         size_t n;
         int nd;

@@ -183,6 +183,11 @@ void sc_job_range(const sc_job_t *job, int shard, size_t *beginp, size_t *endp)
         *endp = job->begin[shard + 1];
 }
 
+const size_t *sc_job_begins(const sc_job_t *job)
+{
+        return job->begin;
+}
+
 void sc_job_rng(const sc_job_t *job, sc_rng_t *rng)
 {
         *rng = job->rng;

@@ -87,6 +87,9 @@ size_t sc_job_nparams(const sc_job_t *job);
 int sc_job_shards(const sc_job_t *job);
 /* Shard s's range [*beginp, *endp) of the flat parameter buffer. */
 void sc_job_range(const sc_job_t *job, int shard, size_t *beginp, size_t *endp);
+/* The layout as one array (shards + 1): shard s is [begin[s], begin[s + 1]).
+ * Owned by the job. */
+const size_t *sc_job_begins(const sc_job_t *job);
 /* Stream 0 of the seed as the initial model's draw left it (the simulator
  * draws its stream rates on from there). */
 void sc_job_rng(const sc_job_t *job, sc_rng_t *rng);

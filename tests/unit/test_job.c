@@ -90,6 +90,8 @@ static void both_sides_agree(void **state)
                 assert_int_equal(b0, b1);
                 assert_int_equal(e0, e1);
                 assert_int_equal(b0, n * (size_t)s / 3);
+                assert_int_equal(sc_job_begins(a)[s], b0);
+                assert_int_equal(sc_job_begins(a)[s + 1], e0);
                 assert_int_equal(sc_job_server_spec(a, s, &sa, errstr, sizeof(errstr)), SC_OK);
                 assert_int_equal(sc_job_server_spec(b, s, &sb, errstr, sizeof(errstr)), SC_OK);
                 assert_int_equal(sa.begin, b0);

@@ -166,7 +166,7 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
         if (!sc_server_is_finite(s->srv))
                 return sc_errf(SC_ERR_STATE, errstr, errstr_size,
                                "shard %d: not published: a parameter is not finite", p);
-        if ((err = sc_kafka_model_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)) ||
+        if ((err = sc_job_record_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)) ||
             (err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, errstr, errstr_size)))
                 return err;
         if ((err = sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_MODEL].name,

@@ -253,6 +253,41 @@ sc_err_t sc_job_bcast_new(const sc_job_t *job, int shard, sc_bcast_pub_t **pubp,
                                       errstr, errstr_size);
 }
 
+sc_err_t sc_job_record_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
+                              char *errstr, size_t errstr_size)
+{
+        const sc_server_spec_t *sp = sc_server_spec(srv);
+        int nw = sp->sync.n_workers;
+        sc_wire_applied_t *applied = NULL;
+        uint8_t *state = NULL;
+        size_t state_len = 0;
+        uint32_t na = 0;
+        sc_err_t err;
+
+        if ((err = sc_server_snapshot(srv, &state, &state_len)))
+                return sc_errf(err, errstr, errstr_size, "shard %u: snapshot: %s", sp->shard,
+                               sc_err2str(err));
+        if (!(applied = malloc((size_t)nw * sizeof(*applied)))) {
+                free(state);
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        }
+        na = sc_bcast_applied(srv, applied);
+        sc_wire_model_t m = {.shard = sp->shard,
+                             .version = sc_server_version(srv),
+                             .begin = sp->begin,
+                             .count = (uint32_t)sc_server_len(srv),
+                             .grad_offset = grad_offset,
+                             .params_in_state = 1, /* the snapshot holds them */
+                             .napplied = na,
+                             .applied = applied,
+                             .state_len = (uint32_t)state_len,
+                             .state = state};
+        err = sc_wire_encode_model(buf, &m, errstr, errstr_size);
+        free(applied);
+        free(state);
+        return err;
+}
+
 int sc_job_server_restore(const sc_job_t *job, sc_server_t *srv, const sc_wire_model_view_t *m,
                           char *why, size_t why_size)
 {

@@ -110,7 +110,15 @@ sc_err_t sc_job_codec_new(const sc_job_t *job, int shard, sc_codec_t **codecp, c
 sc_err_t sc_job_bcast_new(const sc_job_t *job, int shard, sc_bcast_pub_t **pubp, char *errstr,
                           size_t errstr_size);
 
-/* Restores srv (a server of this job) from a shard record of J.model: the
+/* Appends to buf one model message for srv (J.model, the failover
+ * snapshot): the applied-seq vector (workers with at least one applied seq),
+ * grad_offset (the J.grad offset of the first update it does not include)
+ * and, as the opaque state, the whole sc_server_snapshot(), which holds the
+ * parameters (SC_WIRE_MODEL_PARAMS_IN_STATE: they are not sent twice). */
+sc_err_t sc_job_record_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
+                              char *errstr, size_t errstr_size);
+/* Restores srv (a server of this job) from a shard record of J.model (as
+ * sc_job_record_encode() makes them): the
  * record's range must be the server's and its grad_offset >= -1 (-1: none);
  * then sc_server_restore() of its state. Returns 0, or non-zero with why
  * filled (srv may then be partly restored: make a new one). */

@@ -267,8 +267,8 @@ static void round_trip_q8(void **state)
         round_trip("{\"name\": \"q8\", \"error_feedback\": 1}");
 }
 
-/* A shard's state as a J.model record would carry it restores a server of
- * the same shard, not another's; the broadcast carries the applied seqs. */
+/* A shard's J.model record restores a server of the same shard, not
+ * another's; the broadcast carries the applied seqs. */
 static void restore_and_broadcast(void **state)
 {
         sc_conf_t conf;
@@ -287,13 +287,14 @@ static void restore_and_broadcast(void **state)
             .worker = 1, .seq = 1, .samples = 1, .kind = SC_UPDATE_GRAD, .n = len, .values = g};
         assert_int_equal(sc_server_apply(a, &u, NULL, errstr, sizeof(errstr)), SC_OK);
         const sc_server_spec_t *sp = sc_server_spec(a);
-        sc_wire_model_view_t m = {
-            .shard = 1, .version = 1, .begin = sp->begin, .count = (uint32_t)len, .grad_offset = 7};
-        uint8_t *st = NULL;
-        size_t st_len = 0;
-        assert_int_equal(sc_server_snapshot(a, &st, &st_len), SC_OK);
-        m.state = st;
-        m.state_len = (uint32_t)st_len;
+        sc_buf_t rec = {0};
+        sc_wire_msg_t rm;
+        assert_int_equal(sc_job_record_encode(&rec, a, 7, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_wire_decode(rec.data, rec.len, &rm, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(rm.type, SC_WIRE_MODEL);
+        sc_wire_model_view_t m = rm.u.model;
+        assert_int_equal(m.grad_offset, 7);
+        assert_int_equal(m.napplied, 1);
         char why[256];
         assert_int_equal(sc_job_server_restore(job, b, &m, why, sizeof(why)), 0);
         assert_int_equal(sc_server_version(b), 1);
@@ -319,7 +320,7 @@ static void restore_and_broadcast(void **state)
         assert_int_equal(wm.u.bcast.napplied, 1); /* worker 1's seq 1 */
         sc_bcast_pub_destroy(pub);
         sc_buf_free(&out);
-        free(st);
+        sc_buf_free(&rec);
         free(g);
         sc_server_destroy(a);
         sc_server_destroy(b);

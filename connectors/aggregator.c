@@ -27,25 +27,16 @@
  * Kafka's broker.session.timeout.ms is 9 s by default). */
 #define SC_AGG_TAKE_TRIES 3
 
-static sc_agg_rej_t sc_agg_rej_of(sc_err_t err)
-{
-        switch (err) {
-        case SC_ERR_CORRUPT:
-                return SC_REJ_CORRUPT;
-        case SC_ERR_VERSION:
-        case SC_ERR_UNSUPPORTED:
-                return SC_REJ_VERSION;
-        case SC_ERR_AUTH:
-                return SC_REJ_AUTH;
-        default:
-                return SC_REJ_DECODE;
-        }
-}
-
 /* ---- clients ------------------------------------------------------------- */
 
+typedef void (*sc_agg_rebalance_fn)(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
+                                    rd_kafka_topic_partition_list_t *parts, void *opaque);
+
+/* A client of the aggregator with kv set; rebalance (consumers that join
+ * the group; may be NULL) gets the assignments. */
 static sc_err_t sc_agg_client(sc_aggregator_t *agg, rd_kafka_type_t type, const char *const *kv,
-                              rd_kafka_t **rkp, char *errstr, size_t errstr_size)
+                              sc_agg_rebalance_fn rebalance, rd_kafka_t **rkp, char *errstr,
+                              size_t errstr_size)
 {
         rd_kafka_conf_t *kc;
         char why[512];
@@ -60,6 +51,8 @@ static sc_err_t sc_agg_client(sc_aggregator_t *agg, rd_kafka_type_t type, const 
                 }
         if (type == RD_KAFKA_PRODUCER)
                 sc_kafka_conf_delivery(kc);
+        if (rebalance)
+                rd_kafka_conf_set_rebalance_cb(kc, rebalance);
         rd_kafka_conf_set_opaque(kc, agg);
         if (!(*rkp = rd_kafka_new(type, kc, why, sizeof(why)))) {
                 rd_kafka_conf_destroy(kc);
@@ -78,19 +71,7 @@ typedef struct sc_agg_restore {
 static int sc_agg_accept(void *opaque, const sc_wire_model_view_t *m, char *why, size_t why_size)
 {
         sc_agg_restore_t *r = opaque;
-        const sc_server_spec_t *sp = sc_server_spec(r->srv);
-        if (m->begin != sp->begin || m->count != sp->end - sp->begin) {
-                snprintf(why, why_size,
-                         "shard range [%llu, +%u) differs from this job's [%zu, +%zu) (another "
-                         "model or shard count?)",
-                         (unsigned long long)m->begin, m->count, sp->begin, sp->end - sp->begin);
-                return 1;
-        }
-        if (m->grad_offset < -1) {
-                snprintf(why, why_size, "grad_offset %lld", (long long)m->grad_offset);
-                return 1;
-        }
-        return sc_server_restore(r->srv, m->state, m->state_len, why, why_size) != SC_OK;
+        return sc_job_server_restore(r->agg->job, r->srv, m, why, why_size);
 }
 
 static void sc_agg_model_reject(void *opaque, const char *topic, int32_t partition, int64_t offset,
@@ -185,7 +166,7 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
         if (!sc_server_is_finite(s->srv))
                 return sc_errf(SC_ERR_STATE, errstr, errstr_size,
                                "shard %d: not published: a parameter is not finite", p);
-        if ((err = sc_kafka_model_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)) ||
+        if ((err = sc_job_record_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)) ||
             (err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, errstr, errstr_size)))
                 return err;
         if ((err = sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_MODEL].name,
@@ -208,7 +189,6 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
 static int sc_agg_bcast(sc_aggregator_t *agg, int p)
 {
         sc_agg_shard_t *s = &agg->shards[p];
-        sc_wire_applied_t *applied;
         sc_wire_bcast_kind_t kind;
         char why[512];
         sc_err_t err;
@@ -235,13 +215,8 @@ static int sc_agg_bcast(sc_aggregator_t *agg, int p)
                 return 1;
         if (!sc_server_is_finite(s->srv))
                 return 0; /* never happens: a non-finite step is undone */
-        if (!(applied = malloc((size_t)agg->nworkers * sizeof(*applied))))
-                return 1;
         agg->buf.len = 0;
-        err = sc_bcast_pub_encode(s->bpub, sc_server_params(s->srv), sc_server_version(s->srv),
-                                  applied, sc_bcast_applied(s->srv, applied), NULL, &agg->buf,
-                                  &kind, why, sizeof(why));
-        free(applied);
+        err = sc_job_bcast_encode(agg->job, s->bpub, s->srv, &agg->buf, &kind, why, sizeof(why));
         if (!err)
                 err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, why, sizeof(why));
         if (!err)
@@ -432,56 +407,24 @@ static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, d
                               msg->partition, msg->offset, why);
                 return;
         }
-        uint32_t w = wm.u.control.worker;
-        if (w >= (uint32_t)agg->nworkers) {
-                snprintf(why, sizeof(why), "worker %u outside 0..%d", w, agg->nworkers - 1);
-                sc_agg_reject(agg, SC_REJ_CTL, topic, msg->partition, msg->offset, why);
-                return;
-        }
-        /* The tag binds a record to its signer, not to a time: a signed control
-         * message counts only when its own (signed) timestamp is newer than
-         * the worker's last, so a replayed heartbeat or join keeps nobody
-         * live. */
-        if (agg->auth.on) {
-                if (wm.u.control.timestamp <= agg->ctl_ts[w]) {
-                        snprintf(why, sizeof(why),
-                                 "worker %u: control message of %lld us, not newer than its last "
-                                 "(a replay)",
-                                 w, (long long)wm.u.control.timestamp);
-                        sc_agg_reject(agg, SC_REJ_CTL, topic, msg->partition, msg->offset, why);
-                        return;
-                }
-                agg->ctl_ts[w] = wm.u.control.timestamp;
-        }
         clock_gettime(CLOCK_REALTIME, &wall);
         if (ts > 0)
                 age = ((double)wall.tv_sec * 1e3 + (double)wall.tv_nsec * 1e-6 - (double)ts) / 1e3;
         if (age < 0)
                 age = 0;
-        if (wm.u.control.kind == SC_WIRE_CTL_JOIN)
-                sc_agg_log(agg, 6, "worker %u joined", w);
-        switch (wm.u.control.kind) {
-        case SC_WIRE_CTL_JOIN:
-        case SC_WIRE_CTL_HEARTBEAT:
-                agg->left[w] = 0;
-                if (now - age > agg->last_seen[w])
-                        agg->last_seen[w] = now - age;
-                break;
-        case SC_WIRE_CTL_LEAVE:
-                agg->left[w] = 1;
-                break;
-        default:
-                break;
+        if (sc_job_members_control(agg->job, &wm.u.control, agg->auth.on, now - age, why,
+                                   sizeof(why))) {
+                sc_agg_reject(agg, SC_REJ_CTL, topic, msg->partition, msg->offset, why);
+                return;
         }
+        if (wm.u.control.kind == SC_WIRE_CTL_JOIN)
+                sc_agg_log(agg, 6, "worker %u joined", wm.u.control.worker);
 }
 
 static void sc_agg_membership(sc_aggregator_t *agg, double now)
 {
-        for (int w = 0; w < agg->nworkers; w++) {
-                int live =
-                    !agg->left[w] && now - agg->last_seen[w] <= agg->conf->job.session_timeout;
-                sc_agg_set_live(agg, w, live);
-        }
+        for (int w = 0; w < agg->nworkers; w++)
+                sc_agg_set_live(agg, w, sc_job_members_live(agg->job, w, now));
 }
 
 /* ---- parking --------------------------------------------------------- */
@@ -609,8 +552,7 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         else if (res.status == SC_APPLY_STALE)
                 agg->stale++;
         agg->steps += (uint64_t)res.stepped;
-        agg->left[wu->worker] = 0;
-        agg->last_seen[wu->worker] = now;
+        sc_job_members_heard(agg->job, (int)wu->worker, now);
         if (!agg->live[wu->worker])
                 sc_agg_set_live(agg, (int)wu->worker, 1);
         if (res.stepped && agg->publish_every)
@@ -654,9 +596,6 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
         agg->n = sc_job_nparams(agg->job);
         err = SC_ERR_NOMEM;
         if (!(agg->shards = calloc((size_t)agg->nshards, sizeof(*agg->shards))) ||
-            !(agg->last_seen = calloc((size_t)agg->nworkers, sizeof(double))) ||
-            !(agg->ctl_ts = calloc((size_t)agg->nworkers, sizeof(int64_t))) ||
-            !(agg->left = calloc((size_t)agg->nworkers, 1)) ||
             !(agg->live = calloc((size_t)agg->nworkers, 1)) ||
             !(agg->ahead_logged = calloc((size_t)agg->nworkers, 1))) {
                 sc_errf(err, errstr, errstr_size, "out of memory");
@@ -683,28 +622,15 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
                                                "auto.offset.reset",
                                                "earliest",
                                                NULL};
-                if ((err = sc_agg_client(agg, RD_KAFKA_PRODUCER, prod_kv, &agg->producer, errstr,
+                if ((err = sc_agg_client(agg, RD_KAFKA_PRODUCER, prod_kv, NULL, &agg->producer,
+                                         errstr, errstr_size)) ||
+                    (err = sc_agg_client(agg, RD_KAFKA_CONSUMER, read_kv, NULL, &agg->reader,
+                                         errstr, errstr_size)) ||
+                    (err = sc_agg_client(agg, RD_KAFKA_CONSUMER, read_kv, NULL, &agg->ctl, errstr,
                                          errstr_size)) ||
-                    (err = sc_agg_client(agg, RD_KAFKA_CONSUMER, read_kv, &agg->reader, errstr,
-                                         errstr_size)) ||
-                    (err = sc_agg_client(agg, RD_KAFKA_CONSUMER, read_kv, &agg->ctl, errstr,
-                                         errstr_size)))
+                    (err = sc_agg_client(agg, RD_KAFKA_CONSUMER, cons_kv, sc_agg_rebalance,
+                                         &agg->consumer, errstr, errstr_size)))
                         goto out;
-                rd_kafka_conf_t *kc;
-                char why[512];
-                if ((err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, NULL, errstr,
-                                                errstr_size)))
-                        goto out;
-                for (const char *const *kv = cons_kv; kv[0]; kv += 2)
-                        rd_kafka_conf_set(kc, kv[0], kv[1], why, sizeof(why));
-                rd_kafka_conf_set_rebalance_cb(kc, sc_agg_rebalance);
-                rd_kafka_conf_set_opaque(kc, agg);
-                if (!(agg->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why)))) {
-                        rd_kafka_conf_destroy(kc);
-                        err =
-                            sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "kafka consumer: %s", why);
-                        goto out;
-                }
                 rd_kafka_poll_set_consumer(agg->consumer);
         }
         if (spec->create_topics &&
@@ -757,10 +683,9 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
         sc_err_t err;
 
         agg->t0 = agg->last_progress = agg->last_record = now = sc_agg_now();
-        for (int w = 0; w < agg->nworkers; w++) {
-                agg->last_seen[w] = now; /* a grace period of one session timeout */
+        sc_job_members_start(agg->job, now);
+        for (int w = 0; w < agg->nworkers; w++)
                 agg->live[w] = 1;
-        }
         if ((err = sc_agg_start(agg, errstr, errstr_size)))
                 return sc_kafka_fatal_or(err, errstr, errstr_size);
         int waiting = 0;
@@ -864,9 +789,6 @@ void sc_aggregator_destroy(sc_aggregator_t *agg)
         sc_job_destroy(agg->job);
         sc_buf_free(&agg->buf);
         free(agg->shards);
-        free(agg->last_seen);
-        free(agg->ctl_ts);
-        free(agg->left);
         free(agg->live);
         free(agg->ahead_logged);
         sc_auth_free(&agg->auth);

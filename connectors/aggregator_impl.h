@@ -69,14 +69,12 @@ struct sc_aggregator {
         char group[SC_KAFKA_ADMIN_NAME_MAX], reader_group[SC_KAFKA_ADMIN_NAME_MAX + 8];
         rd_kafka_t *consumer, *reader, *ctl, *producer;
         sc_kafka_delivery_t dv;
-        sc_job_t *job; /* the engine: layout, initial model, servers, decode */
+        sc_job_t *job; /* the engine: layout, initial model, servers, decode, membership */
         size_t n;
         int nshards, nworkers;
         sc_agg_shard_t *shards;
         sc_buf_t buf;
-        double *last_seen;
-        int64_t *ctl_ts; /* authenticated jobs: newest signed control timestamp per worker */
-        uint8_t *left, *live;
+        uint8_t *live; /* (workers) as the held shards' servers have it */
         int round_based, publish_every;
         uint64_t rej[SC_REJ__END];
         uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
@@ -100,6 +98,8 @@ void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
 /* Counts a rejected record; logs the first of each kind with its place. */
 void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic, int32_t partition,
                    int64_t offset, const char *why);
+/* The kind of reject a record's decode error is. */
+sc_agg_rej_t sc_agg_rej_of(sc_err_t err);
 void sc_agg_progress(sc_aggregator_t *agg, double now);
 /* Counts and logs what the shard server refused or undid (limits). */
 void sc_agg_limits(sc_aggregator_t *agg, int p, int64_t offset, uint32_t worker,

@@ -35,6 +35,21 @@ void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
         agg->spec.log(agg->spec.opaque, level, line);
 }
 
+sc_agg_rej_t sc_agg_rej_of(sc_err_t err)
+{
+        switch (err) {
+        case SC_ERR_CORRUPT:
+                return SC_REJ_CORRUPT;
+        case SC_ERR_VERSION:
+        case SC_ERR_UNSUPPORTED:
+                return SC_REJ_VERSION;
+        case SC_ERR_AUTH:
+                return SC_REJ_AUTH;
+        default:
+                return SC_REJ_DECODE;
+        }
+}
+
 void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic, int32_t partition,
                    int64_t offset, const char *why)
 {

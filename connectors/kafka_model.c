@@ -1,6 +1,6 @@
-/* kafka_model.c — shard records on J.model: encoding a server's state,
- * publishing it, and finding the newest usable record of a shard (the
- * layout and initial model they follow are core/job.c's). */
+/* kafka_model.c — shard records on J.model: publishing one and finding the
+ * newest usable record of a shard (their encoding, the layout and the
+ * initial model they follow are core/job.c's). */
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
 
@@ -10,41 +10,6 @@
 #include <time.h>
 
 #define SC_MODEL_WINDOW 4 /* records read per backward step */
-
-sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
-                               char *errstr, size_t errstr_size)
-{
-        const sc_server_spec_t *sp = sc_server_spec(srv);
-        int nw = sp->sync.n_workers;
-        sc_wire_applied_t *applied = NULL;
-        uint8_t *state = NULL;
-        size_t state_len = 0;
-        uint32_t na = 0;
-        sc_err_t err;
-
-        if ((err = sc_server_snapshot(srv, &state, &state_len)))
-                return sc_errf(err, errstr, errstr_size, "shard %u: snapshot: %s", sp->shard,
-                               sc_err2str(err));
-        if (!(applied = malloc((size_t)nw * sizeof(*applied)))) {
-                free(state);
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-        }
-        na = sc_bcast_applied(srv, applied);
-        sc_wire_model_t m = {.shard = sp->shard,
-                             .version = sc_server_version(srv),
-                             .begin = sp->begin,
-                             .count = (uint32_t)sc_server_len(srv),
-                             .grad_offset = grad_offset,
-                             .params_in_state = 1, /* the snapshot holds them */
-                             .napplied = na,
-                             .applied = applied,
-                             .state_len = (uint32_t)state_len,
-                             .state = state};
-        err = sc_wire_encode_model(buf, &m, errstr, errstr_size);
-        free(applied);
-        free(state);
-        return err;
-}
 
 sc_err_t sc_kafka_model_publish(rd_kafka_t *rk, const char *topic, uint32_t shard, const void *msg,
                                 size_t len, sc_kafka_delivery_t *dv, char *errstr,

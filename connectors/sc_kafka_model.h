@@ -21,14 +21,6 @@
 #include "sc_server.h"
 #include "sc_wire.h"
 
-/* Appends to buf one model message for srv (J.model, the failover
- * snapshot): the applied-seq vector (workers with at least one applied seq),
- * grad_offset (the J.grad offset of the first update it does not include)
- * and, as the opaque state, the whole sc_server_snapshot(), which holds the
- * parameters (SC_WIRE_MODEL_PARAMS_IN_STATE: they are not sent twice). */
-sc_err_t sc_kafka_model_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
-                               char *errstr, size_t errstr_size);
-
 /* Produces msg (len bytes) to topic, partition = shard, key = the shard id
  * in decimal ASCII; tracked in dv (the handle needs sc_kafka_conf_delivery). */
 sc_err_t sc_kafka_model_publish(rd_kafka_t *rk, const char *topic, uint32_t shard, const void *msg,

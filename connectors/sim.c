@@ -52,7 +52,6 @@ void sc_sim_destroy(sc_sim_t *sim)
                 for (int s = 0; s < sim->ns; s++)
                         sc_server_destroy(sim->servers[s]);
         free(sim->servers);
-        free(sim->begin);
         sc_job_destroy(sim->job);
         sc_buf_free(&sim->buf);
         sc_buf_free(&sim->payload);
@@ -179,14 +178,12 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         sc_rng_seed(&root, jspec.seed);
         sc_job_rng(sim->job, &r); /* stream 0, past the initial model's draw */
         sim->ns = sc_job_shards(sim->job);
-        if (!(sim->servers = calloc((size_t)sim->ns, sizeof(*sim->servers))) ||
-            !(sim->begin = calloc((size_t)sim->ns + 1, sizeof(*sim->begin))))
+        sim->begin = sc_job_begins(sim->job);
+        if (!(sim->servers = calloc((size_t)sim->ns, sizeof(*sim->servers))))
                 goto out_nomem;
-        for (int sh = 0; sh < sim->ns; sh++) {
-                sc_job_range(sim->job, sh, &sim->begin[sh], &sim->begin[sh + 1]);
+        for (int sh = 0; sh < sim->ns; sh++)
                 if ((err = sc_job_server_new(sim->job, sh, &sim->servers[sh], errstr, errstr_size)))
                         goto out;
-        }
         sim->local_lr = spec->local_lr > 0 ? spec->local_lr : conf->optim.lr;
         sim->commit_rate = sim->spec.sync.commit_rate;
         sim->ingress.bps = spec->server_ingress_bps;

@@ -9,17 +9,13 @@
 
 sc_err_t sc_sim_bcast_init(sc_sim_t *sim, char *errstr, size_t errstr_size)
 {
-        sc_bcast_spec_t spec;
+        const sc_bcast_spec_t *spec = &sc_job_spec(sim->job)->bcast;
         sc_err_t err;
 
-        sc_bcast_spec_conf(&spec, &sim->conf->job);
-        if (!(sim->bsh = calloc((size_t)sim->ns, sizeof(*sim->bsh))) ||
-            !(sim->bapplied = calloc((size_t)sim->nd, sizeof(*sim->bapplied))))
+        if (!(sim->bsh = calloc((size_t)sim->ns, sizeof(*sim->bsh))))
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
         for (int sh = 0; sh < sim->ns; sh++)
-                if ((err = sc_bcast_pub_new_model(&sim->bsh[sh].pub, &spec, (uint32_t)sh,
-                                                  sim->model, sim->begin[sh], sim->begin[sh + 1],
-                                                  errstr, errstr_size)))
+                if ((err = sc_job_bcast_new(sim->job, sh, &sim->bsh[sh].pub, errstr, errstr_size)))
                         return err;
         for (int i = 0; i < sim->nd; i++) {
                 sc_sim_dev_t *d = &sim->devs[i];
@@ -27,7 +23,7 @@ sc_err_t sc_sim_bcast_init(sc_sim_t *sim, char *errstr, size_t errstr_size)
                     !(d->bview = calloc(sim->n, sizeof(float))))
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
                 for (int sh = 0; sh < sim->ns; sh++)
-                        sc_bcast_sub_init(&d->bsub[sh], spec.keyframe_interval);
+                        sc_bcast_sub_init(&d->bsub[sh], spec->keyframe_interval);
         }
         return SC_OK;
 }
@@ -71,8 +67,6 @@ void sc_sim_bcast_free(sc_sim_t *sim)
         }
         free(sim->bsh);
         sim->bsh = NULL;
-        free(sim->bapplied);
-        sim->bapplied = NULL;
 }
 
 /* Publishes the shard's server version if the view is behind it; a
@@ -103,9 +97,7 @@ static sc_err_t sc_sim_bcast_publish(sc_sim_t *sim, int sh)
         }
         sc_buf_t *rec = &b->log[b->nlog];
         rec->len = 0;
-        uint32_t na = sc_bcast_applied(srv, sim->bapplied);
-        if ((err = sc_bcast_pub_encode(b->pub, sc_server_params(srv), sc_server_version(srv),
-                                       sim->bapplied, na, NULL, rec, &kind, why, sizeof(why))))
+        if ((err = sc_job_bcast_encode(sim->job, b->pub, srv, rec, &kind, why, sizeof(why))))
                 return err;
         if (kind == SC_WIRE_BCAST_KEY)
                 sc_bcast_pub_keyed(b->pub, b->first + b->nlog);

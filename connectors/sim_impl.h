@@ -147,12 +147,11 @@ struct sc_sim_s {
         sc_sim_spec_t spec;
         const sc_conf_t *conf;
         const sc_dataset_t *train, *test;
-        sc_job_t *job;               /* the engine: layout, initial model, codecs, servers */
-        sc_model_t *model;           /* the job's, computed on by every device in turn */
-        sc_server_t **servers;       /* (shards) */
-        sc_sim_bshard_t *bsh;        /* (shards) downlink_bcast, else NULL */
-        sc_wire_applied_t *bapplied; /* (devices) a broadcast's applied-seq vector */
-        size_t *begin;               /* (shards + 1) shard s is [begin[s], begin[s + 1]) */
+        sc_job_t *job;         /* the engine: layout, initial model, codecs, servers */
+        sc_model_t *model;     /* the job's, computed on by every device in turn */
+        sc_server_t **servers; /* (shards) */
+        sc_sim_bshard_t *bsh;  /* (shards) downlink_bcast, else NULL */
+        const size_t *begin;   /* (shards + 1) shard s is [begin[s], begin[s + 1]): the job's */
         int ns;
         size_t n;
         int nd;

@@ -3,6 +3,7 @@
  * shared by the Kafka runtime and the simulator (sc_job.h). */
 #include "sc_job.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,11 @@ struct sc_job_s {
         int nviews;
         uint32_t *idx; /* (maxlen) decode scratch */
         float *val, *dense;
+        sc_wire_applied_t *applied; /* (workers) a broadcast's applied-seq vector */
+        int nworkers;
+        double *heard;   /* (workers) when each was last heard, the driver's clock */
+        int64_t *ctl_ts; /* (workers) signed control: the newest timestamp */
+        uint8_t *left;   /* (workers) said leave and was not heard since */
 };
 
 void sc_job_shard_range(size_t n, int shards, int shard, size_t *beginp, size_t *endp)
@@ -79,6 +85,7 @@ void sc_job_spec_conf(sc_job_spec_t *spec, const sc_conf_t *conf)
                                        .delta = job->codec_delta};
         spec->limits = job->limits;
         sc_bcast_spec_conf(&spec->bcast, job);
+        spec->session_timeout = job->session_timeout;
 }
 
 void sc_job_destroy(sc_job_t *job)
@@ -92,6 +99,10 @@ void sc_job_destroy(sc_job_t *job)
         free(job->idx);
         free(job->val);
         free(job->dense);
+        free(job->applied);
+        free(job->heard);
+        free(job->ctl_ts);
+        free(job->left);
         free(job);
 }
 
@@ -120,13 +131,18 @@ sc_err_t sc_job_new(sc_job_t **jobp, const sc_job_spec_t *spec, const sc_conf_t 
                 goto out;
         }
         job->nviews = sc_model_ntensors(job->model);
+        job->nworkers = spec->sync.n_workers > 0 ? spec->sync.n_workers : 1;
         job->maxlen = (job->n + (size_t)ns - 1) / (size_t)ns + 1;
         if (!(job->begin = calloc((size_t)ns + 1, sizeof(*job->begin))) ||
             !(job->views = calloc((size_t)job->nviews + 1, sizeof(*job->views))) ||
             !(job->clip = calloc((size_t)job->nviews + 1, sizeof(*job->clip))) ||
             !(job->idx = malloc(job->maxlen * sizeof(uint32_t))) ||
             !(job->val = malloc(job->maxlen * sizeof(float))) ||
-            !(job->dense = malloc(job->maxlen * sizeof(float)))) {
+            !(job->dense = malloc(job->maxlen * sizeof(float))) ||
+            !(job->applied = calloc((size_t)job->nworkers, sizeof(*job->applied))) ||
+            !(job->heard = calloc((size_t)job->nworkers, sizeof(*job->heard))) ||
+            !(job->ctl_ts = calloc((size_t)job->nworkers, sizeof(*job->ctl_ts))) ||
+            !(job->left = calloc((size_t)job->nworkers, 1))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                 goto out;
         }
@@ -165,6 +181,11 @@ void sc_job_range(const sc_job_t *job, int shard, size_t *beginp, size_t *endp)
 {
         *beginp = job->begin[shard];
         *endp = job->begin[shard + 1];
+}
+
+const size_t *sc_job_begins(const sc_job_t *job)
+{
+        return job->begin;
 }
 
 void sc_job_rng(const sc_job_t *job, sc_rng_t *rng)
@@ -232,6 +253,70 @@ sc_err_t sc_job_bcast_new(const sc_job_t *job, int shard, sc_bcast_pub_t **pubp,
                                       errstr, errstr_size);
 }
 
+sc_err_t sc_job_record_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
+                              char *errstr, size_t errstr_size)
+{
+        const sc_server_spec_t *sp = sc_server_spec(srv);
+        int nw = sp->sync.n_workers;
+        sc_wire_applied_t *applied = NULL;
+        uint8_t *state = NULL;
+        size_t state_len = 0;
+        uint32_t na = 0;
+        sc_err_t err;
+
+        if ((err = sc_server_snapshot(srv, &state, &state_len)))
+                return sc_errf(err, errstr, errstr_size, "shard %u: snapshot: %s", sp->shard,
+                               sc_err2str(err));
+        if (!(applied = malloc((size_t)nw * sizeof(*applied)))) {
+                free(state);
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        }
+        na = sc_bcast_applied(srv, applied);
+        sc_wire_model_t m = {.shard = sp->shard,
+                             .version = sc_server_version(srv),
+                             .begin = sp->begin,
+                             .count = (uint32_t)sc_server_len(srv),
+                             .grad_offset = grad_offset,
+                             .params_in_state = 1, /* the snapshot holds them */
+                             .napplied = na,
+                             .applied = applied,
+                             .state_len = (uint32_t)state_len,
+                             .state = state};
+        err = sc_wire_encode_model(buf, &m, errstr, errstr_size);
+        free(applied);
+        free(state);
+        return err;
+}
+
+int sc_job_server_restore(const sc_job_t *job, sc_server_t *srv, const sc_wire_model_view_t *m,
+                          char *why, size_t why_size)
+{
+        const sc_server_spec_t *sp = sc_server_spec(srv);
+
+        (void)job;
+        if (m->begin != sp->begin || m->count != sp->end - sp->begin) {
+                snprintf(why, why_size,
+                         "shard range [%llu, +%u) differs from this job's [%zu, +%zu) (another "
+                         "model or shard count?)",
+                         (unsigned long long)m->begin, m->count, sp->begin, sp->end - sp->begin);
+                return 1;
+        }
+        if (m->grad_offset < -1) {
+                snprintf(why, why_size, "grad_offset %lld", (long long)m->grad_offset);
+                return 1;
+        }
+        return sc_server_restore(srv, m->state, m->state_len, why, why_size) != SC_OK;
+}
+
+sc_err_t sc_job_bcast_encode(sc_job_t *job, sc_bcast_pub_t *pub, const sc_server_t *srv,
+                             sc_buf_t *out, sc_wire_bcast_kind_t *kindp, char *errstr,
+                             size_t errstr_size)
+{
+        uint32_t na = sc_bcast_applied(srv, job->applied);
+        return sc_bcast_pub_encode(pub, sc_server_params(srv), sc_server_version(srv), job->applied,
+                                   na, NULL, out, kindp, errstr, errstr_size);
+}
+
 sc_err_t sc_job_update_encode(const sc_job_t *job, sc_codec_t *codec, const sc_wire_update_t *hdr,
                               const float *vec, sc_rng_t *rng, sc_buf_t *payload, sc_buf_t *out,
                               char *errstr, size_t errstr_size)
@@ -264,4 +349,60 @@ sc_err_t sc_job_apply(sc_job_t *job, sc_server_t *srv, const sc_wire_update_t *w
         if ((err = sc_job_update_decode(job, srv, wu, &u, errstr, errstr_size)))
                 return err;
         return sc_server_apply(srv, &u, res, errstr, errstr_size);
+}
+
+/* ---- membership ---- */
+
+void sc_job_members_start(sc_job_t *job, double now)
+{
+        for (int w = 0; w < job->nworkers; w++) {
+                job->heard[w] = now;
+                job->left[w] = 0;
+        }
+}
+
+int sc_job_members_control(sc_job_t *job, const sc_wire_control_t *c, int is_signed, double sent,
+                           char *why, size_t why_size)
+{
+        uint32_t w = c->worker;
+
+        if (w >= (uint32_t)job->nworkers) {
+                snprintf(why, why_size, "worker %u outside 0..%d", w, job->nworkers - 1);
+                return 1;
+        }
+        if (is_signed) {
+                if (c->timestamp <= job->ctl_ts[w]) {
+                        snprintf(why, why_size,
+                                 "worker %u: control message of %lld us, not newer than its last "
+                                 "(a replay)",
+                                 w, (long long)c->timestamp);
+                        return 1;
+                }
+                job->ctl_ts[w] = c->timestamp;
+        }
+        switch (c->kind) {
+        case SC_WIRE_CTL_JOIN:
+        case SC_WIRE_CTL_HEARTBEAT:
+                job->left[w] = 0;
+                if (sent > job->heard[w])
+                        job->heard[w] = sent;
+                break;
+        case SC_WIRE_CTL_LEAVE:
+                job->left[w] = 1;
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+void sc_job_members_heard(sc_job_t *job, int w, double now)
+{
+        job->left[w] = 0;
+        job->heard[w] = now;
+}
+
+int sc_job_members_live(const sc_job_t *job, int w, double now)
+{
+        return !job->left[w] && now - job->heard[w] <= job->spec.session_timeout;
 }

@@ -58,13 +58,14 @@ typedef struct sc_job_spec {
         sc_sync_spec_t sync;    /* policy; n_workers = the job's workers */
         sc_job_codec_t codec;   /* worker updates */
         sc_server_limits_t limits;
-        long total_steps;      /* > 0: the schedule's total_steps when the optim section
-                                  gives none (the simulator's max_steps) */
-        sc_bcast_spec_t bcast; /* the model broadcast */
+        long total_steps;       /* > 0: the schedule's total_steps when the optim section
+                                   gives none (the simulator's max_steps) */
+        sc_bcast_spec_t bcast;  /* the model broadcast */
+        double session_timeout; /* s of silence after which a worker is not live */
 } sc_job_spec_t;
 
 /* The Kafka job's spec: job.shards, train.seed, job.sync, job.codec.*,
- * job.limits, job.downlink and job.keyframe_interval. */
+ * job.limits, job.downlink, job.keyframe_interval, job.session_timeout. */
 void sc_job_spec_conf(sc_job_spec_t *spec, const sc_conf_t *conf);
 
 typedef struct sc_job_s sc_job_t;
@@ -86,6 +87,9 @@ size_t sc_job_nparams(const sc_job_t *job);
 int sc_job_shards(const sc_job_t *job);
 /* Shard s's range [*beginp, *endp) of the flat parameter buffer. */
 void sc_job_range(const sc_job_t *job, int shard, size_t *beginp, size_t *endp);
+/* The layout as one array (shards + 1): shard s is [begin[s], begin[s + 1]).
+ * Owned by the job. */
+const size_t *sc_job_begins(const sc_job_t *job);
 /* Stream 0 of the seed as the initial model's draw left it (the simulator
  * draws its stream rates on from there). */
 void sc_job_rng(const sc_job_t *job, sc_rng_t *rng);
@@ -106,6 +110,27 @@ sc_err_t sc_job_codec_new(const sc_job_t *job, int shard, sc_codec_t **codecp, c
 sc_err_t sc_job_bcast_new(const sc_job_t *job, int shard, sc_bcast_pub_t **pubp, char *errstr,
                           size_t errstr_size);
 
+/* Appends to buf one model message for srv (J.model, the failover
+ * snapshot): the applied-seq vector (workers with at least one applied seq),
+ * grad_offset (the J.grad offset of the first update it does not include)
+ * and, as the opaque state, the whole sc_server_snapshot(), which holds the
+ * parameters (SC_WIRE_MODEL_PARAMS_IN_STATE: they are not sent twice). */
+sc_err_t sc_job_record_encode(sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset,
+                              char *errstr, size_t errstr_size);
+/* Restores srv (a server of this job) from a shard record of J.model (as
+ * sc_job_record_encode() makes them): the
+ * record's range must be the server's and its grad_offset >= -1 (-1: none);
+ * then sc_server_restore() of its state. Returns 0, or non-zero with why
+ * filled (srv may then be partly restored: make a new one). */
+int sc_job_server_restore(const sc_job_t *job, sc_server_t *srv, const sc_wire_model_view_t *m,
+                          char *why, size_t why_size);
+/* Appends to out the broadcast of srv's current version through pub (a
+ * keyframe or a delta, *kindp says which), with the shard's applied-seq
+ * vector. */
+sc_err_t sc_job_bcast_encode(sc_job_t *job, sc_bcast_pub_t *pub, const sc_server_t *srv,
+                             sc_buf_t *out, sc_wire_bcast_kind_t *kindp, char *errstr,
+                             size_t errstr_size);
+
 /* Worker side: encodes vec (the shard's floats) with codec into payload
  * (cleared first) and appends to out one update message with hdr's fields
  * (its codec, payload and payload_len are set here). */
@@ -122,5 +147,25 @@ sc_err_t sc_job_apply(sc_job_t *job, sc_server_t *srv, const sc_wire_update_t *w
  * driver that tells a bad payload from a refused update. */
 sc_err_t sc_job_update_decode(sc_job_t *job, const sc_server_t *srv, const sc_wire_update_t *wu,
                               sc_update_t *u, char *errstr, size_t errstr_size);
+
+/* ---- membership: which workers the shards' rounds wait for ---- */
+
+/* Every worker is live from now on for one session timeout (a grace
+ * period for those not heard yet). */
+void sc_job_members_start(sc_job_t *job, double now);
+/* A control message of its worker, sent at `sent` (the driver's clock less
+ * the record's age): join and heartbeat mark the worker heard, leave marks
+ * it left. With is_signed (an authenticated job) a message counts only when
+ * its signed timestamp is newer than the worker's last: the tag binds a
+ * record to its signer, not to a time, so a replayed heartbeat or join keeps
+ * nobody live. Returns 0, or 1 with why filled when it is refused (a worker
+ * id outside the job, a replay). */
+int sc_job_members_control(sc_job_t *job, const sc_wire_control_t *c, int is_signed, double sent,
+                           char *why, size_t why_size);
+/* An update of worker w (a valid id) was applied at now: heard, back. */
+void sc_job_members_heard(sc_job_t *job, int w, double now);
+/* 1 if worker w is live at now: it has not left and was heard within the
+ * session timeout. */
+int sc_job_members_live(const sc_job_t *job, int w, double now);
 
 #endif

@@ -2,7 +2,9 @@
  * parties building the job from one configuration agree on layout, initial
  * parameters, server specs and codecs; an update encoded on the worker side,
  * decoded and applied on the server side, equals what the codec delivers;
- * bad payloads and shard counts are errors naming their origin. */
+ * bad payloads and shard counts are errors naming their origin; a shard
+ * record restores only a server of its range; the broadcast carries the
+ * applied seqs; membership follows control messages and the timeout. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,6 +90,8 @@ static void both_sides_agree(void **state)
                 assert_int_equal(b0, b1);
                 assert_int_equal(e0, e1);
                 assert_int_equal(b0, n * (size_t)s / 3);
+                assert_int_equal(sc_job_begins(a)[s], b0);
+                assert_int_equal(sc_job_begins(a)[s + 1], e0);
                 assert_int_equal(sc_job_server_spec(a, s, &sa, errstr, sizeof(errstr)), SC_OK);
                 assert_int_equal(sc_job_server_spec(b, s, &sb, errstr, sizeof(errstr)), SC_OK);
                 assert_int_equal(sa.begin, b0);
@@ -263,6 +267,107 @@ static void round_trip_q8(void **state)
         round_trip("{\"name\": \"q8\", \"error_feedback\": 1}");
 }
 
+/* A shard's J.model record restores a server of the same shard, not
+ * another's; the broadcast carries the applied seqs. */
+static void restore_and_broadcast(void **state)
+{
+        sc_conf_t conf;
+        char errstr[512];
+        (void)state;
+        conf_of(&conf, "\"shards\": 2, \"sync\": {\"policy\": \"asp\"}");
+        sc_job_t *job = job_of(&conf);
+        sc_server_t *a = NULL, *b = NULL, *other = NULL;
+        assert_int_equal(sc_job_server_new(job, 1, &a, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_job_server_new(job, 1, &b, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_job_server_new(job, 0, &other, errstr, sizeof(errstr)), SC_OK);
+        size_t len = sc_server_len(a);
+        float *g = calloc(len, sizeof(float));
+        g[3] = 1.0f;
+        sc_update_t u = {
+            .worker = 1, .seq = 1, .samples = 1, .kind = SC_UPDATE_GRAD, .n = len, .values = g};
+        assert_int_equal(sc_server_apply(a, &u, NULL, errstr, sizeof(errstr)), SC_OK);
+        const sc_server_spec_t *sp = sc_server_spec(a);
+        sc_buf_t rec = {0};
+        sc_wire_msg_t rm;
+        assert_int_equal(sc_job_record_encode(&rec, a, 7, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_wire_decode(rec.data, rec.len, &rm, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(rm.type, SC_WIRE_MODEL);
+        sc_wire_model_view_t m = rm.u.model;
+        assert_int_equal(m.grad_offset, 7);
+        assert_int_equal(m.napplied, 1);
+        char why[256];
+        assert_int_equal(sc_job_server_restore(job, b, &m, why, sizeof(why)), 0);
+        assert_int_equal(sc_server_version(b), 1);
+        assert_memory_equal(sc_server_params(a), sc_server_params(b), len * sizeof(float));
+        assert_int_not_equal(sc_job_server_restore(job, other, &m, why, sizeof(why)), 0);
+        assert_non_null(strstr(why, "differs from this job's"));
+        m.grad_offset = -2;
+        assert_int_not_equal(sc_job_server_restore(job, b, &m, why, sizeof(why)), 0);
+        assert_non_null(strstr(why, "grad_offset -2"));
+
+        sc_bcast_pub_t *pub = NULL;
+        sc_buf_t out = {0};
+        sc_wire_bcast_kind_t kind;
+        sc_wire_msg_t wm;
+        assert_int_equal(sc_job_bcast_new(job, 1, &pub, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_job_bcast_encode(job, pub, a, &out, &kind, errstr, sizeof(errstr)),
+                         SC_OK);
+        assert_int_equal(kind, SC_WIRE_BCAST_KEY); /* the view starts unknown */
+        assert_int_equal(sc_wire_decode(out.data, out.len, &wm, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(wm.type, SC_WIRE_BCAST);
+        assert_int_equal(wm.u.bcast.version, 1);
+        assert_int_equal(wm.u.bcast.begin, sp->begin);
+        assert_int_equal(wm.u.bcast.napplied, 1); /* worker 1's seq 1 */
+        sc_bcast_pub_destroy(pub);
+        sc_buf_free(&out);
+        sc_buf_free(&rec);
+        free(g);
+        sc_server_destroy(a);
+        sc_server_destroy(b);
+        sc_server_destroy(other);
+        sc_job_destroy(job);
+        sc_conf_free(&conf);
+}
+
+static void membership(void **state)
+{
+        sc_conf_t conf;
+        char why[256];
+        (void)state;
+        conf_of(&conf, "\"shards\": 1, \"session_timeout\": 6");
+        sc_job_t *job = job_of(&conf);
+        sc_wire_control_t c = {.kind = SC_WIRE_CTL_HEARTBEAT, .worker = 0, .timestamp = 100};
+        sc_job_members_start(job, 0);
+        assert_true(sc_job_members_live(job, 0, 5) && sc_job_members_live(job, 1, 5));
+        assert_false(sc_job_members_live(job, 0, 7)); /* silent past the grace period */
+        assert_int_equal(sc_job_members_control(job, &c, 0, 6.5, why, sizeof(why)), 0);
+        assert_true(sc_job_members_live(job, 0, 10));
+        assert_false(sc_job_members_live(job, 1, 10));
+        /* an older heartbeat read late does not move the time back */
+        assert_int_equal(sc_job_members_control(job, &c, 0, 1.0, why, sizeof(why)), 0);
+        assert_true(sc_job_members_live(job, 0, 12));
+        c.kind = SC_WIRE_CTL_LEAVE;
+        assert_int_equal(sc_job_members_control(job, &c, 0, 11, why, sizeof(why)), 0);
+        assert_false(sc_job_members_live(job, 0, 11));
+        sc_job_members_heard(job, 0, 11); /* an update: back */
+        assert_true(sc_job_members_live(job, 0, 11));
+        c.worker = 2;
+        assert_int_equal(sc_job_members_control(job, &c, 0, 11, why, sizeof(why)), 1);
+        assert_non_null(strstr(why, "worker 2 outside 0..1"));
+        /* signed: only a newer timestamp counts (a replay keeps nobody live) */
+        c = (sc_wire_control_t){.kind = SC_WIRE_CTL_JOIN, .worker = 1, .timestamp = 100};
+        assert_int_equal(sc_job_members_control(job, &c, 1, 20, why, sizeof(why)), 0);
+        assert_true(sc_job_members_live(job, 1, 21));
+        assert_int_equal(sc_job_members_control(job, &c, 1, 30, why, sizeof(why)), 1);
+        assert_non_null(strstr(why, "a replay"));
+        assert_false(sc_job_members_live(job, 1, 30));
+        c.timestamp = 101;
+        assert_int_equal(sc_job_members_control(job, &c, 1, 30, why, sizeof(why)), 0);
+        assert_true(sc_job_members_live(job, 1, 30));
+        sc_job_destroy(job);
+        sc_conf_free(&conf);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -272,6 +377,8 @@ int main(void)
             cmocka_unit_test(round_trip_none),
             cmocka_unit_test(round_trip_topk_error_feedback),
             cmocka_unit_test(round_trip_q8),
+            cmocka_unit_test(restore_and_broadcast),
+            cmocka_unit_test(membership),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

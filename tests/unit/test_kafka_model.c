@@ -76,7 +76,7 @@ static void initial_model_and_record_round_trip(void **state)
         apply_grad(a, 0, 1, 0.5f);
         apply_grad(a, 1, 1, -0.25f);
         apply_grad(a, 0, 2, 0.125f);
-        assert_int_equal(sc_kafka_model_encode(&buf, a, 77, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(sc_job_record_encode(&buf, a, 77, errstr, sizeof(errstr)), SC_OK);
         assert_int_equal(sc_wire_decode(buf.data, buf.len, &wm, errstr, sizeof(errstr)), SC_OK);
         assert_int_equal(wm.type, SC_WIRE_MODEL);
         assert_int_equal(wm.u.model.shard, 1);
@@ -182,7 +182,7 @@ static void newest_usable_record_is_found(void **state)
         for (int v = 1; v <= 6; v++) {
                 apply_grad(srv, 0, (uint64_t)v, 0.1f);
                 buf.len = 0;
-                assert_int_equal(sc_kafka_model_encode(&buf, srv, 10 * v, errstr, sizeof(errstr)),
+                assert_int_equal(sc_job_record_encode(&buf, srv, 10 * v, errstr, sizeof(errstr)),
                                  SC_OK);
                 assert_int_equal(sc_kafka_model_publish(prod, "km.model", 0, buf.data, buf.len, &dv,
                                                         errstr, sizeof(errstr)),

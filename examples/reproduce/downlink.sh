@@ -3,8 +3,9 @@
 # 8 devices (S10), the Fashion-MNIST MLP in 2 shards, models reaching the
 # devices as the model broadcast (sim.downlink_bcast, core/bcast.c) with
 # job.downlink none (float32 deltas: exact), q8, fp16 and topk (ratio 0.1,
-# half values), keyframes every 50 versions; seeds 1-3 (train.seed: the
-# initial model, the rates, the data order). Two downlinks: 100 Mbit/s (the
+# half values), keyframes every 50 versions; SEEDS (default 1-5; train.seed:
+# the initial model, the rates, the data order), evaluations every EVAL (2)
+# virtual s. Two downlinks: 100 Mbit/s (the
 # simulator's default: the rounds wait for data, not for the model, so the
 # codecs run the same rounds and differ in accuracy only) and 800 kbit/s
 # (a float32 model takes seconds: smaller deltas also buy rounds). Prints
@@ -12,11 +13,13 @@
 # lines), server steps and MB down per device: median [min, max] over the
 # seeds.
 #   examples/reproduce/downlink.sh      (QUICK=1 for a smoke run)
+#   SEEDS="1 2 3" JOBS=2 examples/reproduce/downlink.sh
 . "$(dirname "$0")/lib.sh"
 TAG=downlink
 TARGET=${TARGET:-0.80}
 HORIZON=$(q 300 40)
-SEEDS=$(q "1 2 3" "1")
+SEEDS=${SEEDS:-$(q "1 2 3 4 5" "1")}
+EVAL=${EVAL:-2}
 CODECS="none q8 fp16 topk"
 LINKS="12500000 100000" # bytes/s: 100 Mbit/s, 800 kbit/s
 base=$REPRO_DIR/base-mlp.json
@@ -26,13 +29,15 @@ trap 'rm -rf "$tmp"' EXIT
 for bw in $LINKS; do
 	for c in $CODECS; do
 		for s in $SEEDS; do
-			mkconf "$base" "$tmp/c.json" ".train.seed = $s | .job = {downlink: {name: \"$c\"}} |
+			mkconf "$base" "$tmp/$c-$bw-s$s.json" ".train.seed = $s |
+				.job = {downlink: {name: \"$c\"}} |
 				.sim += {devices: 8, shards: 2, batch: 32, downlink_bcast: true,
-				         down_bps: $bw, max_time: $HORIZON}"
-			sim "$c-$bw-s$s" "$tmp/c.json"
+				         down_bps: $bw, max_time: $HORIZON, eval_every: $EVAL}"
+			sim_bg "$c-$bw-s$s" "$tmp/$c-$bw-s$s.json"
 		done
 	done
 done
+sim_wait
 
 {
 	echo "Downlink codecs, bsp, 8 devices (S10), 2 shards, ${HORIZON} virtual s, target $TARGET," \
@@ -56,5 +61,6 @@ done
 		done
 	done
 	echo "down = downlink bandwidth, bit/s; median [min, max] over the seeds; - = not reached" \
-		"in ${HORIZON} s; MB: median."
+		"in ${HORIZON} s; MB: median; test evaluations every $EVAL virtual s."
 } | tee "$OUT/downlink.txt"
+record "$TAG" "SEEDS=\"$SEEDS\" examples/reproduce/downlink.sh"

@@ -572,14 +572,15 @@ int sc_conf_section_given(const sc_conf_t *conf, const char *section)
         return 0;
 }
 
-sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
-                               char *errstr, size_t errstr_size)
+/* Sets the row named name among those flagged flag from its text value. */
+static sc_err_t sc_conf_set_byname(sc_conf_t *conf, unsigned flag, const char *name,
+                                   const char *value, int *known, char *errstr, size_t errstr_size)
 {
         const sc_conf_prop_t *p = sc_conf_find(sc_conf_props, sc_conf_nprops, name);
         json_t *v = NULL;
         char want[384], scratch[512];
 
-        *known = p && (p->flags & SC_CONF_F_EMBED);
+        *known = p && (p->flags & flag);
         if (!*known)
                 return SC_OK;
         if (p->type == SC_CONF_INT || p->type == SC_CONF_LONG) {
@@ -606,4 +607,16 @@ sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *va
                                value, want);
         }
         return SC_OK;
+}
+
+sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
+                               char *errstr, size_t errstr_size)
+{
+        return sc_conf_set_byname(conf, SC_CONF_F_EMBED, name, value, known, errstr, errstr_size);
+}
+
+sc_err_t sc_conf_set_plugin(sc_conf_t *conf, const char *name, const char *value, int *known,
+                            char *errstr, size_t errstr_size)
+{
+        return sc_conf_set_byname(conf, SC_CONF_F_PLUGIN, name, value, known, errstr, errstr_size);
 }

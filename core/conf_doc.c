@@ -193,7 +193,7 @@ static void sc_conf_describe_section(sc_conf_sb_t *sb, size_t s, int markdown, c
                 const sc_conf_prop_t *p = &sc_conf_props[i];
                 int under =
                     !strncmp(p->path, sec, slen) && (!p->path[slen] || p->path[slen] == '.');
-                if (flags ? !(p->flags & flags) : !under || (p->flags & SC_CONF_F_EMBED))
+                if (flags ? !(p->flags & flags) : !under || (p->flags & SC_CONF_F_BYNAME))
                         continue;
                 sc_conf_describe_row(sb, p, p->path, NULL, markdown);
         }
@@ -396,7 +396,7 @@ static char *sc_conf_dump_as(const sc_conf_t *conf, int redact)
                 if (pass && !*(json_t *const *)((const char *)conf + p->offset))
                         continue;
                 if (((p->flags & SC_CONF_F_SIM) && !conf->sim_section) ||
-                    (p->flags & SC_CONF_F_EMBED))
+                    (p->flags & SC_CONF_F_BYNAME))
                         continue;
                 json_t *v = sc_conf_value_json(p, conf, conf);
                 if (v && pass && redact && sc_conf_redact(v)) {

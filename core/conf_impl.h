@@ -33,6 +33,8 @@ typedef enum sc_conf_type {
 #define SC_CONF_F_REQUIRED 0x4 /* list element rows: the key must be given */
 #define SC_CONF_F_SIM 0x8      /* read only with conf->sim_section (the simulator's) */
 #define SC_CONF_F_EMBED 0x10   /* set only by sc_conf_set_embedding, never read or dumped */
+#define SC_CONF_F_PLUGIN 0x20  /* set only by sc_conf_set_plugin, never read or dumped */
+#define SC_CONF_F_BYNAME (SC_CONF_F_EMBED | SC_CONF_F_PLUGIN)
 
 /* SC_CONF_CUSTOM: parses v into at (= base + offset), messages
  * "<origin>: <jpath>: ..." through sc_conf_fail; and the value at `at` back

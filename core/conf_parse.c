@@ -192,7 +192,8 @@ static void sc_conf_suggest(const char *key, const char *cand, size_t cand_len, 
  * the embedding rows (set by name only). */
 static int sc_conf_row_allowed(const sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, int kind)
 {
-        if (((p->flags & SC_CONF_F_SIM) && !ctx->conf->sim_section) || (p->flags & SC_CONF_F_EMBED))
+        if (((p->flags & SC_CONF_F_SIM) && !ctx->conf->sim_section) ||
+            (p->flags & SC_CONF_F_BYNAME))
                 return 0;
         return kind < 0 || !p->kinds || (p->kinds >> kind & 1u);
 }

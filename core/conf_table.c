@@ -1698,6 +1698,47 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "true",
      .flags = SC_CONF_F_EMBED,
      .desc = "false: no held-out set (the eval section) is loaded or scored."},
+    /* plugin: the interceptor's own, as scadles.<name> (SC_CONF_F_PLUGIN) */
+    {.path = "config",
+     .type = SC_CONF_STRING,
+     .offset = C(plugin.config),
+     .def = "\"\"",
+     .size = SC_CONF_PATH_MAX,
+     .flags = SC_CONF_F_PLUGIN,
+     .desc = "The worker's configuration file (the sections above); scadles.<property> "
+             "overrides set before or after it apply over it."},
+    {.path = "summary.file",
+     .type = SC_CONF_STRING,
+     .offset = C(plugin.summary_file),
+     .def = "\"\"",
+     .size = SC_CONF_PATH_MAX,
+     .flags = SC_CONF_F_PLUGIN,
+     .desc = "The final statistics (one JSON object) are written here when the consumer is "
+             "destroyed; empty = not written."},
+    {.path = "stats.file",
+     .type = SC_CONF_STRING,
+     .offset = C(plugin.stats_file),
+     .def = "\"\"",
+     .size = SC_CONF_PATH_MAX,
+     .flags = SC_CONF_F_PLUGIN,
+     .desc = "Periodic statistics (statistics.interval.ms) are appended here, one JSON object "
+             "a line; empty = not written."},
+    {.path = "log.level",
+     .type = SC_CONF_INT,
+     .offset = C(plugin.log_level),
+     .def = "5",
+     R_IN(0, 7),
+     .flags = SC_CONF_F_PLUGIN,
+     .desc = "The embedded worker's lines on stderr at or below this syslog level (0 = none, "
+             "7 = debug)."},
+    {.path = "flush.timeout.ms",
+     .type = SC_CONF_INT,
+     .offset = C(plugin.flush_ms),
+     .def = "60000",
+     R_IN(0, 86400000),
+     .flags = SC_CONF_F_PLUGIN,
+     .desc = "When the host destroys its consumer: how long the worker may take to train what "
+             "it holds and commit, milliseconds."},
 };
 const size_t sc_conf_nprops = sizeof(sc_conf_props) / sizeof(sc_conf_props[0]);
 
@@ -1763,6 +1804,11 @@ const sc_conf_section_t sc_conf_sections[] = {
      "`scadles_conf_set()` only: integers in decimal, booleans `true`, `false`, `1` or `0`, "
      "choices by name; they are not keys of a configuration file, `--set` or the dump.",
      SC_CONF_F_EMBED},
+    {"plugin",
+     "The librdkafka interceptor's own settings (docs/PLUGIN.md), set on the host's "
+     "configuration as `scadles.<name>` (e.g. `scadles.log.level`) with the embedding "
+     "properties' value syntax; not keys of a configuration file, `--set` or the dump.",
+     SC_CONF_F_PLUGIN},
 };
 const size_t sc_conf_nsections = sizeof(sc_conf_sections) / sizeof(sc_conf_sections[0]);
 _Static_assert(sizeof(sc_conf_sections) / sizeof(sc_conf_sections[0]) <= 32,

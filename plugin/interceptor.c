@@ -27,10 +27,7 @@ typedef struct sc_plug_conf {
         char *config_path;
         int n_sets; /* scadles.<key> overrides, replayed over a later config file */
         char *set_names[SC_PLUG_MAX_SETS], *set_values[SC_PLUG_MAX_SETS];
-        char *summary_file; /* final statistics JSON goes here */
-        char *stats_file;   /* periodic statistics, one JSON per line */
-        int log_level;      /* stderr lines at or below this level */
-        int flush_ms;       /* on the host's destroy: wait this long for training */
+        sc_conf_plugin_t opts; /* scadles.<name> of the "plugin" section (docs/CONFIG.md) */
 } sc_plug_conf_t;
 
 /* One consumer instance's embedded worker (ic_opaque of its interceptors). */
@@ -58,8 +55,6 @@ static void sc_plug_conf_free(sc_plug_conf_t *pc)
                 free(pc->set_names[i]);
                 free(pc->set_values[i]);
         }
-        free(pc->summary_file);
-        free(pc->stats_file);
         free(pc);
 }
 
@@ -73,8 +68,7 @@ static sc_plug_conf_t *sc_plug_conf_new(void)
                 free(pc);
                 return NULL;
         }
-        pc->log_level = 5;
-        pc->flush_ms = 60000;
+        pc->opts = pc->conf->sc.plugin; /* the table's defaults */
         return pc;
 }
 
@@ -112,30 +106,6 @@ bad:
         scadles_conf_destroy(fresh);
         snprintf(errstr, errstr_size, "scadles.config=%s: %s", path, err);
         return RD_KAFKA_CONF_INVALID;
-}
-
-static int sc_plug_int(const char *name, const char *val, int lo, int hi, int *out, char *errstr,
-                       size_t errstr_size)
-{
-        char *end;
-        long v = strtol(val, &end, 10);
-        if (end == val || *end || v < lo || v > hi) {
-                snprintf(errstr, errstr_size, "%s: \"%s\": expected an integer in [%d, %d]", name,
-                         val, lo, hi);
-                return -1;
-        }
-        *out = (int)v;
-        return 0;
-}
-
-static int sc_plug_str(char **slot, const char *val)
-{
-        char *s = strdup(val);
-        if (!s)
-                return -1;
-        free(*slot);
-        *slot = s;
-        return 0;
 }
 
 /* 1 for a host property the worker's own clients take over: where the
@@ -176,22 +146,21 @@ static rd_kafka_conf_res_t sc_plug_on_conf_set(rd_kafka_conf_t *conf, const char
                 snprintf(errstr, errstr_size, "%s: cannot be reset", name);
                 return RD_KAFKA_CONF_INVALID;
         }
-        if (!strcmp(key, "config"))
-                return sc_plug_load(pc, val, errstr, errstr_size);
-        if (!strcmp(key, "log.level"))
-                return sc_plug_int(name, val, 0, 7, &pc->log_level, errstr, errstr_size)
-                           ? RD_KAFKA_CONF_INVALID
-                           : RD_KAFKA_CONF_OK;
-        if (!strcmp(key, "flush.timeout.ms"))
-                return sc_plug_int(name, val, 0, 86400000, &pc->flush_ms, errstr, errstr_size)
-                           ? RD_KAFKA_CONF_INVALID
-                           : RD_KAFKA_CONF_OK;
-        if (!strcmp(key, "summary.file") || !strcmp(key, "stats.file")) {
-                if (sc_plug_str(key[1] == 'u' ? &pc->summary_file : &pc->stats_file, val)) {
-                        snprintf(errstr, errstr_size, "%s: out of memory", name);
-                        return RD_KAFKA_CONF_INVALID;
-                }
-                return RD_KAFKA_CONF_OK;
+        /* The interceptor's own properties: the table's plugin rows. */
+        int known;
+        pc->conf->sc.plugin = pc->opts;
+        if (sc_conf_set_plugin(&pc->conf->sc, key, val, &known, err, sizeof(err))) {
+                snprintf(errstr, errstr_size, "%s%s", SC_PLUG_PREFIX, err);
+                return RD_KAFKA_CONF_INVALID;
+        }
+        if (known) { /* taken once a configuration file named has loaded */
+                sc_conf_plugin_t o = pc->conf->sc.plugin;
+                rd_kafka_conf_res_t r = strcmp(key, "config")
+                                            ? RD_KAFKA_CONF_OK
+                                            : sc_plug_load(pc, val, errstr, errstr_size);
+                if (r == RD_KAFKA_CONF_OK)
+                        pc->opts = o;
+                return r;
         }
         if (!strncmp(key, "kafka.plugin.", 13)) {
                 snprintf(errstr, errstr_size,
@@ -237,10 +206,7 @@ static rd_kafka_resp_err_t sc_plug_on_conf_dup(rd_kafka_conf_t *new_conf,
                 return RD_KAFKA_RESP_ERR__FAIL;
         pc->conf = scadles_conf_dup(old->conf);
         pc->config_path = sc_plug_strdup(old->config_path);
-        pc->summary_file = sc_plug_strdup(old->summary_file);
-        pc->stats_file = sc_plug_strdup(old->stats_file);
-        pc->log_level = old->log_level;
-        pc->flush_ms = old->flush_ms;
+        pc->opts = old->opts;
         int oom = 0;
         for (int i = 0; i < old->n_sets; i++) {
                 pc->set_names[i] = sc_plug_strdup(old->set_names[i]);
@@ -460,10 +426,11 @@ static rd_kafka_resp_err_t sc_plug_on_new(rd_kafka_t *rk, const rd_kafka_conf_t 
         scadles_conf_t *c = scadles_conf_dup(pc->conf);
         if (!pi || !c)
                 goto oom;
-        pi->log_level = pc->log_level;
-        pi->flush_ms = pc->flush_ms;
-        pi->summary_file = sc_plug_strdup(pc->summary_file);
-        pi->stats_file = sc_plug_strdup(pc->stats_file);
+        pi->log_level = pc->opts.log_level;
+        pi->flush_ms = pc->opts.flush_ms;
+        if ((pc->opts.summary_file[0] && !(pi->summary_file = strdup(pc->opts.summary_file))) ||
+            (pc->opts.stats_file[0] && !(pi->stats_file = strdup(pc->opts.stats_file))))
+                goto oom;
         if (pi->stats_file && !(pi->stats = fopen(pi->stats_file, "a"))) {
                 snprintf(errstr, errstr_size, "scadles: scadles.stats.file %s: cannot open",
                          pi->stats_file);

@@ -200,6 +200,17 @@ typedef struct sc_conf_embed {
         long publish_steps;    /* scadles_predict: publish the model every this many steps */
 } sc_conf_embed_t;
 
+/* ---- plugin: the librdkafka interceptor's own settings (plugin/interceptor.c),
+ * set only as scadles.<name> on the host's configuration ---- */
+
+typedef struct sc_conf_plugin {
+        char config[SC_CONF_PATH_MAX];       /* the worker's configuration file; "" = none */
+        char summary_file[SC_CONF_PATH_MAX]; /* final statistics JSON; "" = none */
+        char stats_file[SC_CONF_PATH_MAX];   /* periodic statistics, a line each; "" = none */
+        int log_level;                       /* stderr lines at or below this syslog level */
+        int flush_ms;                        /* on the host's destroy: wait this long */
+} sc_conf_plugin_t;
+
 typedef struct sc_conf {
         sc_model_spec_t model;
         sc_conf_optim_t optim;
@@ -217,7 +228,8 @@ typedef struct sc_conf {
          * are read, checked and dumped; 0 = $.sim is an unknown property, as
          * for every other command. */
         int sim_section;
-        sc_conf_embed_t embed; /* the embedding properties (public API) */
+        sc_conf_embed_t embed;   /* the embedding properties (public API) */
+        sc_conf_plugin_t plugin; /* the interceptor's own properties */
         /* Internal: bit s = the s-th documented section ("job", ...) was named
          * at the top level of the parsed text or by an override. */
         uint32_t sections_given;
@@ -265,6 +277,11 @@ int sc_conf_section_given(const sc_conf_t *conf, const char *section);
  * and leave conf unchanged. */
 sc_err_t sc_conf_set_embedding(sc_conf_t *conf, const char *name, const char *value, int *known,
                                char *errstr, size_t errstr_size);
+/* Sets one property of the interceptor's own (the names of the "plugin"
+ * section, without their "scadles." prefix) the same way; *known is 0 for
+ * other names. */
+sc_err_t sc_conf_set_plugin(sc_conf_t *conf, const char *name, const char *value, int *known,
+                            char *errstr, size_t errstr_size);
 /* Cross-property checks (run by parse and set; call it after editing the
  * struct by hand). Also applies model.init to layers without their own. */
 sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size);

@@ -99,6 +99,18 @@ static void properties(void **state)
                          RD_KAFKA_CONF_INVALID);
         assert_int_equal(rd_kafka_conf_set(conf, "scadles.log.level", "9", err, sizeof(err)),
                          RD_KAFKA_CONF_INVALID);
+        /* The interceptor's own properties are the table's "plugin" rows. */
+        assert_non_null(strstr(err, "scadles.log.level: \"9\": expected integer in [0, 7]"));
+        assert_int_equal(
+            rd_kafka_conf_set(conf, "scadles.flush.timeout.ms", "soon", err, sizeof(err)),
+            RD_KAFKA_CONF_INVALID);
+        assert_non_null(strstr(err, "scadles.flush.timeout.ms: \"soon\": expected integer"));
+        char longpath[700];
+        memset(longpath, 'a', sizeof(longpath) - 1);
+        longpath[sizeof(longpath) - 1] = '\0';
+        assert_int_equal(rd_kafka_conf_set(conf, "scadles.stats.file", longpath, err, sizeof(err)),
+                         RD_KAFKA_CONF_INVALID);
+        assert_non_null(strstr(err, "scadles.stats.file"));
         /* The worker's kafka properties are librdkafka's to accept, at once. */
         assert_int_equal(rd_kafka_conf_set(conf, "scadles.kafka.linger.mss", "5", err, sizeof(err)),
                          RD_KAFKA_CONF_INVALID);

@@ -163,3 +163,12 @@ tsv_col() {
 	{ ok = 1; for (j = 1; j <= n; j++) { split(cs[j], kv, "="); if ($c[kv[1]] != kv[2]) ok = 0 }
 	  if (ok) print $c[k] }' "$f"
 }
+
+# verdict MEDIAN PAPER UNIT: "met" when MEDIAN >= PAPER, else how far short.
+verdict() {
+	awk -v m="$1" -v p="$2" -v u="$3" 'BEGIN {
+		if (m == "-") { print "not measured (undefined on half the seeds or more)"; exit }
+		if (m + 0 >= p + 0) printf "met (median %s%s >= %s%s)\n", m, u, p, u
+		else printf "**short**: median %s%s vs %s%s, %.2f below (%.0f%% of the paper'"'"'s)\n",
+			m, u, p, u, p - m, 100 * m / p }'
+}

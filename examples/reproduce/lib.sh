@@ -123,6 +123,55 @@ $cmd
 GP
 }
 
+# spread KEY NAME...: the runs' metric KEY at each evaluation, one line per
+# evaluation time: t, median, min, max over the runs (runs evaluated on the
+# same grid; a line is left out when a run has no evaluation there).
+spread() {
+	local key=$1 f
+	shift
+	for n in "$@"; do
+		jq -r --arg k "$key" 'select(.event == null and .[$k] != null) | "\(.t)\t\(.[$k])"' \
+			"$OUT/$TAG/$n.jsonl"
+	done | sort -g -k1,1 -s | awk -v runs=$# -F'\t' '
+	function flush(   i, j, x, m) {
+		if (k != runs) return
+		for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+			x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
+		m = (v[int((k + 1) / 2)] + v[int(k / 2) + 1]) / 2
+		printf "%s\t%.4f\t%.4f\t%.4f\n", t, m, v[1], v[k] }
+	$1 != t { if (NR > 1) flush(); t = $1; k = 0 }
+	{ v[++k] = $2 + 0 }
+	END { if (NR > 0) flush() }'
+}
+
+# plot_spread PNG TITLE XLABEL YLABEL "FILE|TITLE"...: per series a median
+# line and a shaded min-max band (FILE: lines of spread); PLOT_EXTRA adds
+# gnuplot commands.
+plot_spread() {
+	local png=$1 title=$2 xl=$3 yl=$4 i=0
+	shift 4
+	command -v gnuplot >/dev/null || { echo "reproduce: gnuplot missing, no $png" >&2; return 0; }
+	local cmd="" sep="plot "
+	for s in "$@"; do
+		IFS='|' read -r f t <<<"$s"
+		i=$((i + 1))
+		cmd="$cmd$sep'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.15 notitle"
+		cmd="$cmd, '$f' using 1:2 with lines lc $i lw 2 title '$t'"
+		sep=", "
+	done
+	gnuplot <<GP
+set terminal pngcairo size 900,560
+set output '$png'
+set title '$title'
+set xlabel '$xl'
+set ylabel '$yl'
+set key bottom right
+set grid
+${PLOT_EXTRA:-}
+$cmd
+GP
+}
+
 # med_range VALUE...: "median [min, max]" of the values; "-" (never) counts
 # as later than any time, so a median of "-" means half the runs or more
 # never got there.

@@ -21,24 +21,29 @@
 # message), adacomp-half (IEEE half values), adacomp-log8 (8-bit log values
 # and Rice-coded index gaps).  The sweep of c (CS, float32 message) runs on
 # CSEEDS.  $OUT/adacomp.tsv holds one row per run; $OUT/adacomp-summary.md the
-# summary rows of docs/RESULTS.md.
+# summary rows of docs/RESULTS.md.  The defaults (21 simulations of 4000
+# updates each) took about half an hour on the shared development machine;
+# STEPS is what was trimmed (the accuracy still rises slowly at 4000).
 #   examples/reproduce/adacomp.sh      (QUICK=1 for a smoke run)
 #   SEEDS="1 2" CSEEDS=1 CS="0.05" STEPS=4000 VARIANTS=adacomp examples/reproduce/adacomp.sh
 . "$(dirname "$0")/lib.sh"
 TAG=adacomp
 SEEDS=${SEEDS:-$(q "1 2 3 4 5" "1")}
-CSEEDS=${CSEEDS:-1}
-CS=${CS:-$(q "0.005 0.05" "0.05")}
+CSEEDS=${CSEEDS:-$(q "1 2" "1")}
+CS=${CS:-$(q "0.005 0.02 0.05" "0.05")}
 VARIANTS=${VARIANTS:-adacomp adacomp-log8}
 STEPS=${STEPS:-$(q 4000 100)}
 TARGETS=${TARGETS:-$(q "0.75 0.80 0.82" "0.15")}
-# The target of the stricter summary row.
+# The target of the to-target summary rows.
 TARGET=${TARGET:-$(q 0.82 0.15)}
-FINAL_N=${FINAL_N:-3}
+FINAL_N=${FINAL_N:-5}
 # ASGD with async_pull diverges (non-finite values) at lr 0.05 and does not
 # train at 0.02 (accuracy stays at chance); of 0.015, 0.01, 0.005, 0.0025 and
 # 0.00125, which all train, 0.0025 reaches every target no later than the
 # others (one seed, an earlier binary), so the baseline runs at its best lr.
+# Rechecked on this setup (seed 1, 4000 updates, mean of the last 5
+# evaluations): 0.005 ends level with 0.0025 (0.827 vs 0.829), 0.00125 lower
+# (0.820).
 # AdaComp diverges early at 0.05 in some runs (2 of 5 seeds of the float32
 # variant, seed 1 of the Rice-coded one); 0.03 trains in every variant and
 # seed tried and reaches the targets sooner than 0.02.
@@ -146,6 +151,8 @@ for c in $CS_ALL; do
 	rows="$rows adacomp:$c"
 done
 seeds_of() { tsv_col "$tsv" seed variant="$1" c="$2" | sort -un | tr '\n' ' ' | sed 's/ $//'; }
+# int0 VALUE: VALUE rounded to an integer ("-" stays "-").
+int0() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else printf "%.0f\n", a }'; }
 pct() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else printf "%+.2f", a * 100 }'; }
 ns=$(echo $SEEDS | wc -w)
 {
@@ -160,8 +167,7 @@ ns=$(echo $SEEDS | wc -w)
 		ad=$(med_range $(col acc_diff | sed 's/^+//'))
 		[ "$v" = asgd ] && ad=-
 		printf '%-13s %6s %-11s %9s %14s %-30s %9s %-26s\n' "$v" "$c" "$(seeds_of "$v" "$c" | tr ' ' ,)" \
-			"$(med $(col msg_bytes) | awk '{ printf "%.0f", $1 }')" \
-			"$(med $(col bytes_up) | awk '{ printf "%.0f", $1 }')" \
+			"$(int0 "$(med $(col msg_bytes))")" "$(int0 "$(med $(col bytes_up))")" \
 			"$(med_ratio $(col reduction) | awk '$1 != "-" { $1 = $1 "x" } 1')" \
 			"$(med $(col final_acc))" \
 			"$(echo "$ad" | awk '$1 == "-" { print; next } { printf "%+.2f [%+.2f, %+.2f]\n",
@@ -183,8 +189,8 @@ ns=$(echo $SEEDS | wc -w)
 					"$(tsv_col "$tsv" "updates_$a" variant="$v" c="$c" seed="$s")")")
 			done
 			printf '%-6s %-13s %6s %7s %13s %7s %12s %-30s %-20s\n' "$a" "$v" "$c" \
-				"$(med $(asgd_col "t_$a"))" "$(med $(asgd_col "bytes_$a"))" "$(med $(col "t_$a"))" \
-				"$(med $(col "bytes_$a"))" "$(med_ratio $(col "red_$a") | awk '$1 != "-" { $1 = $1 "x" } 1')" \
+				"$(med $(asgd_col "t_$a"))" "$(int0 "$(med $(asgd_col "bytes_$a"))")" \
+				"$(med $(col "t_$a"))" "$(int0 "$(med $(col "bytes_$a"))")" "$(med_ratio $(col "red_$a") | awk '$1 != "-" { $1 = $1 "x" } 1')" \
 				"$(med_ratio "${ur[@]}")"
 		done
 	done
@@ -201,6 +207,15 @@ ns=$(echo $SEEDS | wc -w)
 record "$TAG" "SEEDS=\"$SEEDS\" CSEEDS=\"$CSEEDS\" CS=\"$CS\" VARIANTS=\"$VARIANTS\" STEPS=$STEPS TARGETS=\"$TARGETS\" TARGET=$TARGET examples/reproduce/adacomp.sh"
 
 # Summary rows of docs/RESULTS.md: per message format at c = 0.01, both metrics.
+# acc_note DIFF: whether the median final-accuracy difference to ASGD (points)
+# is within ACC_TOL points below, this project's reading of the paper's
+# "preserved accuracy" (the paper gives no tolerance).
+ACC_TOL=${ACC_TOL:-0.5}
+acc_note() {
+	awk -v d="$1" -v t="$ACC_TOL" 'BEGIN { if (d == "-") exit
+		if (d + 0 >= -t) printf "; accuracy preserved (median %+.2f points, tolerance %s)\n", d, t
+		else printf "; **accuracy not preserved**: median %+.2f points vs ASGD (tolerance %s)\n", d, t }'
+}
 {
 	for v in $VARIANTS; do
 		col() { tsv_col "$tsv" "$1" variant="$v" c=0.01; }
@@ -210,10 +225,10 @@ record "$TAG" "SEEDS=\"$SEEDS\" CSEEDS=\"$CSEEDS\" CS=\"$CS\" VARIANTS=\"$VARIAN
 		rt=$(med_ratio $(col "red_$TARGET") | awk '$1 != "-" { $1 = $1 "x" } 1')
 		echo "| AdaComp (c = 0.01, $v) vs ASGD uplink bytes, equal training ($STEPS updates each) |" \
 			"191x at equal accuracy | $re; final accuracy vs ASGD $ad points | $sd |" \
-			"$(m=${re%% *}; verdict "${m%x}" 191 x) |"
+			"$(m=${re%% *}; verdict "${m%x}" 191 x)$(acc_note "$ad") |"
 		echo "| AdaComp (c = 0.01, $v) vs ASGD uplink bytes, to $TARGET test accuracy (mean of 3 evaluations) |" \
 			"191x at equal accuracy | $rt; final accuracy vs ASGD $ad points | $sd |" \
-			"$(m=${rt%% *}; verdict "${m%x}" 191 x) |"
+			"$(m=${rt%% *}; verdict "${m%x}" 191 x)$([ "$rt" = - ] || echo "; both at $TARGET there") |"
 	done
 } >"$OUT/$TAG-summary.md"
 

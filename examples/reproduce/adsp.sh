@@ -246,14 +246,15 @@ for p in adsp adsp-max; do
 	done
 done >"$OUT/$TAG-summary.md"
 
-# Plots: test loss, median over the seeds with the [min, max] band.
+# Plots: test loss, median over the seeds with the [min, max] band (bands
+# first, so that no band hides a line).
 for sc in $SCALES; do
 	S=${sc%%:*}
 	for hh in $HS; do
 		H=${hh%%:*}
-		cmd="" sep="plot "
+		bands="" lines="" sep=""
 		k=0
-		for p in bsp-lr.05 ssp-lr.025 adacomm-lr.05 adsp adsp-max; do
+		for p in bsp-lr.05 ssp-lr.025 adacomm-lr.025 adsp adsp-max; do
 			case " $POLS " in *" $p "*) ;; *) continue ;; esac
 			k=$((k + 1))
 			for seed in $SEEDS; do tsv "$S-$p-H$H-s$seed" test_loss; done |
@@ -262,8 +263,9 @@ for sc in $SCALES; do
 						x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
 					printf "%s %s %s %s\n", t, (a[int((n + 1) / 2)] + a[int(n / 2) + 1]) / 2,
 						a[1], a[n] } }' | sort -g >"$tmp/$p.dat"
-			cmd="$cmd$sep'$tmp/$p.dat' using 1:3:4 with filledcurves fs transparent solid 0.2"
-			cmd="$cmd lc $k notitle, '$tmp/$p.dat' using 1:2 with lines lw 2 lc $k title '$p'"
+			bands="$bands$sep'$tmp/$p.dat' using 1:3:4 with filledcurves fs transparent solid 0.2"
+			bands="$bands lc $k notitle"
+			lines="$lines, '$tmp/$p.dat' using 1:2 with lines lw 2 lc $k title '$p'"
 			sep=", "
 		done
 		command -v gnuplot >/dev/null || { echo "reproduce: gnuplot missing, no plots" >&2; break 2; }
@@ -276,7 +278,7 @@ set ylabel 'test loss'
 set key top right
 set grid
 set yrange [0.3:1.2]
-$cmd
+plot $bands$lines
 GP
 	done
 done

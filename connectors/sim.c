@@ -187,13 +187,21 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         sim->local_lr = spec->local_lr > 0 ? spec->local_lr : conf->optim.lr;
         sim->commit_rate = sim->spec.sync.commit_rate;
         sim->ingress.bps = spec->server_ingress_bps;
+        sim->tau = sim->spec.sync.local_steps;
         if (spec->tune && spec->sync.kind == SC_SYNC_ADSP) {
+                /* Rates above Gamma / B_min all commit every B_min. */
+                double cr = sim->spec.sync.commit_rate, cmax = 64 * cr;
+                if (sim->spec.sync.commit_min > 0 &&
+                    sim->spec.sync.gamma / sim->spec.sync.commit_min < cmax)
+                        cmax = sim->spec.sync.gamma / sim->spec.sync.commit_min;
                 sc_adsp_tuner_spec_t ts = {.gamma = sim->spec.sync.gamma,
-                                           .c_init = sim->spec.sync.commit_rate,
-                                           .c_step = sim->spec.sync.commit_rate,
-                                           .c_max = 64 * sim->spec.sync.commit_rate,
+                                           .c_init = cr,
+                                           .c_step = cr,
+                                           .c_max = cmax > cr ? cmax : cr,
                                            .target_loss = spec->target_loss,
-                                           .rise = 0.3};
+                                           .rise = 0.3,
+                                           .research_every = spec->research_every,
+                                           .warmup = sim->spec.sync.gamma};
                 if ((err = sc_adsp_tuner_new(&sim->tuner, &ts, 0, errstr, errstr_size)))
                         goto out;
         }
@@ -350,6 +358,16 @@ static float sc_sim_compute(sc_sim_t *sim, int i, int b, int local_step)
                 sim->loss_n++;
                 if (sim->tuner)
                         sc_adsp_tuner_observe(sim->tuner, sim->now, loss);
+                if (sim->spec.adacomm_interval > 0) {
+                        if (sim->ada_f0_n < (uint64_t)sim->nd) {
+                                sim->ada_f0_sum += loss;
+                                sim->ada_f0_n++;
+                        }
+                        if (sim->now >= sim->ada_start + 0.75 * sim->spec.adacomm_interval) {
+                                sim->ada_sum += loss;
+                                sim->ada_n++;
+                        }
+                }
         }
         return loss;
 }
@@ -660,6 +678,24 @@ static sc_err_t sc_sim_churn(sc_sim_t *sim, int i, int live, char *errstr, size_
 
 /* ---- the run loop ------------------------------------------------------- */
 
+/* ADACOMM: at the start of each interval, every device's tau follows the loss. */
+static void sc_sim_adacomm(sc_sim_t *sim)
+{
+        double t0 = sim->spec.adacomm_interval;
+        if (sim->now < sim->ada_start + t0)
+                return;
+        if (sim->ada_n && sim->ada_f0_n) {
+                sim->tau = sc_sync_adacomm_tau(sim->spec.sync.local_steps,
+                                               sim->ada_sum / (double)sim->ada_n,
+                                               sim->ada_f0_sum / (double)sim->ada_f0_n);
+                for (int i = 0; i < sim->nd; i++)
+                        sc_sync_worker_set_local_steps(sim->devs[i].w, sim->tau);
+        }
+        sim->ada_start += t0 * floor((sim->now - sim->ada_start) / t0);
+        sim->ada_sum = 0;
+        sim->ada_n = 0;
+}
+
 sc_err_t sc_sim_run(sc_sim_t *sim, FILE *out, char *errstr, size_t errstr_size)
 {
         sc_sim_event_t ev;
@@ -696,6 +732,9 @@ sc_err_t sc_sim_run(sc_sim_t *sim, FILE *out, char *errstr, size_t errstr_size)
                         sim->devs[ev.dev].busy = 0;
                         sc_sync_worker_computed(sim->devs[ev.dev].w, sim->now,
                                                 sim->devs[ev.dev].last_batch);
+                        if (sim->spec.adacomm_interval > 0 &&
+                            sim->spec.sync.kind == SC_SYNC_LOCALSGD)
+                                sc_sim_adacomm(sim);
                         if (sim->tuner) {
                                 double c = sc_adsp_tuner_tick(sim->tuner, sim->now);
                                 if (c != sim->commit_rate) {

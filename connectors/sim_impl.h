@@ -167,6 +167,12 @@ struct sc_sim_s {
         sc_buf_t buf, payload; /* an update message, its codec payload */
         sc_adsp_tuner_t *tuner;
         double commit_rate, local_lr;
+        /* ADACOMM (adacomm_interval > 0): tau in use, the start of the
+         * interval, loss sums of the devices' first steps (F0) and of the
+         * interval's last quarter (F) */
+        int tau;
+        double ada_start, ada_f0_sum, ada_sum;
+        uint64_t ada_f0_n, ada_n;
         sc_sim_link_t ingress; /* the server's ingress link (server_ingress_bps) */
         double apply_free_at;  /* the server is busy applying until then (apply_rate) */
         double server_wait;    /* seconds updates spent queued for ingress and apply */

@@ -116,6 +116,8 @@ void sc_sim_line(sc_sim_t *sim, FILE *out, int final)
         sc_sim_num(out, "cnc", steps ? (double)compressed / (double)steps : 0, "%.4f");
         if (sim->spec.sync.kind == SC_SYNC_ADSP)
                 sc_sim_num(out, "commit_rate", sim->commit_rate, "%.4f");
+        if (sim->spec.sync.kind == SC_SYNC_LOCALSGD && sim->spec.adacomm_interval > 0)
+                fprintf(out, ",\"local_steps\":%d", sim->tau);
         if (final) {
                 uint64_t peak = 0;
                 for (int i = 0; i < sim->nd; i++)

@@ -1360,6 +1360,23 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_IN(-1e9, 1e9),
      .flags = SC_CONF_F_SIM,
      .desc = "adsp tuner: the training loss it aims at."},
+    {.path = "sim.research_every",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(sim.research_every),
+     .def = "600",
+     R_IN(0, 1e12),
+     .flags = SC_CONF_F_SIM,
+     .desc = "adsp tuner: seconds from the end of one commit-rate search to the next; 0 = "
+             "only when the loss rises."},
+    {.path = "sim.adacomm_interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(sim.adacomm_interval),
+     .def = "0",
+     R_IN(0, 1e12),
+     .flags = SC_CONF_F_SIM,
+     .desc = "localsgd: ADACOMM's interval T0 in seconds: at the start of each, tau = "
+             "ceil(sqrt(F / F0) * local_steps) with F the devices' training loss of the last "
+             "quarter of the previous interval, F0 that of their first steps; 0 = fixed tau."},
     {.path = "sim.local_lr",
      .type = SC_CONF_DOUBLE,
      .offset = C(sim.local_lr),

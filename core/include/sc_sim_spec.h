@@ -34,27 +34,29 @@ typedef enum sc_sim_rates {
 
 typedef struct sc_sim_spec {
         int devices;
-        int shards;           /* model shards, each with its own server (1) */
-        uint64_t seed;        /* 0 = train.seed of the main configuration */
-        sc_sync_spec_t sync;  /* sync.policy and its parameters */
-        int tune;             /* adsp: search the commit rate online */
-        double target_loss;   /* adsp tuner target (training loss) */
-        double local_lr;      /* adsp / localsgd local steps; 0 = optim.lr */
-        double local_mu;      /* their momentum (sim.local_momentum); 0 = plain SGD */
-        sc_codec_id_t codec;  /* gradient / delta codec */
-        double codec_ratio;   /* 0 = the codec's default */
-        double codec_delta;   /* adaptive: 0 = default (0.3) */
-        int codec_vote;       /* adaptive: all devices follow the majority vote */
-        int codec_half;       /* sparse codecs: values as IEEE half (2 bytes) */
-        int codec_log8;       /* sparse codecs: values as 8-bit log codes (1 byte) */
-        int codec_rice;       /* sparse codecs: Rice-coded index gaps when smallest */
-        int downlink_bcast;   /* models go to the devices as the model broadcast
-                                 (core/bcast.c: job.downlink deltas of the view,
-                                 keyframes every job.keyframe_interval); 0 = whole shards */
-        int async_pull;       /* asp / adacomp: after a send, wait for the server's reply
-                                 and compute the next batch on it (pull - compute - push) */
-        sc_sim_rates_t rates; /* stream rates */
-        double rate;          /* constant rate, samples/s */
+        int shards;              /* model shards, each with its own server (1) */
+        uint64_t seed;           /* 0 = train.seed of the main configuration */
+        sc_sync_spec_t sync;     /* sync.policy and its parameters */
+        int tune;                /* adsp: search the commit rate online */
+        double target_loss;      /* adsp tuner target (training loss) */
+        double research_every;   /* adsp tuner: seconds from one search's end to the next */
+        double adacomm_interval; /* localsgd: ADACOMM's interval T0 in seconds; 0 = fixed tau */
+        double local_lr;         /* adsp / localsgd local steps; 0 = optim.lr */
+        double local_mu;         /* their momentum (sim.local_momentum); 0 = plain SGD */
+        sc_codec_id_t codec;     /* gradient / delta codec */
+        double codec_ratio;      /* 0 = the codec's default */
+        double codec_delta;      /* adaptive: 0 = default (0.3) */
+        int codec_vote;          /* adaptive: all devices follow the majority vote */
+        int codec_half;          /* sparse codecs: values as IEEE half (2 bytes) */
+        int codec_log8;          /* sparse codecs: values as 8-bit log codes (1 byte) */
+        int codec_rice;          /* sparse codecs: Rice-coded index gaps when smallest */
+        int downlink_bcast;      /* models go to the devices as the model broadcast
+                                    (core/bcast.c: job.downlink deltas of the view,
+                                    keyframes every job.keyframe_interval); 0 = whole shards */
+        int async_pull;          /* asp / adacomp: after a send, wait for the server's reply
+                                    and compute the next batch on it (pull - compute - push) */
+        sc_sim_rates_t rates;    /* stream rates */
+        double rate;             /* constant rate, samples/s */
         double rate_list[SC_SIM_MAX_LIST];
         int n_rates;
         double min_rate;         /* S sets redraw below this, others clamp (1) */

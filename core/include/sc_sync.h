@@ -81,6 +81,10 @@ double sc_sync_scadles_window(double base_batch, double sum_rate);
 double sc_sync_scadles_weight(double b_i, double sum_b);
 /* ScaDLES effective LR: lr * sum_b / base_batch (lr is the scheduled, unscaled LR). */
 double sc_sync_scadles_lr(double lr, double sum_b, double base_batch);
+/* ADACOMM (local SGD with adaptive communication): the local steps of an
+ * interval whose start has training loss f, ceil(sqrt(f / f0) * tau0), f0 the
+ * initial loss; at least 1, tau0 when f or f0 is not a positive number. */
+int sc_sync_adacomm_tau(int tau0, double f, double f0);
 /* ADSP commit interval B_i = max(B_min, Gamma / DeltaC - O_i), seconds. */
 double sc_sync_adsp_interval(double gamma, double commit_rate, double overhead, double commit_min);
 
@@ -169,6 +173,9 @@ double sc_sync_worker_rate(const sc_sync_worker_t *worker);
 double sc_sync_worker_window(const sc_sync_worker_t *worker);
 /* adsp: the commit rate DeltaC broadcast by the tuner. */
 void sc_sync_worker_set_commit_rate(sc_sync_worker_t *worker, double commit_rate);
+/* localsgd: the local steps tau of the next rounds (>= 1; others are ignored),
+ * e.g. from sc_sync_adacomm_tau. */
+void sc_sync_worker_set_local_steps(sc_sync_worker_t *worker, int tau);
 
 /* Read-outs: local clock (updates sent), model version held, local steps since
  * the last sync, seconds spent in WAIT so far, last measured commit overhead. */
@@ -226,9 +233,10 @@ typedef struct sc_adsp_tuner_spec {
         double c_init;         /* first candidate DeltaC */
         double c_step;         /* candidate increment */
         double c_max;          /* largest candidate */
-        double target_loss;    /* reward = 1 / predicted seconds to reach it */
+        double target_loss;    /* last_reward = 1 / predicted seconds to reach it */
         double rise;           /* re-search when the period's mean loss rises by >= rise (0.3) */
-        double research_every; /* seconds between periodic re-searches; 0 = never */
+        double research_every; /* seconds from the end of a search to the next; 0 = never */
+        double warmup;         /* seconds at c_init before the first candidate; 0 = none */
 } sc_adsp_tuner_spec_t;
 
 typedef struct sc_adsp_tuner_s sc_adsp_tuner_t;
@@ -238,11 +246,16 @@ sc_err_t sc_adsp_tuner_new(sc_adsp_tuner_t **tunerp, const sc_adsp_tuner_spec_t 
 void sc_adsp_tuner_destroy(sc_adsp_tuner_t *tuner);
 /* A (time, training loss) observation, e.g. from worker reports. */
 void sc_adsp_tuner_observe(sc_adsp_tuner_t *tuner, double t, double loss);
-/* Call at any time; once per Gamma it evaluates the current candidate. Returns
- * the commit rate to use (broadcast it when it changes). */
+/* Call at any time; once per Gamma it evaluates the current candidate: with
+ * one asymptote c0 fitted to all binned losses of the search, each candidate's
+ * speed a2 (the slope of 1/(l - c0) over its period) is compared with the best
+ * so far; equal or faster moves on to c + c_step (up to c_max), slower
+ * settles on the best. A re-search starts one step below the rate in use.
+ * Returns the commit rate to use (broadcast it when it changes). */
 double sc_adsp_tuner_tick(sc_adsp_tuner_t *tuner, double now);
 int sc_adsp_tuner_searching(const sc_adsp_tuner_t *tuner);
-/* Reward of the last evaluated candidate (0 if none or not converging). */
+/* Reward of the last evaluated candidate: 1 / its predicted seconds from the
+ * period's last loss to target_loss (0 if none, or the target lies below c0). */
 double sc_adsp_tuner_last_reward(const sc_adsp_tuner_t *tuner);
 
 #endif

@@ -1,6 +1,18 @@
 /* localsgd.c — local SGD: every worker takes tau local steps, then sends its
- * delta (or model); the server averages one per live worker per round. */
+ * delta (or model); the server averages one per live worker per round. Also
+ * ADACOMM's rule for adapting tau to the loss. */
+#include <math.h>
+
 #include "sync_impl.h"
+
+int sc_sync_adacomm_tau(int tau0, double f, double f0)
+{
+        double tau;
+        if (!(f > 0) || !(f0 > 0) || !isfinite(f) || !isfinite(f0))
+                return tau0;
+        tau = ceil(sqrt(f / f0) * tau0);
+        return tau < 1 ? 1 : tau > 1e9 ? 1000000000 : (int)tau;
+}
 
 static sc_sync_phase_t sc_localsgd_after_compute(sc_sync_worker_t *w, double now)
 {

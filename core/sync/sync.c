@@ -305,6 +305,12 @@ void sc_sync_worker_set_commit_rate(sc_sync_worker_t *w, double commit_rate)
                 w->commit_rate = commit_rate;
 }
 
+void sc_sync_worker_set_local_steps(sc_sync_worker_t *w, int tau)
+{
+        if (tau >= 1)
+                w->spec.local_steps = tau;
+}
+
 uint64_t sc_sync_worker_clock(const sc_sync_worker_t *w)
 {
         return w->clock;

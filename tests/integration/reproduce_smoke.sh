@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# reproduce_smoke.sh — QUICK=1 runs of three paper reproduction scripts: each
+# reproduce_smoke.sh — QUICK=1 runs of paper reproduction scripts: each
 # must finish, print its table and (when gnuplot is installed) write its plot.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -53,6 +53,13 @@ awk -v t="$(ecol topk 16 7)" -v n="$(ecol nocomp 16 7)" 'BEGIN { exit !(t < n) }
 awk -v t="$(ecol topk 16 8)" -v b="$(ecol bsp 16 8)" 'BEGIN { exit !(t < b) }' ||
 	{ echo "edge: top-k queued $(ecol topk 16 8) s at the server, bsp $(ecol bsp 16 8)"; exit 1; }
 [ -s "$out/edge.cmd" ] || { echo "edge.cmd missing"; exit 1; }
+# ADSP: every policy has its row, the gains and the summary rows are written.
+"$top/examples/reproduce/adsp.sh" >"$out/d.log" 2>&1 || { cat "$out/d.log"; exit 1; }
+for p in bsp-lr.05 adacomm-lr.05 adsp adsp-max; do
+	grep -q "^3.2   $p " "$out/adsp.txt" || { echo "no adsp row $p"; cat "$out/adsp.txt"; exit 1; }
+done
+[ "$(grep -c "^| ADSP" "$out/adsp-summary.md")" -eq 4 ] && [ -s "$out/adsp.cmd" ] &&
+	[ "$(wc -l <"$out/adsp.tsv")" -ge 5 ] || { echo "adsp: summary, cmd or tsv"; exit 1; }
 # Same seed, same output.
 cp "$out/compression.txt" "$out/c1.txt"
 "$top/examples/reproduce/compression.sh" >/dev/null 2>&1

@@ -379,6 +379,32 @@ static void local_momentum_matches_server_momentum(void **state)
         (void)state;
 }
 
+/* ADACOMM: as the training loss falls, tau = ceil(sqrt(F / F0) tau0) falls
+ * below tau0, so the devices average more often than with a fixed tau0. */
+static void adacomm_shrinks_tau_as_the_loss_falls(void **state)
+{
+        double a_fixed, a_ada, a2;
+        char tau[32], s_fixed[32], s_ada[32];
+        const char *ada_json = "{\"devices\": 3, \"policy\": \"localsgd\", \"local_steps\": 8,"
+                               " \"batch\": 16, \"adacomm_interval\": 2, \"max_time\": 30}";
+        char *fixed = run_sim("{\"devices\": 3, \"policy\": \"localsgd\", \"local_steps\": 8,"
+                              " \"batch\": 16, \"max_time\": 30}",
+                              &a_fixed);
+        char *ada = run_sim(ada_json, &a_ada), *again = run_sim(ada_json, &a2);
+        assert_string_equal(ada, again);
+        assert_null(strstr(fixed, "\"local_steps\""));
+        end_field(strstr(ada, "{\"event\":\"end\""), "local_steps", tau, sizeof(tau));
+        end_field(strstr(ada, "{\"event\":\"end\""), "step", s_ada, sizeof(s_ada));
+        end_field(strstr(fixed, "{\"event\":\"end\""), "step", s_fixed, sizeof(s_fixed));
+        assert_true(atoi(tau) >= 1 && atoi(tau) < 8);
+        assert_true(atoi(s_ada) > atoi(s_fixed));
+        assert_true(a_ada >= 0.6);
+        free(fixed);
+        free(ada);
+        free(again);
+        (void)state;
+}
+
 /* Sharding splits the flat model across servers; for bsp the math is the
  * same per coordinate, so the model after N steps matches one shard's. */
 static void shards_match_one_server(void **state)
@@ -699,6 +725,7 @@ int main(void)
             cmocka_unit_test(every_policy_trains_deterministically),
             cmocka_unit_test(shards_match_one_server),
             cmocka_unit_test(local_momentum_matches_server_momentum),
+            cmocka_unit_test(adacomm_shrinks_tau_as_the_loss_falls),
             cmocka_unit_test(churn_keeps_training),
             cmocka_unit_test(truncation_keeps_one_batch),
             cmocka_unit_test(async_pull_lowers_staleness),

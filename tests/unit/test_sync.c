@@ -544,12 +544,107 @@ static void adsp_tuner_searches_and_researches(void **state)
         assert_false(sc_adsp_tuner_searching(tu));
         feed_period(tu, c, t, 60, &phase, 0.2);
         t += 60;
-        assert_true(sc_adsp_tuner_tick(tu, t) == 1);
+        /* ... from one step below the rate in use */
+        assert_true(sc_adsp_tuner_tick(tu, t) == 2);
         assert_true(sc_adsp_tuner_searching(tu));
         sc_adsp_tuner_destroy(tu);
 
         spec.c_max = 0.5;
         assert_int_equal(sc_adsp_tuner_new(&tu, &spec, 0, err, sizeof(err)), SC_ERR_CONFIG);
+}
+
+/* A loss stream where each commit rate c trains at speed a2 = 0.002 c (peak
+ * 0) or 0.002 c (2 peak - c) (fastest at c = peak) on the curve
+ * 1/(a2 t + b) + c0 (time continues across periods), with a steep first
+ * minute (warm_drop added, falling linearly to 0) and multiplicative noise of
+ * sd `noise`; runs the tuner until it stops searching or `periods` passed and
+ * returns the rate it ends with; *seen gets the rates tried. */
+static double run_climb(double target, double c0, double warm_drop, double noise, double peak,
+                        int periods, double research_every, int *seen_n, double *seen)
+{
+        sc_adsp_tuner_spec_t spec = {.gamma = 60,
+                                     .c_init = 1,
+                                     .c_step = 1,
+                                     .c_max = 6,
+                                     .target_loss = target,
+                                     .rise = 0.3,
+                                     .research_every = research_every,
+                                     .warmup = 60};
+        sc_adsp_tuner_t *tu;
+        sc_rng_t rng;
+        double t = 0, x = 0.5, c = 1;
+        char err[128];
+
+        sc_rng_seed(&rng, 7);
+        assert_int_equal(sc_adsp_tuner_new(&tu, &spec, 0, err, sizeof(err)), SC_OK);
+        *seen_n = 0;
+        for (int p = 0; p < periods; p++) {
+                for (int k = 0; k < 120; k++) {
+                        double tk = t + 0.5 * k;
+                        double extra = tk < 60 ? warm_drop * (1 - tk / 60) : 0;
+                        double l = (1.0 / x + c0 + extra) * (1 + noise * sc_rng_normal(&rng));
+                        sc_adsp_tuner_observe(tu, tk, l);
+                        x += 0.002 * (peak > 0 ? c * (2 * peak - c) : c) * 0.5;
+                }
+                t += 60;
+                if (p > 0 && sc_adsp_tuner_searching(tu))
+                        seen[(*seen_n)++] = c;
+                c = sc_adsp_tuner_tick(tu, t);
+                if (p > 0 && !sc_adsp_tuner_searching(tu) && research_every == 0)
+                        break;
+        }
+        sc_adsp_tuner_destroy(tu);
+        return c;
+}
+
+/* A larger rate is truly better: the search climbs to c_max, also when the
+ * target lies below the curves' asymptote (every candidate's predicted time
+ * is infinite; equal rewards used to end the search at c = 1), after a steep
+ * first minute (the first candidate's fit used to look best), and with noisy
+ * losses. */
+static void adsp_tuner_climbs_when_faster_is_better(void **state)
+{
+        double seen[64];
+        double c;
+        int n;
+
+        assert_true(run_climb(0.2, 0.3, 0, 0, 0, 20, 0, &n, seen) == 6);
+        assert_int_equal(n, 6);
+        for (int k = 0; k < n; k++)
+                assert_true(seen[k] == k + 1);
+        assert_true(run_climb(0.35, 0.3, 1.5, 0, 0, 20, 0, &n, seen) == 6);
+        /* With 5% noise on every loss it gets near the top, and it still stops
+         * near the best rate when there is one (c = 3). */
+        assert_true(run_climb(0.35, 0.3, 1.5, 0.05, 0, 20, 0, &n, seen) >= 5);
+        c = run_climb(0.35, 0.3, 1.5, 0.05, 3, 20, 0, &n, seen);
+        assert_true(c >= 2 && c <= 4);
+        (void)state;
+}
+
+/* After a search ends it starts again research_every seconds later, from one
+ * step below the rate found. */
+static void adsp_tuner_researches_periodically(void **state)
+{
+        double seen[64];
+        int n;
+
+        assert_true(run_climb(0.35, 0.3, 0, 0, 0, 14, 300, &n, seen) == 6);
+        /* warm-up, 1..6 (search ends at 420 s), then 5 periods at 6, then
+         * 5, 6 again */
+        assert_int_equal(n, 8);
+        assert_true(seen[5] == 6 && seen[6] == 5 && seen[7] == 6);
+        (void)state;
+}
+
+static void adacomm_tau_follows_the_loss(void **state)
+{
+        assert_int_equal(sc_sync_adacomm_tau(40, 2.0, 2.0), 40);
+        assert_int_equal(sc_sync_adacomm_tau(40, 0.5, 2.0), 20);
+        assert_int_equal(sc_sync_adacomm_tau(40, 0.1, 2.3), 9); /* ceil(8.34) */
+        assert_int_equal(sc_sync_adacomm_tau(1, 1e-6, 1.0), 1);
+        assert_int_equal(sc_sync_adacomm_tau(40, 0, 1.0), 40);
+        assert_int_equal(sc_sync_adacomm_tau(40, 1.0, NAN), 40);
+        (void)state;
 }
 
 int main(void)
@@ -567,6 +662,9 @@ int main(void)
             cmocka_unit_test(adacomp_save_load_continues_identically),
             cmocka_unit_test(lossfit_recovers_known_curve),
             cmocka_unit_test(adsp_tuner_searches_and_researches),
+            cmocka_unit_test(adsp_tuner_climbs_when_faster_is_better),
+            cmocka_unit_test(adsp_tuner_researches_periodically),
+            cmocka_unit_test(adacomm_tau_follows_the_loss),
         };
         return cmocka_run_group_tests_name("sync", tests, NULL, NULL);
 }

@@ -123,6 +123,42 @@ $cmd
 GP
 }
 
+# band NAME...: per evaluation time, the median, min and max test accuracy of
+# the runs NAME... (columns t, median, min, max; for plot_band).
+band() {
+	local n
+	for n in "$@"; do tsv "$n" test_acc; done | sort -t "$(printf '\t')" -k1,1g -k2,2g |
+		awk -F'\t' 'function out() { if (k) printf "%s\t%s\t%s\t%s\n", t,
+			(v[int((k + 1) / 2)] + v[int(k / 2) + 1]) / 2, v[1], v[k] }
+		$1 != t { out(); t = $1; k = 0 } { v[++k] = $2 } END { out() }'
+}
+
+# plot_band PNG TITLE XLABEL YLABEL "FILE|TITLE"...: per band file (band's
+# columns) the median as a line and the min-max range as a shaded area.
+plot_band() {
+	local png=$1 title=$2 xl=$3 yl=$4 cmd="" sep="plot " i=0
+	shift 4
+	command -v gnuplot >/dev/null || { echo "reproduce: gnuplot missing, no $png" >&2; return 0; }
+	for s in "$@"; do
+		IFS='|' read -r f t <<<"$s"
+		i=$((i + 1))
+		cmd="$cmd$sep'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.2 notitle"
+		cmd="$cmd, '$f' using 1:2 with lines lw 2 lc $i title '$t'"
+		sep=", "
+	done
+	gnuplot <<GP
+set terminal png size 900,560
+set output '$png'
+set title '$title'
+set xlabel '$xl'
+set ylabel '$yl'
+set key bottom right
+set grid
+${PLOT_EXTRA:-}
+$cmd
+GP
+}
+
 # med_range VALUE...: "median [min, max]" of the values; "-" (never) counts
 # as later than any time, so a median of "-" means half the runs or more
 # never got there.
@@ -171,4 +207,14 @@ verdict() {
 		if (m + 0 >= p + 0) printf "met (median %s%s >= %s%s)\n", m, u, p, u
 		else printf "**short**: median %s%s vs %s%s, %.2f below (%.0f%% of the paper'"'"'s)\n",
 			m, u, p, u, p - m, 100 * m / p }'
+}
+
+# within MEDIAN LIMIT UNIT: "met" when MEDIAN (a difference, e.g. accuracy
+# points against a reference) is no further than LIMIT below zero, else by
+# how much it is short.
+within() {
+	awk -v m="$1" -v l="$2" -v u="$3" 'BEGIN {
+		if (m == "-") { print "not measured"; exit }
+		if (m + 0 >= -l) printf "met (median %+.2f%s, within %s%s)\n", m, u, l, u
+		else printf "**short** by %.2f%s (median %+.2f%s, limit -%s%s)\n", -l - m, u, m, u, l, u }'
 }

@@ -107,6 +107,11 @@ if [ -n "$(col "$FINAL" seed)" ]; then
 		"-0.06% to -4.18% | bytes reduction ${rd%% *}x [${rd#* [}; accuracy $ad points; CNC" \
 		"$(med_range $(col "$FINAL" cnc)) | $(seeds "$FINAL") | $v |" >"$OUT/$TAG-summary.md"
 	cat "$OUT/$TAG-summary.md"
+	# The verdicts close the table too.
+	{
+		echo "Verdicts on the medians (the summary rows):"
+		sed 's/^| \([^|]*\) | [^|]* | [^|]* | [^|]* | \(.*\) |$/  \1: \2/' "$OUT/$TAG-summary.md"
+	} >>"$OUT/$TAG.txt"
 fi
 
 # Plot: median over the seeds (line) and min-max range of the configurations
@@ -117,7 +122,7 @@ for n in $names; do
 	band $(for s in $(runs "$n"); do echo "$n-s$s"; done) >"$tmp/$n.band"
 	args+=("$tmp/$n.band|$n")
 done
-plot_band "$OUT/$TAG.png" "Adaptive Top-k (ScaDLES, S10; median, min-max over seeds $SEEDS)" \
+plot_band "$OUT/$TAG.png" "Adaptive Top-k, S10: median, min-max over seeds $SEEDS" \
 	"virtual time (s)" "test accuracy" "${args[@]}"
 args=()
 for n in $names; do

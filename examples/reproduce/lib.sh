@@ -134,18 +134,19 @@ band() {
 }
 
 # plot_band PNG TITLE XLABEL YLABEL "FILE|TITLE"...: per band file (band's
-# columns) the median as a line and the min-max range as a shaded area.
+# columns) the min-max range as a shaded area and the median as a line (the
+# lines drawn over all the areas).
 plot_band() {
-	local png=$1 title=$2 xl=$3 yl=$4 cmd="" sep="plot " i=0
+	local png=$1 title=$2 xl=$3 yl=$4 areas="" lines="" i=0
 	shift 4
 	command -v gnuplot >/dev/null || { echo "reproduce: gnuplot missing, no $png" >&2; return 0; }
 	for s in "$@"; do
 		IFS='|' read -r f t <<<"$s"
 		i=$((i + 1))
-		cmd="$cmd$sep'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.2 notitle"
-		cmd="$cmd, '$f' using 1:2 with lines lw 2 lc $i title '$t'"
-		sep=", "
+		areas="$areas'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.2 notitle, "
+		lines="$lines, '$f' using 1:2 with lines lw 2 lc $i title '$t'"
 	done
+	local cmd="plot $areas${lines#, }"
 	gnuplot <<GP
 set terminal png size 900,560
 set output '$png'

@@ -67,14 +67,13 @@ done
 record "$TAG" "SETS=\"$SETS\" SEEDS=\"$SEEDS\" HORIZON=$HORIZON examples/reproduce/buffers.sh"
 
 args=()
-seed=${SEEDS%% *}
 for s in $SETS; do
 	for c in bsp-persist scadles-persist scadles-trunc; do
-		tsv "$c-$s-s$seed" buffered >"$tmp/$c-$s.tsv"
-		args+=("$tmp/$c-$s.tsv|1:(\$2+1)|$c $s")
+		spread buffered $(for seed in $SEEDS; do echo "$c-$s-s$seed"; done) >"$tmp/$c-$s.tsv"
+		args+=("$tmp/$c-$s.tsv|$c $s")
 	done
 done
 # buffered in the metric lines is the total over all devices.
-PLOT_EXTRA="set logscale y" plot "$OUT/$TAG.png" \
-	"Samples buffered (all devices), log scale, seed $seed" "virtual time (s)" \
-	"buffered samples + 1" "${args[@]}" 2>/dev/null || true
+PLOT_EXTRA="set logscale y" plot_spread "$OUT/$TAG.png" \
+	"Samples buffered (all devices), log scale; median and min-max over seeds $SEEDS" \
+	"virtual time (s)" "buffered samples" "${args[@]}" 2>/dev/null || true

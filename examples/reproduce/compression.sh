@@ -119,12 +119,12 @@ fi
 args=()
 for n in $names; do
 	case " $MAIN " in *" $n "*) ;; *) continue ;; esac
-	band $(for s in $(runs "$n"); do echo "$n-s$s"; done) >"$tmp/$n.band"
-	args+=("$tmp/$n.band|$n")
+	spread test_acc $(for s in $(runs "$n"); do echo "$n-s$s"; done) >"$tmp/$n.spread"
+	args+=("$tmp/$n.spread|$n")
 done
 # The curves differ by a point or two: the upper part only (a configuration
 # that never compresses lies under no compression's curve).
-PLOT_EXTRA="set yrange [0.7:*]" plot_band "$OUT/$TAG.png" \
+PLOT_EXTRA="set yrange [0.7:*]" plot_spread "$OUT/$TAG.png" \
 	"Adaptive Top-k, S10: median, min-max over seeds $SEEDS" \
 	"virtual time (s)" "test accuracy" "${args[@]}"
 args=()

@@ -123,32 +123,43 @@ $cmd
 GP
 }
 
-# band NAME...: per evaluation time, the median, min and max test accuracy of
-# the runs NAME... (columns t, median, min, max; for plot_band).
-band() {
-	local n
-	for n in "$@"; do tsv "$n" test_acc; done | sort -t "$(printf '\t')" -k1,1g -k2,2g |
-		awk -F'\t' 'function out() { if (k) printf "%s\t%s\t%s\t%s\n", t,
-			(v[int((k + 1) / 2)] + v[int(k / 2) + 1]) / 2, v[1], v[k] }
-		$1 != t { out(); t = $1; k = 0 } { v[++k] = $2 } END { out() }'
+# spread KEY NAME...: the runs' metric KEY at each evaluation, one line per
+# evaluation time: t, median, min, max over the runs (runs evaluated on the
+# same grid; a line is left out when a run has no evaluation there).
+spread() {
+	local key=$1 f
+	shift
+	for n in "$@"; do
+		jq -r --arg k "$key" 'select(.event == null and .[$k] != null) | "\(.t)\t\(.[$k])"' \
+			"$OUT/$TAG/$n.jsonl"
+	done | sort -g -k1,1 -s | awk -v runs=$# -F'\t' '
+	function flush(   i, j, x, m) {
+		if (k != runs) return
+		for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+			x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
+		m = (v[int((k + 1) / 2)] + v[int(k / 2) + 1]) / 2
+		printf "%s\t%.4f\t%.4f\t%.4f\n", t, m, v[1], v[k] }
+	$1 != t { if (NR > 1) flush(); t = $1; k = 0 }
+	{ v[++k] = $2 + 0 }
+	END { if (NR > 0) flush() }'
 }
 
-# plot_band PNG TITLE XLABEL YLABEL "FILE|TITLE"...: per band file (band's
-# columns) the min-max range as a shaded area and the median as a line (the
-# lines drawn over all the areas).
-plot_band() {
-	local png=$1 title=$2 xl=$3 yl=$4 areas="" lines="" i=0
+# plot_spread PNG TITLE XLABEL YLABEL "FILE|TITLE"...: per series a median
+# line and a shaded min-max band (FILE: lines of spread), every band drawn
+# before the lines so that none hides a line; PLOT_EXTRA adds gnuplot commands.
+plot_spread() {
+	local png=$1 title=$2 xl=$3 yl=$4 i=0 bands="" lines=""
 	shift 4
 	command -v gnuplot >/dev/null || { echo "reproduce: gnuplot missing, no $png" >&2; return 0; }
 	for s in "$@"; do
 		IFS='|' read -r f t <<<"$s"
 		i=$((i + 1))
-		areas="$areas'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.2 notitle, "
-		lines="$lines, '$f' using 1:2 with lines lw 2 lc $i title '$t'"
+		bands="$bands'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.15 notitle, "
+		lines="$lines, '$f' using 1:2 with lines lc $i lw 2 title '$t'"
 	done
-	local cmd="plot $areas${lines#, }"
+	local cmd="plot $bands${lines#, }"
 	gnuplot <<GP
-set terminal png size 900,560
+set terminal pngcairo size 900,560
 set output '$png'
 set title '$title'
 set xlabel '$xl'

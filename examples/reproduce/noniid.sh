@@ -187,13 +187,13 @@ cat "$OUT/$TAG-summary.md"
 for p in "" bn-; do
 	args=()
 	for c in scadles-iid bsp-noniid scadles-noniid $(for a in $PAIRS; do echo "scadles-inject-$a"; done); do
-		band $(for s in $SEEDS; do echo "$p$c-s$s"; done) >"$tmp/$p$c.band"
-		args+=("$tmp/$p$c.band|$c")
+		spread test_acc $(for s in $SEEDS; do echo "$p$c-s$s"; done) >"$tmp/$p$c.spread"
+		args+=("$tmp/$p$c.spread|$c")
 	done
 	# Without batchnorm the curves differ by a few points: the upper part only.
 	png=$OUT/$TAG.png title="Non-IID, MLP" y="set yrange [0.7:*]"
 	[ -z "$p" ] || png=$OUT/$TAG-bn.png title="Non-IID, MLP+batchnorm" y=
 	PLOT_EXTRA="set key outside right
-$y" plot_band "$png" "$title: median, min-max over seeds $SEEDS" \
+$y" plot_spread "$png" "$title: median, min-max over seeds $SEEDS" \
 		"virtual time (s)" "test accuracy" "${args[@]}"
 done

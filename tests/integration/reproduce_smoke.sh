@@ -27,12 +27,18 @@ col() { awk -F'\t' -v c="$1" -v k="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if (
 w=$(col weighted bytes_up)
 f=$(col full bytes_up)
 [ "$f" -lt "$w" ] || { echo "full sent $f bytes, weighted $w"; exit 1; }
-# AdaComp: 8-bit log values + Rice-coded indices send fewer bytes than float32.
+# AdaComp: over the same number of updates, 8-bit log values + Rice-coded
+# indices send fewer bytes than float32, and a larger c more; the summary
+# rows are written.
 "$top/examples/reproduce/adacomp.sh" >"$out/a.log" 2>&1 || { cat "$out/a.log"; exit 1; }
-a32=$(awk '$2 == "adacomp" { print $6 }' "$out/adacomp.txt")
-a8=$(awk '$2 == "adacomp-log8" { print $6 }' "$out/adacomp.txt")
-[ -n "$a8" ] && [ "$a8" != - ] && [ "$a8" -lt "$a32" ] ||
-	{ echo "adacomp-log8 sent $a8 bytes, adacomp $a32"; cat "$out/adacomp.txt"; exit 1; }
+acol() { awk -F'\t' -v v="$1" -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "bytes_up") n = i }
+	$1 == v && $2 == c { print $n }' "$out/adacomp.tsv"; }
+a32=$(acol adacomp 0.01)
+a8=$(acol adacomp-log8 0.01)
+a5=$(acol adacomp 0.05)
+[ -n "$a8" ] && [ -n "$a32" ] && [ "$a8" -lt "$a32" ] && [ -n "$a5" ] && [ "$a32" -lt "$a5" ] ||
+	{ echo "adacomp-log8 sent $a8 bytes, adacomp $a32 (c 0.05: $a5)"; cat "$out/adacomp.tsv"; exit 1; }
+[ "$(grep -c '^| AdaComp' "$out/adacomp-summary.md")" = 4 ] || { echo "adacomp summary rows"; exit 1; }
 # The auto window reports the window it used (B / sum of the S10 rates, ~1 s).
 a=$(col full-auto window)
 awk -v a="$a" 'BEGIN { exit !(a > 0.5 && a < 2) }' || { echo "auto window $a"; exit 1; }

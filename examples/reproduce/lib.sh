@@ -145,20 +145,19 @@ spread() {
 }
 
 # plot_spread PNG TITLE XLABEL YLABEL "FILE|TITLE"...: per series a median
-# line and a shaded min-max band (FILE: lines of spread); PLOT_EXTRA adds
-# gnuplot commands.
+# line and a shaded min-max band (FILE: lines of spread), every band drawn
+# before the lines so that none hides a line; PLOT_EXTRA adds gnuplot commands.
 plot_spread() {
-	local png=$1 title=$2 xl=$3 yl=$4 i=0
+	local png=$1 title=$2 xl=$3 yl=$4 i=0 bands="" lines=""
 	shift 4
 	command -v gnuplot >/dev/null || { echo "reproduce: gnuplot missing, no $png" >&2; return 0; }
-	local cmd="" sep="plot "
 	for s in "$@"; do
 		IFS='|' read -r f t <<<"$s"
 		i=$((i + 1))
-		cmd="$cmd$sep'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.15 notitle"
-		cmd="$cmd, '$f' using 1:2 with lines lc $i lw 2 title '$t'"
-		sep=", "
+		bands="$bands'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.15 notitle, "
+		lines="$lines, '$f' using 1:2 with lines lc $i lw 2 title '$t'"
 	done
+	local cmd="plot $bands${lines#, }"
 	gnuplot <<GP
 set terminal pngcairo size 900,560
 set output '$png'
@@ -220,4 +219,14 @@ verdict() {
 		if (m + 0 >= p + 0) printf "met (median %s%s >= %s%s)\n", m, u, p, u
 		else printf "**short**: median %s%s vs %s%s, %.2f below (%.0f%% of the paper'"'"'s)\n",
 			m, u, p, u, p - m, 100 * m / p }'
+}
+
+# within MEDIAN LIMIT UNIT: "met" when MEDIAN (a difference, e.g. accuracy
+# points against a reference) is no further than LIMIT below zero, else by
+# how much it is short.
+within() {
+	awk -v m="$1" -v l="$2" -v u="$3" 'BEGIN {
+		if (m == "-") { print "not measured"; exit }
+		if (m + 0 >= -l) printf "met (median %+.2f%s, within %s%s)\n", m, u, l, u
+		else printf "**short** by %.2f%s (median %+.2f%s, limit -%s%s)\n", -l - m, u, m, u, l, u }'
 }

@@ -3,7 +3,7 @@
 # the claim scripts left in $OUT (scadles.tsv, buffers.tsv; the other claims'
 # scripts leave their rows in <claim>-summary.md): per claim the
 # paper's figure, the median [min, max] over the seeds and a verdict on the
-# median.  Claims whose table is not in $OUT get a "not rerun" row.  Writes
+# median.  Claims whose table is not in $OUT get a "not in this run" row.  Writes
 # $OUT/summary.md (markdown, for scripts/results-md.sh) and summary.cmd
 # (SUMMARY_CMD: the command to show there).
 #   OUT=build/reproduce examples/reproduce/summary.sh
@@ -70,7 +70,7 @@ seeds() { tsv_col "$1" seed "${@:2}" | sort -un | tr '\n' ' ' | sed 's/ $//'; }
 		if [ -f "$OUT/$k-summary.md" ]; then
 			cat "$OUT/$k-summary.md"
 		else
-			echo "| $claim | $paper | not rerun on this build (its section: an earlier binary, one to three seeds) | - | - |"
+			echo "| $claim | $paper | not in this run ($k.sh writes it: \`make reproduce\`, then \`make results\`) | - | - |"
 		fi
 	done
 } >"$OUT/$TAG.md"

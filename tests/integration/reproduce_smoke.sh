@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# reproduce_smoke.sh — QUICK=1 runs of paper reproduction scripts: each
+# reproduce_smoke.sh — QUICK=1 runs of the paper reproduction scripts: each
 # must finish, print its table and (when gnuplot is installed) write its plot.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,6 +15,11 @@ export SCADLES OUT=$out QUICK=1
 "$top/examples/reproduce/compression.sh" >"$out/c.log" 2>&1 || { cat "$out/c.log"; exit 1; }
 grep -q '^S10   full' "$out/scadles.txt" || { echo "no S10 full row"; cat "$out/scadles.txt"; exit 1; }
 grep -q '^cr0.1-d0.3' "$out/compression.txt" || { echo "no compression row"; exit 1; }
+grep -q '^| adaptive Top-k' "$out/compression-summary.md" || { echo "no compression summary row"; exit 1; }
+# Non-IID: the injection rows of both models and the four summary rows.
+"$top/examples/reproduce/noniid.sh" >"$out/n.log" 2>&1 || { cat "$out/n.log"; exit 1; }
+[ "$(grep -c '^scadles-inject-0.5 ' "$out/noniid.txt")" = 2 ] || { echo "no injection rows"; cat "$out/noniid.txt"; exit 1; }
+[ "$(grep -c '^| ' "$out/noniid-summary.md")" = 4 ] || { echo "noniid summary rows"; cat "$out/noniid-summary.md"; exit 1; }
 grep -q '^S10   full-auto' "$out/scadles.txt" || { echo "no S10 auto-window row"; exit 1; }
 # ScaDLES full compresses: fewer bytes than weighted aggregation alone.
 col() { awk -F'\t' -v c="$1" -v k="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) n = i }

@@ -92,16 +92,8 @@ t_tloss() {
 # gain T BEST: 1 - T / BEST in percent ("-" if either is missing).
 gain() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-";
 	else printf "%.1f\n", (1 - a / b) * 100 }'; }
-# med_pct VALUE...: "median [min, max]" of the numbers among the values, 1
-# decimal; "(k of n)" when some were "-" (undefined); "-" when none were numbers.
-med_pct() {
-	printf '%s\n' "$@" | awk '$1 != "-" { v[++k] = $1 + 0 } END {
-		if (k == 0) { print "-"; exit }
-		for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
-			x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
-		m = (v[int((k + 1) / 2)] + v[int(k / 2) + 1]) / 2
-		printf "%.1f [%.1f, %.1f]%s\n", m, v[1], v[k], k < NR ? " (" k " of " NR ")" : "" }'
-}
+# med_pct VALUE...: med_dec (lib.sh) with 1 decimal.
+med_pct() { med_dec 1 "$@"; }
 # The median alone, "-" when it is defined on fewer than half the seeds.
 med_only() { echo "$1" | awk '$1 == "-" { print "-"; exit } { k = n = 1 } /of/ {
 	k = $(NF - 2); sub(/^\(/, "", k); n = $NF; sub(/\)$/, "", n) }

@@ -110,16 +110,22 @@ plot() {
 		cmd="$cmd$sep'$f' using $c with lines lw 2 title '$t'"
 		sep=", "
 	done
+	figure "$png" "$title" "$xl" "$yl" png "$cmd"
+}
+
+# figure PNG TITLE XLABEL YLABEL TERMINAL PLOTCMD: one gnuplot figure, with
+# PLOT_EXTRA's commands before the plot command.
+figure() {
 	gnuplot <<GP
-set terminal png size 900,560
-set output '$png'
-set title '$title'
-set xlabel '$xl'
-set ylabel '$yl'
+set terminal $5 size 900,560
+set output '$1'
+set title '$2'
+set xlabel '$3'
+set ylabel '$4'
 set key bottom right
 set grid
 ${PLOT_EXTRA:-}
-$cmd
+$6
 GP
 }
 
@@ -157,18 +163,7 @@ plot_spread() {
 		bands="$bands'$f' using 1:3:4 with filledcurves lc $i fs transparent solid 0.15 notitle, "
 		lines="$lines, '$f' using 1:2 with lines lc $i lw 2 title '$t'"
 	done
-	local cmd="plot $bands${lines#, }"
-	gnuplot <<GP
-set terminal pngcairo size 900,560
-set output '$png'
-set title '$title'
-set xlabel '$xl'
-set ylabel '$yl'
-set key bottom right
-set grid
-${PLOT_EXTRA:-}
-$cmd
-GP
+	figure "$png" "$title" "$xl" "$yl" pngcairo "plot $bands${lines#, }"
 }
 
 # med_range VALUE...: "median [min, max]" of the values; "-" (never) counts
@@ -186,17 +181,23 @@ med_range() {
 # that reproduces $OUT/TAG.txt; scripts/results-md.sh heads the table with them.
 record() { { "$SCADLES" --version; echo "$2"; } >"$OUT/$1.cmd"; }
 
-# med_ratio VALUE...: "median [min, max]" of the numbers among the values,
-# 2 decimals; "-" (undefined) are left out and "(k of n)" then says how many
-# were numbers; "-" when none were.
-med_ratio() {
-	printf '%s\n' "$@" | awk '$1 != "-" { v[++k] = $1 + 0 } END {
+# med_dec DECIMALS VALUE...: "median [min, max]" of the numbers among the
+# values with DECIMALS decimals; "-" (undefined) are left out and "(k of n)"
+# then says how many were numbers; "-" when none were.
+med_dec() {
+	local d=$1
+	shift
+	printf '%s\n' "$@" | awk -v d="$d" '$1 != "-" { v[++k] = $1 + 0 } END {
 		if (k == 0) { print "-"; exit }
 		for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
 			x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
 		m = (v[int((k + 1) / 2)] + v[int(k / 2) + 1]) / 2
-		printf "%.2f [%.2f, %.2f]%s\n", m, v[1], v[k], k < NR ? " (" k " of " NR ")" : "" }'
+		f = "%." d "f"
+		printf f " [" f ", " f "]%s\n", m, v[1], v[k], k < NR ? " (" k " of " NR ")" : "" }'
 }
+
+# med_ratio VALUE...: med_dec with 2 decimals.
+med_ratio() { med_dec 2 "$@"; }
 
 # med VALUE...: the median alone of med_range ("-" counts as never).
 med() { med_range "$@" | cut -d' ' -f1; }

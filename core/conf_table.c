@@ -1359,7 +1359,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "0.3",
      R_IN(-1e9, 1e9),
      .flags = SC_CONF_F_SIM,
-     .desc = "adsp tuner: the training loss it aims at."},
+     .desc = "adsp tuner: the training loss of its reported reward (1 / predicted seconds to "
+             "reach it; informational, the search ranks candidates by speed)."},
     {.path = "sim.research_every",
      .type = SC_CONF_DOUBLE,
      .offset = C(sim.research_every),

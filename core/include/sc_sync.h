@@ -233,7 +233,8 @@ typedef struct sc_adsp_tuner_spec {
         double c_init;         /* first candidate DeltaC */
         double c_step;         /* candidate increment */
         double c_max;          /* largest candidate */
-        double target_loss;    /* last_reward = 1 / predicted seconds to reach it */
+        double target_loss;    /* last_reward = 1 / predicted seconds to reach it (informational:
+                                  the search ranks candidates by speed, not by it) */
         double rise;           /* re-search when the period's mean loss rises by >= rise (0.3) */
         double research_every; /* seconds from the end of a search to the next; 0 = never */
         double warmup;         /* seconds at c_init before the first candidate; 0 = none */
@@ -249,8 +250,10 @@ void sc_adsp_tuner_observe(sc_adsp_tuner_t *tuner, double t, double loss);
 /* Call at any time; once per Gamma it evaluates the current candidate: with
  * one asymptote c0 fitted to all binned losses of the search, each candidate's
  * speed a2 (the slope of 1/(l - c0) over its period) is compared with the best
- * so far; equal or faster moves on to c + c_step (up to c_max), slower
- * settles on the best. A re-search starts one step below the rate in use.
+ * so far; one slower by more than one standard error of the difference
+ * settles on the best, any other moves on to c + c_step (up to c_max, at most
+ * 64 periods a search). A re-search starts one step below the rate in use
+ * (not below c_init).
  * Returns the commit rate to use (broadcast it when it changes). */
 double sc_adsp_tuner_tick(sc_adsp_tuner_t *tuner, double now);
 int sc_adsp_tuner_searching(const sc_adsp_tuner_t *tuner);

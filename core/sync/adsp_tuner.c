@@ -132,7 +132,6 @@ struct sc_adsp_tuner_s {
         double pt[SC_ADSP_MAX_PERIODS * SC_ADSP_BINS], pl[SC_ADSP_MAX_PERIODS * SC_ADSP_BINS];
         int pg[SC_ADSP_MAX_PERIODS * SC_ADSP_BINS];
         size_t np;
-        double pc[SC_ADSP_MAX_PERIODS];
         int nper;
 };
 
@@ -172,6 +171,7 @@ void sc_adsp_tuner_observe(sc_adsp_tuner_t *tu, double t, double loss)
 {
         double len = tu->warm ? tu->spec.warmup : tu->spec.gamma;
         double from = tu->period_start + SC_ADSP_SETTLE * len;
+        double x;
         int k;
 
         if (!isfinite(t) || !isfinite(loss))
@@ -180,22 +180,25 @@ void sc_adsp_tuner_observe(sc_adsp_tuner_t *tu, double t, double loss)
         tu->cnt++;
         if (t < from)
                 return;
-        k = (int)((t - from) / ((1.0 - SC_ADSP_SETTLE) * len) * SC_ADSP_BINS);
-        k = k < SC_ADSP_BINS ? k : SC_ADSP_BINS - 1;
+        /* Clamped before the conversion: an observation long after the
+         * period's end (no tick in between) falls in the last bin. */
+        x = (t - from) / ((1.0 - SC_ADSP_SETTLE) * len) * SC_ADSP_BINS;
+        k = x < SC_ADSP_BINS - 1 ? (int)x : SC_ADSP_BINS - 1;
         tu->bin_t[k] += t;
         tu->bin_l[k] += loss;
         tu->bin_n[k]++;
 }
 
 /* Line y = a2 t + b through the points of period g with y = 1/(l - c0)
- * (a2 = b = 0 if fewer than 2); returns its squared error in loss space
- * (INFINITY where the curve is not defined). */
+ * (a2 = b = 0 if fewer than 2; *np: how many); returns its squared error in
+ * loss space (INFINITY where the curve is not defined). */
 static double sc_adsp_tuner_line(const sc_adsp_tuner_t *tu, int g, double c0, double *a2, double *b,
-                                 double *se)
+                                 double *se, int *np)
 {
         double st = 0, sy = 0, stt = 0, sty = 0, n = 0, den, sse = 0, ry = 0;
 
         *a2 = *b = *se = 0;
+        *np = 0;
         for (size_t k = 0; k < tu->np; k++) {
                 double y;
                 if (tu->pg[k] != g)
@@ -210,6 +213,7 @@ static double sc_adsp_tuner_line(const sc_adsp_tuner_t *tu, int g, double c0, do
         den = n * stt - st * st;
         if (n < 2 || !(fabs(den) > 0))
                 return 0;
+        *np = (int)n;
         *a2 = (n * sty - st * sy) / den;
         *b = (sy - *a2 * st) / n;
         for (size_t k = 0; k < tu->np; k++) {
@@ -231,8 +235,9 @@ static double sc_adsp_tuner_line(const sc_adsp_tuner_t *tu, int g, double c0, do
 static double sc_adsp_tuner_sse(const sc_adsp_tuner_t *tu, double c0)
 {
         double sse = 0, a2, b, se;
+        int n;
         for (int g = 0; g < tu->nper; g++)
-                sse += sc_adsp_tuner_line(tu, g, c0, &a2, &b, &se);
+                sse += sc_adsp_tuner_line(tu, g, c0, &a2, &b, &se, &n);
         return isfinite(sse) ? sse : INFINITY;
 }
 
@@ -282,7 +287,9 @@ static int sc_adsp_tuner_c0(const sc_adsp_tuner_t *tu, double *c0p)
  * so far if the candidate is slower by more than one standard error of the
  * difference of their fitted speeds, else moves on to the next candidate (a
  * difference within the noise is a tie: the best stays the faster of the
- * two); after c_max it settles on the best. */
+ * two); after c_max it settles on the best. A period with fewer than two
+ * binned points has no fitted speed: it is a tie too (the search moves on),
+ * and it becomes the best only if the best has none either. */
 static void sc_adsp_tuner_judge(sc_adsp_tuner_t *tu)
 {
         sc_lossfit_t fit = {0};
@@ -294,13 +301,21 @@ static void sc_adsp_tuner_judge(sc_adsp_tuner_t *tu)
                         tu->pl[tu->np] = tu->bin_l[k] / (double)tu->bin_n[k];
                         tu->pg[tu->np++] = g;
                 }
-        tu->pc[tu->nper++] = tu->c;
+        tu->nper++;
         tu->last_reward = 0;
         /* Too few points judge nothing: a tie. */
         if (tu->best_g >= 0 && sc_adsp_tuner_c0(tu, &fit.c0)) {
                 double level = tu->pl[tu->np - 1], a2, best_a2, b, se, best_se;
-                sc_adsp_tuner_line(tu, g, fit.c0, &a2, &b, &se);
-                sc_adsp_tuner_line(tu, tu->best_g, fit.c0, &best_a2, &b, &best_se);
+                int n, best_n;
+                sc_adsp_tuner_line(tu, g, fit.c0, &a2, &b, &se, &n);
+                sc_adsp_tuner_line(tu, tu->best_g, fit.c0, &best_a2, &b, &best_se, &best_n);
+                if (n < 2 || best_n < 2) {
+                        if (n >= 2) {
+                                tu->best_g = g;
+                                tu->best_c = tu->c;
+                        }
+                        goto next;
+                }
                 fit.a2 = a2;
                 fit.b = 1.0 / (level - fit.c0); /* the curve from now: level > c0 */
                 double tt = sc_lossfit_time_to(&fit, tu->spec.target_loss);
@@ -316,6 +331,7 @@ static void sc_adsp_tuner_judge(sc_adsp_tuner_t *tu)
                 tu->best_g = g;
                 tu->best_c = tu->c;
         }
+next:
         if (tu->c + tu->spec.c_step <= tu->spec.c_max * (1 + 1e-12) &&
             tu->nper < SC_ADSP_MAX_PERIODS) {
                 tu->c += tu->spec.c_step;

@@ -636,6 +636,51 @@ static void adsp_tuner_researches_periodically(void **state)
         (void)state;
 }
 
+/* A period whose losses all fall in its first quarter (Gamma short against
+ * the time between batches) has no fitted speed: a tie, the search moves on
+ * instead of settling on the rate before. An observation long after the
+ * period began (no tick in between) lands in the last bin. */
+static void adsp_tuner_sparse_and_late_observations(void **state)
+{
+        sc_adsp_tuner_spec_t spec = {.gamma = 60,
+                                     .c_init = 1,
+                                     .c_step = 1,
+                                     .c_max = 6,
+                                     .target_loss = 0.2,
+                                     .rise = 0.3,
+                                     .warmup = 60};
+        sc_adsp_tuner_t *tu;
+        double x = 0.5;
+        char err[128];
+
+        assert_int_equal(sc_adsp_tuner_new(&tu, &spec, 0, err, sizeof(err)), SC_OK);
+        /* warm-up and the first candidate (c = 1): losses all period long */
+        for (int p = 0; p < 2; p++) {
+                for (int k = 0; k < 120; k++) {
+                        sc_adsp_tuner_observe(tu, 60 * p + 0.5 * k, 1.0 / x + 0.3);
+                        x += 0.001;
+                }
+                assert_true(sc_adsp_tuner_tick(tu, 60.0 * (p + 1)) == p + 1);
+        }
+        /* c = 2: losses only in its first 10 s */
+        for (int k = 0; k < 20; k++) {
+                sc_adsp_tuner_observe(tu, 120 + 0.5 * k, 1.0 / x + 0.3);
+                x += 0.002;
+        }
+        assert_true(sc_adsp_tuner_tick(tu, 180) == 3);
+        assert_true(sc_adsp_tuner_searching(tu));
+        sc_adsp_tuner_destroy(tu);
+
+        spec.gamma = 1e-6;
+        spec.warmup = 1e-6;
+        assert_int_equal(sc_adsp_tuner_new(&tu, &spec, 0, err, sizeof(err)), SC_OK);
+        sc_adsp_tuner_observe(tu, 1e9, 0.5);
+        sc_adsp_tuner_observe(tu, 1e300, 0.5);
+        assert_true(sc_adsp_tuner_tick(tu, 1e300) >= 1);
+        sc_adsp_tuner_destroy(tu);
+        (void)state;
+}
+
 static void adacomm_tau_follows_the_loss(void **state)
 {
         assert_int_equal(sc_sync_adacomm_tau(40, 2.0, 2.0), 40);
@@ -664,6 +709,7 @@ int main(void)
             cmocka_unit_test(adsp_tuner_searches_and_researches),
             cmocka_unit_test(adsp_tuner_climbs_when_faster_is_better),
             cmocka_unit_test(adsp_tuner_researches_periodically),
+            cmocka_unit_test(adsp_tuner_sparse_and_late_observations),
             cmocka_unit_test(adacomm_tau_follows_the_loss),
         };
         return cmocka_run_group_tests_name("sync", tests, NULL, NULL);

@@ -1377,7 +1377,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .flags = SC_CONF_F_SIM,
      .desc = "localsgd: ADACOMM's interval T0 in seconds: at the start of each, tau = "
              "ceil(sqrt(F / F0) * local_steps) with F the devices' training loss of the last "
-             "quarter of the previous interval, F0 that of their first steps; 0 = fixed tau."},
+             "quarter of the previous interval, F0 the mean of the first sim.devices losses "
+             "reported; 0 = fixed tau."},
     {.path = "sim.local_lr",
      .type = SC_CONF_DOUBLE,
      .offset = C(sim.local_lr),

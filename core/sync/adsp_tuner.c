@@ -42,11 +42,59 @@ static double sc_lossfit_at(const double *t, const double *l, size_t n, double c
         return isfinite(sse) ? sse : INFINITY;
 }
 
+/* The asymptote c0 with the least sse(c0, ctx) below the smallest loss lmin:
+ * a grid from 0 (or, for negative losses, below lmin by the losses' range + 1),
+ * refined by golden section around the best grid point. Returns 0 if no grid
+ * point gives a finite error. */
+static int sc_lossfit_c0(double lmin, double lmax, double (*sse)(double c0, const void *ctx),
+                         const void *ctx, double *c0p)
+{
+        double lo = lmin > 0 ? 0.0 : lmin - (lmax - lmin) - 1.0;
+        double step = (lmin - lo) / SC_LOSSFIT_GRID, best = INFINITY, c0 = 0, a, b;
+
+        if (!(step > 0))
+                return 0;
+        for (int g = 0; g < SC_LOSSFIT_GRID; g++) {
+                double e = sse(lo + step * g, ctx);
+                if (e < best) {
+                        best = e;
+                        c0 = lo + step * g;
+                }
+        }
+        if (!isfinite(best))
+                return 0;
+        a = c0 - step > lo ? c0 - step : lo;
+        b = c0 + step < lmin ? c0 + step : lmin - step * 1e-6;
+        for (int it = 0; it < SC_LOSSFIT_REFINE; it++) {
+                double m1 = b - (b - a) * 0.6180339887498949;
+                double m2 = a + (b - a) * 0.6180339887498949;
+                if (sse(m1, ctx) <= sse(m2, ctx))
+                        b = m2;
+                else
+                        a = m1;
+        }
+        if (sse(0.5 * (a + b), ctx) < best)
+                c0 = 0.5 * (a + b);
+        *c0p = c0;
+        return 1;
+}
+
+typedef struct {
+        const double *t, *l;
+        size_t n;
+} sc_lossfit_pts_t;
+
+static double sc_lossfit_pts_sse(double c0, const void *ctx)
+{
+        const sc_lossfit_pts_t *p = ctx;
+        sc_lossfit_t tmp;
+        return sc_lossfit_at(p->t, p->l, p->n, c0, &tmp);
+}
+
 sc_err_t sc_lossfit_fit(const double *t, const double *loss, size_t n, sc_lossfit_t *fit)
 {
-        double lmin = INFINITY, lmax = -INFINITY, lo, step, best = INFINITY, best_c0 = 0;
-        double a, b;
-        sc_lossfit_t tmp;
+        double lmin = INFINITY, lmax = -INFINITY, c0;
+        sc_lossfit_pts_t pts = {t, loss, n};
 
         if (n < 3)
                 return SC_ERR_INVAL;
@@ -56,37 +104,9 @@ sc_err_t sc_lossfit_fit(const double *t, const double *loss, size_t n, sc_lossfi
                 lmin = loss[k] < lmin ? loss[k] : lmin;
                 lmax = loss[k] > lmax ? loss[k] : lmax;
         }
-        /* c0 lies below the smallest loss; losses are usually >= 0. */
-        lo = lmin > 0 ? 0.0 : lmin - (lmax - lmin) - 1.0;
-        step = (lmin - lo) / SC_LOSSFIT_GRID;
-        if (!(step > 0))
+        if (!sc_lossfit_c0(lmin, lmax, sc_lossfit_pts_sse, &pts, &c0))
                 return SC_ERR_INVAL;
-        for (int g = 0; g < SC_LOSSFIT_GRID; g++) {
-                double c0 = lo + step * g, e = sc_lossfit_at(t, loss, n, c0, &tmp);
-                if (e < best) {
-                        best = e;
-                        best_c0 = c0;
-                }
-        }
-        if (!isfinite(best))
-                return SC_ERR_INVAL;
-        /* Golden-section refinement around the best grid point. */
-        a = best_c0 - step > lo ? best_c0 - step : lo;
-        b = best_c0 + step;
-        if (b >= lmin)
-                b = lmin - step * 1e-6;
-        for (int it = 0; it < SC_LOSSFIT_REFINE; it++) {
-                double m1 = b - (b - a) * 0.6180339887498949;
-                double m2 = a + (b - a) * 0.6180339887498949;
-                if (sc_lossfit_at(t, loss, n, m1, &tmp) <= sc_lossfit_at(t, loss, n, m2, &tmp))
-                        b = m2;
-                else
-                        a = m1;
-        }
-        if (sc_lossfit_at(t, loss, n, 0.5 * (a + b), &tmp) < best) {
-                best_c0 = 0.5 * (a + b);
-        }
-        sc_lossfit_at(t, loss, n, best_c0, fit);
+        sc_lossfit_at(t, loss, n, c0, fit);
         return SC_OK;
 }
 
@@ -241,12 +261,16 @@ static double sc_adsp_tuner_sse(const sc_adsp_tuner_t *tu, double c0)
         return isfinite(sse) ? sse : INFINITY;
 }
 
-/* The shared asymptote: least squared error over a grid below the smallest
- * binned loss (from 0, or below for negative losses), refined by golden
- * section. Returns 0 if there are not enough points. */
+static double sc_adsp_tuner_sse_cb(double c0, const void *ctx)
+{
+        return sc_adsp_tuner_sse(ctx, c0);
+}
+
+/* The shared asymptote of the search's binned points (sc_lossfit_c0).
+ * Returns 0 if there are not enough points. */
 static int sc_adsp_tuner_c0(const sc_adsp_tuner_t *tu, double *c0p)
 {
-        double lmin = INFINITY, lmax = -INFINITY, lo, step, best = INFINITY, c0 = 0, a, b;
+        double lmin = INFINITY, lmax = -INFINITY;
 
         if (tu->np < 3)
                 return 0;
@@ -254,33 +278,7 @@ static int sc_adsp_tuner_c0(const sc_adsp_tuner_t *tu, double *c0p)
                 lmin = tu->pl[k] < lmin ? tu->pl[k] : lmin;
                 lmax = tu->pl[k] > lmax ? tu->pl[k] : lmax;
         }
-        lo = lmin > 0 ? 0.0 : lmin - (lmax - lmin) - 1.0;
-        step = (lmin - lo) / SC_LOSSFIT_GRID;
-        if (!(step > 0))
-                return 0;
-        for (int g = 0; g < SC_LOSSFIT_GRID; g++) {
-                double e = sc_adsp_tuner_sse(tu, lo + step * g);
-                if (e < best) {
-                        best = e;
-                        c0 = lo + step * g;
-                }
-        }
-        if (!isfinite(best))
-                return 0;
-        a = c0 - step > lo ? c0 - step : lo;
-        b = c0 + step < lmin ? c0 + step : lmin - step * 1e-6;
-        for (int it = 0; it < SC_LOSSFIT_REFINE; it++) {
-                double m1 = b - (b - a) * 0.6180339887498949;
-                double m2 = a + (b - a) * 0.6180339887498949;
-                if (sc_adsp_tuner_sse(tu, m1) <= sc_adsp_tuner_sse(tu, m2))
-                        b = m2;
-                else
-                        a = m1;
-        }
-        if (sc_adsp_tuner_sse(tu, 0.5 * (a + b)) < best)
-                c0 = 0.5 * (a + b);
-        *c0p = c0;
-        return 1;
+        return sc_lossfit_c0(lmin, lmax, sc_adsp_tuner_sse_cb, tu, c0p);
 }
 
 /* Judges the period that just ended (its rate tu->c): settles on the best

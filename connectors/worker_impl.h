@@ -75,7 +75,7 @@ struct sc_wk_job {
         double t_hb;
         double t_first_poll; /* when sc_wj_barrier first ran (0: not yet) */
         int away;            /* left the barriers: no data to train (sc_wj_barrier) */
-        uint64_t aways;      /* times it left */
+        uint64_t aways; /* times it left */
         /* injection pool: foreign samples, one ring per sending worker */
         sc_mix_shared_t *pool;
         int *draw_src;      /* (tcap) scratch: the source of each sample drawn */

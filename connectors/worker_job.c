@@ -651,8 +651,8 @@ static sc_err_t sc_wj_barrier(sc_worker_t *w, double now, char *errstr, size_t e
         const sc_kafka_source_stats_t *ks = w->src ? sc_kafka_source_stats(w->src) : NULL;
         if (!j->t_first_poll)
                 j->t_first_poll = now;
-        int joining =
-            ks && ks->ks_assigns == 0 && now - j->t_first_poll < w->conf->job.session_timeout;
+        int joining = ks && ks->ks_assigns == 0 &&
+                      now - j->t_first_poll < w->conf->job.session_timeout;
         int unassigned = ks && ks->ks_partitions == 0 && !joining;
         int nodata = unassigned || (w->draining && (!bt || !sc_batcher_ready(bt, now, NULL)));
         if (nodata == j->away || w->stopped)

@@ -73,8 +73,7 @@ struct sc_wk_job {
         sc_wj_pend_t *pend_head, *pend_tail;
         sc_wj_pend_t *pend_free; /* delivered steps' records, reused by the next sends */
         double t_hb;
-        double t_first_poll; /* when sc_wj_barrier first ran (0: not yet) */
-        int away;            /* left the barriers: no data to train (sc_wj_barrier) */
+        int away;       /* left the barriers: no data to train (sc_wj_barrier) */
         uint64_t aways; /* times it left */
         /* injection pool: foreign samples, one ring per sending worker */
         sc_mix_shared_t *pool;

@@ -639,21 +639,12 @@ fail:
 /* Membership follows the data: a worker with nothing to train (no input
  * partitions, or its streams went quiet and no batch can form) sends leave,
  * so no round waits for it, and join once a batch can form again (rounds
- * wait for it from the next one). While away it sends no heartbeat. A worker
- * whose group has not made its first assignment yet is joining, not without
- * partitions: it stays in the barriers (it joined at start) until that
- * assignment, or job.session_timeout after its first poll, so the others do
- * not close the first rounds without it. */
+ * wait for it from the next one). While away it sends no heartbeat. */
 static sc_err_t sc_wj_barrier(sc_worker_t *w, double now, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
         sc_batcher_t *bt = sc_wk_batcher(w);
-        const sc_kafka_source_stats_t *ks = w->src ? sc_kafka_source_stats(w->src) : NULL;
-        if (!j->t_first_poll)
-                j->t_first_poll = now;
-        int joining = ks && ks->ks_assigns == 0 &&
-                      now - j->t_first_poll < w->conf->job.session_timeout;
-        int unassigned = ks && ks->ks_partitions == 0 && !joining;
+        int unassigned = w->src && sc_kafka_source_stats(w->src)->ks_partitions == 0;
         int nodata = unassigned || (w->draining && (!bt || !sc_batcher_ready(bt, now, NULL)));
         if (nodata == j->away || w->stopped)
                 return SC_OK;

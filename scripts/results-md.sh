@@ -2,7 +2,8 @@
 # results-md.sh DIR PREFIX FILE — prints FILE (docs/RESULTS.md) with every
 # generated block whose table is in DIR replaced.  A block is the lines
 # between "<!-- generated: PREFIXNAME -->" and "<!-- end generated -->"; it
-# becomes the binary's version and the command from DIR/NAME.cmd, then
+# becomes the binary's version, the platform it ran on (processor, OpenBLAS
+# core, nn kernels) and the command from DIR/NAME.cmd, then
 # DIR/NAME.md as it is or DIR/NAME.txt in a code block.  Blocks of another
 # prefix, or whose NAME.cmd is not in DIR, are kept as they are.
 # `make results` writes the result back (DIR build/reproduce, no prefix);
@@ -24,11 +25,14 @@ while IFS= read -r line; do
 			case $n in *[!a-z0-9_-]* | "") continue ;; esac
 			[ -f "$dir/$n.cmd" ] || continue
 			name=$n
-			{
-				read -r version
-				read -r cmd
-			} <"$dir/$name.cmd"
-			printf '\n`%s` · `%s`\n\n' "$version" "$cmd"
+			# NAME.cmd: the version, the platform, the command (older
+			# files: the version and the command).
+			mapfile -t c <"$dir/$name.cmd"
+			if [ ${#c[@]} -ge 3 ]; then
+				printf '\n`%s` · %s · `%s`\n\n' "${c[0]}" "${c[1]}" "${c[2]}"
+			else
+				printf '\n`%s` · `%s`\n\n' "${c[0]}" "${c[1]:-}"
+			fi
 			if [ -f "$dir/$name.md" ]; then
 				cat "$dir/$name.md"
 			else

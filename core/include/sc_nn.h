@@ -192,4 +192,17 @@ void sc_nn_set_threads(int threads);
 
 const char *sc_layer_kind_name(sc_layer_kind_t kind);
 
+/* What the floating point of this process runs on, for reports: results are
+ * identical run to run on one processor but differ in their last digits
+ * between processors (OpenBLAS picks its kernels per processor, the nn
+ * kernels their SIMD width). sc_nn_kernels: the SIMD width of the nn
+ * kernels chosen at load time ("avx512f", "avx2", "x86-64", or what the
+ * build was fixed to); sc_nn_blas_core: OpenBLAS's kernel family for this
+ * processor (e.g. "Haswell", "Zen", "SkylakeX", "Cooperlake"; set by
+ * OPENBLAS_CORETYPE where given); sc_nn_blas_config: OpenBLAS's build line
+ * (version, DYNAMIC_ARCH, ...). Static strings. */
+const char *sc_nn_kernels(void);
+const char *sc_nn_blas_core(void);
+const char *sc_nn_blas_config(void);
+
 #endif

@@ -27,6 +27,35 @@ int sc_nn_avx512(void)
 #endif
 }
 
+const char *sc_nn_kernels(void)
+{
+#ifdef SC_NN_X86
+        if (sc_nn_avx512())
+                return "avx512f";
+        if (__builtin_cpu_supports("avx2"))
+                return "avx2";
+        return "x86-64";
+#elif defined(__AVX512F__)
+        return "avx512f (built for it, no runtime choice)";
+#elif defined(__AVX2__)
+        return "avx2 (built for it, no runtime choice)";
+#else
+        return "baseline (no runtime choice)";
+#endif
+}
+
+const char *sc_nn_blas_core(void)
+{
+        const char *c = openblas_get_corename();
+        return c ? c : "unknown";
+}
+
+const char *sc_nn_blas_config(void)
+{
+        const char *c = openblas_get_config();
+        return c ? c : "unknown";
+}
+
 #ifdef SC_NN_X86
 #define SC_NN_HAVE_SKINNY 1
 

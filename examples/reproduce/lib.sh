@@ -177,9 +177,17 @@ med_range() {
 	      printf "%s [%s, %s]\n", f(m), f(v[1]), f(v[NR]) }'
 }
 
-# record TAG COMMAND: $OUT/TAG.cmd holds the binary's version and the command
-# that reproduces $OUT/TAG.txt; scripts/results-md.sh heads the table with them.
-record() { { "$SCADLES" --version; echo "$2"; } >"$OUT/$1.cmd"; }
+# record TAG COMMAND: $OUT/TAG.cmd holds the binary's version, the platform it
+# ran on (processor, OpenBLAS core, nn kernels: the last digits depend on
+# them) and the command that reproduces $OUT/TAG.txt; scripts/results-md.sh
+# heads the table with them.
+record() {
+	{
+		"$SCADLES" --version
+		"$SCADLES" --version --verbose | sed -n 's/^platform: //p'
+		echo "$2"
+	} >"$OUT/$1.cmd"
+}
 
 # med_dec DECIMALS VALUE...: "median [min, max]" of the numbers among the
 # values with DECIMALS decimals; "-" (undefined) are left out and "(k of n)"

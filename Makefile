@@ -165,8 +165,8 @@ results: $(CLI)
 		mv $(BUILD)/RESULTS.md docs/RESULTS.md
 
 # Reruns the subset of the reproductions in docs/RESULTS.md's "check-" blocks
-# (a few minutes) and fails when the document differs from what this build
-# produces; WRITE=1 writes the blocks instead.
+# (a few minutes) and fails when a claim there moved past its tolerance
+# (scripts/results-check.py); WRITE=1 writes the blocks instead.
 check-results: $(CLI)
 	@WRITE=$(WRITE) scripts/check-results.sh $(CURDIR)/$(CLI) $(CURDIR)/$(BUILD)/check-results
 

@@ -5,7 +5,8 @@
 # flatten, a flat-input MLP with tanh and sigmoid, 1x1 convolutions on a flat
 # input) are exported, and
 # onnxruntime's probabilities on the raw test pixels equal `scadles eval
-# --predictions` (argmax identical, max abs difference <= 1e-5); the file
+# --predictions` (max abs difference <= 1e-5, so argmax identical but at near
+# ties: top two probabilities within 2e-5, counted and printed); the file
 # passes onnx.checker; the normalization nodes are those of the chosen
 # decoder settings; bad invocations exit 2 (1 for an unwritable file) and
 # leave no file. onnxruntime, onnx and numpy come from PyPI into
@@ -86,13 +87,23 @@ probs = sess.run(["probabilities"], {"input": x.reshape(shape)})[0]
 rows = np.loadtxt(pred_path, delimiter=",", skiprows=1, dtype=np.float64)
 assert rows.shape == (n, 2 + probs.shape[1]), (rows.shape, probs.shape)
 ours = rows[:, 2:]
-same = int((probs.argmax(axis=1) == rows[:, 1].astype(int)).sum())
+# Probabilities within TOL of each other, so the argmax is the same on every
+# sample whose top two probabilities are more than 2 * TOL apart; closer ones
+# (near ties) may go either way on another processor's kernels, and are
+# counted, not failed.
+TOL = 1e-5
+same_row = probs.argmax(axis=1) == rows[:, 1].astype(int)
+top2 = np.sort(ours, axis=1)[:, -2:]
+tie = (top2[:, 1] - top2[:, 0]) <= 2 * TOL
+same = int(same_row.sum())
+ties = int((~same_row & tie).sum())
 diff = float(np.abs(probs.astype(np.float64) - ours).max())
 acc = float((probs.argmax(axis=1) == rows[:, 0].astype(int)).mean())
-print(f"{name}: {n} samples, input {shape[1:]}, argmax identical {same}/{n}, "
-      f"max abs probability difference {diff:.3g}, onnxruntime accuracy {acc:.4f}")
+print(f"{name}: {n} samples, input {shape[1:]}, argmax identical {same}/{n} "
+      f"({ties} others at near ties), max abs probability difference {diff:.3g}, "
+      f"onnxruntime accuracy {acc:.4f}")
 assert (ours.argmax(axis=1) == rows[:, 1].astype(int)).all(), "CSV argmax != predicted column"
-sys.exit(0 if same == n and diff <= 1e-5 else 1)
+sys.exit(0 if same + ties == n and diff <= TOL else 1)
 PYEOF
 }
 

@@ -68,12 +68,20 @@ for t in pcsv punl; do
 	kcat -C -b "$bs" -t $t.out -e -q -f '%s\n' |
 		jq -r '"\(.partition) \(.offset) \(.label) \(.probabilities | join(" "))"' >"$tmp/$t.pred"
 done
-# The same class, probabilities within 1e-5 (batches group other records).
+# The same class, probabilities within 1e-5 (batches group other records, so
+# sums round differently): a record whose top two probabilities are within
+# 2e-5 of each other (a near tie, which that difference may turn) may take
+# the other class of the two; any other class difference fails.
 awk 'FILENAME == ARGV[1] { src[NR - 1] = $0; next }
-     FILENAME == ARGV[2] { k = $1 " " $2; lab[k] = $3; for (i = 4; i <= NF; i++) p[k, i] = $i; next }
-     { k = src[$2]; n++; if (!(k in lab) || lab[k] != $3) bad++
+     FILENAME == ARGV[2] { k = $1 " " $2; lab[k] = $3; a = b = -1
+       for (i = 4; i <= NF; i++) { p[k, i] = $i; if ($i > a) { b = a; a = $i } else if ($i > b) b = $i }
+       gap[k] = a - b; next }
+     { k = src[$2]; n++
+       if (!(k in lab)) bad++
+       else if (lab[k] != $3) { if (gap[k] <= 2e-5) ties++; else bad++ }
        for (i = 4; i <= NF; i++) { d = p[k, i] - $i; if (d < 0) d = -d; if (d > m) m = d } }
-     END { printf "unlabelled: %d records, %d other classes, max probability difference %.2g\n", n, bad, m
+     END { printf "unlabelled: %d records, %d other classes (%d more at near ties), max probability difference %.2g\n",
+                  n, bad, ties, m
            exit !(n == 2000 && bad == 0 && m <= 1e-5) }' \
 	"$tmp/pcsv.map" "$tmp/pcsv.pred" "$tmp/punl.pred" ||
 	fail "unlabelled predictions differ from labelled ones"

@@ -16,7 +16,8 @@
 # worker's model exported with `scadles export --onnx`: onnxruntime on the
 # raw features of eval.csv (the export normalizes them like the sensors.csv
 # decoder) gives `scadles eval --predictions`'s classes and probabilities
-# (argmax identical, max abs difference <= 1e-5).
+# (max abs difference <= 1e-5; argmax identical but at near ties, top two
+# within 2e-5).
 . "$(dirname "$0")/distributed_common.inc"
 PREFIX= PARTS=2 KAFKA_EXTRA='{}'
 . "$(dirname "$0")/tabular_common.inc"
@@ -41,9 +42,15 @@ x = np.array([[float(v) for v in r[:8]] for r in rows], dtype=np.float32)  # raw
 s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
 out = s.run(None, {s.get_inputs()[0].name: x})[0]
 p = np.loadtxt(preds, delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
-same = bool((out.argmax(1) == p[:, 1].astype(int)).all()) and out.shape == p[:, 2:].shape
-diff = float(np.abs(out - p[:, 2:]).max()) if out.shape == p[:, 2:].shape else float("inf")
-print(f"tabular ONNX: {len(x)} rows, argmax identical: {same}, max abs difference {diff:.3g}")
-sys.exit(0 if same and diff <= 1e-5 else 1)
+TOL = 1e-5  # probabilities within TOL: the argmax may differ only at near ties
+if out.shape != p[:, 2:].shape:
+    sys.exit(f"onnxruntime gave {out.shape}, scadles {p[:, 2:].shape}")
+top2 = np.sort(p[:, 2:], axis=1)[:, -2:]
+other = out.argmax(1) != p[:, 1].astype(int)
+ties = int((other & ((top2[:, 1] - top2[:, 0]) <= 2 * TOL)).sum())
+diff = float(np.abs(out - p[:, 2:]).max())
+print(f"tabular ONNX: {len(x)} rows, argmax differs on {int(other.sum())} "
+      f"({ties} at near ties), max abs difference {diff:.3g}")
+sys.exit(0 if int(other.sum()) == ties and diff <= TOL else 1)
 PYEOF
 echo ok

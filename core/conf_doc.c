@@ -272,7 +272,10 @@ static json_t *sc_conf_elem_json(const sc_conf_list_t *l, const char *elem, uint
                 /* Unset optional keys ("= size") and inherited values stay implicit. */
                 if (q->inherit && !(given >> j & 1u))
                         continue;
-                if (!q->def && !(q->flags & SC_CONF_F_REQUIRED) && q != tag &&
+                /* Unset keys without a default stay implicit; a key the file
+                 * gave stays, zero or not (a zero given and a zero unset can
+                 * mean different things: decode.first_feature_column). */
+                if (!q->def && !(q->flags & SC_CONF_F_REQUIRED) && q != tag && !(given >> j & 1u) &&
                     sc_conf_is_zero(elem + q->offset, sizeof(int)))
                         continue;
                 if (json_object_set_new(obj, q->path, sc_conf_value_json(q, elem, conf))) {
@@ -397,6 +400,11 @@ static char *sc_conf_dump_as(const sc_conf_t *conf, int redact)
                         continue;
                 if (((p->flags & SC_CONF_F_SIM) && !conf->sim_section) ||
                     (p->flags & SC_CONF_F_BYNAME))
+                        continue;
+                /* A job section makes a worker a job member: print it only
+                 * when the configuration has one, so the output loads back
+                 * as the same kind of configuration. */
+                if (!strncmp(p->path, "job.", 4) && !sc_conf_section_given(conf, "job"))
                         continue;
                 json_t *v = sc_conf_value_json(p, conf, conf);
                 if (v && pass && redact && sc_conf_redact(v)) {

@@ -1,6 +1,7 @@
 /* cmd_config.c — `scadles config`: lists the configuration properties, writes
  * docs/CONFIG.md, or checks a configuration file (with overrides). */
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,18 @@ static int sc_config_args(int argc, char **argv, sc_config_opts_t *o)
         return -1;
 }
 
+/* 1 when the file is a simulator configuration (a top-level "sim" object):
+ * it is then read as `scadles sim` reads it. 0 otherwise, and when the file
+ * does not parse (the loader then names the error). */
+static int sc_config_is_sim(const char *path)
+{
+        json_error_t jerr;
+        json_t *root = path ? json_load_file(path, 0, &jerr) : NULL;
+        int sim = json_is_object(json_object_get(root, "sim"));
+        json_decref(root);
+        return sim;
+}
+
 /* --check: the file (or the defaults) with the overrides, checked. */
 static int sc_config_check(const sc_cli_conf_opts_t *co)
 {
@@ -104,8 +117,16 @@ static int sc_config_check(const sc_cli_conf_opts_t *co)
         sc_conf_t conf;
         sc_err_t err;
 
-        if (sc_cli_conf_load("config", &conf, co))
+        if (sc_config_is_sim(co->config)) {
+                if (sc_conf_load_sim(&conf, co->config, errstr, sizeof(errstr))) {
+                        fprintf(stderr, "scadles config: %s\n", errstr);
+                        return 2;
+                }
+                if (sc_cli_conf_apply("config", &conf, co))
+                        return 2;
+        } else if (sc_cli_conf_load("config", &conf, co)) {
                 return 2;
+        }
         /* librdkafka's own checks, on a throwaway client configuration. */
         err = sc_kafka_conf_check((const json_t *)conf.kafka, "$.kafka", why, sizeof(why));
         if (!err)

@@ -28,6 +28,29 @@ grep -q '"client.id": "t"' "$T/out" || fail "kafka override not in output"
 "$S" config --check -c "$T/out" > "$T/out2" || fail "dump does not check"
 cmp -s "$T/out" "$T/out2" || fail "dump is not stable"
 
+# Every example configuration (worker, job, plugin and simulator files):
+# `--check` prints a configuration that loads back to the same effective
+# configuration. Every value the file gives is in the output (given zeros and
+# defaults included: a key left out may mean something else, as a CSV
+# topic's first_feature_column 0 does), a job section appears only where the
+# file has one (it makes a worker a job member), and the output checks again
+# to itself.
+for f in $(git ls-files 'examples/*.json' 'examples/**/*.json' | sort -u); do
+	"$S" config --check -c "$f" >"$T/ex.json" 2>"$T/ex.err" || fail "$f: --check: $(cat "$T/ex.err")"
+	"$S" config --check -c "$T/ex.json" >"$T/ex2.json" 2>"$T/ex.err" ||
+		fail "$f: its --check output does not load back: $(cat "$T/ex.err")"
+	cmp -s "$T/ex.json" "$T/ex2.json" || fail "$f: its --check output checks to something else"
+	[ "$(jq 'has("job")' "$f")" = "$(jq 'has("job")' "$T/ex.json")" ] ||
+		fail "$f: a job section appeared or went in its --check output"
+	lost=$(jq -n --slurpfile a "$f" --slurpfile b "$T/ex.json" '
+		def same(x; y): if (x | type) == "number" and (y | type) == "number"
+			then ((x - y) | fabs) <= 1e-9 * ((x | fabs) + 1) else x == y end;
+		[$a[0] | paths(scalars)] | map(select(. as $p | same($a[0] | getpath($p); $b[0] | getpath($p)) | not)) |
+		map(map(tostring) | join(".")) | join(", ")')
+	[ "$lost" = '""' ] || fail "$f: --check output lost or changed $lost"
+done
+echo "config --check: every example loads back from its output"
+
 # Config errors: exit 2, message names file and JSON path.
 "$S" config --check -c tests/data/config/invalid/unknown_nested_key/input.json 2> "$T/err"
 [ $? -eq 2 ] || fail "invalid file should exit 2"

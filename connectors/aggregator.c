@@ -32,6 +32,17 @@
 typedef void (*sc_agg_rebalance_fn)(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
                                     rd_kafka_topic_partition_list_t *parts, void *opaque);
 
+static int sc_agg_on_stats(rd_kafka_t *rk, char *json, size_t json_len, void *opaque)
+{
+        sc_aggregator_t *agg = opaque;
+        (void)rk;
+        int level;
+        const char *say = sc_kafka_reach_event(&agg->reach, json, json_len, &level);
+        if (say)
+                sc_agg_log(agg, level, "%s", say);
+        return 0; /* librdkafka frees json */
+}
+
 /* A client of the aggregator with kv set; rebalance (consumers that join
  * the group; may be NULL) gets the assignments. */
 static sc_err_t sc_agg_client(sc_aggregator_t *agg, rd_kafka_type_t type, const char *const *kv,
@@ -53,6 +64,13 @@ static sc_err_t sc_agg_client(sc_aggregator_t *agg, rd_kafka_type_t type, const 
                 sc_kafka_conf_delivery(kc);
         if (rebalance)
                 rd_kafka_conf_set_rebalance_cb(kc, rebalance);
+        /* The group consumer's statistics say whether a broker answers: an
+         * outage does not count as idle time. */
+        if (rebalance && (err = sc_kafka_reach_conf(&agg->reach, kc, agg->conf, sc_agg_on_stats,
+                                                    errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                return err;
+        }
         rd_kafka_conf_set_opaque(kc, agg);
         if (!(*rkp = rd_kafka_new(type, kc, why, sizeof(why)))) {
                 rd_kafka_conf_destroy(kc);
@@ -752,8 +770,10 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                 sc_agg_ckpt_tick(agg, now);
                 if (agg->spec.duration > 0 && now - agg->t0 >= agg->spec.duration)
                         break;
+                if (!sc_kafka_reach_ok(&agg->reach))
+                        agg->t_unreach = now;
                 if (agg->spec.idle_exit > 0 && agg->first_assign > 0 &&
-                    now - agg->last_record >= agg->spec.idle_exit)
+                    now - fmax(agg->last_record, agg->t_unreach) >= agg->spec.idle_exit)
                         break;
         }
         if (job->progress_interval > 0)

@@ -81,6 +81,8 @@ struct sc_aggregator {
             stale, lost, ctl_records, restored, initialized, assigned, revoked, lost_assignments,
             parks, steps, bcasts, bcast_keys, bcast_bytes, bcast_failed;
         double t0, last_record, last_progress, first_assign;
+        double t_unreach;                 /* last time no broker was reachable (idle time pauses) */
+        sc_kafka_reach_t reach;           /* the group consumer's broker reachability */
         double first_update, last_update; /* monotonic times of the first / last applied update */
         uint64_t progress_applied;
         sc_auth_t auth;

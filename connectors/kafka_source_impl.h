@@ -60,6 +60,7 @@ struct sc_kafka_source_s {
         int logged_dlq;
         uint64_t dlq_enqueued, dlq_refused;
         rd_kafka_resp_err_t last_commit_err; /* of the last rd_kafka_commit() */
+        sc_kafka_reach_t reach;              /* broker reachability (statistics events) */
 };
 
 /* kafka_source.c */
@@ -74,5 +75,7 @@ void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                      rd_kafka_topic_partition_list_t *offsets, void *opaque);
 void sc_ks_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         rd_kafka_topic_partition_list_t *parts, void *opaque);
+/* kafka_source_setup.c: the statistics callback (broker states). */
+int sc_ks_on_stats(rd_kafka_t *rk, char *json, size_t json_len, void *opaque);
 
 #endif

@@ -179,6 +179,11 @@ sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, si
         rd_kafka_conf_set_opaque(kc, src);
         rd_kafka_conf_set_rebalance_cb(kc, sc_ks_on_rebalance);
         rd_kafka_conf_set_offset_commit_cb(kc, sc_ks_on_commit);
+        if ((err =
+                 sc_kafka_reach_conf(&src->reach, kc, conf, sc_ks_on_stats, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                goto out_free;
+        }
         src->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof(why));
         if (!src->rk) {
                 rd_kafka_conf_destroy(kc);
@@ -373,10 +378,33 @@ static int sc_ks_watermarks(sc_kafka_source_t *src, const char *topic, int32_t p
         return 0;
 }
 
+int sc_ks_on_stats(rd_kafka_t *rk, char *json, size_t json_len, void *opaque)
+{
+        sc_kafka_source_t *src = opaque;
+        (void)rk;
+        int level;
+        const char *say = sc_kafka_reach_event(&src->reach, json, json_len, &level);
+        if (say)
+                sc_ks_logf(src, level, "%s", say);
+        return 0; /* librdkafka frees json */
+}
+
+int sc_kafka_source_reachable(const sc_kafka_source_t *src)
+{
+        return sc_kafka_reach_ok(&src->reach);
+}
+
 int64_t sc_kafka_source_lag(sc_kafka_source_t *src)
+{
+        return sc_kafka_source_lag_ends(src, NULL);
+}
+
+int64_t sc_kafka_source_lag_ends(sc_kafka_source_t *src, int64_t *ends)
 {
         rd_kafka_topic_partition_list_t *a = NULL;
         int64_t lag = 0;
+        if (ends)
+                *ends = 0;
         if (rd_kafka_assignment(src->rk, &a) || !a)
                 return -1;
         for (int i = 0; i < a->cnt; i++) {
@@ -396,6 +424,8 @@ int64_t sc_kafka_source_lag(sc_kafka_source_t *src)
                         pos = lo < 0 ? 0 : lo; /* nothing read or committed: from the log start */
                 if (hi > pos)
                         lag += hi - pos;
+                if (ends)
+                        *ends += hi;
         }
         rd_kafka_topic_partition_list_destroy(a);
         return lag;

@@ -375,6 +375,63 @@ static double sc_kafka_now(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+sc_err_t sc_kafka_reach_conf(sc_kafka_reach_t *r, rd_kafka_conf_t *kc, const sc_conf_t *conf,
+                             int (*cb)(rd_kafka_t *, char *, size_t, void *), char *errstr,
+                             size_t errstr_size)
+{
+        static const char key[] = "statistics.interval.ms";
+        char val[32];
+        size_t vs = sizeof(val);
+        memset(r, 0, sizeof(*r));
+        if (!json_object_get(conf->kafka, key) && !json_object_get(conf->kafka_consumer, key) &&
+            !json_object_get(conf->kafka_producer, key)) {
+                sc_err_t err = sc_kafka_conf_set(kc, key, "1000", key, errstr, errstr_size);
+                if (err)
+                        return err;
+        }
+        r->on = rd_kafka_conf_get(kc, key, val, &vs) == RD_KAFKA_CONF_OK && atoi(val) > 0;
+        rd_kafka_conf_set_stats_cb(kc, cb);
+        return SC_OK;
+}
+
+const char *sc_kafka_reach_event(sc_kafka_reach_t *r, const char *json, size_t len, int *level)
+{
+        json_error_t jerr;
+        json_t *root = json_loadb(json, len, 0, &jerr);
+        const char *name;
+        json_t *b;
+        int up = 0;
+        json_object_foreach(json_object_get(root, "brokers"), name, b)
+        {
+                json_int_t id = json_integer_value(json_object_get(b, "nodeid"));
+                const char *st = json_string_value(json_object_get(b, "state"));
+                up += id >= 0 && st && !strcmp(st, "UP");
+        }
+        json_decref(root);
+        r->brokers_up = up;
+        r->t_stats = sc_kafka_now();
+        if (!up && !r->down) {
+                r->down = 1;
+                *level = 4;
+                return "no broker reachable: idle time does not count until one is";
+        }
+        if (up && r->down) {
+                r->down = 0;
+                *level = 5;
+                return "a broker is reachable again";
+        }
+        return NULL;
+}
+
+int sc_kafka_reach_ok(const sc_kafka_reach_t *r)
+{
+        if (!r->on)
+                return 1;
+        if (r->t_stats <= 0 || sc_kafka_now() - r->t_stats > 5.0)
+                return 0;
+        return r->brokers_up > 0;
+}
+
 sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
                           size_t key_len, const void *value, size_t value_len, const char *hdr_name,
                           const void *hdr_value, size_t hdr_len, int64_t timestamp_ms,

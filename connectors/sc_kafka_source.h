@@ -130,6 +130,15 @@ const char *sc_kafka_source_stream(const sc_kafka_source_t *src, int i,
  * from the high watermarks of the consumer's last fetch responses (no
  * request, never blocks). -1 while a partition has had no fetch response. */
 int64_t sc_kafka_source_lag(sc_kafka_source_t *src);
+/* The same, and in *ends (may be NULL) the sum of the assigned partitions'
+ * end offsets (0 for partitions that never held a record). */
+int64_t sc_kafka_source_lag_ends(sc_kafka_source_t *src, int64_t *ends);
+
+/* 1 when the consumer's last statistics event (within 5 s) showed a broker
+ * UP; 0 when none was, or no event came (the broker may be down or
+ * restarting: the topics' ends are not known). 1 when statistics are off
+ * (statistics.interval.ms 0 in the kafka settings). */
+int sc_kafka_source_reachable(const sc_kafka_source_t *src);
 
 /* A JSON array, one object per assigned partition: topic, partition,
  * committed (read back from the group coordinator), end (the high watermark

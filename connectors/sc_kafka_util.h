@@ -198,6 +198,30 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
 sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partition, int timeout_ms,
                               int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size);
 
+/* Whether a client reaches a broker, from its statistics events (librdkafka
+ * emits one per statistics.interval.ms whatever the brokers do; each lists
+ * the brokers' connection states). A process that waits for input uses it so
+ * that a broker outage does not read as idle topics. */
+typedef struct sc_kafka_reach {
+        int on;         /* statistics events are enabled on the client */
+        int brokers_up; /* brokers (not bootstrap entries) UP in the last event */
+        double t_stats; /* monotonic seconds of the last event (0: none yet) */
+        int down;       /* the last transition reported was "unreachable" */
+} sc_kafka_reach_t;
+/* Before rd_kafka_new: statistics.interval.ms 1000 on kc unless conf's kafka
+ * settings name it (0 there turns the tracking off: always reachable), and
+ * cb, whose opaque is the client's, as kc's statistics callback. */
+sc_err_t sc_kafka_reach_conf(sc_kafka_reach_t *r, rd_kafka_conf_t *kc, const sc_conf_t *conf,
+                             int (*cb)(rd_kafka_t *, char *, size_t, void *), char *errstr,
+                             size_t errstr_size);
+/* Reads one statistics event (from the callback); returns the line to log
+ * when it turned the client unreachable (*level 4) or reachable again
+ * (*level 5), NULL when neither. */
+const char *sc_kafka_reach_event(sc_kafka_reach_t *r, const char *json, size_t len, int *level);
+/* 1 when the last event, within 5 s, showed a broker UP (or tracking is
+ * off); 0 when it showed none, or no event came for 5 s (or none yet). */
+int sc_kafka_reach_ok(const sc_kafka_reach_t *r);
+
 /* A file descriptor that turns readable when any watched client has
  * something to serve (a message, a delivery report, a rebalance), so that a
  * loop over several clients sleeps until the first of them has work instead

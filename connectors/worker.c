@@ -392,6 +392,16 @@ static int sc_wk_unassigned(const sc_worker_t *w)
         return w->src && sc_kafka_source_stats(w->src)->ks_partitions == 0;
 }
 
+/* 1 for a member whose assigned partitions hold records and whose position
+ * is at their ends (a worker restarted on a feed it had read to its end):
+ * it idles from its assignment although it received nothing. */
+static int sc_wk_caught_up(sc_worker_t *w)
+{
+        int64_t ends = 0;
+        return w->src && sc_kafka_source_stats(w->src)->ks_partitions > 0 &&
+               sc_kafka_source_lag_ends(w->src, &ends) == 0 && ends > 0;
+}
+
 static void sc_wk_check_stop(sc_worker_t *w, double t)
 {
         const sc_conf_worker_t *wc = &w->conf->worker;
@@ -403,12 +413,17 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
                 idle *= 3;
         if (w->stopped)
                 return;
+        /* Idle time counts only while a broker answers: an outage says
+         * nothing about whether the topics are idle. */
+        if (w->src && !sc_kafka_source_reachable(w->src))
+                w->t_unreach = t;
+        double quiet_since = fmax(w->t_rx, w->t_unreach);
         if (wc->duration > 0 && t - w->t0 >= wc->duration)
                 sc_worker_stop(w, "duration");
         else if (wc->max_samples > 0 && w->samples >= (uint64_t)wc->max_samples)
                 sc_worker_stop(w, "max-samples");
-        else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) &&
-                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w)) && t - w->t_rx >= idle &&
+        else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) && t - quiet_since >= idle &&
+                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w) || sc_wk_caught_up(w)) &&
                  !sc_wk_left(w))
                 sc_worker_stop(w, "idle");
 }

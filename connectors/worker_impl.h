@@ -119,6 +119,7 @@ struct sc_worker_s {
         int started, draining, stopped, finished;
         const char *reason;
         double t0, t_now, t_rx, t_prog, t_eval, t_commit, t_next;
+        double t_unreach; /* last time no broker was reachable (idle time pauses) */
         uint64_t rebalances;
         size_t in_since;
         /* counters */

@@ -919,7 +919,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_GE(0),
      .desc = "Stop once no record arrived and nothing is left to train for this many seconds "
              "(three times as long while a revocation left no partition assigned and the group "
-             "has not assigned any again); 0 = never (--idle-exit)."},
+             "has not assigned any again). Counted from the last record or rebalance, only while "
+             "a broker is reachable; a restarted worker whose partitions are read to their ends "
+             "counts it from its assignment; 0 = never (--idle-exit)."},
     {.path = "worker.commit_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(worker.commit_interval),

@@ -10,11 +10,7 @@
 # outlasts the outage, so no assignment is lost. SCADLES_KAFKA_NO_RESTART=1
 # skips the broker restart.
 . "$(dirname "$0")/distributed_common.inc"
-if [ -z "${SCADLES_KAFKA:-}" ] || [ "$SCADLES_KAFKA" = unavailable ]; then
-	echo "SCADLES_KAFKA is not set (scripts/kafka.sh up)"
-	exit 77
-fi
-bs=$SCADLES_KAFKA
+need_real_kafka
 root=$(cd "$(dirname "$0")/../.." && pwd)
 run="dr$$x$(date +%s)"
 for w in 0 1; do

@@ -624,8 +624,10 @@ static sc_err_t sc_conf_parse_as(sc_conf_t *conf, const char *json_text, const c
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                        "%s: %s: key given twice (line %d, column %d)", ctx.origin,
                                        dup, jerr.line, jerr.column);
+                char why[JSON_ERROR_TEXT_LENGTH];
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "%s:%d:%d: invalid JSON: %s",
-                               ctx.origin, jerr.line, jerr.column, jerr.text);
+                               ctx.origin, jerr.line, jerr.column,
+                               sc_conf_json_error(jerr.text, why, sizeof(why)));
         }
         if (!json_is_object(root))
                 err = FAIL(&ctx, "$", "expected object, got %s", sc_conf_json_type(root));
@@ -639,6 +641,17 @@ static sc_err_t sc_conf_parse_as(sc_conf_t *conf, const char *json_text, const c
                 sc_conf_defaults(conf);
         }
         return err;
+}
+
+const char *sc_conf_json_error(const char *text, char *buf, size_t size)
+{
+        /* jansson ends its text with " near '<token>'" (or " near end of
+         * file"): the token may be part of a secret, and the line and
+         * column locate it without it. */
+        const char *near = strstr(text, " near '");
+        int n = near ? (int)(near - text) : (int)strlen(text);
+        snprintf(buf, size, "%.*s", n, text);
+        return buf;
 }
 
 sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,

@@ -301,6 +301,11 @@ sc_err_t sc_conf_describe_sections(const char *sections, char **textp, char *err
 /* Name of the i-th property of the table ("optim.lr", list element keys as
  * "model.layers[].units"); NULL when i is past the end. */
 const char *sc_conf_prop_name(size_t i);
+/* jansson's error text (json_error_t.text) without the token it quotes ("invalid escape", not
+ * "invalid escape near '\"Hunter2\\q'"): a configuration's values may be
+ * secrets, and the line and column locate the error. Returns buf. */
+const char *sc_conf_json_error(const char *jansson_text, char *buf, size_t size);
+
 /* The resolved configuration as indented JSON that sc_conf_parse reads back
  * to the same values, except that secret kafka values (sc_conf_kafka_secret)
  * read SC_CONF_REDACTED. Caller frees; NULL if out of memory. */

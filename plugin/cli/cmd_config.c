@@ -110,6 +110,39 @@ static int sc_config_is_sim(const char *path)
         return sim;
 }
 
+/* What only a client checks: a throwaway producer and consumer built with
+ * the resolved kafka settings and destroyed at once (nothing is sent), so a
+ * SASL mechanism librdkafka does not know or an ssl.ca.location it cannot
+ * read fails here rather than in the first process that starts. */
+static sc_err_t sc_config_clients(const sc_conf_t *conf, char *why, size_t why_size)
+{
+        static const rd_kafka_type_t types[] = {RD_KAFKA_PRODUCER, RD_KAFKA_CONSUMER};
+        static const char *const sect[] = {"kafka_producer", "kafka_consumer"};
+        for (int i = 0; i < 2; i++) {
+                rd_kafka_conf_t *kc = NULL;
+                char err[512];
+                sc_err_t e = sc_kafka_client_conf(&kc, conf, types[i], NULL, why, why_size);
+                if (e)
+                        return e;
+                /* Warnings and errors only: a file without bootstrap.servers
+                 * (given by -b where it runs) draws a notice otherwise. */
+                (void)rd_kafka_conf_set(kc, "log_level", "4", err, sizeof(err));
+                /* No broker to dial: the client is only built. */
+                (void)rd_kafka_conf_set(kc, "bootstrap.servers", "", err, sizeof(err));
+                rd_kafka_t *rk = rd_kafka_new(types[i], kc, err, sizeof(err));
+                if (!rk) {
+                        rd_kafka_conf_destroy(kc);
+                        snprintf(why, why_size,
+                                 "$.kafka / $.%s: librdkafka refuses a client with these "
+                                 "settings: %s",
+                                 sect[i], err);
+                        return SC_ERR_CONFIG;
+                }
+                rd_kafka_destroy(rk);
+        }
+        return SC_OK;
+}
+
 /* --check: the file (or the defaults) with the overrides, checked. */
 static int sc_config_check(const sc_cli_conf_opts_t *co)
 {
@@ -135,6 +168,8 @@ static int sc_config_check(const sc_cli_conf_opts_t *co)
         if (!err)
                 err = sc_kafka_conf_check((const json_t *)conf.kafka_producer, "$.kafka_producer",
                                           why, sizeof(why));
+        if (!err)
+                err = sc_config_clients(&conf, why, sizeof(why));
         if (err) {
                 fprintf(stderr, "scadles config: %s: %s\n", conf.origin, why);
                 sc_conf_free(&conf);

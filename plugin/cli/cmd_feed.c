@@ -421,12 +421,13 @@ static rd_kafka_conf_t *sc_feed_conf(const sc_feed_t *f)
                 json_error_t jerr;
                 json_t *root = json_load_file(f->co.config, 0, &jerr);
                 if (!root) {
+                        char why[JSON_ERROR_TEXT_LENGTH];
+                        sc_conf_json_error(jerr.text, why, sizeof(why));
                         if (jerr.line > 0)
                                 fprintf(stderr, "scadles feed: %s:%d:%d: %s\n", f->co.config,
-                                        jerr.line, jerr.column, jerr.text);
+                                        jerr.line, jerr.column, why);
                         else
-                                fprintf(stderr, "scadles feed: -c %s: %s\n", f->co.config,
-                                        jerr.text);
+                                fprintf(stderr, "scadles feed: -c %s: %s\n", f->co.config, why);
                         rd_kafka_conf_destroy(conf);
                         return NULL;
                 }

@@ -93,14 +93,39 @@ grep -qF '$.kafka.acks:' "$T/err" || fail "kafka value message: $(cat "$T/err")"
 grep -qF 'override: $.source.pattern: not a POSIX extended regex' "$T/err" ||
 	fail "regex message: $(cat "$T/err")"
 "$S" config --check --set 'source.pattern=^sensor-(a|b)$' >/dev/null || fail "good regex"
+# A back-reference makes matching exponential in a topic name's length.
+"$S" config --check --set 'source.pattern=^(.*)(.*)(.*)(.*)(.*)(.*)\6\5\4\3\2\1x' 2> "$T/err" >/dev/null
+[ $? -eq 2 ] && grep -qF '$.source.pattern: a back-reference' "$T/err" ||
+	fail "a back-reference in source.pattern: $(cat "$T/err")"
+# What only a client checks: a throwaway producer and consumer are built.
+"$S" config --check --set kafka.security.protocol=sasl_plaintext --set kafka.sasl.mechanisms=NOPE \
+	2> "$T/err" >/dev/null
+[ $? -eq 2 ] && grep -qF 'librdkafka refuses a client with these settings: Unsupported SASL mechanism: NOPE' "$T/err" ||
+	fail "an unknown SASL mechanism: $(cat "$T/err")"
+"$S" config --check --set kafka.security.protocol=ssl --set kafka.ssl.ca.location="$T/no-ca.pem" \
+	2> "$T/err" >/dev/null
+[ $? -eq 2 ] && grep -qF 'ssl.ca.location failed' "$T/err" || fail "a missing CA file: $(cat "$T/err")"
+# A JSON syntax error names line and column, not the value at them.
+printf '{"kafka": {"sasl.password": "Hunter2\\q"}}' > "$T/secret.json"
+"$S" config --check -c "$T/secret.json" 2> "$T/err" >/dev/null
+[ $? -eq 2 ] && grep -qF 'secret.json:1:' "$T/err" && ! grep -q Hunter2 "$T/err" ||
+	fail "a parse error quoted a secret: $(cat "$T/err")"
 
-# Secrets never print: passwords, secrets and private key material.
+# Secrets never print: passwords, secrets and private key material (a real
+# key and certificate: the throwaway client loads them).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=t -days 2 \
+	-keyout "$T/k.pem" -out "$T/c.pem" 2>/dev/null || fail "openssl could not make a key"
 "$S" config --check --set kafka.security.protocol=sasl_ssl --set kafka.sasl.mechanisms=SCRAM-SHA-256 \
 	--set kafka.sasl.username=u --set kafka.sasl.password=pw-s3cret-1 \
 	--set kafka.ssl.key.password=pw-s3cret-2 --set kafka.ssl.keystore.password=pw-s3cret-3 \
-	--set 'kafka.ssl.key.pem=-----BEGIN PRIVATE KEY-----pw-s3cret-4' > "$T/out" 2>&1 ||
-	fail "secrets config: $(cat "$T/out")"
+	--set "kafka.ssl.key.pem=$(cat "$T/k.pem")" --set "kafka.ssl.certificate.pem=$(cat "$T/c.pem")" \
+	> "$T/out" 2>&1 || fail "secrets config: $(cat "$T/out")"
 ! grep -q 'pw-s3cret' "$T/out" || fail "a secret was printed: $(grep pw-s3cret "$T/out")"
+! grep -qF "$(sed -n 2p "$T/k.pem")" "$T/out" || fail "private key material was printed"
+# ... nor when librdkafka refuses the key: its error names no key bytes.
+"$S" config --check --set kafka.security.protocol=ssl \
+	--set 'kafka.ssl.key.pem=-----BEGIN PRIVATE KEY-----pw-s3cret-4' > "$T/out2" 2>&1
+[ $? -eq 2 ] && ! grep -q 'pw-s3cret' "$T/out2" || fail "a refused key: $(cat "$T/out2")"
 [ "$(grep -c '"(redacted)"' "$T/out")" -eq 4 ] || fail "4 redacted values expected: $(cat "$T/out")"
 grep -qF '"sasl.username": "u"' "$T/out" || fail "non-secret values stay"
 echo "config_cli: ok"

@@ -52,6 +52,25 @@ static void keys_are_per_signer(void **state)
         assert_memory_not_equal(a, e, 32); /* another job, same key */
 }
 
+/* The derivation docs/WIRE.md and docs/SECURITY.md give, byte for byte:
+ * HMAC-SHA256(job key, label NUL job NUL [u32le(worker)]). */
+static void keys_are_derived_as_documented(void **state)
+{
+        static const uint8_t worker_msg[] = {'s', 'c', 'a', 'd', 'l', 'e', 's', '-',
+                                             'w', 'o', 'r', 'k', 'e', 'r', 0,   'j',
+                                             'o', 'b', 0,   7,   0,   0,   0};
+        static const char agg_msg[] = "scadles-aggregator\0job"; /* + the final NUL */
+        uint8_t got[32], want[32];
+        (void)state;
+        sc_auth_derive(job_key, strlen(job_key), "job", 7, got);
+        sc_wire_hmac_sha256(job_key, strlen(job_key), worker_msg, sizeof(worker_msg), NULL, 0,
+                            want);
+        assert_memory_equal(got, want, 32);
+        sc_auth_derive(job_key, strlen(job_key), "job", SC_AUTH_AGGREGATOR, got);
+        sc_wire_hmac_sha256(job_key, strlen(job_key), agg_msg, sizeof(agg_msg), NULL, 0, want);
+        assert_memory_equal(got, want, 32);
+}
+
 static void reader_requires_the_signers_tag(void **state)
 {
         sc_auth_t auth = {0}, off = {0};
@@ -175,6 +194,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(keys_are_per_signer),
+            cmocka_unit_test(keys_are_derived_as_documented),
             cmocka_unit_test(reader_requires_the_signers_tag),
             cmocka_unit_test(job_key_from_file_or_env),
         };

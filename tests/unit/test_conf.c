@@ -411,6 +411,10 @@ static void overrides(void **state)
         set_fails(&c, "source.pattern=^((((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
                   "$.source.pattern: too many repetitions");
         set_fails(&c, "source.pattern=^a{32767}{32767}", "$.source.pattern: too many repetitions");
+        set_fails(&c, "source.pattern=^(.*)(.*)(.*)(.*)(.*)(.*)\\6\\5\\4\\3\\2\\1x",
+                  "$.source.pattern: a back-reference");
+        set_fails(&c, "source.pattern=^(dev)-\\1$", "$.source.pattern: a back-reference");
+        set_ok(&c, "source.pattern=^dev-[\\1]\\.x\\\\1$"); /* in brackets, or an escaped \ */
         set_ok(&c, "source.pattern=^dev-[0-9]{1,3}\\.(temp|hum)+[[:alpha:]+*]*\\+$");
         set_ok(&c, "source.pattern=");
         /* The origin survives overrides (for later model errors). */
@@ -514,6 +518,25 @@ static void describe_lists_every_property(void **state)
 
 /* Whether a section was named (the worker is distributed when the job
  * section is): by the file, or by an override of the section or a key. */
+/* A JSON syntax error names line and column but not the text at it: a
+ * value there may be a secret. */
+static void parse_errors_quote_no_value(void **state)
+{
+        sc_conf_t c;
+        char err[512];
+        (void)state;
+        assert_int_equal(sc_conf_parse(&c, "{\"kafka\": {\"sasl.password\": \"Hunter2\\q\"}}", "t",
+                                       err, sizeof(err)),
+                         SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "t:1:"));
+        assert_non_null(strstr(err, "invalid escape"));
+        assert_null(strstr(err, "Hunter2"));
+        assert_int_equal(
+            sc_conf_parse(&c, "{\"kafka\": {\"sasl.password\": \"s3cr", "t", err, sizeof(err)),
+            SC_ERR_CONFIG);
+        assert_null(strstr(err, "s3cr"));
+}
+
 static void sections_given(void **state)
 {
         sc_conf_t c;
@@ -664,6 +687,7 @@ int main(void)
             cmocka_unit_test(committed_docs_match_the_table),
             cmocka_unit_test(embedding_properties),
             cmocka_unit_test(sections_given),
+            cmocka_unit_test(parse_errors_quote_no_value),
             cmocka_unit_test(embedded_specs_default_as_the_modules),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -383,8 +383,7 @@ sc_err_t sc_kafka_reach_conf(sc_kafka_reach_t *r, rd_kafka_conf_t *kc, const sc_
         char val[32];
         size_t vs = sizeof(val);
         memset(r, 0, sizeof(*r));
-        if (!json_object_get(conf->kafka, key) && !json_object_get(conf->kafka_consumer, key) &&
-            !json_object_get(conf->kafka_producer, key)) {
+        if (!json_object_get(conf->kafka, key) && !json_object_get(conf->kafka_consumer, key)) {
                 sc_err_t err = sc_kafka_conf_set(kc, key, "1000", key, errstr, errstr_size);
                 if (err)
                         return err;
@@ -398,10 +397,15 @@ const char *sc_kafka_reach_event(sc_kafka_reach_t *r, const char *json, size_t l
 {
         json_error_t jerr;
         json_t *root = json_loadb(json, len, 0, &jerr);
+        json_t *brokers = json_object_get(root, "brokers");
         const char *name;
         json_t *b;
         int up = 0;
-        json_object_foreach(json_object_get(root, "brokers"), name, b)
+        if (!json_is_object(brokers)) { /* not an event this reads: says nothing */
+                json_decref(root);
+                return NULL;
+        }
+        json_object_foreach(brokers, name, b)
         {
                 json_int_t id = json_integer_value(json_object_get(b, "nodeid"));
                 const char *st = json_string_value(json_object_get(b, "state"));

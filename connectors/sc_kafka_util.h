@@ -208,8 +208,9 @@ typedef struct sc_kafka_reach {
         double t_stats; /* monotonic seconds of the last event (0: none yet) */
         int down;       /* the last transition reported was "unreachable" */
 } sc_kafka_reach_t;
-/* Before rd_kafka_new: statistics.interval.ms 1000 on kc unless conf's kafka
- * settings name it (0 there turns the tracking off: always reachable), and
+/* Before rd_kafka_new on a consumer's kc: statistics.interval.ms 1000 unless
+ * $.kafka or $.kafka_consumer name it (0 there turns the tracking off: always
+ * reachable), and
  * cb, whose opaque is the client's, as kc's statistics callback. */
 sc_err_t sc_kafka_reach_conf(sc_kafka_reach_t *r, rd_kafka_conf_t *kc, const sc_conf_t *conf,
                              int (*cb)(rd_kafka_t *, char *, size_t, void *), char *errstr,

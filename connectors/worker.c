@@ -394,12 +394,17 @@ static int sc_wk_unassigned(const sc_worker_t *w)
 
 /* 1 for a member whose assigned partitions hold records and whose position
  * is at their ends (a worker restarted on a feed it had read to its end):
- * it idles from its assignment although it received nothing. */
-static int sc_wk_caught_up(sc_worker_t *w)
+ * it idles from its assignment although it received nothing. Asked once a
+ * second at most (it copies the assignment); the answer is kept between. */
+static int sc_wk_caught_up(sc_worker_t *w, double t)
 {
+        if (t - w->t_caught < 1.0)
+                return w->caught;
         int64_t ends = 0;
-        return w->src && sc_kafka_source_stats(w->src)->ks_partitions > 0 &&
-               sc_kafka_source_lag_ends(w->src, &ends) == 0 && ends > 0;
+        w->t_caught = t;
+        w->caught = w->src && sc_kafka_source_stats(w->src)->ks_partitions > 0 &&
+                    sc_kafka_source_lag_ends(w->src, &ends) == 0 && ends > 0;
+        return w->caught;
 }
 
 static void sc_wk_check_stop(sc_worker_t *w, double t)
@@ -423,7 +428,7 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
         else if (wc->max_samples > 0 && w->samples >= (uint64_t)wc->max_samples)
                 sc_worker_stop(w, "max-samples");
         else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) && t - quiet_since >= idle &&
-                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w) || sc_wk_caught_up(w)) &&
+                 (w->steps + w->in_since > 0 || sc_wk_unassigned(w) || sc_wk_caught_up(w, t)) &&
                  !sc_wk_left(w))
                 sc_worker_stop(w, "idle");
 }

@@ -120,6 +120,8 @@ struct sc_worker_s {
         const char *reason;
         double t0, t_now, t_rx, t_prog, t_eval, t_commit, t_next;
         double t_unreach; /* last time no broker was reachable (idle time pauses) */
+        double t_caught;  /* last sc_wk_caught_up answer (asked once a second at most) */
+        int caught;
         uint64_t rebalances;
         size_t in_since;
         /* counters */

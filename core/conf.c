@@ -162,41 +162,17 @@ static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode
  * pattern like "((a)+)+..." from taking gigabytes and minutes to compile.
  * *adjacent is set for a repetition operator right after another ("a+*",
  * "a++": undefined in POSIX, and the fastest way to blow up glibc's
- * epsilon closures). Counting stops past SC_CONF_REGEX_NODES. */
+ * epsilon closures). *backref is set for a back-reference (\1 .. \9
+ * outside a bracket expression): glibc matches those by backtracking,
+ * exponential in the subject's length (one 56-character topic name took
+ * 24 s against "^(.*)(.*)(.*)(.*)(.*)(.*)\6\5\4\3\2\1x"), and a topic
+ * pattern never needs one. Counting stops past SC_CONF_REGEX_NODES. */
 #define SC_CONF_REGEX_NODES 2000.0
-
-/* 1 when p holds a back-reference (\1 .. \9 outside a bracket expression):
- * glibc matches those by backtracking, exponential in the subject's length
- * (one 56-character topic name took 24 s against
- * "^(.*)(.*)(.*)(.*)(.*)(.*)\6\5\4\3\2\1x"), and a topic pattern never
- * needs one. */
-static int sc_conf_regex_backref(const char *p)
-{
-        for (; *p; p++) {
-                if (*p == '\\') {
-                        if (p[1] >= '1' && p[1] <= '9')
-                                return 1;
-                        if (p[1])
-                                p++;
-                } else if (*p == '[') {
-                        p++;
-                        if (*p == '^')
-                                p++;
-                        if (*p == ']')
-                                p++;
-                        while (*p && *p != ']')
-                                p++;
-                        if (!*p)
-                                return 0;
-                }
-        }
-        return 0;
-}
-static double sc_conf_regex_nodes(const char *p, int *adjacent)
+static double sc_conf_regex_nodes(const char *p, int *adjacent, int *backref)
 {
         double outer[SC_CONF_TOPIC_MAX], sum = 0, last = 0;
         int depth = 0, rep = 0, prev = 0;
-        *adjacent = 0;
+        *adjacent = *backref = 0;
         for (; *p && sum <= SC_CONF_REGEX_NODES; p++, prev = rep) {
                 rep = *p == '*' || *p == '+' || *p == '?' ||
                       (*p == '{' && p[1] >= '0' && p[1] <= '9');
@@ -206,6 +182,8 @@ static double sc_conf_regex_nodes(const char *p, int *adjacent)
                 }
                 switch (*p) {
                 case '\\':
+                        if (p[1] >= '1' && p[1] <= '9')
+                                *backref = 1;
                         if (p[1])
                                 p++;
                         sum += 1, last = 1;
@@ -312,14 +290,14 @@ static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, 
                                     "a topic pattern starts with \"^\" (got \"%s\")",
                                     conf->source.pattern);
         if (conf->source.pattern[0]) {
-                int adjacent;
-                double nodes = sc_conf_regex_nodes(conf->source.pattern, &adjacent);
+                int adjacent, backref;
+                double nodes = sc_conf_regex_nodes(conf->source.pattern, &adjacent, &backref);
                 if (adjacent)
                         return sc_conf_fail(errstr, errstr_size, o, "$.source.pattern",
                                             "two repetition operators in a row (as in \"a+*\"; "
                                             "POSIX leaves them undefined): \"%s\"",
                                             conf->source.pattern);
-                if (sc_conf_regex_backref(conf->source.pattern))
+                if (backref)
                         return sc_conf_fail(errstr, errstr_size, o, "$.source.pattern",
                                             "a back-reference (\\1 .. \\9) makes matching a "
                                             "topic name exponential in its length; a topic "

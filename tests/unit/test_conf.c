@@ -415,6 +415,7 @@ static void overrides(void **state)
                   "$.source.pattern: a back-reference");
         set_fails(&c, "source.pattern=^(dev)-\\1$", "$.source.pattern: a back-reference");
         set_ok(&c, "source.pattern=^dev-[\\1]\\.x\\\\1$"); /* in brackets, or an escaped \ */
+        set_ok(&c, "source.pattern=^dev-[[:alpha:]\\1]$"); /* after a class, still in brackets */
         set_ok(&c, "source.pattern=^dev-[0-9]{1,3}\\.(temp|hum)+[[:alpha:]+*]*\\+$");
         set_ok(&c, "source.pattern=");
         /* The origin survives overrides (for later model errors). */

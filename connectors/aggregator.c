@@ -102,8 +102,13 @@ static void sc_agg_model_reject(void *opaque, const char *topic, int32_t partiti
 
 static void sc_agg_apply_live(sc_aggregator_t *agg, sc_agg_shard_t *s)
 {
+        double now = sc_agg_now();
         for (int w = 0; w < agg->nworkers; w++)
-                sc_server_set_live(s->srv, (uint32_t)w, agg->live[w], NULL);
+                sc_server_set_live(
+                    s->srv, (uint32_t)w,
+                    sc_job_members_live_on(agg->job, w, sc_server_applied_seq(s->srv, (uint32_t)w),
+                                           now),
+                    NULL);
 }
 
 /* Takes shard p: restores the latest usable J.model record or starts from
@@ -385,22 +390,33 @@ static void sc_agg_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
 
 /* ---- membership ---------------------------------------------------------- */
 
-static void sc_agg_set_live(sc_aggregator_t *agg, int w, int live)
+/* Worker w's membership on every held shard: live while it has not left
+ * and was heard within the session timeout, and after a leave until the
+ * shard has the updates the worker sent before it (they travel on J.grad,
+ * the leave on J.ctl). Logged when the worker's standing changes. */
+static void sc_agg_set_live(sc_aggregator_t *agg, int w, double now)
 {
-        if (agg->live[w] == live)
-                return;
-        agg->live[w] = (uint8_t)live;
-        sc_agg_log(agg, 6, "worker %d %s", w,
-                   live ? "is live" : "left the barriers (silent or leaving)");
+        int any = sc_job_members_live(agg->job, w, now);
         for (int p = 0; p < agg->nshards; p++) {
+                sc_agg_shard_t *s = &agg->shards[p];
                 sc_apply_result_t res = {0};
-                if (!agg->shards[p].held)
+                if (!s->held)
                         continue;
-                sc_server_set_live(agg->shards[p].srv, (uint32_t)w, live, &res);
+                int live = sc_job_members_live_on(agg->job, w,
+                                                  sc_server_applied_seq(s->srv, (uint32_t)w), now);
+                any |= live;
+                if (live == sc_server_live(s->srv, (uint32_t)w))
+                        continue;
+                sc_server_set_live(s->srv, (uint32_t)w, live, &res);
                 /* A round closed by a leave goes out now, not at the next tick. */
                 if (res.stepped && agg->publish_every)
                         sc_agg_bcast(agg, p);
         }
+        if (agg->live[w] == any)
+                return;
+        agg->live[w] = (uint8_t)any;
+        sc_agg_log(agg, 6, "worker %d %s", w,
+                   any ? "is live" : "left the barriers (silent or leaving)");
 }
 
 static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, double now)
@@ -442,7 +458,7 @@ static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, d
 static void sc_agg_membership(sc_aggregator_t *agg, double now)
 {
         for (int w = 0; w < agg->nworkers; w++)
-                sc_agg_set_live(agg, w, sc_job_members_live(agg->job, w, now));
+                sc_agg_set_live(agg, w, now);
 }
 
 /* ---- parking --------------------------------------------------------- */
@@ -562,6 +578,7 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         if (res.status == SC_APPLY_AHEAD)
                 return; /* not the worker's: no sign of life, no publication */
         if (res.status == SC_APPLY_APPLIED) {
+                agg->late += (uint64_t)res.late;
                 if (!agg->applied++)
                         agg->first_update = now;
                 agg->last_update = now;
@@ -570,9 +587,8 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         else if (res.status == SC_APPLY_STALE)
                 agg->stale++;
         agg->steps += (uint64_t)res.stepped;
-        sc_job_members_heard(agg->job, (int)wu->worker, now);
-        if (!agg->live[wu->worker])
-                sc_agg_set_live(agg, (int)wu->worker, 1);
+        sc_job_members_heard(agg->job, (int)wu->worker, wu->seq, now);
+        sc_agg_set_live(agg, (int)wu->worker, now);
         if (res.stepped && agg->publish_every)
                 sc_agg_bcast(agg, p);
 }

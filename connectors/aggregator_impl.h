@@ -78,8 +78,8 @@ struct sc_aggregator {
         int round_based, publish_every;
         uint64_t rej[SC_REJ__END];
         uint64_t records, bytes_in, bytes_out, publishes, publish_failed, applied, duplicates,
-            stale, lost, ctl_records, restored, initialized, assigned, revoked, lost_assignments,
-            parks, steps, bcasts, bcast_keys, bcast_bytes, bcast_failed;
+            stale, late, lost, ctl_records, restored, initialized, assigned, revoked,
+            lost_assignments, parks, steps, bcasts, bcast_keys, bcast_bytes, bcast_failed;
         double t0, last_record, last_progress, first_assign;
         double t_unreach;                 /* last time no broker was reachable (idle time pauses) */
         sc_kafka_reach_t reach;           /* the group consumer's broker reachability */

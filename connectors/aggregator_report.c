@@ -107,13 +107,13 @@ void sc_agg_progress(sc_aggregator_t *agg, double now)
                 live += agg->live[w];
         sc_agg_log(agg, 6,
                    "progress: t=%.1fs applied=%llu (%.1f/s) shards=[%s] in=%.2fMB out=%.2fMB "
-                   "published=%llu rejected=%llu dup=%llu stale=%llu live=%d/%d",
+                   "published=%llu rejected=%llu dup=%llu stale=%llu late=%llu live=%d/%d",
                    now - agg->t0, (unsigned long long)agg->applied,
                    dt > 0 ? (double)(agg->applied - agg->progress_applied) / dt : 0.0, shards,
                    (double)agg->bytes_in / 1e6, (double)agg->bytes_out / 1e6,
                    (unsigned long long)agg->publishes, (unsigned long long)rej,
-                   (unsigned long long)agg->duplicates, (unsigned long long)agg->stale, live,
-                   agg->nworkers);
+                   (unsigned long long)agg->duplicates, (unsigned long long)agg->stale,
+                   (unsigned long long)agg->late, live, agg->nworkers);
         agg->last_progress = now;
         agg->progress_applied = agg->applied;
 }
@@ -155,6 +155,7 @@ char *sc_aggregator_summary(const sc_aggregator_t *agg)
         }
         json_object_set_new(o, "duplicates", json_integer((json_int_t)agg->duplicates));
         json_object_set_new(o, "stale", json_integer((json_int_t)agg->stale));
+        json_object_set_new(o, "late", json_integer((json_int_t)agg->late));
         json_object_set_new(o, "parked", json_integer((json_int_t)agg->parks));
         json_object_set_new(o, "steps", json_integer((json_int_t)agg->steps));
         json_object_set_new(o, "rejected_total", json_integer((json_int_t)rtot));

@@ -367,8 +367,7 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
         return SC_OK;
 }
 
-/* 1 while a batch can still form from what is buffered (once draining). */
-static int sc_wk_left(sc_worker_t *w)
+int sc_wk_holds_batch(sc_worker_t *w)
 {
         sc_batcher_t *bt = sc_wk_batcher(w);
         if (!bt)
@@ -429,7 +428,7 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
                 sc_worker_stop(w, "max-samples");
         else if (wc->idle_exit > 0 && (w->rebalances > 0 || !w->src) && t - quiet_since >= idle &&
                  (w->steps + w->in_since > 0 || sc_wk_unassigned(w) || sc_wk_caught_up(w, t)) &&
-                 !sc_wk_left(w))
+                 !sc_wk_holds_batch(w))
                 sc_worker_stop(w, "idle");
 }
 

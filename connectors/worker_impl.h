@@ -73,8 +73,9 @@ struct sc_wk_job {
         sc_wj_pend_t *pend_head, *pend_tail;
         sc_wj_pend_t *pend_free; /* delivered steps' records, reused by the next sends */
         double t_hb;
-        int away;       /* left the barriers: no data to train (sc_wj_barrier) */
-        uint64_t aways; /* times it left */
+        int away;        /* left the barriers: no data to train (sc_wj_barrier) */
+        double t_cannot; /* since when no batch can form (-1: one can) */
+        uint64_t aways;  /* times it left */
         /* injection pool: foreign samples, one ring per sending worker */
         sc_mix_shared_t *pool;
         int *draw_src;      /* (tcap) scratch: the source of each sample drawn */
@@ -145,6 +146,8 @@ struct sc_worker_s {
 void sc_wk_logf(sc_worker_t *w, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 sc_batcher_t *sc_wk_batcher(sc_worker_t *w);
+/* 1 while what is buffered (and pooled foreign samples) makes a batch. */
+int sc_wk_holds_batch(sc_worker_t *w);
 sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size);
 /* Takes the ready batch, mixes in foreign samples, computes the gradient
  * (and, local_step, applies it with the local optimizer). *idp = the batch,

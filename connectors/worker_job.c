@@ -346,6 +346,7 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                                     errstr_size)))
                 return err;
         j->seq_base = scanned;
+        j->t_cannot = -1;
         if ((err = sc_wj_ctl(w, SC_WIRE_CTL_JOIN, errstr, errstr_size)))
                 return err;
         sc_wk_logf(w, 6, "worker %d of job %s: %d shards, policy %s, codec %s%s", w->spec.worker_id,
@@ -636,16 +637,24 @@ fail:
         return err;
 }
 
-/* Membership follows the data: a worker with nothing to train (no input
- * partitions, or its streams went quiet and no batch can form) sends leave,
- * so no round waits for it, and join once a batch can form again (rounds
- * wait for it from the next one). While away it sends no heartbeat. */
+/* Membership follows the data: a worker that cannot form a batch (no input
+ * partition, or its input went quiet and it buffers less than a batch) for
+ * job.leave_grace seconds sends leave, so no round waits for it, and join
+ * once a batch can form again (rounds wait for it from the next one). It
+ * never leaves while it holds a batch's worth of samples: input paused by
+ * backpressure, or a rate window not yet over, is not "no data". The leave
+ * names the last seq sent, so each shard applies that update before the
+ * leave takes effect there. While away it sends no heartbeat. */
 static sc_err_t sc_wj_barrier(sc_worker_t *w, double now, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
-        sc_batcher_t *bt = sc_wk_batcher(w);
         int unassigned = w->src && sc_kafka_source_stats(w->src)->ks_partitions == 0;
-        int nodata = unassigned || (w->draining && (!bt || !sc_batcher_ready(bt, now, NULL)));
+        int cannot = !sc_wk_holds_batch(w) && (unassigned || w->draining);
+        if (!cannot)
+                j->t_cannot = -1;
+        else if (j->t_cannot < 0)
+                j->t_cannot = now;
+        int nodata = cannot && now - j->t_cannot >= w->conf->job.leave_grace;
         if (nodata == j->away || w->stopped)
                 return SC_OK;
         sc_err_t err =

@@ -1003,7 +1003,10 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(job.sync.staleness),
      .def = "40",
      R_IN(0, 1 << 30),
-     .desc = "ssp: staleness bound s in worker clocks."},
+     .desc = "ssp: staleness bound s in worker clocks. Round policies (bsp, scadles, "
+             "localsgd): the most versions behind a round update may be and still join the "
+             "current round (a worker rejoining while a round closed without it); older ones "
+             "are consumed as stale."},
     {.path = "job.sync.local_steps",
      .type = SC_CONF_INT,
      .offset = C(job.sync.local_steps),
@@ -1130,6 +1133,15 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "1",
      R_GT(0),
      .desc = "Seconds between a worker's heartbeats on J.ctl."},
+    {.path = "job.leave_grace",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.leave_grace),
+     .def = "2",
+     R_GE(0),
+     .desc = "Seconds a worker goes unable to form a batch (no input partition, or its input "
+             "quiet and less than a batch buffered) before it leaves the barriers (the rounds "
+             "of bsp, scadles and localsgd, ssp's slowest clock); never while it holds a "
+             "batch's worth of samples. It joins again once a batch can form."},
     {.path = "job.session_timeout",
      .type = SC_CONF_DOUBLE,
      .offset = C(job.session_timeout),

@@ -20,9 +20,10 @@ struct sc_job_s {
         float *val, *dense;
         sc_wire_applied_t *applied; /* (workers) a broadcast's applied-seq vector */
         int nworkers;
-        double *heard;   /* (workers) when each was last heard, the driver's clock */
-        int64_t *ctl_ts; /* (workers) signed control: the newest timestamp */
-        uint8_t *left;   /* (workers) said leave and was not heard since */
+        double *heard;        /* (workers) when each was last heard, the driver's clock */
+        int64_t *ctl_ts;      /* (workers) signed control: the newest timestamp */
+        uint8_t *left;        /* (workers) said leave and was not heard since */
+        uint64_t *left_clock; /* (workers) the last seq sent before the leave */
 };
 
 void sc_job_shard_range(size_t n, int shards, int shard, size_t *beginp, size_t *endp)
@@ -103,6 +104,7 @@ void sc_job_destroy(sc_job_t *job)
         free(job->heard);
         free(job->ctl_ts);
         free(job->left);
+        free(job->left_clock);
         free(job);
 }
 
@@ -142,7 +144,8 @@ sc_err_t sc_job_new(sc_job_t **jobp, const sc_job_spec_t *spec, const sc_conf_t 
             !(job->applied = calloc((size_t)job->nworkers, sizeof(*job->applied))) ||
             !(job->heard = calloc((size_t)job->nworkers, sizeof(*job->heard))) ||
             !(job->ctl_ts = calloc((size_t)job->nworkers, sizeof(*job->ctl_ts))) ||
-            !(job->left = calloc((size_t)job->nworkers, 1))) {
+            !(job->left = calloc((size_t)job->nworkers, 1)) ||
+            !(job->left_clock = calloc((size_t)job->nworkers, sizeof(*job->left_clock)))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                 goto out;
         }
@@ -361,6 +364,18 @@ void sc_job_members_start(sc_job_t *job, double now)
         }
 }
 
+/* A control message's clock field (the last seq its worker sent), 0 when
+ * absent or not a count. */
+static uint64_t sc_job_ctl_clock(const sc_wire_control_t *c)
+{
+        for (uint32_t i = 0; i < c->nfields && i < SC_WIRE_CTL_MAX_FIELDS; i++) {
+                double v = c->fields[i].value;
+                if (c->fields[i].key == SC_WIRE_F_CLOCK)
+                        return v >= 0 && v < 1.8e19 ? (uint64_t)v : 0;
+        }
+        return 0;
+}
+
 int sc_job_members_control(sc_job_t *job, const sc_wire_control_t *c, int is_signed, double sent,
                            char *why, size_t why_size)
 {
@@ -389,6 +404,7 @@ int sc_job_members_control(sc_job_t *job, const sc_wire_control_t *c, int is_sig
                 break;
         case SC_WIRE_CTL_LEAVE:
                 job->left[w] = 1;
+                job->left_clock[w] = sc_job_ctl_clock(c);
                 break;
         default:
                 break;
@@ -396,13 +412,21 @@ int sc_job_members_control(sc_job_t *job, const sc_wire_control_t *c, int is_sig
         return 0;
 }
 
-void sc_job_members_heard(sc_job_t *job, int w, double now)
+void sc_job_members_heard(sc_job_t *job, int w, uint64_t seq, double now)
 {
-        job->left[w] = 0;
+        if (seq > job->left_clock[w])
+                job->left[w] = 0;
         job->heard[w] = now;
 }
 
 int sc_job_members_live(const sc_job_t *job, int w, double now)
 {
         return !job->left[w] && now - job->heard[w] <= job->spec.session_timeout;
+}
+
+int sc_job_members_live_on(const sc_job_t *job, int w, uint64_t seen, double now)
+{
+        if (now - job->heard[w] > job->spec.session_timeout)
+                return 0;
+        return !job->left[w] || seen < job->left_clock[w];
 }

@@ -373,7 +373,14 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
                 goto out;
         }
         r.gap = sc_seqwin_gap(sw, u->seq);
-        if (srv->pol->round_based && (u->t_read < srv->version || srv->got[u->worker])) {
+        /* A round update computed on an older version comes from a worker the
+         * rounds since did not wait for (a rejoiner whose join crossed a
+         * round's close): it joins the current round, up to sync.staleness
+         * versions behind. */
+        uint64_t behind =
+            srv->pol->round_based && u->t_read < srv->version ? srv->version - u->t_read : 0;
+        if (srv->pol->round_based &&
+            (srv->got[u->worker] || behind > (uint64_t)srv->spec.sync.staleness)) {
                 r.status = SC_APPLY_STALE;
                 srv->stats.stale++;
         } else if (sc_server_limit(srv, u0, &lu, &r.clipped, errstr, errstr_size)) {
@@ -389,6 +396,7 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
                         srv->got[u->worker] = SC_GOT_REFUSED;
                 }
                 srv->live[u->worker] = 1;
+                r.late = behind > 0;
                 r.stepped = sc_server_round_close(srv, &r.rolled_back);
         } else {
                 u = &lu;
@@ -406,7 +414,7 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
         }
         if (r.status == SC_APPLY_REJECTED) {
                 srv->stats.rejected++;
-                if (srv->pol->round_based && !srv->got[u->worker] && u->t_read == srv->version) {
+                if (srv->pol->round_based && !srv->got[u->worker] && !r.stepped) {
                         srv->got[u->worker] = SC_GOT_REFUSED;
                         srv->live[u->worker] = 1;
                         r.stepped = sc_server_round_close(srv, &r.rolled_back);
@@ -454,6 +462,11 @@ const float *sc_server_params(const sc_server_t *srv)
 uint64_t sc_server_version(const sc_server_t *srv)
 {
         return srv->version;
+}
+
+int sc_server_live(const sc_server_t *srv, uint32_t worker)
+{
+        return worker < (uint32_t)srv->spec.sync.n_workers && srv->live[worker];
 }
 
 uint64_t sc_server_applied_seq(const sc_server_t *srv, uint32_t worker)

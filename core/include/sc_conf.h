@@ -176,6 +176,7 @@ typedef struct sc_conf_job {
         sc_conf_publish_t publish;
         double snapshot_interval;  /* s between publications (interval / async auto) */
         double heartbeat_interval; /* s between worker heartbeats on J.ctl */
+        double leave_grace;        /* s unable to form a batch before leaving barriers */
         double session_timeout;    /* s of silence after which a worker leaves barriers */
         double progress_interval;  /* s between aggregator progress lines */
         double inject_alpha;       /* worker: probability a batch shares on J.inject */

@@ -162,10 +162,17 @@ void sc_job_members_start(sc_job_t *job, double now);
  * id outside the job, a replay). */
 int sc_job_members_control(sc_job_t *job, const sc_wire_control_t *c, int is_signed, double sent,
                            char *why, size_t why_size);
-/* An update of worker w (a valid id) was applied at now: heard, back. */
-void sc_job_members_heard(sc_job_t *job, int w, double now);
+/* An update of worker w (a valid id) with seq was applied at now: heard,
+ * and back unless it is one the worker sent before its leave. */
+void sc_job_members_heard(sc_job_t *job, int w, uint64_t seq, double now);
 /* 1 if worker w is live at now: it has not left and was heard within the
  * session timeout. */
 int sc_job_members_live(const sc_job_t *job, int w, double now);
+/* 1 if the rounds of a shard that has seen worker w's seqs up to `seen`
+ * (sc_server_applied_seq) still wait for it at now: it was heard within
+ * the session timeout and has not left, or left after a seq this shard has
+ * not seen yet (its update and its leave travel on different topics; the
+ * leave takes effect on each shard once the update is in). */
+int sc_job_members_live_on(const sc_job_t *job, int w, uint64_t seen, double now);
 
 #endif

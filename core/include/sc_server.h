@@ -48,8 +48,9 @@ typedef struct sc_server_s sc_server_t;
 typedef enum sc_apply_status {
         SC_APPLY_APPLIED,   /* the update changed the shard (or joined its round) */
         SC_APPLY_DUPLICATE, /* (worker, seq) was applied before: ignored */
-        SC_APPLY_STALE,     /* round policies: computed against an old round; consumed
-                               (its seq is marked applied) but not aggregated */
+        SC_APPLY_STALE,     /* round policies: the worker's second update of the round, or
+                               one more than sync.staleness versions behind; consumed (its
+                               seq is marked applied) but not aggregated */
         SC_APPLY_REJECTED,  /* refused by the limits (a non-finite value, samples over b_max,
                                norm over max_norm without clip, a step that would make the
                                shard non-finite):
@@ -66,12 +67,14 @@ typedef struct sc_apply_result {
         uint64_t lost;   /* seqs given up as lost (more than 64 ahead) */
         int clipped;     /* the update was scaled down to limits.max_norm */
         int rolled_back; /* the round it closed was undone (non-finite step) */
+        int late;        /* a round update computed on an older version, applied */
 } sc_apply_result_t;
 
 typedef struct sc_server_stats {
         uint64_t applied;    /* updates aggregated */
         uint64_t duplicates; /* ignored duplicates */
-        uint64_t stale;      /* consumed stale updates (round policies) */
+        uint64_t stale;      /* consumed stale updates (round policies: a worker's second
+                                update of a round, or more than sync.staleness behind) */
         uint64_t gaps;       /* updates that arrived with lower seqs missing */
         uint64_t lost;       /* seqs skipped as lost */
         uint64_t steps;      /* version advances */
@@ -109,6 +112,8 @@ sc_err_t sc_server_update_decode(const struct sc_wire_update *wu, size_t n, uint
                                  size_t errstr_size);
 /* Membership: a worker leaving can close a round (res->stepped). */
 sc_err_t sc_server_set_live(sc_server_t *srv, uint32_t worker, int live, sc_apply_result_t *res);
+/* 1 if the rounds wait for worker (set live), 0 if not or not a worker. */
+int sc_server_live(const sc_server_t *srv, uint32_t worker);
 
 size_t sc_server_len(const sc_server_t *srv);
 const float *sc_server_params(const sc_server_t *srv); /* (end - begin) */

@@ -618,8 +618,8 @@ static double sc_demo_final(sc_demo_t *d)
 
 /* The children's counters, summed. */
 typedef struct sc_demo_sums {
-        double up, dense, down, trained, consumed, lost, sent, acked, injected, applied, dups,
-            rejected, pq_n, pq_hits, pq_wacc;
+        double up, dense, down, trained, consumed, lost, sent, acked, injected, applied, stale,
+            dups, rejected, pq_n, pq_hits, pq_wacc;
         int identity, nsum;
         long long fed;
 } sc_demo_sums_t;
@@ -658,6 +658,7 @@ static void sc_demo_sums(const sc_demo_t *d, sc_demo_sums_t *m)
         for (int i = 0; i < 2; i++) {
                 json_t *j = sc_cli_child_summary(&d->aggs[i]);
                 m->applied += sc_demo_jnum(j, "applied");
+                m->stale += sc_demo_jnum(j, "stale");
                 m->dups += sc_demo_jnum(j, "duplicates");
                 m->rejected += sc_demo_jnum(j, "rejected_total");
                 json_decref(j);
@@ -681,9 +682,9 @@ static int sc_demo_report(const sc_demo_t *d, double final_acc)
                m.nsum > 0 ? m.pq_wacc / m.nsum : 0.0);
         printf("  wall time         %.1f s of training (%d workers, 2 aggregators, %d topics)\n",
                d->t_end, d->o.workers, d->o.topics);
-        printf("  updates           %.0f sent, %.0f acknowledged, %.0f applied, %.0f "
-               "duplicates, %.0f rejected\n",
-               m.sent, m.acked, m.applied, m.dups, m.rejected);
+        printf("  updates           %.0f sent, %.0f acknowledged, %.0f applied, %.0f stale "
+               "(their round had closed), %.0f duplicates, %.0f rejected\n",
+               m.sent, m.acked, m.applied, m.stale, m.dups, m.rejected);
         printf("  bytes up          %.2f MB of updates (%.2f MB uncompressed): compression "
                "ratio %.1fx\n",
                m.up / 1e6, m.dense / 1e6, m.up > 0 ? m.dense / m.up : 0.0);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,7 +350,7 @@ static void membership(void **state)
         c.kind = SC_WIRE_CTL_LEAVE;
         assert_int_equal(sc_job_members_control(job, &c, 0, 11, why, sizeof(why)), 0);
         assert_false(sc_job_members_live(job, 0, 11));
-        sc_job_members_heard(job, 0, 11); /* an update: back */
+        sc_job_members_heard(job, 0, 1, 11); /* an update sent after the leave: back */
         assert_true(sc_job_members_live(job, 0, 11));
         c.worker = 2;
         assert_int_equal(sc_job_members_control(job, &c, 0, 11, why, sizeof(why)), 1);
@@ -368,6 +369,46 @@ static void membership(void **state)
         sc_conf_free(&conf);
 }
 
+/* A leave names the last seq its worker sent: each shard's rounds wait for
+ * the worker until that shard has it (the update is on J.grad, the leave on
+ * J.ctl, read in either order), and that update does not bring it back. */
+static void leave_waits_for_the_updates_sent_before_it(void **state)
+{
+        sc_conf_t conf;
+        char why[256];
+        (void)state;
+        conf_of(&conf, "\"shards\": 1, \"session_timeout\": 6");
+        sc_job_t *job = job_of(&conf);
+        sc_job_members_start(job, 0);
+        sc_wire_control_t c = {
+            .kind = SC_WIRE_CTL_LEAVE, .worker = 0, .timestamp = 1, .nfields = 2};
+        c.fields[0] = (sc_wire_field_t){SC_WIRE_F_LOSS, 0.5};
+        c.fields[1] = (sc_wire_field_t){SC_WIRE_F_CLOCK, 7};
+        assert_int_equal(sc_job_members_control(job, &c, 0, 1, why, sizeof(why)), 0);
+        assert_false(sc_job_members_live(job, 0, 1));
+        assert_true(sc_job_members_live_on(job, 0, 6, 1));  /* seq 7 not in yet */
+        assert_false(sc_job_members_live_on(job, 0, 7, 1)); /* in: the leave holds */
+        assert_false(sc_job_members_live_on(job, 0, 6, 8)); /* silent too long */
+        sc_job_members_heard(job, 0, 7, 2);                 /* seq 7 arrives late: still left */
+        assert_false(sc_job_members_live(job, 0, 2));
+        assert_false(sc_job_members_live_on(job, 0, 7, 2));
+        sc_job_members_heard(job, 0, 8, 3); /* a newer one: back */
+        assert_true(sc_job_members_live(job, 0, 3));
+        assert_true(sc_job_members_live_on(job, 0, 8, 3));
+        /* a clock that is not a count waits for nothing */
+        c.timestamp = 2;
+        c.fields[1].value = -1;
+        assert_int_equal(sc_job_members_control(job, &c, 0, 4, why, sizeof(why)), 0);
+        assert_false(sc_job_members_live_on(job, 0, 0, 4));
+        c.fields[1].value = NAN;
+        assert_int_equal(sc_job_members_control(job, &c, 0, 4, why, sizeof(why)), 0);
+        assert_false(sc_job_members_live_on(job, 0, 0, 4));
+        /* a worker that never left is live on every shard */
+        assert_true(sc_job_members_live_on(job, 1, 0, 4));
+        sc_job_destroy(job);
+        sc_conf_free(&conf);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -379,6 +420,7 @@ int main(void)
             cmocka_unit_test(round_trip_q8),
             cmocka_unit_test(restore_and_broadcast),
             cmocka_unit_test(membership),
+            cmocka_unit_test(leave_waits_for_the_updates_sent_before_it),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -336,14 +336,70 @@ static void membership_closes_round(void **state)
         assert_true(res.stepped);
         assert_int_equal(sc_server_version(srv), 1);
         assert_true(fabsf(sc_server_params(srv)[0] + 0.1f) < 1e-7f);
-        /* Worker 2's late gradient for round 0 is consumed as stale. */
+        /* Worker 2's late gradient for round 0 (its rejoin crossed the close)
+         * joins round 1, and the round waits for it again. */
         sc_update_t late = dense_update(2, 1, 0, 16, SC_UPDATE_GRAD, g);
         assert_int_equal(sc_server_apply(srv, &late, &res, NULL, 0), SC_OK);
-        assert_int_equal(res.status, SC_APPLY_STALE);
+        assert_int_equal(res.status, SC_APPLY_APPLIED);
+        assert_true(res.late);
+        assert_false(res.stepped);
         assert_int_equal(sc_server_applied_seq(srv, 2), 1);
+        /* A second update of worker 2 in round 1 is consumed as stale. */
+        sc_update_t twice = dense_update(2, 2, 1, 16, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &twice, &res, NULL, 0), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_STALE);
+        assert_int_equal(sc_server_applied_seq(srv, 2), 2);
+        for (uint32_t k = 0; k < 2; k++) {
+                sc_update_t u = dense_update(k, 2, 1, 16, SC_UPDATE_GRAD, g);
+                assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
+                assert_false(res.late);
+                assert_int_equal(res.stepped, k == 1);
+        }
+        assert_int_equal(sc_server_version(srv), 2);
         /* A future round is a state error. */
         sc_update_t fut = dense_update(0, 2, 5, 16, SC_UPDATE_GRAD, g);
         assert_int_equal(sc_server_apply(srv, &fut, &res, NULL, 0), SC_ERR_STATE);
+        sc_server_destroy(srv);
+}
+
+/* A round update more than sync.staleness versions behind is consumed as
+ * stale, its seq marked: the worker's work is counted, not aggregated. */
+static void round_update_too_far_behind_is_stale(void **state)
+{
+        sc_server_spec_t spec;
+        sc_server_t *srv = NULL;
+        sc_apply_result_t res;
+        char err[256];
+        float g[D];
+        (void)state;
+        for (int i = 0; i < D; i++)
+                g[i] = 1.0f;
+        memset(&spec, 0, sizeof(spec));
+        sc_sync_spec_defaults(&spec.sync, SC_SYNC_BSP, 2);
+        spec.sync.staleness = 1;
+        spec.sched.kind = SC_SCHED_CONSTANT;
+        spec.sched.lr = 0.1;
+        spec.begin = 100;
+        spec.end = 100 + D;
+        assert_int_equal(sc_server_new(&srv, &spec, NULL, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_server_set_live(srv, 1, 0, &res), SC_OK);
+        for (uint64_t v = 0; v < 2; v++) {
+                sc_update_t u = dense_update(0, v + 1, v, 16, SC_UPDATE_GRAD, g);
+                assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
+                assert_true(res.stepped);
+        }
+        sc_update_t old = dense_update(1, 1, 0, 16, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &old, &res, NULL, 0), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_STALE);
+        assert_int_equal(sc_server_applied_seq(srv, 1), 1);
+        sc_update_t one = dense_update(1, 2, 1, 16, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &one, &res, NULL, 0), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_APPLIED);
+        assert_true(res.late);
+        sc_server_stats_t st;
+        sc_server_stats(srv, &st);
+        assert_int_equal(st.stale, 1);
+        assert_int_equal(st.applied, 3);
         sc_server_destroy(srv);
 }
 
@@ -714,6 +770,7 @@ int main(void)
             cmocka_unit_test(localsgd_averages_deltas_and_models),
             cmocka_unit_test(localsgd_worker_sends_after_tau),
             cmocka_unit_test(membership_closes_round),
+            cmocka_unit_test(round_update_too_far_behind_is_stale),
             cmocka_unit_test(ssp_clocks_and_model_info),
             cmocka_unit_test(bad_updates_are_rejected),
             cmocka_unit_test(exactly_once_under_duplicates_and_reordering),

@@ -41,6 +41,13 @@ sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
 sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckpt_meta_t *meta,
                       int *has_state, char *errstr, size_t errstr_size)
 {
+        return sc_ckpt_load_resume(path, model, sgd, meta, has_state, NULL, errstr, errstr_size);
+}
+
+sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
+                             sc_ckpt_meta_t *meta, int *has_state, char **resume, char *errstr,
+                             size_t errstr_size)
+{
         char msg[512];
         struct stat st;
         sc_err_t err = SC_OK;
@@ -87,13 +94,29 @@ sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckp
                 got += (size_t)r;
         }
         int hs = 0;
-        err = sc_ckpt_decode(buf, got, sc_model_spec(model), meta, sc_model_params(model),
+        sc_ckpt_meta_t m;
+        if (resume)
+                *resume = NULL;
+        err = sc_ckpt_decode(buf, got, sc_model_spec(model), &m, sc_model_params(model),
                              sgd ? sgd->velocity : NULL, n, NULL, sc_model_state(model),
                              sc_model_nstate(model), &hs, msg, sizeof(msg));
         if (err) {
                 sc_errf(err, errstr, errstr_size, "%s: %s", path, msg);
                 goto out_free;
         }
+        if (resume && m.resume) {
+                if (!(*resume = malloc(m.resume_len + 1))) {
+                        err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                                      "%s: cannot allocate %zu bytes", path, m.resume_len + 1);
+                        goto out_free;
+                }
+                memcpy(*resume, m.resume, m.resume_len);
+                (*resume)[m.resume_len] = 0;
+        }
+        m.resume = NULL; /* it points into buf */
+        m.resume_len = 0;
+        if (meta)
+                *meta = m;
         if (!hs)
                 sc_model_reset_state(model);
         if (has_state)

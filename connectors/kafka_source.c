@@ -92,6 +92,21 @@ static void sc_ks_decoder(void *opaque, const char *topic, sc_decode_spec_t *ds)
                 sc_decode_spec_unlabelled(ds);
 }
 
+sc_ingest_t *sc_kafka_source_ingest(sc_kafka_source_t *src, char *errstr, size_t errstr_size)
+{
+        if (src->ingest)
+                return src->ingest;
+        sc_ingest_spec_t is = {.numel = src->numel,
+                               .stream = src->sspec,
+                               .batch = src->bspec,
+                               .seed = src->seed,
+                               .decoder = sc_ks_decoder,
+                               .decoder_opaque = src};
+        if (sc_ingest_new(&src->ingest, &is, errstr, errstr_size))
+                src->ingest = NULL;
+        return src->ingest;
+}
+
 /* The stream of topic, made by the ingest path (and added to its batcher)
  * on first use. NULL (logged) if it cannot be. */
 static sc_ks_stream_t *sc_ks_stream_get(sc_kafka_source_t *src, const char *topic)
@@ -102,17 +117,9 @@ static sc_ks_stream_t *sc_ks_stream_get(sc_kafka_source_t *src, const char *topi
         sc_ks_stream_t *ks = sc_ks_find(src, topic);
         if (ks)
                 return ks;
-        if (!src->ingest) {
-                sc_ingest_spec_t is = {.numel = src->numel,
-                                       .stream = src->sspec,
-                                       .batch = src->bspec,
-                                       .seed = src->seed,
-                                       .decoder = sc_ks_decoder,
-                                       .decoder_opaque = src};
-                if ((err = sc_ingest_new(&src->ingest, &is, why, sizeof(why)))) {
-                        sc_ks_logf(src, 3, "topic %s: %s", topic, why);
-                        return NULL;
-                }
+        if (!src->ingest && sc_kafka_source_ingest(src, why, sizeof(why)) == NULL) {
+                sc_ks_logf(src, 3, "topic %s: %s", topic, why);
+                return NULL;
         }
         if ((err = sc_ingest_stream(src->ingest, topic, &i, why, sizeof(why)))) {
                 if (err != SC_ERR_INVAL)
@@ -320,9 +327,30 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                         continue;
                 p->assigned = 1;
                 p->paused = 0;
-                int64_t start = -1;
+                int64_t start = -1, at;
                 if (c && c->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && c->elems[i].offset >= 0)
                         start = c->elems[i].offset;
+                /* The first assignment after a resume starts where the
+                 * checkpoint's model stops: what was trained after it died
+                 * with the process and is read again. */
+                if (!p->resumed &&
+                    sc_ingest_cover_next(src->ingest, tp->topic, tp->partition, &at)) {
+                        p->resumed = 1;
+                        parts->elems[i].offset = at;
+                        if (start > at)
+                                sc_ks_logf(src, 5,
+                                           "resume: %s [%" PRId32 "] from offset %" PRId64
+                                           " (the checkpoint's); the group had committed %" PRId64
+                                           ": %" PRId64 " record(s) trained after the checkpoint "
+                                           "are read again",
+                                           tp->topic, tp->partition, at, start, start - at);
+                        else
+                                sc_ks_logf(src, 6,
+                                           "resume: %s [%" PRId32 "] from offset %" PRId64
+                                           " (the checkpoint's)",
+                                           tp->topic, tp->partition, at);
+                        start = at;
+                }
                 sc_kafka_gap_init(&p->gap, start);
                 p->start = start;
                 p->committed = start;

@@ -21,6 +21,7 @@ typedef struct sc_ks_part {
         int64_t start;     /* committed offset at assignment, -1 if none */
         int64_t committed; /* highest offset known committed, -1 if none */
         int64_t received;  /* offset after the last one received, -1 if none */
+        int resumed;       /* started at a resumed checkpoint's offset */
         sc_kafka_gap_t gap;
 } sc_ks_part_t;
 

@@ -29,6 +29,7 @@
 #include "sc_batch.h"
 #include "sc_conf.h"
 #include "sc_err.h"
+#include "sc_ingest.h"
 #include "sc_stream.h"
 
 typedef struct sc_kafka_source_s sc_kafka_source_t;
@@ -93,6 +94,11 @@ sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, 
 /* The batcher over the streams; NULL until the first partition is assigned.
  * Borrowed: valid until sc_kafka_source_destroy(). */
 sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src);
+
+/* The ingest path the source feeds (made on the first call if no record
+ * came yet), for resume covers (sc_ingest_cover_add) before the first
+ * assignment; NULL with errstr filled if it cannot be made. Borrowed. */
+sc_ingest_t *sc_kafka_source_ingest(sc_kafka_source_t *src, char *errstr, size_t errstr_size);
 
 /* The source's consumer (for sc_kafka_waker_watch). Borrowed. */
 rd_kafka_t *sc_kafka_source_handle(sc_kafka_source_t *src);

@@ -95,7 +95,10 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
 int sc_worker_paused(const sc_worker_t *w, const char *topic);
 
 /* Push mode: calls fn for every (topic, partition) whose committable
- * position (next offset to read) advanced since the last call. */
+ * position (next offset to read) advanced since the last call. With
+ * train.checkpoint (and train.resume) the position is the last durable
+ * checkpoint's: a host that commits it and is killed re-delivers every
+ * record the resumed model lacks. */
 typedef void (*sc_worker_commit_fn)(void *opaque, const char *topic, int32_t partition,
                                     int64_t next_offset);
 void sc_worker_commits(sc_worker_t *w, sc_worker_commit_fn fn, void *opaque);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sc_alloc.h"
 #include "sc_ckpt.h"
@@ -114,6 +115,8 @@ static sc_err_t sc_wk_model(sc_worker_t *w, char *errstr, size_t errstr_size)
         return SC_OK;
 }
 
+static sc_err_t sc_wk_resume(sc_worker_t *w, char *errstr, size_t errstr_size);
+
 sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *errstr,
                        size_t errstr_size)
 {
@@ -187,6 +190,8 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
                                        conf->train.seed + (uint64_t)spec->worker_id, sc_wk_src_log,
                                        w, errstr, errstr_size)))
                 goto fail;
+        if ((err = sc_wk_resume(w, errstr, errstr_size)))
+                goto fail;
         /* A distributed worker sleeps until the first of its clients has
          * work: a record, a model, a delivery report. */
         if (w->job && w->src &&
@@ -220,6 +225,9 @@ void sc_worker_destroy(sc_worker_t *w)
         sc_metrics_destroy(w->preq);
         sc_metrics_destroy(w->test_metrics);
         sc_free(w->plogits);
+        for (size_t i = 0; i < w->n_durable; i++)
+                sc_free(w->durable[i].topic);
+        sc_free(w->durable);
         sc_free(w);
 }
 
@@ -240,18 +248,201 @@ sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size
         return sc_batcher_ack(bt, id, errstr, errstr_size);
 }
 
-/* Saves the model to train.checkpoint (atomically); a failure is logged,
- * the run goes on. */
+/* ---- checkpoint and resume ---- */
+
+/* The ingest path records go through (the source's, or pushed records'). */
+static sc_ingest_t *sc_wk_ingest(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        if (w->src)
+                return sc_kafka_source_ingest(w->src, errstr, errstr_size);
+        if (!w->ingest)
+                snprintf(errstr, errstr_size, "no ingest path");
+        return w->ingest;
+}
+
+typedef struct sc_wk_covers {
+        json_t *list;
+        int failed;
+} sc_wk_covers_t;
+
+static void sc_wk_cover_json(void *opaque, const char *topic, int32_t partition, int64_t next,
+                             const int64_t *done, size_t ndone)
+{
+        sc_wk_covers_t *cv = opaque;
+        json_t *d = json_array();
+        for (size_t i = 0; d && i < ndone; i++)
+                if (json_array_append_new(d, json_integer((json_int_t)done[i])))
+                        cv->failed = 1;
+        json_t *c = d ? json_pack("{s:s, s:i, s:I, s:o}", "topic", topic, "partition",
+                                  (int)partition, "next", (json_int_t)next, "done", d)
+                      : NULL;
+        if (!c || json_array_append_new(cv->list, c))
+                cv->failed = 1;
+}
+
+/* The checkpoint's resume section (docs/STREAMS.md): which records the model
+ * holds, per partition. NULL with errstr filled on failure. */
+static char *sc_wk_resume_json(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        sc_ingest_t *in = sc_wk_ingest(w, errstr, errstr_size);
+        sc_wk_covers_t cv = {json_array(), 0};
+        char *text = NULL;
+        if (!in || !cv.list || sc_ingest_cover(in, sc_wk_cover_json, &cv, errstr, errstr_size))
+                goto out;
+        json_t *j =
+            cv.failed ? NULL
+                      : json_pack("{s:s, s:I, s:I, s:O}", "format", "scadles-resume/1", "step",
+                                  (json_int_t)w->steps, "samples",
+                                  (json_int_t)(w->resumed_samples + w->samples), "covers", cv.list);
+        text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (!text)
+                snprintf(errstr, errstr_size, "out of memory for the resume section");
+out:
+        json_decref(cv.list);
+        return text;
+}
+
+/* Push mode with train.checkpoint: the host commits only what the last
+ * durable checkpoint covers, so a restart after kill -9 re-delivers every
+ * record the resumed model lacks (those it holds beyond are skipped). */
+static void sc_wk_durable_cover(void *opaque, const char *topic, int32_t partition, int64_t next,
+                                const int64_t *done, size_t ndone)
+{
+        sc_worker_t *w = opaque;
+        (void)done;
+        (void)ndone;
+        for (size_t i = 0; i < w->n_durable; i++)
+                if (w->durable[i].partition == partition && !strcmp(w->durable[i].topic, topic)) {
+                        w->durable[i].reported &= w->durable[i].next == next;
+                        w->durable[i].next = next;
+                        return;
+                }
+        sc_wk_durable_t *nd = sc_realloc(w->durable, (w->n_durable + 1) * sizeof(*nd));
+        char *t = sc_strdup(topic);
+        if (!nd || !t) {
+                if (nd)
+                        w->durable = nd;
+                sc_free(t);
+                return; /* not reported: the host commits less, nothing is lost */
+        }
+        w->durable = nd;
+        nd[w->n_durable++] = (sc_wk_durable_t){.topic = t, .partition = partition, .next = next};
+}
+
+/* Saves the model to train.checkpoint (atomically) with, for a standalone
+ * worker, the records it holds; a failure is logged, the run goes on (the
+ * previous checkpoint stays). */
 static void sc_wk_checkpoint(sc_worker_t *w)
 {
         char why[512];
         const sc_conf_t *conf = w->conf;
         sc_ckpt_meta_t meta = {.step = w->steps, .seed = conf->train.seed};
+        char *resume = NULL;
+        if (!w->job && !(resume = sc_wk_resume_json(w, why, sizeof(why)))) {
+                sc_wk_logf(w, 3, "checkpoint %s not written: %s", conf->train.checkpoint, why);
+                return;
+        }
+        meta.resume = (const uint8_t *)resume;
+        meta.resume_len = resume ? strlen(resume) : 0;
         if (sc_ckpt_save(conf->train.checkpoint, w->model, w->have_sgd ? &w->sgd : NULL, &meta, why,
                          sizeof(why)))
                 sc_wk_logf(w, 3, "checkpoint: %s", why);
-        else
+        else {
                 w->checkpoints++;
+                if (w->ingest && !w->job)
+                        sc_ingest_cover(w->ingest, sc_wk_durable_cover, w, why, sizeof(why));
+        }
+        free(resume);
+}
+
+/* Gives the resume section's covers to the ingest path. */
+static sc_err_t sc_wk_resume_covers(sc_worker_t *w, const char *text, size_t *np, char *errstr,
+                                    size_t errstr_size)
+{
+        const char *path = w->conf->train.checkpoint;
+        json_error_t je;
+        sc_err_t err = SC_OK;
+        json_t *j = json_loads(text, 0, &je);
+        json_t *covers = j ? json_object_get(j, "covers") : NULL;
+        json_int_t samples = 0;
+        *np = 0;
+        if (!json_is_array(covers)) {
+                json_decref(j);
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "%s: resume section: $.covers: expected an array", path);
+        }
+        if (json_is_integer(json_object_get(j, "samples")))
+                samples = json_integer_value(json_object_get(j, "samples"));
+        w->resumed_samples = samples > 0 ? (uint64_t)samples : 0;
+        sc_ingest_t *in = sc_wk_ingest(w, errstr, errstr_size);
+        if (!in)
+                err = SC_ERR_NOMEM;
+        for (size_t i = 0; !err && i < json_array_size(covers); i++) {
+                json_t *c = json_array_get(covers, i), *done = json_object_get(c, "done");
+                json_t *t = json_object_get(c, "topic"), *p = json_object_get(c, "partition"),
+                       *n = json_object_get(c, "next");
+                size_t nd = json_array_size(done);
+                int64_t *d = nd ? malloc(nd * sizeof(int64_t)) : NULL;
+                int ok = json_is_string(t) && json_is_integer(p) && json_is_integer(n) &&
+                         json_integer_value(p) <= INT32_MAX && json_is_array(done) && (!nd || d);
+                for (size_t k = 0; ok && k < nd; k++) {
+                        ok = json_is_integer(json_array_get(done, k));
+                        if (ok)
+                                d[k] = json_integer_value(json_array_get(done, k));
+                }
+                char why[256];
+                if (!ok)
+                        err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                      "%s: resume section: $.covers[%zu]: expected topic, "
+                                      "partition, next and done (an array of offsets)",
+                                      path, i);
+                else if ((err = sc_ingest_cover_add(
+                              in, json_string_value(t), (int32_t)json_integer_value(p),
+                              json_integer_value(n), d, nd, why, sizeof(why))))
+                        sc_errf(err == SC_ERR_NOMEM ? err : SC_ERR_CORRUPT, errstr, errstr_size,
+                                "%s: resume section: $.covers[%zu]: %s", path, i, why);
+                free(d);
+        }
+        *np = json_array_size(covers);
+        json_decref(j);
+        return err == SC_ERR_INVAL ? SC_ERR_CORRUPT : err;
+}
+
+/* A standalone worker whose train.checkpoint exists goes on from it (unless
+ * train.resume is false): model, optimizer velocity, step, and the covers
+ * of the records its model holds. A checkpoint that does not load is an
+ * error: starting afresh would overwrite it. */
+static sc_err_t sc_wk_resume(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        const sc_conf_t *conf = w->conf;
+        const char *path = conf->train.checkpoint;
+        char why[768];
+        if (w->spec.distributed || !path[0] || !conf->train.resume || access(path, F_OK))
+                return SC_OK;
+        sc_ckpt_meta_t meta;
+        char *resume = NULL;
+        size_t ncovers = 0;
+        sc_err_t err =
+            sc_ckpt_load_resume(path, w->model, &w->sgd, &meta, NULL, &resume, why, sizeof(why));
+        if (!err && resume)
+                err = sc_wk_resume_covers(w, resume, &ncovers, why, sizeof(why));
+        free(resume);
+        if (err)
+                return sc_errf(err == SC_ERR_NOMEM ? err : SC_ERR_CONFIG, errstr, errstr_size,
+                               "train.checkpoint: %s; the worker would overwrite it: move it "
+                               "away, or set train.resume false to start afresh",
+                               why);
+        w->steps = meta.step;
+        w->resumed = 1;
+        if (w->ingest)
+                sc_ingest_cover(w->ingest, sc_wk_durable_cover, w, why, sizeof(why));
+        sc_wk_logf(w, 6,
+                   "resumed from %s: step %llu, %llu samples trained before, %zu partition(s) "
+                   "covered",
+                   path, (unsigned long long)meta.step, (unsigned long long)w->resumed_samples,
+                   ncovers);
+        return SC_OK;
 }
 
 /* ---- push mode ---- */
@@ -305,6 +496,15 @@ int sc_worker_paused(const sc_worker_t *w, const char *topic)
 void sc_worker_commits(sc_worker_t *w, sc_worker_commit_fn fn, void *opaque)
 {
         sc_offsets_commit_t c[64];
+        if (w->conf->train.checkpoint[0] && w->conf->train.resume && !w->job) {
+                for (size_t i = 0; i < w->n_durable; i++)
+                        if (!w->durable[i].reported) {
+                                w->durable[i].reported = 1;
+                                fn(opaque, w->durable[i].topic, w->durable[i].partition,
+                                   w->durable[i].next);
+                        }
+                return;
+        }
         for (int i = 0; w->ingest && i < sc_ingest_count(w->ingest); i++) {
                 const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
                 size_t n;

@@ -95,6 +95,14 @@ struct sc_wk_job {
         size_t n_ack, n_vis;
 };
 
+/* A partition's commit position as of the last durable checkpoint. */
+typedef struct sc_wk_durable {
+        char *topic;
+        int32_t partition;
+        int64_t next;
+        int reported; /* given to the host by sc_worker_commits */
+} sc_wk_durable_t;
+
 struct sc_worker_s {
         sc_worker_spec_t spec;
         const sc_conf_t *conf;
@@ -138,8 +146,12 @@ struct sc_worker_s {
         float *plogits;             /* (tcap, n_classes) */
         double t_ckpt;              /* last checkpoint written (train.checkpoint_interval) */
         uint64_t checkpoints;       /* written */
-        sc_wk_job_t *job;           /* NULL = standalone */
-        sc_kafka_waker_t *waker;    /* distributed with a source: wakes on any client */
+        int resumed;                /* started from train.checkpoint */
+        sc_wk_durable_t *durable;   /* push mode: what the last checkpoint covers */
+        size_t n_durable;
+        uint64_t resumed_samples; /* samples trained before the resume */
+        sc_wk_job_t *job;         /* NULL = standalone */
+        sc_kafka_waker_t *waker;  /* distributed with a source: wakes on any client */
 };
 
 /* worker.c */

@@ -109,6 +109,11 @@ char *sc_worker_stats_json(sc_worker_t *w)
                     j, "identity_error",
                     json_string(s.consumed == rhs ? err : "consumed != sum of outcomes"));
         json_object_set_new(j, "redelivered", json_integer((json_int_t)ks->ks_redelivered));
+        json_object_set_new(j, "resumed", json_boolean(w->resumed));
+        json_object_set_new(j, "skipped", json_integer((json_int_t)s.skipped));
+        json_object_set_new(j, "steps", json_integer((json_int_t)w->steps));
+        json_object_set_new(j, "samples_total",
+                            json_integer((json_int_t)(w->resumed_samples + w->samples)));
         json_object_set_new(j, "samples", json_integer((json_int_t)w->samples));
         if (w->evaluated) {
                 json_object_set_new(j, "test_accuracy", json_real(w->final_acc));

@@ -13,6 +13,7 @@ static const uint8_t sc_ckpt_magic[4] = {'S', 'C', 'C', 'K'};
 
 #define SC_CKPT_FLAG_VELOCITY 1u
 #define SC_CKPT_FLAG_STATE 2u   /* version 2 */
+#define SC_CKPT_FLAG_RESUME 4u  /* version 3 */
 #define SC_CKPT_HEAD_BYTES 12u  /* magic, version, flags */
 #define SC_CKPT_META_BYTES 40u  /* 4 x u64, 2 x u32 */
 #define SC_CKPT_SPEC_BYTES 20u  /* input, loss, n_layers */
@@ -59,10 +60,17 @@ sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
         /* Without state the bytes are exactly version 1's, which older
          * builds read; with state, version 2 (older builds refuse it by its
          * version instead of dropping the statistics). */
-        uint32_t flags = (velocity ? SC_CKPT_FLAG_VELOCITY : 0) | (nstate ? SC_CKPT_FLAG_STATE : 0);
+        size_t nresume = meta->resume ? meta->resume_len : 0;
+        if (nresume > SIZE_MAX / 2 - 4 * (nparams + nstate) * 2 - 4096)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "checkpoint: a resume section of %zu bytes is too long", nresume);
+        uint32_t flags = (velocity ? SC_CKPT_FLAG_VELOCITY : 0) |
+                         (nstate ? SC_CKPT_FLAG_STATE : 0) | (nresume ? SC_CKPT_FLAG_RESUME : 0);
+        uint32_t version = nresume ? 3 : nstate ? 2 : SC_CKPT_VERSION_MIN;
         size_t len = SC_CKPT_HEAD_BYTES + SC_CKPT_META_BYTES + SC_CKPT_SPEC_BYTES +
                      SC_CKPT_LAYER_BYTES * (size_t)spec->n_layers + 8 +
-                     4 * nparams * (velocity ? 2 : 1) + (nstate ? 8 + 4 * nstate : 0) + 4;
+                     4 * nparams * (velocity ? 2 : 1) + (nstate ? 8 + 4 * nstate : 0) +
+                     (nresume ? 8 + nresume : 0) + 4;
         uint8_t *buf = malloc(len);
         if (!buf)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
@@ -70,7 +78,7 @@ sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
         uint8_t *p = buf;
         memcpy(p, sc_ckpt_magic, 4);
         p += 4;
-        p = sc_put_u32(p, nstate ? SC_CKPT_VERSION : SC_CKPT_VERSION_MIN);
+        p = sc_put_u32(p, version);
         p = sc_put_u32(p, flags);
         p = sc_put_u64(p, meta->step);
         p = sc_put_u64(p, meta->epoch);
@@ -104,6 +112,11 @@ sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
                 p = sc_put_u64(p, (uint64_t)nstate);
                 for (size_t i = 0; i < nstate; i++)
                         p = sc_put_f32(p, state[i]);
+        }
+        if (nresume) {
+                p = sc_put_u64(p, (uint64_t)nresume);
+                memcpy(p, meta->resume, nresume);
+                p += nresume;
         }
         p = sc_put_u32(p, sc_crc32c(0, buf, (size_t)(p - buf)));
         *bufp = buf;
@@ -140,7 +153,8 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
         if (len < need)
                 return sc_ckpt_truncated(len, need, errstr, errstr_size);
         uint32_t flags = sc_le_get32(buf + 8);
-        uint32_t known = SC_CKPT_FLAG_VELOCITY | (view->version >= 2 ? SC_CKPT_FLAG_STATE : 0);
+        uint32_t known = SC_CKPT_FLAG_VELOCITY | (view->version >= 2 ? SC_CKPT_FLAG_STATE : 0) |
+                         (view->version >= 3 ? SC_CKPT_FLAG_RESUME : 0);
         if (flags & ~known)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "checkpoint has unknown flags 0x%x", flags);
@@ -214,6 +228,22 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
                                        len, (unsigned long long)nstate);
                 need += 4 * (size_t)nstate;
         }
+        const uint8_t *resume = NULL;
+        uint64_t nresume = 0;
+        if (flags & SC_CKPT_FLAG_RESUME) {
+                resume = p + 4 * copies * (size_t)nparams + (state ? 8 + 4 * (size_t)nstate : 0);
+                need += 8;
+                if (len < need)
+                        return sc_ckpt_truncated(len, need + 4, errstr, errstr_size);
+                nresume = sc_le_get64(resume);
+                resume += 8;
+                if (nresume > len - need)
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "checkpoint truncated: %zu bytes, a resume section of %llu "
+                                       "bytes announced",
+                                       len, (unsigned long long)nresume);
+                need += (size_t)nresume;
+        }
         need += 4;
         if (len < need)
                 return sc_ckpt_truncated(len, need, errstr, errstr_size);
@@ -231,6 +261,8 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
         view->velocity = copies == 2 ? p + 4 * (size_t)nparams : NULL;
         view->nstate = (size_t)nstate;
         view->state = state;
+        view->meta.resume = resume;
+        view->meta.resume_len = (size_t)nresume;
         return SC_OK;
 }
 

@@ -509,6 +509,16 @@ const sc_conf_prop_t sc_conf_props[] = {
      .desc = "Seconds between checkpoints (train.checkpoint) written by the worker, the "
              "aggregator and the plugin while they run; 0 = only when they stop. Every write is "
              "atomic (a temporary file renamed)."},
+    {.path = "train.resume",
+     .type = SC_CONF_BOOL,
+     .offset = C(train.resume),
+     .def = "true",
+     .desc = "A standalone worker (and the plugin, scadles_push) whose train.checkpoint exists "
+             "starts from it: model, optimizer velocity, step, and the records the model holds "
+             "(a Kafka source resumes each partition where the checkpoint's model stops; a "
+             "record it covers is skipped, not trained twice). A checkpoint that does not load "
+             "stops the worker instead of being overwritten. false = start fresh and overwrite "
+             "it."},
 
     /* data */
     {.path = "data.source",

@@ -8,11 +8,25 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A partition a resumed checkpoint covers: every offset below next and
+ * those in done (increasing) are in the model already. */
+typedef struct sc_ingest_cover {
+        char *topic;
+        int stream; /* its stream's index, -1 until the stream is made */
+        int32_t partition;
+        int64_t next, limit; /* limit: past it nothing is skipped */
+        int64_t *done;
+        size_t ndone;
+        int active; /* records at or below limit may still come */
+} sc_ingest_cover_t;
+
 struct sc_ingest_s {
         sc_ingest_spec_t spec;
         sc_ingest_stream_t streams[SC_BATCH_MAX_STREAMS];
         int n_streams;
         sc_batcher_t *batcher;
+        sc_ingest_cover_t *covers;
+        size_t n_covers, n_active;
 };
 
 sc_err_t sc_ingest_new(sc_ingest_t **ingestp, const sc_ingest_spec_t *spec, char *errstr,
@@ -43,6 +57,11 @@ void sc_ingest_destroy(sc_ingest_t *ingest)
                 sc_stream_destroy(ingest->streams[i].stream);
                 sc_free(ingest->streams[i].topic);
         }
+        for (size_t i = 0; i < ingest->n_covers; i++) {
+                sc_free(ingest->covers[i].topic);
+                sc_free(ingest->covers[i].done);
+        }
+        sc_free(ingest->covers);
         sc_free(ingest);
 }
 
@@ -127,12 +146,160 @@ void sc_ingest_totals(const sc_ingest_t *ingest, sc_stream_stats_t *sum)
                 sum->pauses += s->pauses;
                 sum->latency_sum += s->latency_sum;
                 sum->taken += s->taken;
+                sum->skipped += s->skipped;
                 if (s->latency_max > sum->latency_max)
                         sum->latency_max = s->latency_max;
                 for (int k = 0; k < SC_DECODE_FAULT__END; k++)
                         sum->faults.count[k] += s->faults.count[k];
                 sum->faults.rejected += s->faults.rejected;
         }
+}
+
+/* ---- resuming from a checkpoint ---- */
+
+static sc_ingest_cover_t *sc_ingest_cover_find(sc_ingest_t *ingest, const char *topic,
+                                               int32_t partition)
+{
+        for (size_t i = 0; i < ingest->n_covers; i++)
+                if (ingest->covers[i].partition == partition &&
+                    !strcmp(ingest->covers[i].topic, topic))
+                        return &ingest->covers[i];
+        return NULL;
+}
+
+sc_err_t sc_ingest_cover_add(sc_ingest_t *ingest, const char *topic, int32_t partition,
+                             int64_t next, const int64_t *done, size_t ndone, char *errstr,
+                             size_t errstr_size)
+{
+        if (partition < 0 || next < 0)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "%s [%" PRId32 "]: next offset %" PRId64 ": expected >= 0", topic,
+                               partition, next);
+        for (size_t k = 0; k < ndone; k++)
+                if (done[k] <= next || (k > 0 && done[k] <= done[k - 1]))
+                        return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                                       "%s [%" PRId32 "]: finished offsets must increase above "
+                                       "the next offset %" PRId64 " (got %" PRId64 ")",
+                                       topic, partition, next, done[k]);
+        if (sc_ingest_cover_find(ingest, topic, partition))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "%s [%" PRId32 "]: covered twice",
+                               topic, partition);
+        sc_ingest_cover_t *nc =
+            sc_realloc(ingest->covers, (ingest->n_covers + 1) * sizeof(*ingest->covers));
+        if (!nc)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "ingest: out of memory");
+        ingest->covers = nc;
+        sc_ingest_cover_t *c = &nc[ingest->n_covers];
+        memset(c, 0, sizeof(*c));
+        c->topic = sc_strdup(topic);
+        c->done = ndone ? sc_malloc(ndone * sizeof(int64_t)) : NULL;
+        if (!c->topic || (ndone && !c->done)) {
+                sc_free(c->topic);
+                sc_free(c->done);
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "ingest: out of memory");
+        }
+        if (ndone)
+                memcpy(c->done, done, ndone * sizeof(int64_t));
+        c->ndone = ndone;
+        c->partition = partition;
+        c->next = next;
+        c->limit = ndone ? done[ndone - 1] : next - 1;
+        c->stream = sc_ingest_find(ingest, topic);
+        c->active = 1;
+        ingest->n_covers++;
+        ingest->n_active++;
+        return SC_OK;
+}
+
+int sc_ingest_cover_next(const sc_ingest_t *ingest, const char *topic, int32_t partition,
+                         int64_t *next)
+{
+        const sc_ingest_cover_t *c = sc_ingest_cover_find((sc_ingest_t *)ingest, topic, partition);
+        if (!c)
+                return 0;
+        *next = c->next;
+        return 1;
+}
+
+/* 1 if the record at (index, partition, offset) is covered by a resumed
+ * checkpoint; a cover whose last offset is passed stops being asked. */
+static int sc_ingest_covered(sc_ingest_t *ingest, int index, int32_t partition, int64_t offset)
+{
+        for (size_t i = 0; i < ingest->n_covers; i++) {
+                sc_ingest_cover_t *c = &ingest->covers[i];
+                if (!c->active || c->partition != partition)
+                        continue;
+                if (c->stream < 0 && !strcmp(c->topic, ingest->streams[index].topic))
+                        c->stream = index;
+                if (c->stream != index)
+                        continue;
+                if (offset >= c->limit) {
+                        c->active = 0;
+                        ingest->n_active--;
+                }
+                if (offset < c->next)
+                        return 1;
+                size_t lo = 0, hi = c->ndone;
+                while (lo < hi) {
+                        size_t mid = lo + (hi - lo) / 2;
+                        if (c->done[mid] < offset)
+                                lo = mid + 1;
+                        else
+                                hi = mid;
+                }
+                return lo < c->ndone && c->done[lo] == offset;
+        }
+        return 0;
+}
+
+/* Reports one partition's cover: from its stream's offsets when records of
+ * it were consumed, else the resumed cover as it was. */
+static sc_err_t sc_ingest_cover_part(const sc_offsets_t *o, const char *topic, int32_t partition,
+                                     sc_ingest_cover_fn fn, void *opaque, char *errstr,
+                                     size_t errstr_size)
+{
+        int64_t next;
+        if (sc_offsets_position(o, partition, &next))
+                return SC_OK;
+        size_t n = sc_offsets_finished(o, partition, NULL, 0);
+        int64_t *done = n ? sc_malloc(n * sizeof(int64_t)) : NULL;
+        if (n && !done)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "ingest: out of memory");
+        sc_offsets_finished(o, partition, done, n);
+        fn(opaque, topic, partition, next, done, n);
+        sc_free(done);
+        return SC_OK;
+}
+
+sc_err_t sc_ingest_cover(const sc_ingest_t *ingest, sc_ingest_cover_fn fn, void *opaque,
+                         char *errstr, size_t errstr_size)
+{
+        sc_err_t err;
+        for (int i = 0; i < ingest->n_streams; i++) {
+                const sc_offsets_t *o = sc_stream_offsets(ingest->streams[i].stream);
+                size_t np = sc_offsets_partitions(o, NULL, 0);
+                int32_t *parts = np ? sc_malloc(np * sizeof(int32_t)) : NULL;
+                if (np && !parts)
+                        return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "ingest: out of memory");
+                sc_offsets_partitions(o, parts, np);
+                for (size_t k = 0; k < np; k++)
+                        if ((err = sc_ingest_cover_part(o, ingest->streams[i].topic, parts[k], fn,
+                                                        opaque, errstr, errstr_size))) {
+                                sc_free(parts);
+                                return err;
+                        }
+                sc_free(parts);
+        }
+        for (size_t i = 0; i < ingest->n_covers; i++) {
+                const sc_ingest_cover_t *c = &ingest->covers[i];
+                int64_t next;
+                int idx = sc_ingest_find(ingest, c->topic);
+                if (idx >= 0 && !sc_offsets_position(sc_stream_offsets(ingest->streams[idx].stream),
+                                                     c->partition, &next))
+                        continue;
+                fn(opaque, c->topic, c->partition, c->next, c->done, c->ndone);
+        }
+        return SC_OK;
 }
 
 sc_err_t sc_ingest_record(sc_ingest_t *ingest, int index, int32_t partition, int64_t offset,
@@ -149,6 +316,16 @@ sc_err_t sc_ingest_record(sc_ingest_t *ingest, int index, int32_t partition, int
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "ingest: no stream %d for offset %" PRId64, index, offset);
         const sc_ingest_stream_t *is = &ingest->streams[index];
+        res->skipped = 0;
+        if (ingest->n_active && sc_ingest_covered(ingest, index, partition, offset)) {
+                char e2[256];
+                if ((err = sc_stream_skip(is->stream, partition, offset, e2, sizeof(e2))))
+                        return sc_errf(err, errstr, errstr_size,
+                                       "%s [%" PRId32 "] offset %" PRId64 ": %s", is->topic,
+                                       partition, offset, e2);
+                res->skipped = 1;
+                return SC_OK;
+        }
         float *x = sc_stream_slot(is->stream);
         if (!x)
                 return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,

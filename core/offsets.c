@@ -250,3 +250,32 @@ size_t sc_offsets_forget(sc_offsets_t *offsets, int32_t partition)
         offsets->n_parts--;
         return n;
 }
+
+size_t sc_offsets_partitions(const sc_offsets_t *offsets, int32_t *out, size_t max)
+{
+        size_t k = 0;
+        for (size_t i = 0; i < offsets->n_parts; i++)
+                if (offsets->parts[i].last >= 0) {
+                        if (k < max)
+                                out[k] = offsets->parts[i].partition;
+                        k++;
+                }
+        return k;
+}
+
+size_t sc_offsets_finished(const sc_offsets_t *offsets, int32_t partition, int64_t *out, size_t max)
+{
+        const sc_offsets_part_t *pt = sc_offsets_find(offsets, partition);
+        size_t k = 0;
+        if (!pt)
+                return 0;
+        for (size_t i = 0; i < pt->n; i++) {
+                size_t j = (pt->head + i) & (pt->cap - 1);
+                if (!pt->done[j])
+                        continue;
+                if (k < max)
+                        out[k] = pt->off[j];
+                k++;
+        }
+        return k;
+}

@@ -365,6 +365,19 @@ sc_err_t sc_stream_reject(sc_stream_t *stream, int32_t partition, int64_t offset
         return SC_OK;
 }
 
+sc_err_t sc_stream_skip(sc_stream_t *stream, int32_t partition, int64_t offset, char *errstr,
+                        size_t errstr_size)
+{
+        uint32_t epoch;
+        sc_err_t err =
+            sc_offsets_track(stream->offsets, partition, offset, &epoch, errstr, errstr_size);
+        if (err)
+                return err;
+        (void)sc_offsets_done(stream->offsets, partition, offset, epoch, NULL, 0);
+        stream->stats.skipped++;
+        return SC_OK;
+}
+
 size_t sc_stream_count(const sc_stream_t *stream)
 {
         return stream->count;

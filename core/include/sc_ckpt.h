@@ -12,13 +12,17 @@
  *                       padding, f32 rate, u32 init)
  *   u64 nparams  f32 params[nparams]  [f32 velocity[nparams]]
  *   [u64 nstate  f32 state[nstate]]            (flags bit 1)
+ *   [u64 nresume  u8 resume[nresume]]          (flags bit 2, version 3 only)
  *   u32 crc32c of every byte before it
  *
- * Version 2 adds only the state section. A checkpoint without state is
- * written as version 1, byte for byte what earlier builds wrote and read;
- * one with state is version 2, which earlier builds refuse by its version.
- * This build reads both; a version 1 checkpoint loaded into a model with
- * state leaves that state at its initial value (sc_ckpt_load resets it).
+ * Version 2 adds only the state section, version 3 only the resume section
+ * (what a worker needs to go on from the checkpoint: the records its model
+ * holds, as JSON, docs/STREAMS.md). Each file is written in the oldest
+ * version that holds its sections: without state and resume, version 1,
+ * byte for byte what earlier builds wrote and read; earlier builds refuse a
+ * newer one by its version. This build reads all three; a version 1
+ * checkpoint loaded into a model with state leaves that state at its
+ * initial value (sc_ckpt_load resets it).
  *
  * The encode/decode functions work on memory (core is sans-I/O); files are
  * read and written atomically by connectors/ckpt_file.c (sc_ckpt_save,
@@ -33,7 +37,7 @@
 #include "sc_nn.h"
 #include "sc_optim.h"
 
-#define SC_CKPT_VERSION 2     /* newest version read and written */
+#define SC_CKPT_VERSION 3     /* newest version read and written */
 #define SC_CKPT_VERSION_MIN 1 /* oldest version read (written when there is no state) */
 
 /* Where training stands. */
@@ -43,6 +47,11 @@ typedef struct sc_ckpt_meta {
         uint64_t epoch_step; /* steps taken into the epoch in progress (0 at a boundary) */
         uint64_t seed;       /* run seed (decides the shuffle order of each epoch) */
         uint32_t batch;      /* batch size epoch_step counts in */
+        /* The resume section: encode stores it when resume_len > 0; parse and
+         * decode point it into their buffer (sc_ckpt_load: NULL, see
+         * sc_ckpt_load_resume). */
+        const uint8_t *resume;
+        size_t resume_len;
 } sc_ckpt_meta_t;
 
 /* Encodes a checkpoint into a new buffer (*bufp, *lenp; caller frees
@@ -104,5 +113,10 @@ sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
  * error. */
 sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckpt_meta_t *meta,
                       int *has_state, char *errstr, size_t errstr_size);
+/* As sc_ckpt_load; *resume receives a NUL-terminated copy of the resume
+ * section (the caller frees it), or NULL when the checkpoint has none. */
+sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
+                             sc_ckpt_meta_t *meta, int *has_state, char **resume, char *errstr,
+                             size_t errstr_size);
 
 #endif

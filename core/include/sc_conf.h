@@ -52,6 +52,7 @@ typedef struct sc_conf_train {
         char checkpoint[SC_CONF_PATH_MAX]; /* "" = do not save */
         double progress_interval;          /* seconds between progress lines; 0 = per epoch */
         double checkpoint_interval; /* s between checkpoints of long runs; 0 = at stop only */
+        int resume;                 /* a standalone worker starts from its checkpoint */
 } sc_conf_train_t;
 
 typedef struct sc_conf_data {

@@ -43,6 +43,7 @@ typedef struct sc_ingest_stream {
 typedef struct sc_ingest_result {
         sc_decode_fault_t fault; /* SC_DECODE_OK: buffered; else rejected as this kind */
         int first;               /* the first record of this fault kind on the stream */
+        int skipped;             /* covered by a resumed checkpoint: finished, not consumed */
         char msg[768];           /* when first: "topic [p] offset o: malformed record ..."
                                     naming the fault; later ones are only counted */
 } sc_ingest_result_t;
@@ -82,5 +83,32 @@ void sc_ingest_totals(const sc_ingest_t *ingest, sc_stream_stats_t *sum);
 sc_err_t sc_ingest_record(sc_ingest_t *ingest, int index, int32_t partition, int64_t offset,
                           const sc_record_t *rec, double t, sc_ingest_result_t *res, char *errstr,
                           size_t errstr_size);
+
+/* ---- resuming: which records a checkpoint's model holds ----
+ *
+ * A partition's cover is its next offset (every record below it finished:
+ * trained, dropped or rejected) and the finished offsets above it (records
+ * finish out of order: a shuffle buffer, batches of several streams). A
+ * worker stores the covers with its model and, resumed, gives them back
+ * here: a record they cover is finished without being consumed
+ * (res->skipped, the stream's `skipped` counter), so none is trained twice
+ * into the model. */
+
+/* Adds a cover (done increasing, each above next). SC_ERR_INVAL for a
+ * malformed one or a partition covered twice, SC_ERR_NOMEM. */
+sc_err_t sc_ingest_cover_add(sc_ingest_t *ingest, const char *topic, int32_t partition,
+                             int64_t next, const int64_t *done, size_t ndone, char *errstr,
+                             size_t errstr_size);
+/* 1 and *next for a partition a resumed cover names (where a reader seeks
+ * to), else 0. */
+int sc_ingest_cover_next(const sc_ingest_t *ingest, const char *topic, int32_t partition,
+                         int64_t *next);
+
+typedef void (*sc_ingest_cover_fn)(void *opaque, const char *topic, int32_t partition, int64_t next,
+                                   const int64_t *done, size_t ndone);
+/* Calls fn for every partition's cover now: those records were consumed
+ * from (their streams' offsets), and the resumed ones not read since. */
+sc_err_t sc_ingest_cover(const sc_ingest_t *ingest, sc_ingest_cover_fn fn, void *opaque,
+                         char *errstr, size_t errstr_size);
 
 #endif

@@ -62,4 +62,13 @@ uint32_t sc_offsets_epoch(const sc_offsets_t *offsets, int32_t partition);
  * again (a new epoch). Returns how many were outstanding. */
 size_t sc_offsets_forget(sc_offsets_t *offsets, int32_t partition);
 
+/* The tracked partitions (something consumed), in increasing order: writes
+ * up to max of them, returns how many there are. */
+size_t sc_offsets_partitions(const sc_offsets_t *offsets, int32_t *out, size_t max);
+/* The finished offsets of partition above its commit position (finished out
+ * of order), increasing: writes up to max, returns how many there are.
+ * With the position they say exactly which consumed records are finished. */
+size_t sc_offsets_finished(const sc_offsets_t *offsets, int32_t partition, int64_t *out,
+                           size_t max);
+
 #endif

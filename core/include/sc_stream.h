@@ -96,7 +96,8 @@ typedef struct sc_stream_stats {
         uint64_t pauses;    /* times the stream asked to pause */
         double latency_sum; /* seconds from arrival to take, summed over taken samples */
         double latency_max;
-        uint64_t taken; /* samples taken (latency count) */
+        uint64_t taken;   /* samples taken (latency count) */
+        uint64_t skipped; /* records a resumed checkpoint had trained: finished, not consumed */
         sc_decode_stats_t faults;
 } sc_stream_stats_t;
 
@@ -138,6 +139,11 @@ sc_err_t sc_stream_push_slot(sc_stream_t *stream, int32_t label, int32_t partiti
 sc_err_t sc_stream_push(sc_stream_t *stream, const float *x, int32_t label, int32_t partition,
                         int64_t offset, double t, char *errstr, size_t errstr_size);
 
+/* Finishes (partition, offset) without consuming it: a record the model
+ * already holds (a checkpoint it resumed from covers it). Counted as
+ * skipped; errors as sc_stream_reject's. */
+sc_err_t sc_stream_skip(sc_stream_t *stream, int32_t partition, int64_t offset, char *errstr,
+                        size_t errstr_size);
 /* Counts a malformed record (consumed, rejected, its offset finished at
  * once). *first_seen (if not NULL) is 1 the first time this fault kind is
  * seen on the stream: log it then with topic/partition/offset. Errors as

@@ -54,7 +54,10 @@ static void sc_wcli_usage(FILE *out)
                 "goes to stderr every worker.progress_interval seconds; test accuracy on the\n"
                 "held-out set (eval.file or eval.topic, else Fashion-MNIST's test set) is\n"
                 "measured every worker.eval_interval seconds. With train.checkpoint the model\n"
-                "is saved every train.checkpoint_interval seconds and at stop. On stop the\n"
+                "is saved every train.checkpoint_interval seconds and at stop, with the\n"
+                "records it holds; a standalone worker started again goes on from it (model,\n"
+                "optimizer, step, each partition at the checkpoint's offset, records the\n"
+                "model holds skipped; train.resume false starts afresh). On stop the\n"
                 "worker reads nothing more and trains its shuffle pool (the last batch\n"
                 "partial; not after --max-samples), then it commits and prints\n"
                 "\"test accuracy: A (hits/total)\" and \"summary: {JSON}\" to stdout\n"
@@ -258,6 +261,12 @@ static void sc_wcli_accounting(json_t *j, const char *reason)
                 json_is_true(ok) ? "exact" : "MISMATCH",
                 (long long)json_integer_value(json_object_get(j, "lost")),
                 (long long)json_integer_value(json_object_get(j, "batches")));
+        json_int_t skipped = json_integer_value(json_object_get(j, "skipped"));
+        if (skipped)
+                fprintf(stderr,
+                        "worker: %lld record(s) skipped: the checkpoint it resumed from had "
+                        "trained them\n",
+                        (long long)skipped);
         if (!json_is_true(ok))
                 fprintf(stderr, "scadles worker: accounting does not add up: %s\n",
                         json_string_value(json_object_get(j, "identity_error")));

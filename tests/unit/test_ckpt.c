@@ -189,7 +189,14 @@ static void flip_every_byte(uint8_t *buf, size_t len)
                         buf[i] ^= (uint8_t)(1u << bit);
                         sc_err_t rc = decode_bad(buf, len, err, sizeof(err));
                         buf[i] ^= (uint8_t)(1u << bit);
-                        sc_err_t want = (i >= 4 && i < 8) ? SC_ERR_VERSION : SC_ERR_CORRUPT;
+                        /* a version byte flipped to another readable
+                         * version fails on its checksum */
+                        uint32_t v = buf[4] | (uint32_t)buf[5] << 8 | (uint32_t)buf[6] << 16 |
+                                     (uint32_t)buf[7] << 24;
+                        if (i >= 4 && i < 8)
+                                v ^= 1u << (8 * (i - 4) + bit);
+                        sc_err_t want =
+                            (i >= 4 && i < 8 && (v < 1 || v > 3)) ? SC_ERR_VERSION : SC_ERR_CORRUPT;
                         if (rc != want)
                                 fail_msg("byte %zu bit %d: %s: %s", i, bit, sc_err2str(rc), err);
                         if (i < 4)
@@ -227,12 +234,12 @@ static void wrong_version_rejected(void **state)
         size_t len;
         encode(0, &buf, &len);
         /* a well-formed file of a future version (valid CRC) */
-        buf[4] = 3;
+        buf[4] = 4;
         uint32_t crc = sc_crc32c(0, buf, len - 4);
         for (int i = 0; i < 4; i++)
                 buf[len - 4 + i] = (uint8_t)(crc >> (8 * i));
         assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_VERSION);
-        assert_non_null(strstr(err, "version 3; this build reads versions 1 to 2"));
+        assert_non_null(strstr(err, "version 4; this build reads versions 1 to 3"));
         buf[4] = 0;
         assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_VERSION);
         /* the state flag is version 2's: a version 1 file with it is corrupt */
@@ -243,6 +250,56 @@ static void wrong_version_rejected(void **state)
                 buf[len - 4 + i] = (uint8_t)(crc >> (8 * i));
         assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_CORRUPT);
         assert_non_null(strstr(err, "unknown flags 0x2"));
+        /* the resume flag is version 3's */
+        buf[4] = 2;
+        buf[8] = (uint8_t)((buf[8] & ~2u) | 4u);
+        crc = sc_crc32c(0, buf, len - 4);
+        for (int i = 0; i < 4; i++)
+                buf[len - 4 + i] = (uint8_t)(crc >> (8 * i));
+        assert_int_equal(decode_bad(buf, len, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "unknown flags 0x4"));
+        free(buf);
+}
+
+/* The resume section (version 3): stored as given, after the state, read
+ * back byte for byte; every truncation is refused; a checkpoint without it
+ * stays version 1 or 2. */
+static void resume_round_trip(void **state)
+{
+        char err[256];
+        uint8_t *buf;
+        size_t len;
+        sc_ckpt_view_t v;
+        static const char text[] = "{\"format\":\"scadles-resume/1\",\"covers\":[]}";
+        (void)state;
+        sc_model_spec_t s = mlp_spec();
+        fill();
+        for (int with_state = 0; with_state < 2; with_state++) {
+                sc_ckpt_meta_t m = meta;
+                m.resume = (const uint8_t *)text;
+                m.resume_len = strlen(text);
+                assert_int_equal(sc_ckpt_encode(&s, &m, params, velocity, NP,
+                                                with_state ? statev : NULL, with_state ? NS : 0,
+                                                &buf, &len, err, sizeof(err)),
+                                 SC_OK);
+                assert_int_equal(sc_ckpt_parse(&v, buf, len, err, sizeof(err)), SC_OK);
+                assert_int_equal(v.version, 3);
+                assert_int_equal(v.meta.resume_len, strlen(text));
+                assert_memory_equal(v.meta.resume, text, strlen(text));
+                assert_int_equal(v.nstate, with_state ? NS : 0);
+                assert_int_equal(v.meta.step, meta.step);
+                for (size_t cut = 0; cut < len; cut++)
+                        assert_int_not_equal(sc_ckpt_parse(&v, buf, cut, err, sizeof(err)), SC_OK);
+                /* a resume length past the end is refused by name */
+                buf[len - 4 - strlen(text) - 8] ^= 0x40;
+                assert_int_equal(sc_ckpt_parse(&v, buf, len, err, sizeof(err)), SC_ERR_CORRUPT);
+                assert_non_null(strstr(err, "resume section"));
+                free(buf);
+        }
+        encode_state(1, 1, &buf, &len);
+        assert_int_equal(sc_ckpt_parse(&v, buf, len, err, sizeof(err)), SC_OK);
+        assert_int_equal(v.version, 2);
+        assert_null(v.meta.resume);
         free(buf);
 }
 
@@ -668,6 +725,7 @@ int main(void)
             cmocka_unit_test(every_truncation_rejected),
             cmocka_unit_test(every_flipped_byte_rejected),
             cmocka_unit_test(wrong_version_rejected),
+            cmocka_unit_test(resume_round_trip),
             cmocka_unit_test(state_round_trip),
             cmocka_unit_test(version1_bytes_unchanged),
             cmocka_unit_test(wrong_model_rejected),

@@ -141,6 +141,70 @@ static void records_are_buffered_or_rejected(void **state)
         sc_ingest_destroy(in);
 }
 
+/* What a cover callback saw, flattened: "topic/partition:next[done,...]". */
+static void collect(void *opaque, const char *topic, int32_t partition, int64_t next,
+                    const int64_t *done, size_t ndone)
+{
+        char *out = opaque;
+        size_t n = strlen(out);
+        n += (size_t)snprintf(out + n, 512 - n, "%s/%d:%lld[", topic, (int)partition,
+                              (long long)next);
+        for (size_t k = 0; k < ndone; k++)
+                n += (size_t)snprintf(out + n, 512 - n, "%s%lld", k ? "," : "", (long long)done[k]);
+        snprintf(out + n, 512 - n, "] ");
+}
+
+/* Resuming: a cover skips the records its model holds (below next, and
+ * the finished offsets above it), finishing them without consuming them;
+ * the covers reported are the streams' (records finished out of order
+ * listed) and the resumed ones not read since. */
+static void covers_skip_what_the_model_holds(void **state)
+{
+        (void)state;
+        char err[256], seen[512] = "";
+        int calls = 0, i;
+        sc_ingest_result_t res;
+        sc_ingest_t *in = new_ingest(&calls, 16);
+        const int64_t done[] = {12, 14};
+        assert_int_equal(sc_ingest_cover_add(in, "t", 0, 10, done, 2, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ingest_cover_add(in, "u", 3, 5, NULL, 0, err, sizeof(err)), SC_OK);
+        /* malformed covers are refused by name */
+        assert_int_equal(sc_ingest_cover_add(in, "t", 0, 10, NULL, 0, err, sizeof(err)),
+                         SC_ERR_INVAL);
+        assert_non_null(strstr(err, "t [0]: covered twice"));
+        const int64_t bad[] = {9};
+        assert_int_equal(sc_ingest_cover_add(in, "v", 0, 10, bad, 1, err, sizeof(err)),
+                         SC_ERR_INVAL);
+        assert_non_null(strstr(err, "v [0]: finished offsets must increase"));
+        int64_t next = 0;
+        assert_true(sc_ingest_cover_next(in, "t", 0, &next));
+        assert_int_equal(next, 10);
+        assert_false(sc_ingest_cover_next(in, "t", 1, &next));
+
+        assert_int_equal(sc_ingest_stream(in, "t", &i, err, sizeof(err)), SC_OK);
+        int64_t offs[] = {8, 10, 11, 12, 13, 14, 15};
+        int skip[] = {1, 0, 0, 1, 0, 1, 0};
+        for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
+                assert_int_equal(put(in, i, 0, offs[k], NUMEL, "1", &res, err, sizeof(err)), SC_OK);
+                assert_int_equal(res.skipped, skip[k]);
+        }
+        /* another partition of the topic is not covered */
+        assert_int_equal(put(in, i, 1, 12, NUMEL, "1", &res, err, sizeof(err)), SC_OK);
+        assert_false(res.skipped);
+        const sc_stream_stats_t *st = sc_stream_stats(sc_ingest_at(in, i)->stream);
+        assert_int_equal(st->skipped, 3);
+        assert_int_equal(st->consumed, 5);
+        assert_int_equal(st->buffered, 5);
+        sc_stream_stats_t sum;
+        sc_ingest_totals(in, &sum);
+        assert_int_equal(sum.skipped, 3);
+        /* t [0]: 10 is buffered, so next stays 10; 12 and 14 were finished
+         * (skipped) out of order; u [3] was not read: reported as resumed. */
+        assert_int_equal(sc_ingest_cover(in, collect, seen, err, sizeof(err)), SC_OK);
+        assert_string_equal(seen, "t/0:10[12,14] t/1:12[] u/3:5[] ");
+        sc_ingest_destroy(in);
+}
+
 /* For n = 1, 2, ...: the n-th allocation fails, from the ingest's creation
  * through two topics and their records; each run ends in SC_ERR_NOMEM with
  * nothing made half (ASan's leak check) until one needs fewer. */
@@ -187,6 +251,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(streams_are_made_per_topic),
             cmocka_unit_test(records_are_buffered_or_rejected),
+            cmocka_unit_test(covers_skip_what_the_model_holds),
             cmocka_unit_test(every_allocation_failure_is_clean),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Resume through kill -9: a standalone worker on the tabular example's data
+# (examples/tabular/gen.py, CSV and JSON topics of 2 partitions each) is
+# killed with SIGKILL three times while it trains, and started again each
+# time with the same configuration (train.checkpoint every 0.5 s, a shuffle
+# buffer so records finish out of order). Each start goes on from the
+# checkpoint: its model, optimizer and step, and the records that model
+# holds (each partition resumed at the checkpoint's offset, records it had
+# finished out of order skipped). Required: the last run's summary counts
+# every produced record trained exactly once into the surviving model
+# (samples_total), every partition committed to its end, the accounting
+# exact; and the final test accuracy within 0.5 points of an uninterrupted
+# worker's (median of RESUME_RUNS runs each, default 3).
+. "$(dirname "$0")/distributed_common.inc"
+PREFIX=rz. PARTS=2 KAFKA_EXTRA='{"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}'
+. "$(dirname "$0")/tabular_common.inc"
+runs=${RESUME_RUNS:-3}
+start_broker rz.sensors.csv:2 rz.sensors.json:2
+publish "$data/train.csv" rz.sensors.csv
+publish "$data/train.jsonl" rz.sensors.json
+produced=$(($(wc -l <"$data/train.csv") + $(wc -l <"$data/train.jsonl")))
+tab_conf examples/tabular/worker.json "$tmp/base.json" unused.ckpt
+jq '.worker.shuffle = 256 | .worker.idle_exit = 3 | .train.checkpoint_interval = 0.5
+    | .worker.progress_interval = 0.2' "$tmp/base.json" >"$tmp/w.json"
+
+# run NAME GROUP CKPT [ARGS...]: a worker in the background ($wpid).
+run() {
+	local name=$1 group=$2 ckpt=$3
+	shift 3
+	"$SCADLES" worker -c "$tmp/w.json" -b "$bs" --set "source.group_id=$group" \
+		--set "train.checkpoint=$tmp/$ckpt" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	wpid=$!
+	pids="$pids $wpid"
+}
+
+median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+plain=() killed=()
+for r in $(seq 1 "$runs"); do
+	run "u$r" "rz.u$r" "u$r.ckpt" --throttle 4000
+	wait "$wpid" || fail "uninterrupted worker $r exited $?"
+	[ "$(summary "$tmp/u$r.out" .samples_total)" -eq "$produced" ] ||
+		fail "uninterrupted worker $r trained $(summary "$tmp/u$r.out" .samples_total) of $produced"
+	plain+=("$(summary "$tmp/u$r.out" .test_accuracy)")
+
+	# Killed at about a quarter, a half and three quarters of the feed.
+	for k in 1 2 3; do
+		run "k$r.$k" "rz.k$r" "k$r.ckpt" --throttle 4000
+		wait_trained "$tmp/k$r.$k.err" $((produced / 4)) "$wpid"
+		[ "$k" -eq 1 ] || grep -q "resumed from $tmp/k$r.ckpt" "$tmp/k$r.$k.err" ||
+			fail "run $r start $k did not resume: $(head -n 5 "$tmp/k$r.$k.err")"
+		kill -9 "$wpid"
+		wait "$wpid" 2>/dev/null || true
+	done
+	run "k$r.end" "rz.k$r" "k$r.ckpt"
+	wait "$wpid" || fail "run $r: the last start exited $?"
+	s() { summary "$tmp/k$r.end.out" "$1"; }
+	grep -q "resumed from $tmp/k$r.ckpt" "$tmp/k$r.end.err" || fail "run $r: the last start did not resume"
+	[ "$(s .identity_ok)" = true ] || fail "run $r: accounting: $(s .identity_error)"
+	check_committed "$tmp/k$r.end.out"
+	[ "$(s .samples_total)" -eq "$produced" ] ||
+		fail "run $r: the surviving model trained $(s .samples_total) samples of $produced produced (each exactly once: $produced)"
+	[ "$(s .lost)" -eq 0 ] || fail "run $r: lost $(s .lost)"
+	echo "run $r: 3 kills; the surviving model trained $(s .samples_total) of $produced records once each (last start: $(s .trained) trained, $(s .skipped) skipped as already in the checkpoint), test accuracy $(s .test_accuracy); uninterrupted ${plain[-1]}"
+	killed+=("$(s .test_accuracy)")
+done
+mp=$(printf '%s\n' "${plain[@]}" | median)
+mk=$(printf '%s\n' "${killed[@]}" | median)
+echo "median test accuracy over $runs runs: uninterrupted $mp, killed 3 times $mk"
+awk -v a="$mp" -v b="$mk" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= 0.005)}' ||
+	fail "killed 3 times: median accuracy $mk, more than 0.5 points from $mp"
+echo "worker_resume: ok"

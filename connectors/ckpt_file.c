@@ -41,12 +41,13 @@ sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
 sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckpt_meta_t *meta,
                       int *has_state, char *errstr, size_t errstr_size)
 {
-        return sc_ckpt_load_resume(path, model, sgd, meta, has_state, NULL, errstr, errstr_size);
+        return sc_ckpt_load_resume(path, model, sgd, meta, has_state, NULL, NULL, errstr,
+                                   errstr_size);
 }
 
 sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
-                             sc_ckpt_meta_t *meta, int *has_state, char **resume, char *errstr,
-                             size_t errstr_size)
+                             sc_ckpt_meta_t *meta, int *has_state, char **resume,
+                             size_t *resume_len, char *errstr, size_t errstr_size)
 {
         char msg[512];
         struct stat st;
@@ -112,6 +113,8 @@ sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
                 }
                 memcpy(*resume, m.resume, m.resume_len);
                 (*resume)[m.resume_len] = 0;
+                if (resume_len)
+                        *resume_len = m.resume_len;
         }
         m.resume = NULL; /* it points into buf */
         m.resume_len = 0;

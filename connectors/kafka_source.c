@@ -158,6 +158,7 @@ static sc_ks_part_t *sc_ks_part(sc_ks_stream_t *ks, int32_t partition, int creat
         memset(p, 0, sizeof(*p));
         p->partition = partition;
         p->start = p->committed = p->received = -1;
+        p->durable = p->durable_sent = -1;
         sc_kafka_gap_init(&p->gap, -1);
         return p;
 }
@@ -257,11 +258,23 @@ void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 }
 
 /* Adds what ks can commit to l: every changed position (all = 0), or every
- * assigned partition's position (all = 1). */
-static void sc_ks_commit_list(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_t *l, int all)
+ * assigned partition's position (all = 1); durable: the positions the last
+ * checkpoint covers instead (sc_kafka_source_durable). */
+static void sc_ks_commit_list(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_t *l, int all,
+                              int durable)
 {
         sc_offsets_commit_t c[SC_KS_COMMIT_BATCH];
         size_t n;
+        /* Durable: only what the last checkpoint's model holds. */
+        for (size_t i = 0; durable && i < ks->n_parts; i++) {
+                sc_ks_part_t *p = &ks->parts[i];
+                if (!p->assigned || p->durable < 0 || (!all && p->durable == p->durable_sent))
+                        continue;
+                rd_kafka_topic_partition_list_add(l, ks->topic, p->partition)->offset = p->durable;
+                p->durable_sent = p->durable;
+        }
+        if (durable)
+                return;
         do {
                 n = sc_stream_commits(ks->stream, c, SC_KS_COMMIT_BATCH);
                 for (size_t i = 0; !all && i < n; i++)
@@ -285,7 +298,7 @@ sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr, s
         if (!l)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "commit: out of memory");
         for (int i = 0; i < src->n_streams; i++)
-                sc_ks_commit_list(&src->streams[i], l, all);
+                sc_ks_commit_list(&src->streams[i], l, all, src->keep_covers);
         sc_err_t err = SC_OK;
         if (l->cnt > 0) {
                 rd_kafka_resp_err_t e = rd_kafka_commit(src->rk, l, !sync);
@@ -301,6 +314,15 @@ sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr, s
         }
         rd_kafka_topic_partition_list_destroy(l);
         return err;
+}
+
+void sc_kafka_source_durable_at(sc_kafka_source_t *src, const char *topic, int32_t partition,
+                                int64_t next)
+{
+        sc_ks_stream_t *ks = sc_ks_find(src, topic);
+        sc_ks_part_t *p = ks ? sc_ks_part(ks, partition, 0) : NULL;
+        if (p)
+                p->durable = next;
 }
 
 sc_err_t sc_kafka_source_commit(sc_kafka_source_t *src, int sync, char *errstr, size_t errstr_size)
@@ -404,6 +426,12 @@ static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                                    "owner reads them again",
                                    tp->topic, tp->partition, again, p->committed);
                 }
+                /* A worker that checkpoints what its model holds keeps it
+                 * known: read again (by this member, after a rebalance), it
+                 * is skipped, and the next checkpoint still reports it. */
+                if (src->keep_covers && sc_ingest_remember(src->ingest, (int)(ks - src->streams),
+                                                           tp->partition, why, sizeof(why)))
+                        sc_ks_logf(src, 3, "rebalance: %s", why);
                 uint64_t inflight = sc_stream_stats(ks->stream)->orphaned;
                 size_t returned = sc_stream_revoke(ks->stream, tp->partition);
                 src->stats.ks_orphaned += sc_stream_stats(ks->stream)->orphaned - inflight;

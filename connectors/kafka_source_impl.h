@@ -18,10 +18,12 @@ typedef struct sc_ks_part {
         int32_t partition;
         int assigned;
         int paused;
-        int64_t start;     /* committed offset at assignment, -1 if none */
-        int64_t committed; /* highest offset known committed, -1 if none */
-        int64_t received;  /* offset after the last one received, -1 if none */
-        int resumed;       /* started at a resumed checkpoint's offset */
+        int64_t start;        /* committed offset at assignment, -1 if none */
+        int64_t committed;    /* highest offset known committed, -1 if none */
+        int64_t received;     /* offset after the last one received, -1 if none */
+        int resumed;          /* started at a resumed checkpoint's offset */
+        int64_t durable;      /* the last checkpoint's position, -1 if none (durable mode) */
+        int64_t durable_sent; /* the last durable position committed */
         sc_kafka_gap_t gap;
 } sc_ks_part_t;
 
@@ -46,6 +48,7 @@ struct sc_kafka_source_s {
         int n_classes;
         uint64_t seed;
         sc_ingest_t *ingest; /* streams and batcher, made with the first topic */
+        int keep_covers;     /* sc_kafka_source_durable: keep covers, commit durable */
         sc_ks_stream_t streams[SC_BATCH_MAX_STREAMS]; /* same indices as the ingest's */
         int n_streams;
         sc_batch_spec_t bspec;

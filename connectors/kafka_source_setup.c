@@ -302,6 +302,11 @@ sc_err_t sc_kafka_source_finish(sc_kafka_source_t *src, int timeout_ms, char *er
 
 /* ---- queries ---- */
 
+void sc_kafka_source_durable(sc_kafka_source_t *src, int on)
+{
+        src->keep_covers = on != 0;
+}
+
 sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src)
 {
         return src->ingest ? sc_ingest_batcher(src->ingest) : NULL;

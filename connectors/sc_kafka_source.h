@@ -100,6 +100,16 @@ sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src);
  * assignment; NULL with errstr filled if it cannot be made. Borrowed. */
 sc_ingest_t *sc_kafka_source_ingest(sc_kafka_source_t *src, char *errstr, size_t errstr_size);
 
+/* Durable mode, for a worker that checkpoints what its model holds: a
+ * revoked partition's cover is kept (sc_ingest_remember), and every commit
+ * (periodic, at a revocation, at the end) commits the positions the last
+ * checkpoint covers (sc_kafka_source_durable_at), never further: a process
+ * killed at any moment re-reads every record its resumed model lacks. */
+void sc_kafka_source_durable(sc_kafka_source_t *src, int on);
+/* The last durable checkpoint covers topic [partition] up to next. */
+void sc_kafka_source_durable_at(sc_kafka_source_t *src, const char *topic, int32_t partition,
+                                int64_t next);
+
 /* The source's consumer (for sc_kafka_waker_watch). Borrowed. */
 rd_kafka_t *sc_kafka_source_handle(sc_kafka_source_t *src);
 

@@ -192,6 +192,15 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
                 goto fail;
         if ((err = sc_wk_resume(w, errstr, errstr_size)))
                 goto fail;
+        /* A standalone worker that checkpoints what its model holds commits
+         * no further than its last checkpoint. */
+        w->durable_commits = !w->job && w->src && conf->train.checkpoint[0] && conf->train.resume;
+        if (w->durable_commits)
+                sc_kafka_source_durable(w->src, 1);
+        if (w->durable_commits && conf->train.checkpoint_interval <= 0)
+                sc_wk_logf(w, 5,
+                           "commits follow checkpoints: with train.checkpoint_interval 0 the "
+                           "group's committed offsets advance only when the worker stops");
         /* A distributed worker sleeps until the first of its clients has
          * work: a record, a model, a delivery report. */
         if (w->job && w->src &&
@@ -330,6 +339,14 @@ static void sc_wk_durable_cover(void *opaque, const char *topic, int32_t partiti
         nd[w->n_durable++] = (sc_wk_durable_t){.topic = t, .partition = partition, .next = next};
 }
 
+static void sc_wk_durable_kafka(void *opaque, const char *topic, int32_t partition, int64_t next,
+                                const int64_t *done, size_t ndone)
+{
+        (void)done;
+        (void)ndone;
+        sc_kafka_source_durable_at(opaque, topic, partition, next);
+}
+
 /* Saves the model to train.checkpoint (atomically) with, for a standalone
  * worker, the records it holds; a failure is logged, the run goes on (the
  * previous checkpoint stays). */
@@ -352,61 +369,75 @@ static void sc_wk_checkpoint(sc_worker_t *w)
                 w->checkpoints++;
                 if (w->ingest && !w->job)
                         sc_ingest_cover(w->ingest, sc_wk_durable_cover, w, why, sizeof(why));
+                if (w->durable_commits &&
+                    !sc_ingest_cover(sc_kafka_source_ingest(w->src, why, sizeof(why)),
+                                     sc_wk_durable_kafka, w->src, why, sizeof(why)) &&
+                    sc_kafka_source_commit(w->src, 0, why, sizeof(why)))
+                        sc_wk_logf(w, 4, "%s", why);
         }
         free(resume);
 }
 
 /* Gives the resume section's covers to the ingest path. */
-static sc_err_t sc_wk_resume_covers(sc_worker_t *w, const char *text, size_t *np, char *errstr,
-                                    size_t errstr_size)
+static sc_err_t sc_wk_resume_covers(sc_worker_t *w, const char *text, size_t len, size_t *np,
+                                    char *errstr, size_t errstr_size)
 {
         const char *path = w->conf->train.checkpoint;
+        char why[256];
         json_error_t je;
         sc_err_t err = SC_OK;
-        json_t *j = json_loads(text, 0, &je);
-        json_t *covers = j ? json_object_get(j, "covers") : NULL;
-        json_int_t samples = 0;
         *np = 0;
+        json_t *j = json_loadb(text, len, 0, &je);
+        if (!j)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "%s: resume section: not JSON (line %d, column %d: %s)", path,
+                               je.line, je.column, je.text);
+        json_t *covers = json_object_get(j, "covers");
         if (!json_is_array(covers)) {
                 json_decref(j);
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "%s: resume section: $.covers: expected an array", path);
         }
-        if (json_is_integer(json_object_get(j, "samples")))
-                samples = json_integer_value(json_object_get(j, "samples"));
+        json_int_t samples = json_integer_value(json_object_get(j, "samples"));
         w->resumed_samples = samples > 0 ? (uint64_t)samples : 0;
-        sc_ingest_t *in = sc_wk_ingest(w, errstr, errstr_size);
+        sc_ingest_t *in = sc_wk_ingest(w, why, sizeof(why));
         if (!in)
-                err = SC_ERR_NOMEM;
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "%s: %s", path, why);
         for (size_t i = 0; !err && i < json_array_size(covers); i++) {
                 json_t *c = json_array_get(covers, i), *done = json_object_get(c, "done");
                 json_t *t = json_object_get(c, "topic"), *p = json_object_get(c, "partition"),
                        *n = json_object_get(c, "next");
                 size_t nd = json_array_size(done);
                 int64_t *d = nd ? malloc(nd * sizeof(int64_t)) : NULL;
+                if (nd && !d) {
+                        err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                                      "%s: resume section: out of memory", path);
+                        break;
+                }
                 int ok = json_is_string(t) && json_is_integer(p) && json_is_integer(n) &&
-                         json_integer_value(p) <= INT32_MAX && json_is_array(done) && (!nd || d);
+                         json_integer_value(p) >= 0 && json_integer_value(p) <= INT32_MAX &&
+                         json_is_array(done);
                 for (size_t k = 0; ok && k < nd; k++) {
                         ok = json_is_integer(json_array_get(done, k));
                         if (ok)
                                 d[k] = json_integer_value(json_array_get(done, k));
                 }
-                char why[256];
                 if (!ok)
                         err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                       "%s: resume section: $.covers[%zu]: expected topic, "
-                                      "partition, next and done (an array of offsets)",
+                                      "partition (>= 0), next and done (an array of offsets)",
                                       path, i);
                 else if ((err = sc_ingest_cover_add(
                               in, json_string_value(t), (int32_t)json_integer_value(p),
                               json_integer_value(n), d, nd, why, sizeof(why))))
-                        sc_errf(err == SC_ERR_NOMEM ? err : SC_ERR_CORRUPT, errstr, errstr_size,
-                                "%s: resume section: $.covers[%zu]: %s", path, i, why);
+                        err =
+                            sc_errf(err == SC_ERR_NOMEM ? err : SC_ERR_CORRUPT, errstr, errstr_size,
+                                    "%s: resume section: $.covers[%zu]: %s", path, i, why);
                 free(d);
         }
         *np = json_array_size(covers);
         json_decref(j);
-        return err == SC_ERR_INVAL ? SC_ERR_CORRUPT : err;
+        return err;
 }
 
 /* A standalone worker whose train.checkpoint exists goes on from it (unless
@@ -423,10 +454,11 @@ static sc_err_t sc_wk_resume(sc_worker_t *w, char *errstr, size_t errstr_size)
         sc_ckpt_meta_t meta;
         char *resume = NULL;
         size_t ncovers = 0;
-        sc_err_t err =
-            sc_ckpt_load_resume(path, w->model, &w->sgd, &meta, NULL, &resume, why, sizeof(why));
+        size_t resume_len = 0;
+        sc_err_t err = sc_ckpt_load_resume(path, w->model, &w->sgd, &meta, NULL, &resume,
+                                           &resume_len, why, sizeof(why));
         if (!err && resume)
-                err = sc_wk_resume_covers(w, resume, &ncovers, why, sizeof(why));
+                err = sc_wk_resume_covers(w, resume, resume_len, &ncovers, why, sizeof(why));
         free(resume);
         if (err)
                 return sc_errf(err == SC_ERR_NOMEM ? err : SC_ERR_CONFIG, errstr, errstr_size,
@@ -649,7 +681,10 @@ sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr
                 return err;
         sc_batcher_t *bt = sc_wk_batcher(w);
         double wake = INFINITY;
-        int ready = bt && sc_batcher_ready(bt, now, &wake) && now >= w->t_next;
+        /* A policy waiting for a model sleeps on the clients (the model's
+         * arrival wakes it), however full the buffer. */
+        int ready =
+            bt && sc_batcher_ready(bt, now, &wake) && now >= w->t_next && !sc_wk_job_waiting(w);
         if (w->src) {
                 int tmo = ready ? 0 : (int)fmin(timeout_ms, fmax(1.0, (wake - now) * 1000.0));
                 if (w->job && tmo > 5)
@@ -799,19 +834,20 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
                 err = sc_wk_job_finish(w, timeout_ms, errstr, errstr_size);
         else if (w->job)
                 (void)sc_wk_job_finish(w, timeout_ms, why, sizeof(why));
+        /* The checkpoint before the final commit: a durable worker commits
+         * what it covers. A worker that trained nothing keeps an earlier
+         * file (the model it would write is only the initial one). */
+        if (w->conf->train.checkpoint[0] && w->steps > 0)
+                sc_wk_checkpoint(w);
+        else if (w->conf->train.checkpoint[0])
+                sc_wk_logf(w, 5, "checkpoint %s not written: nothing was trained",
+                           w->conf->train.checkpoint);
         if (w->src && (e2 = sc_kafka_source_finish(w->src, timeout_ms, why, sizeof(why)))) {
                 if (!err)
                         err = sc_errf(e2, errstr, errstr_size, "%s", why);
         }
         if (w->test.n && sc_worker_eval(w, 0, &w->final_acc, &w->final_loss) == SC_OK)
                 w->evaluated = 1;
-        /* A worker that trained nothing keeps an earlier file (the model it
-         * would write is only the initial one). */
-        if (w->conf->train.checkpoint[0] && w->steps > 0)
-                sc_wk_checkpoint(w);
-        else if (w->conf->train.checkpoint[0])
-                sc_wk_logf(w, 5, "checkpoint %s not written: nothing was trained",
-                           w->conf->train.checkpoint);
         return err;
 }
 

@@ -74,6 +74,7 @@ struct sc_wk_job {
         sc_wj_pend_t *pend_free; /* delivered steps' records, reused by the next sends */
         double t_hb;
         int away;        /* left the barriers: no data to train (sc_wj_barrier) */
+        int waiting;     /* the policy waits (for a model): a ready batch is no reason to spin */
         double t_cannot; /* since when no batch can form (-1: one can) */
         uint64_t aways;  /* times it left */
         /* injection pool: foreign samples, one ring per sending worker */
@@ -147,6 +148,7 @@ struct sc_worker_s {
         double t_ckpt;              /* last checkpoint written (train.checkpoint_interval) */
         uint64_t checkpoints;       /* written */
         int resumed;                /* started from train.checkpoint */
+        int durable_commits;        /* commits no further than the last checkpoint */
         sc_wk_durable_t *durable;   /* push mode: what the last checkpoint covers */
         size_t n_durable;
         uint64_t resumed_samples; /* samples trained before the resume */
@@ -168,6 +170,7 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, 
                      char *errstr, size_t errstr_size);
 
 /* worker_job.c: the distributed half. */
+int sc_wk_job_waiting(const sc_worker_t *w);
 sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size);
 void sc_wk_job_destroy(sc_worker_t *w);
 /* Serves the job's clients, installs models, heartbeats, then runs the

@@ -670,6 +670,11 @@ static sc_err_t sc_wj_barrier(sc_worker_t *w, double now, char *errstr, size_t e
         return SC_OK;
 }
 
+int sc_wk_job_waiting(const sc_worker_t *w)
+{
+        return w->job && w->job->waiting;
+}
+
 sc_err_t sc_wk_job_watch(sc_worker_t *w, sc_kafka_waker_t *wk, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
@@ -722,6 +727,7 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
         for (int guard = 0; guard < 4; guard++) {
                 sc_sync_act_t act;
                 sc_sync_worker_next(j->sync, now, &act);
+                j->waiting = act.kind == SC_ACT_WAIT;
                 if (act.kind == SC_ACT_WAIT) {
                         j->waits++;
                         break;

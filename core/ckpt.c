@@ -237,6 +237,9 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
                         return sc_ckpt_truncated(len, need + 4, errstr, errstr_size);
                 nresume = sc_le_get64(resume);
                 resume += 8;
+                if (nresume == 0)
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "checkpoint announces an empty resume section");
                 if (nresume > len - need)
                         return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                        "checkpoint truncated: %zu bytes, a resume section of %llu "

@@ -1013,10 +1013,16 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(job.sync.staleness),
      .def = "40",
      R_IN(0, 1 << 30),
-     .desc = "ssp: staleness bound s in worker clocks. Round policies (bsp, scadles, "
-             "localsgd): the most versions behind a round update may be and still join the "
-             "current round (a worker rejoining while a round closed without it); older ones "
-             "are consumed as stale."},
+     .desc = "ssp: staleness bound s in worker clocks."},
+    {.path = "job.sync.late_rounds",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.late_rounds),
+     .def = "2",
+     R_IN(0, 1 << 20),
+     .desc = "Round policies (bsp, scadles, localsgd): an update computed at most this many "
+             "versions behind the round (a worker that rejoined while a round closed without "
+             "it) is added to the current round without taking the worker's turn, so its next "
+             "update counts too; further behind, or 0, it is consumed as stale."},
     {.path = "job.sync.local_steps",
      .type = SC_CONF_INT,
      .offset = C(job.sync.local_steps),

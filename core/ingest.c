@@ -222,7 +222,9 @@ int sc_ingest_cover_next(const sc_ingest_t *ingest, const char *topic, int32_t p
 }
 
 /* 1 if the record at (index, partition, offset) is covered by a resumed
- * checkpoint; a cover whose last offset is passed stops being asked. */
+ * checkpoint. A cover is retired once its partition's commit position is
+ * past its last offset: no record it holds can come again (a revocation
+ * and a re-read start at the commit position). */
 static int sc_ingest_covered(sc_ingest_t *ingest, int index, int32_t partition, int64_t offset)
 {
         for (size_t i = 0; i < ingest->n_covers; i++) {
@@ -233,9 +235,15 @@ static int sc_ingest_covered(sc_ingest_t *ingest, int index, int32_t partition, 
                         c->stream = index;
                 if (c->stream != index)
                         continue;
-                if (offset >= c->limit) {
-                        c->active = 0;
-                        ingest->n_active--;
+                if (offset > c->limit) {
+                        int64_t pos;
+                        if (!sc_offsets_position(sc_stream_offsets(ingest->streams[index].stream),
+                                                 partition, &pos) &&
+                            pos > c->limit) {
+                                c->active = 0;
+                                ingest->n_active--;
+                        }
+                        return 0;
                 }
                 if (offset < c->next)
                         return 1;
@@ -252,29 +260,69 @@ static int sc_ingest_covered(sc_ingest_t *ingest, int index, int32_t partition, 
         return 0;
 }
 
-/* Reports one partition's cover: from its stream's offsets when records of
- * it were consumed, else the resumed cover as it was. */
-static sc_err_t sc_ingest_cover_part(const sc_offsets_t *o, const char *topic, int32_t partition,
-                                     sc_ingest_cover_fn fn, void *opaque, char *errstr,
-                                     size_t errstr_size)
+/* Offsets between consumed ones that a cover spans are listed one by one;
+ * past this many a cover keeps only its next offset (those records would
+ * be trained again after a restart, never lost). */
+#define SC_INGEST_COVER_SPAN_MAX ((int64_t)1 << 20)
+
+/* A partition's cover now: what its stream consumed and finished, merged
+ * with the resumed cover of the partition (c, or NULL): offsets the resumed
+ * model holds that were not read again since. *donep is the caller's to
+ * free. */
+static sc_err_t sc_ingest_cover_now(const sc_offsets_t *o, int32_t partition,
+                                    const sc_ingest_cover_t *c, int64_t *nextp, int64_t **donep,
+                                    size_t *ndonep)
 {
-        int64_t next;
-        if (sc_offsets_position(o, partition, &next))
+        int64_t pos, last = sc_offsets_last(o, partition);
+        *donep = NULL;
+        *ndonep = 0;
+        if (sc_offsets_position(o, partition, &pos) || last < 0) {
+                *nextp = c ? c->next : 0;
+                if (c && c->ndone && !(*donep = sc_malloc(c->ndone * sizeof(int64_t))))
+                        return SC_ERR_NOMEM;
+                if (c && c->ndone)
+                        memcpy(*donep, c->done, c->ndone * sizeof(int64_t));
+                *ndonep = c ? c->ndone : 0;
                 return SC_OK;
-        size_t n = sc_offsets_finished(o, partition, NULL, 0);
+        }
+        size_t nf = sc_offsets_finished(o, partition, NULL, 0), nc = 0, k = 0;
+        int64_t span = 0;
+        if (c) {
+                for (size_t i = 0; i < c->ndone; i++)
+                        nc += c->done[i] > last;
+                if (c->next > last + 1 && pos <= last)
+                        span = c->next - (last + 1);
+                if (span > SC_INGEST_COVER_SPAN_MAX)
+                        span = 0;
+        }
+        if (c && c->next > last + 1 && pos == last + 1) {
+                /* everything read is finished, and the resumed model holds
+                 * what lies between: the resumed cover still says it all */
+                pos = c->next;
+                nf = 0;
+                span = 0;
+        }
+        size_t n = nf + (size_t)span + nc;
         int64_t *done = n ? sc_malloc(n * sizeof(int64_t)) : NULL;
         if (n && !done)
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "ingest: out of memory");
-        sc_offsets_finished(o, partition, done, n);
-        fn(opaque, topic, partition, next, done, n);
-        sc_free(done);
+                return SC_ERR_NOMEM;
+        if (nf)
+                sc_offsets_finished(o, partition, done, nf);
+        k = nf;
+        for (int64_t x = 0; x < span; x++)
+                done[k++] = last + 1 + x;
+        for (size_t i = 0; c && i < c->ndone; i++)
+                if (c->done[i] > last && c->done[i] > pos)
+                        done[k++] = c->done[i];
+        *nextp = pos;
+        *donep = done;
+        *ndonep = k;
         return SC_OK;
 }
 
 sc_err_t sc_ingest_cover(const sc_ingest_t *ingest, sc_ingest_cover_fn fn, void *opaque,
                          char *errstr, size_t errstr_size)
 {
-        sc_err_t err;
         for (int i = 0; i < ingest->n_streams; i++) {
                 const sc_offsets_t *o = sc_stream_offsets(ingest->streams[i].stream);
                 size_t np = sc_offsets_partitions(o, NULL, 0);
@@ -282,12 +330,19 @@ sc_err_t sc_ingest_cover(const sc_ingest_t *ingest, sc_ingest_cover_fn fn, void 
                 if (np && !parts)
                         return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "ingest: out of memory");
                 sc_offsets_partitions(o, parts, np);
-                for (size_t k = 0; k < np; k++)
-                        if ((err = sc_ingest_cover_part(o, ingest->streams[i].topic, parts[k], fn,
-                                                        opaque, errstr, errstr_size))) {
+                for (size_t k = 0; k < np; k++) {
+                        int64_t next, *done;
+                        size_t nd;
+                        const sc_ingest_cover_t *c = sc_ingest_cover_find(
+                            (sc_ingest_t *)ingest, ingest->streams[i].topic, parts[k]);
+                        if (sc_ingest_cover_now(o, parts[k], c, &next, &done, &nd)) {
                                 sc_free(parts);
-                                return err;
+                                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                                               "ingest: out of memory");
                         }
+                        fn(opaque, ingest->streams[i].topic, parts[k], next, done, nd);
+                        sc_free(done);
+                }
                 sc_free(parts);
         }
         for (size_t i = 0; i < ingest->n_covers; i++) {
@@ -299,6 +354,38 @@ sc_err_t sc_ingest_cover(const sc_ingest_t *ingest, sc_ingest_cover_fn fn, void 
                         continue;
                 fn(opaque, c->topic, c->partition, c->next, c->done, c->ndone);
         }
+        return SC_OK;
+}
+
+sc_err_t sc_ingest_remember(sc_ingest_t *ingest, int index, int32_t partition, char *errstr,
+                            size_t errstr_size)
+{
+        if (index < 0 || index >= ingest->n_streams)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "ingest: no stream %d", index);
+        const char *topic = ingest->streams[index].topic;
+        const sc_offsets_t *o = sc_stream_offsets(ingest->streams[index].stream);
+        int64_t pos, next, *done;
+        size_t nd;
+        if (sc_offsets_position(o, partition, &pos))
+                return SC_OK; /* nothing read: a cover, if any, stays as it is */
+        sc_ingest_cover_t *c = sc_ingest_cover_find(ingest, topic, partition);
+        if (sc_ingest_cover_now(o, partition, c, &next, &done, &nd))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "ingest: out of memory");
+        if (!c) {
+                sc_err_t err = sc_ingest_cover_add(ingest, topic, partition, next, done, nd, errstr,
+                                                   errstr_size);
+                sc_free(done);
+                return err;
+        }
+        sc_free(c->done);
+        c->done = done;
+        c->ndone = nd;
+        c->next = next;
+        c->limit = nd ? done[nd - 1] : next - 1;
+        c->stream = index;
+        if (!c->active)
+                ingest->n_active++;
+        c->active = 1;
         return SC_OK;
 }
 

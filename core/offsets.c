@@ -279,3 +279,9 @@ size_t sc_offsets_finished(const sc_offsets_t *offsets, int32_t partition, int64
         }
         return k;
 }
+
+int64_t sc_offsets_last(const sc_offsets_t *offsets, int32_t partition)
+{
+        const sc_offsets_part_t *pt = sc_offsets_find(offsets, partition);
+        return pt ? pt->last : -1;
+}

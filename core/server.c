@@ -205,7 +205,7 @@ static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
 
 /* Adds u to the round sum; 0 (nothing changed) if the sum would not stay
  * finite. */
-static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
+static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u, int turn)
 {
         float wgt = (float)srv->pol->round_weight(u);
         if (!sc_server_round_add_ok(srv, u, wgt))
@@ -220,7 +220,8 @@ static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
         if (srv->rows)
                 sc_server_robust_add(srv, u);
         srv->acc_weight += wgt;
-        srv->got[u->worker] = SC_GOT_CONTRIBUTED;
+        if (turn)
+                srv->got[u->worker] = SC_GOT_CONTRIBUTED;
         srv->n_got++;
         return 1;
 }
@@ -375,28 +376,30 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
         r.gap = sc_seqwin_gap(sw, u->seq);
         /* A round update computed on an older version comes from a worker the
          * rounds since did not wait for (a rejoiner whose join crossed a
-         * round's close): it joins the current round, up to sync.staleness
-         * versions behind. */
+         * round's close): up to sync.late_rounds versions behind it is added
+         * to the current round without taking the worker's turn (its update
+         * on the current version still counts). */
         uint64_t behind =
             srv->pol->round_based && u->t_read < srv->version ? srv->version - u->t_read : 0;
-        if (srv->pol->round_based &&
-            (srv->got[u->worker] || behind > (uint64_t)srv->spec.sync.staleness)) {
+        int late = behind > 0 && behind <= (uint64_t)srv->spec.sync.late_rounds;
+        if (srv->pol->round_based && !late && (behind > 0 || srv->got[u->worker])) {
                 r.status = SC_APPLY_STALE;
                 srv->stats.stale++;
         } else if (sc_server_limit(srv, u0, &lu, &r.clipped, errstr, errstr_size)) {
                 r.status = SC_APPLY_REJECTED;
         } else if (srv->pol->round_based) {
                 u = &lu;
-                if (!sc_server_round_add(srv, u)) {
+                if (!sc_server_round_add(srv, u, !late)) {
                         sc_errf(SC_OK, errstr, errstr_size,
                                 "shard %u: worker %u seq %llu would make the round sum "
                                 "non-finite",
                                 srv->spec.shard, u->worker, (unsigned long long)u->seq);
                         r.status = SC_APPLY_REJECTED;
-                        srv->got[u->worker] = SC_GOT_REFUSED;
+                        if (!late)
+                                srv->got[u->worker] = SC_GOT_REFUSED;
                 }
                 srv->live[u->worker] = 1;
-                r.late = behind > 0;
+                r.late = late;
                 r.stepped = sc_server_round_close(srv, &r.rolled_back);
         } else {
                 u = &lu;
@@ -414,7 +417,7 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
         }
         if (r.status == SC_APPLY_REJECTED) {
                 srv->stats.rejected++;
-                if (srv->pol->round_based && !srv->got[u->worker] && !r.stepped) {
+                if (srv->pol->round_based && !srv->got[u->worker] && !r.stepped && !late) {
                         srv->got[u->worker] = SC_GOT_REFUSED;
                         srv->live[u->worker] = 1;
                         r.stepped = sc_server_round_close(srv, &r.rolled_back);

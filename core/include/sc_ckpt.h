@@ -113,10 +113,11 @@ sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
  * error. */
 sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckpt_meta_t *meta,
                       int *has_state, char *errstr, size_t errstr_size);
-/* As sc_ckpt_load; *resume receives a NUL-terminated copy of the resume
- * section (the caller frees it), or NULL when the checkpoint has none. */
+/* As sc_ckpt_load; *resume receives a copy of the resume section with a NUL
+ * after its *resume_len bytes (resume_len may be NULL; the caller frees
+ * *resume), or NULL when the checkpoint has none. */
 sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
-                             sc_ckpt_meta_t *meta, int *has_state, char **resume, char *errstr,
-                             size_t errstr_size);
+                             sc_ckpt_meta_t *meta, int *has_state, char **resume,
+                             size_t *resume_len, char *errstr, size_t errstr_size);
 
 #endif

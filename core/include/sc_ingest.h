@@ -104,6 +104,13 @@ sc_err_t sc_ingest_cover_add(sc_ingest_t *ingest, const char *topic, int32_t par
 int sc_ingest_cover_next(const sc_ingest_t *ingest, const char *topic, int32_t partition,
                          int64_t *next);
 
+/* Before a revocation forgets partition's offsets on stream index: keeps
+ * its cover now (what was read and finished, merged with a resumed cover),
+ * so records finished out of order are still skipped if they are read
+ * again, and are still reported. SC_ERR_NOMEM. */
+sc_err_t sc_ingest_remember(sc_ingest_t *ingest, int index, int32_t partition, char *errstr,
+                            size_t errstr_size);
+
 typedef void (*sc_ingest_cover_fn)(void *opaque, const char *topic, int32_t partition, int64_t next,
                                    const int64_t *done, size_t ndone);
 /* Calls fn for every partition's cover now: those records were consumed

@@ -62,6 +62,8 @@ uint32_t sc_offsets_epoch(const sc_offsets_t *offsets, int32_t partition);
  * again (a new epoch). Returns how many were outstanding. */
 size_t sc_offsets_forget(sc_offsets_t *offsets, int32_t partition);
 
+/* The last tracked offset of partition, -1 if none. */
+int64_t sc_offsets_last(const sc_offsets_t *offsets, int32_t partition);
 /* The tracked partitions (something consumed), in increasing order: writes
  * up to max of them, returns how many there are. */
 size_t sc_offsets_partitions(const sc_offsets_t *offsets, int32_t *out, size_t max);

@@ -49,7 +49,7 @@ typedef enum sc_apply_status {
         SC_APPLY_APPLIED,   /* the update changed the shard (or joined its round) */
         SC_APPLY_DUPLICATE, /* (worker, seq) was applied before: ignored */
         SC_APPLY_STALE,     /* round policies: the worker's second update of the round, or
-                               one more than sync.staleness versions behind; consumed (its
+                               one more than sync.late_rounds versions behind; consumed (its
                                seq is marked applied) but not aggregated */
         SC_APPLY_REJECTED,  /* refused by the limits (a non-finite value, samples over b_max,
                                norm over max_norm without clip, a step that would make the
@@ -74,7 +74,7 @@ typedef struct sc_server_stats {
         uint64_t applied;    /* updates aggregated */
         uint64_t duplicates; /* ignored duplicates */
         uint64_t stale;      /* consumed stale updates (round policies: a worker's second
-                                update of a round, or more than sync.staleness behind) */
+                                update of a round, or more than sync.late_rounds behind) */
         uint64_t gaps;       /* updates that arrived with lower seqs missing */
         uint64_t lost;       /* seqs skipped as lost */
         uint64_t steps;      /* version advances */

@@ -49,6 +49,8 @@ typedef struct sc_sync_spec {
                                 base_batch); window is the fallback until a sum is known */
         double base_batch;   /* scadles: B of the LR scaling; 0 = 64 * n_workers */
         int staleness;       /* ssp: s, 40 */
+        int late_rounds;     /* round policies: a rejoiner's update this many versions behind
+                                at most joins the current round (0 = none; default 2) */
         int local_steps;     /* localsgd: tau, 40 */
         int send_models;     /* localsgd: 1 = workers send models, 0 = deltas */
         uint32_t ada_window; /* adacomp: W updates of exact staleness history, 1024 */

@@ -51,6 +51,7 @@ void sc_sync_spec_defaults(sc_sync_spec_t *spec, sc_sync_kind_t kind, int n_work
         spec->b_max = 1024;
         spec->window = 1.0;
         spec->staleness = 40;
+        spec->late_rounds = 2;
         spec->local_steps = 40;
         spec->ada_window = 1024;
         spec->gamma = 60.0;

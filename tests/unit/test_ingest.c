@@ -205,6 +205,47 @@ static void covers_skip_what_the_model_holds(void **state)
         sc_ingest_destroy(in);
 }
 
+/* A resumed cover merges with what is read since: offsets it holds above
+ * the last record read stay reported; kept through a revocation
+ * (sc_ingest_remember), they are still skipped when read again. */
+static void covers_merge_and_survive_a_revocation(void **state)
+{
+        (void)state;
+        char err[256], seen[512] = "";
+        int calls = 0, i;
+        sc_ingest_result_t res;
+        sc_ingest_t *in = new_ingest(&calls, 16);
+        const int64_t done[] = {103, 104};
+        assert_int_equal(sc_ingest_cover_add(in, "t", 0, 100, done, 2, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ingest_stream(in, "t", &i, err, sizeof(err)), SC_OK);
+        /* 100 and 101 finish at once (malformed: rejected) */
+        assert_int_equal(put(in, i, 0, 100, 3, "1", &res, err, sizeof(err)), SC_OK);
+        assert_int_equal(put(in, i, 0, 101, 3, "1", &res, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ingest_cover(in, collect, seen, err, sizeof(err)), SC_OK);
+        assert_string_equal(seen, "t/0:102[103,104] ");
+        /* 102 buffered, 103 skipped; the partition is revoked */
+        assert_int_equal(put(in, i, 0, 102, NUMEL, "1", &res, err, sizeof(err)), SC_OK);
+        assert_false(res.skipped);
+        assert_int_equal(put(in, i, 0, 103, NUMEL, "1", &res, err, sizeof(err)), SC_OK);
+        assert_true(res.skipped);
+        assert_int_equal(sc_ingest_remember(in, i, 0, err, sizeof(err)), SC_OK);
+        sc_stream_revoke(sc_ingest_at(in, i)->stream, 0);
+        seen[0] = 0;
+        assert_int_equal(sc_ingest_cover(in, collect, seen, err, sizeof(err)), SC_OK);
+        assert_string_equal(seen, "t/0:102[103,104] ");
+        /* read again from 102: 103 and 104 are still skipped, 105 is not */
+        int64_t offs[] = {102, 103, 104, 105};
+        int skip[] = {0, 1, 1, 0};
+        for (size_t k = 0; k < 4; k++) {
+                assert_int_equal(put(in, i, 0, offs[k], NUMEL, "1", &res, err, sizeof(err)), SC_OK);
+                assert_int_equal(res.skipped, skip[k]);
+        }
+        seen[0] = 0;
+        assert_int_equal(sc_ingest_cover(in, collect, seen, err, sizeof(err)), SC_OK);
+        assert_string_equal(seen, "t/0:102[103,104] ");
+        sc_ingest_destroy(in);
+}
+
 /* For n = 1, 2, ...: the n-th allocation fails, from the ingest's creation
  * through two topics and their records; each run ends in SC_ERR_NOMEM with
  * nothing made half (ASan's leak check) until one needs fewer. */
@@ -252,6 +293,7 @@ int main(void)
             cmocka_unit_test(streams_are_made_per_topic),
             cmocka_unit_test(records_are_buffered_or_rejected),
             cmocka_unit_test(covers_skip_what_the_model_holds),
+            cmocka_unit_test(covers_merge_and_survive_a_revocation),
             cmocka_unit_test(every_allocation_failure_is_clean),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -337,32 +337,39 @@ static void membership_closes_round(void **state)
         assert_int_equal(sc_server_version(srv), 1);
         assert_true(fabsf(sc_server_params(srv)[0] + 0.1f) < 1e-7f);
         /* Worker 2's late gradient for round 0 (its rejoin crossed the close)
-         * joins round 1, and the round waits for it again. */
+         * is added to round 1 without taking its turn: the round waits for
+         * its update on version 1, which counts too. */
         sc_update_t late = dense_update(2, 1, 0, 16, SC_UPDATE_GRAD, g);
         assert_int_equal(sc_server_apply(srv, &late, &res, NULL, 0), SC_OK);
         assert_int_equal(res.status, SC_APPLY_APPLIED);
         assert_true(res.late);
         assert_false(res.stepped);
         assert_int_equal(sc_server_applied_seq(srv, 2), 1);
-        /* A second update of worker 2 in round 1 is consumed as stale. */
-        sc_update_t twice = dense_update(2, 2, 1, 16, SC_UPDATE_GRAD, g);
+        sc_update_t fresh = dense_update(2, 2, 1, 16, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &fresh, &res, NULL, 0), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_APPLIED);
+        assert_false(res.late);
+        /* A third update of worker 2 in round 1 is consumed as stale. */
+        sc_update_t twice = dense_update(2, 3, 1, 16, SC_UPDATE_GRAD, g);
         assert_int_equal(sc_server_apply(srv, &twice, &res, NULL, 0), SC_OK);
         assert_int_equal(res.status, SC_APPLY_STALE);
-        assert_int_equal(sc_server_applied_seq(srv, 2), 2);
+        assert_int_equal(sc_server_applied_seq(srv, 2), 3);
         for (uint32_t k = 0; k < 2; k++) {
                 sc_update_t u = dense_update(k, 2, 1, 16, SC_UPDATE_GRAD, g);
                 assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
                 assert_false(res.late);
                 assert_int_equal(res.stepped, k == 1);
         }
+        /* the mean over the round's four contributions */
         assert_int_equal(sc_server_version(srv), 2);
+        assert_true(fabsf(sc_server_params(srv)[0] + 0.2f) < 1e-6f);
         /* A future round is a state error. */
         sc_update_t fut = dense_update(0, 2, 5, 16, SC_UPDATE_GRAD, g);
         assert_int_equal(sc_server_apply(srv, &fut, &res, NULL, 0), SC_ERR_STATE);
         sc_server_destroy(srv);
 }
 
-/* A round update more than sync.staleness versions behind is consumed as
+/* A round update more than sync.late_rounds versions behind is consumed as
  * stale, its seq marked: the worker's work is counted, not aggregated. */
 static void round_update_too_far_behind_is_stale(void **state)
 {
@@ -376,7 +383,7 @@ static void round_update_too_far_behind_is_stale(void **state)
                 g[i] = 1.0f;
         memset(&spec, 0, sizeof(spec));
         sc_sync_spec_defaults(&spec.sync, SC_SYNC_BSP, 2);
-        spec.sync.staleness = 1;
+        spec.sync.late_rounds = 1;
         spec.sched.kind = SC_SCHED_CONSTANT;
         spec.sched.lr = 0.1;
         spec.begin = 100;

@@ -400,7 +400,9 @@ static void sc_wj_install(sc_worker_t *w, double now)
 {
         sc_wk_job_t *j = w->job;
         int changed = 0;
-        if (!j->sends_grads && sc_sync_worker_local_steps(j->sync) > 0)
+        /* Local steps under way (localsgd, adsp): the local model is not
+         * overwritten; once the policy waits for the next version it is. */
+        if (!j->sends_grads && sc_sync_worker_local_steps(j->sync) > 0 && !j->waiting)
                 return;
         float *params = sc_model_params(w->model);
         const float *g = sc_job_model_params(j->jm);

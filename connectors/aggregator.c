@@ -453,6 +453,9 @@ static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, d
         }
         if (wm.u.control.kind == SC_WIRE_CTL_JOIN)
                 sc_agg_log(agg, 6, "worker %u joined", wm.u.control.worker);
+        /* At once, not at the next tick: an update read right after a join
+         * must find the round waiting for the joiner. */
+        sc_agg_set_live(agg, (int)wm.u.control.worker, now);
 }
 
 static void sc_agg_membership(sc_aggregator_t *agg, double now)

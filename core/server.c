@@ -205,7 +205,7 @@ static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
 
 /* Adds u to the round sum; 0 (nothing changed) if the sum would not stay
  * finite. */
-static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u, int turn)
+static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
 {
         float wgt = (float)srv->pol->round_weight(u);
         if (!sc_server_round_add_ok(srv, u, wgt))
@@ -220,8 +220,7 @@ static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u, int turn)
         if (srv->rows)
                 sc_server_robust_add(srv, u);
         srv->acc_weight += wgt;
-        if (turn)
-                srv->got[u->worker] = SC_GOT_CONTRIBUTED;
+        srv->got[u->worker] = SC_GOT_CONTRIBUTED;
         srv->n_got++;
         return 1;
 }
@@ -376,27 +375,25 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
         r.gap = sc_seqwin_gap(sw, u->seq);
         /* A round update computed on an older version comes from a worker the
          * rounds since did not wait for (a rejoiner whose join crossed a
-         * round's close): up to sync.late_rounds versions behind it is added
-         * to the current round without taking the worker's turn (its update
-         * on the current version still counts). */
+         * round's close): up to sync.late_rounds versions behind it joins the
+         * current round as the worker's turn there. */
         uint64_t behind =
             srv->pol->round_based && u->t_read < srv->version ? srv->version - u->t_read : 0;
         int late = behind > 0 && behind <= (uint64_t)srv->spec.sync.late_rounds;
-        if (srv->pol->round_based && !late && (behind > 0 || srv->got[u->worker])) {
+        if (srv->pol->round_based && ((behind > 0 && !late) || srv->got[u->worker])) {
                 r.status = SC_APPLY_STALE;
                 srv->stats.stale++;
         } else if (sc_server_limit(srv, u0, &lu, &r.clipped, errstr, errstr_size)) {
                 r.status = SC_APPLY_REJECTED;
         } else if (srv->pol->round_based) {
                 u = &lu;
-                if (!sc_server_round_add(srv, u, !late)) {
+                if (!sc_server_round_add(srv, u)) {
                         sc_errf(SC_OK, errstr, errstr_size,
                                 "shard %u: worker %u seq %llu would make the round sum "
                                 "non-finite",
                                 srv->spec.shard, u->worker, (unsigned long long)u->seq);
                         r.status = SC_APPLY_REJECTED;
-                        if (!late)
-                                srv->got[u->worker] = SC_GOT_REFUSED;
+                        srv->got[u->worker] = SC_GOT_REFUSED;
                 }
                 srv->live[u->worker] = 1;
                 r.late = late;
@@ -417,7 +414,7 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
         }
         if (r.status == SC_APPLY_REJECTED) {
                 srv->stats.rejected++;
-                if (srv->pol->round_based && !srv->got[u->worker] && !r.stepped && !late) {
+                if (srv->pol->round_based && !srv->got[u->worker] && !r.stepped) {
                         srv->got[u->worker] = SC_GOT_REFUSED;
                         srv->live[u->worker] = 1;
                         r.stepped = sc_server_round_close(srv, &r.rolled_back);

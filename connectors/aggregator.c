@@ -100,15 +100,17 @@ static void sc_agg_model_reject(void *opaque, const char *topic, int32_t partiti
         sc_agg_reject(r->agg, SC_REJ_MODEL, topic, partition, offset, why);
 }
 
+/* 1 if shard s's rounds wait for worker w at now (sc_job_members_live_on). */
+static int sc_agg_live_on(sc_aggregator_t *agg, const sc_agg_shard_t *s, int w, double now)
+{
+        return sc_job_members_live_on(agg->job, w, sc_server_applied_seq(s->srv, (uint32_t)w), now);
+}
+
 static void sc_agg_apply_live(sc_aggregator_t *agg, sc_agg_shard_t *s)
 {
         double now = sc_agg_now();
         for (int w = 0; w < agg->nworkers; w++)
-                sc_server_set_live(
-                    s->srv, (uint32_t)w,
-                    sc_job_members_live_on(agg->job, w, sc_server_applied_seq(s->srv, (uint32_t)w),
-                                           now),
-                    NULL);
+                sc_server_set_live(s->srv, (uint32_t)w, sc_agg_live_on(agg, s, w, now), NULL);
 }
 
 /* Takes shard p: restores the latest usable J.model record or starts from
@@ -402,8 +404,7 @@ static void sc_agg_set_live(sc_aggregator_t *agg, int w, double now)
                 sc_apply_result_t res = {0};
                 if (!s->held)
                         continue;
-                int live = sc_job_members_live_on(agg->job, w,
-                                                  sc_server_applied_seq(s->srv, (uint32_t)w), now);
+                int live = sc_agg_live_on(agg, s, w, now);
                 any |= live;
                 if (live == sc_server_live(s->srv, (uint32_t)w))
                         continue;

@@ -5,12 +5,15 @@
 # all consumed, and the model the worker ends with (the job's, installed at
 # its stop) reaches 0.85 test accuracy, as the standalone worker does.
 # localsgd used to stop after its first round (the worker never installed
-# the next version while it waited for it).
+# the next version while it waited for it). POLICIES (default "bsp scadles
+# localsgd") runs others the same way: each prints its figures, then is
+# held to the same 0.85.
 . "$(dirname "$0")/distributed_common.inc"
 PREFIX=po. PARTS=2 KAFKA_EXTRA='{"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}'
 . "$(dirname "$0")/tabular_common.inc"
 topics="po.sensors.csv:2 po.sensors.json:2"
-for p in bsp scadles localsgd; do
+policies=${POLICIES:-bsp scadles localsgd}
+for p in $policies; do
 	topics="$topics po$p.grad:2 po$p.model:2 po$p.bcast:2 po$p.ctl:1 po$p.inject:1"
 done
 # shellcheck disable=SC2086
@@ -18,7 +21,7 @@ start_broker $topics
 publish "$data/train.csv" po.sensors.csv
 publish "$data/train.jsonl" po.sensors.json
 tab_conf examples/tabular/worker.json "$tmp/base.json" unused.ckpt
-for p in bsp scadles localsgd; do
+for p in $policies; do
 	jq --arg p "$p" '.train.checkpoint = "" | .source.group_id = "po-" + $p
 	    | .job = {name: ("po" + $p), workers: 1, shards: 2, sync: {policy: $p}}' \
 		"$tmp/base.json" >"$tmp/$p.json"

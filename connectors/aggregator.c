@@ -3,6 +3,7 @@
  * publishes them back, follows worker membership on J.ctl, and counts every
  * record it cannot use. */
 #include "aggregator_impl.h"
+#include "sc_clock.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -108,7 +109,7 @@ static int sc_agg_live_on(sc_aggregator_t *agg, const sc_agg_shard_t *s, int w, 
 
 static void sc_agg_apply_live(sc_aggregator_t *agg, sc_agg_shard_t *s)
 {
-        double now = sc_agg_now();
+        double now = sc_clock_mono();
         for (int w = 0; w < agg->nworkers; w++)
                 sc_server_set_live(s->srv, (uint32_t)w, sc_agg_live_on(agg, s, w, now), NULL);
 }
@@ -175,7 +176,7 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
         s->parked = 0;
         s->pub_next = found ? s->next : -1;
         s->pub_version = sc_server_version(s->srv);
-        s->pub_time = sc_agg_now();
+        s->pub_time = sc_clock_mono();
         s->version = sc_server_version(s->srv);
         s->offset = s->next;
         *startp = resume ? s->next : RD_KAFKA_OFFSET_BEGINNING;
@@ -202,7 +203,7 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
         agg->bytes_out += agg->buf.len;
         s->pub_next = s->next;
         s->pub_version = sc_server_version(s->srv);
-        s->pub_time = sc_agg_now();
+        s->pub_time = sc_clock_mono();
         return SC_OK;
 }
 
@@ -258,7 +259,7 @@ static int sc_agg_bcast(sc_aggregator_t *agg, int p)
                 return 0;
         }
         s->key_pending = kind == SC_WIRE_BCAST_KEY;
-        s->bcast_time = sc_agg_now();
+        s->bcast_time = sc_clock_mono();
         agg->bcasts++;
         agg->bcast_keys += kind == SC_WIRE_BCAST_KEY;
         agg->bcast_bytes += agg->buf.len;
@@ -368,8 +369,8 @@ static void sc_agg_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
                         agg->assigned++;
                 }
                 if (agg->first_assign == 0)
-                        agg->first_assign = sc_agg_now();
-                agg->last_record = sc_agg_now();
+                        agg->first_assign = sc_clock_mono();
+                agg->last_record = sc_clock_mono();
                 if (coop)
                         rd_kafka_error_destroy(rd_kafka_incremental_assign(rk, parts));
                 else
@@ -485,7 +486,7 @@ static void sc_agg_park(sc_aggregator_t *agg, int p, int64_t offset, const char 
         s->next = offset;
         s->parked = 1;
         s->parked_version = sc_server_version(s->srv);
-        s->parked_since = sc_agg_now();
+        s->parked_since = sc_clock_mono();
         if (agg->parks++ == 0)
                 sc_agg_log(agg, 6,
                            "shard %d: update at offset %lld waits for its round (%s); reading "
@@ -720,7 +721,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
         char why[512];
         sc_err_t err;
 
-        agg->t0 = agg->last_progress = agg->last_record = now = sc_agg_now();
+        agg->t0 = agg->last_progress = agg->last_record = now = sc_clock_mono();
         /* Server momentum on gradients computed against older versions
          * overshoots: measured on the tabular example (one worker, momentum
          * 0.9), asp ended at 0.48 test accuracy, ssp 0.66, bsp 0.90. */
@@ -741,7 +742,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
         int waiting = 0;
         while (!(stop && *stop) && !agg->fatal) {
                 rd_kafka_message_t *msg = rd_kafka_consumer_poll(agg->consumer, waiting ? 1 : 20);
-                now = sc_agg_now();
+                now = sc_clock_mono();
                 if (msg) {
                         if (!msg->err)
                                 sc_agg_on_grad(agg, msg, now);
@@ -809,7 +810,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                         break;
         }
         if (job->progress_interval > 0)
-                sc_agg_progress(agg, sc_agg_now());
+                sc_agg_progress(agg, sc_clock_mono());
         rd_kafka_consumer_close(agg->consumer); /* revokes: final snapshots */
         for (int p = 0; p < agg->nshards; p++)
                 sc_agg_shard_release(agg, p, 0);

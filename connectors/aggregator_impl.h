@@ -93,10 +93,7 @@ struct sc_aggregator {
         struct sc_agg_ckpt *ckpt; /* train.checkpoint state (aggregator_ckpt.c); NULL before */
 };
 
-/* aggregator_report.c */
-double sc_agg_now(void);
-void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define sc_agg_log(agg, level, ...) sc_logf((agg)->spec.log, (agg)->spec.opaque, level, __VA_ARGS__)
 /* Counts a rejected record; logs the first of each kind with its place. */
 void sc_agg_reject(sc_aggregator_t *agg, sc_agg_rej_t kind, const char *topic, int32_t partition,
                    int64_t offset, const char *why);

@@ -11,29 +11,11 @@
 #include <jansson.h>
 
 #include "aggregator_impl.h"
+#include "sc_clock.h"
 
 const char *const sc_agg_rej_names[SC_REJ__END] = {
     "corrupt", "version", "decode", "foreign", "shard", "payload", "update",
     "future",  "model",   "ctl",    "auth",    "limit", "ahead"};
-
-double sc_agg_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void sc_agg_log(sc_aggregator_t *agg, int level, const char *fmt, ...)
-{
-        char line[1024];
-        va_list ap;
-        if (!agg->spec.log)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        agg->spec.log(agg->spec.opaque, level, line);
-}
 
 sc_agg_rej_t sc_agg_rej_of(sc_err_t err)
 {
@@ -121,7 +103,7 @@ void sc_agg_progress(sc_aggregator_t *agg, double now)
 char *sc_aggregator_summary(const sc_aggregator_t *agg)
 {
         json_t *o = json_object(), *rej = json_object(), *sh = json_array();
-        double el = sc_agg_now() - agg->t0;
+        double el = sc_clock_mono() - agg->t0;
         uint64_t rtot = 0;
         char *s;
 

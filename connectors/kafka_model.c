@@ -2,6 +2,7 @@
  * newest usable record of a shard (their encoding, the layout and the
  * initial model they follow are core/job.c's). */
 #include "sc_kafka_model.h"
+#include "sc_clock.h"
 #include "sc_kafka_util.h"
 
 #include <stdio.h>
@@ -27,13 +28,6 @@ void sc_kafka_model_rec_free(sc_kafka_model_rec_t *rec)
                 return;
         free(rec->mr_data);
         memset(rec, 0, sizeof(*rec));
-}
-
-static double sc_kafka_model_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Copies a message that decodes as a model record of shard into rec;
@@ -98,7 +92,7 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
                 return err;
         for (end = hi; end > lo && !*found; end = start) {
                 int nc = 0;
-                double deadline = sc_kafka_model_now() + timeout_ms / 1000.0;
+                double deadline = sc_clock_mono() + timeout_ms / 1000.0;
                 start = end - SC_MODEL_WINDOW > lo ? end - SC_MODEL_WINDOW : lo;
                 rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
                 rd_kafka_topic_partition_list_add(tp, topic, shard)->offset = start;
@@ -112,7 +106,7 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
                 for (;;) {
                         /* Checked before each poll: errors (a broker down)
                          * come as events, so the poll may never be empty. */
-                        if (sc_kafka_model_now() >= deadline) {
+                        if (sc_clock_mono() >= deadline) {
                                 err = sc_errf(SC_ERR_IO, errstr, errstr_size,
                                               "%s [%d]: no record in [%lld, %lld) within %d ms",
                                               topic, (int)shard, (long long)start, (long long)end,

@@ -2,6 +2,7 @@
  * backpressure, rebalances, dead letters, loss counting and commits of
  * finished offsets only. */
 #include "kafka_source_impl.h"
+#include "sc_clock.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -16,18 +17,6 @@ void sc_ks_dlq_stats(sc_kafka_source_t *src)
 {
         src->stats.ks_dead_letter = (uint64_t)src->dlq_dv.dv_delivered;
         src->stats.ks_dead_letter_failed = src->dlq_refused + (uint64_t)src->dlq_dv.dv_failed;
-}
-
-void sc_ks_logf(sc_kafka_source_t *src, int level, const char *fmt, ...)
-{
-        char msg[1024];
-        va_list ap;
-        if (!src->log)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        src->log(src->log_opaque, level, msg);
 }
 
 /* ---- streams and partitions ---- */
@@ -92,7 +81,9 @@ static void sc_ks_decoder(void *opaque, const char *topic, sc_decode_spec_t *ds)
                 sc_decode_spec_unlabelled(ds);
 }
 
-sc_ingest_t *sc_kafka_source_ingest(sc_kafka_source_t *src, char *errstr, size_t errstr_size)
+/* The ingest path of the source's own, for a caller that gave none
+ * (sc_kafka_source_feed); made on the first record. */
+static sc_ingest_t *sc_ks_ingest(sc_kafka_source_t *src, char *errstr, size_t errstr_size)
 {
         if (src->ingest)
                 return src->ingest;
@@ -104,7 +95,19 @@ sc_ingest_t *sc_kafka_source_ingest(sc_kafka_source_t *src, char *errstr, size_t
                                .decoder_opaque = src};
         if (sc_ingest_new(&src->ingest, &is, errstr, errstr_size))
                 src->ingest = NULL;
+        src->own_ingest = src->ingest != NULL;
         return src->ingest;
+}
+
+sc_err_t sc_kafka_source_feed(sc_kafka_source_t *src, sc_ingest_t *ingest, char *errstr,
+                              size_t errstr_size)
+{
+        if (src->ingest || src->n_streams)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "the source already feeds an ingest path");
+        src->ingest = ingest;
+        src->own_ingest = 0;
+        return SC_OK;
 }
 
 /* The stream of topic, made by the ingest path (and added to its batcher)
@@ -117,7 +120,7 @@ static sc_ks_stream_t *sc_ks_stream_get(sc_kafka_source_t *src, const char *topi
         sc_ks_stream_t *ks = sc_ks_find(src, topic);
         if (ks)
                 return ks;
-        if (!src->ingest && sc_kafka_source_ingest(src, why, sizeof(why)) == NULL) {
+        if (!src->ingest && sc_ks_ingest(src, why, sizeof(why)) == NULL) {
                 sc_ks_logf(src, 3, "topic %s: %s", topic, why);
                 return NULL;
         }
@@ -618,7 +621,6 @@ static void sc_ks_unhold(sc_kafka_source_t *src, double t)
  * caller's thread at most a tenth of its time. */
 static void sc_ks_kick(sc_kafka_source_t *src, double t)
 {
-        struct timespec a, b;
         if (src->stats.ks_wakeups > 0 && t - src->kick_at < src->kick_every)
                 return;
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
@@ -637,10 +639,9 @@ static void sc_ks_kick(sc_kafka_source_t *src, double t)
         if (l->cnt > 0) {
                 src->kick_at = t;
                 src->stats.ks_wakeups++;
-                clock_gettime(CLOCK_MONOTONIC, &a);
+                double a = sc_clock_mono();
                 rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(src->rk, l, 100);
-                clock_gettime(CLOCK_MONOTONIC, &b);
-                rtt = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+                rtt = sc_clock_mono() - a;
                 if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
                         for (int i = 0; i < l->cnt; i++) {
                                 const rd_kafka_topic_partition_t *tp = &l->elems[i];

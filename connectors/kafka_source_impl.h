@@ -47,7 +47,9 @@ struct sc_kafka_source_s {
         size_t numel;
         int n_classes;
         uint64_t seed;
-        sc_ingest_t *ingest; /* streams and batcher, made with the first topic */
+        sc_ingest_t *ingest; /* streams and batcher: the caller's (sc_kafka_source_feed), or
+                                made with the first topic */
+        int own_ingest;      /* ingest is the source's own */
         int keep_covers;     /* sc_kafka_source_durable: keep covers, commit durable */
         sc_ks_stream_t streams[SC_BATCH_MAX_STREAMS]; /* same indices as the ingest's */
         int n_streams;
@@ -57,7 +59,7 @@ struct sc_kafka_source_s {
         size_t hold_max;            /* records held per stream before its partitions are paused
                                        (0: pause at the stream's high watermark) */
         double kick_at, kick_every; /* last fetcher wake-up (s) and the interval now */
-        sc_kafka_source_log_fn log;
+        sc_log_fn log;
         void *log_opaque;
         sc_kafka_source_stats_t stats;
         int logged_full; /* "more than SC_BATCH_MAX_STREAMS topics" said once */
@@ -68,8 +70,7 @@ struct sc_kafka_source_s {
 };
 
 /* kafka_source.c */
-void sc_ks_logf(sc_kafka_source_t *src, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define sc_ks_logf(src, level, ...) sc_logf((src)->log, (src)->log_opaque, level, __VA_ARGS__)
 /* Dead-letter counters from the delivery reports served so far. */
 void sc_ks_dlq_stats(sc_kafka_source_t *src);
 sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic);

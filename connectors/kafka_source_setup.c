@@ -122,8 +122,8 @@ static sc_err_t sc_ks_client_new(sc_kafka_source_t *src, const char *client_id, 
 }
 
 sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, size_t numel,
-                             int n_classes, uint64_t seed, sc_kafka_source_log_fn log,
-                             void *log_opaque, char *errstr, size_t errstr_size)
+                             int n_classes, uint64_t seed, sc_log_fn log, void *log_opaque,
+                             char *errstr, size_t errstr_size)
 {
         char why[512];
         rd_kafka_conf_t *kc = NULL;
@@ -239,7 +239,8 @@ void sc_kafka_source_destroy(sc_kafka_source_t *src)
                 free(ks->held);
                 free(ks->parts);
         }
-        sc_ingest_destroy(src->ingest);
+        if (src->own_ingest)
+                sc_ingest_destroy(src->ingest);
         free(src);
 }
 

@@ -1,6 +1,7 @@
 /* kafka_util.c — shared librdkafka helpers: JSON configuration, log bridge,
  * delivery-tracked produce, metadata probe and offset-gap accounting. */
 #include "sc_kafka_util.h"
+#include "sc_clock.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -368,13 +369,6 @@ void sc_kafka_conf_delivery(rd_kafka_conf_t *conf)
         rd_kafka_conf_set_dr_msg_cb(conf, sc_kafka_on_delivery);
 }
 
-static double sc_kafka_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 sc_err_t sc_kafka_reach_conf(sc_kafka_reach_t *r, rd_kafka_conf_t *kc, const sc_conf_t *conf,
                              int (*cb)(rd_kafka_t *, char *, size_t, void *), char *errstr,
                              size_t errstr_size)
@@ -413,7 +407,7 @@ const char *sc_kafka_reach_event(sc_kafka_reach_t *r, const char *json, size_t l
         }
         json_decref(root);
         r->brokers_up = up;
-        r->t_stats = sc_kafka_now();
+        r->t_stats = sc_clock_mono();
         if (!up && !r->down) {
                 r->down = 1;
                 *level = 4;
@@ -431,7 +425,7 @@ int sc_kafka_reach_ok(const sc_kafka_reach_t *r)
 {
         if (!r->on)
                 return 1;
-        if (r->t_stats <= 0 || sc_kafka_now() - r->t_stats > 5.0)
+        if (r->t_stats <= 0 || sc_clock_mono() - r->t_stats > 5.0)
                 return 0;
         return r->brokers_up > 0;
 }
@@ -470,7 +464,7 @@ sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, 
                 vu[n].u.header.val = hdr_value;
                 vu[n++].u.header.size = (ssize_t)hdr_len;
         }
-        double deadline = sc_kafka_now() + (double)timeout_ms / 1000.0;
+        double deadline = sc_clock_mono() + (double)timeout_ms / 1000.0;
         for (;;) {
                 rd_kafka_error_t *error = rd_kafka_produceva(rk, vu, n);
                 if (!error) {
@@ -479,7 +473,7 @@ sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, 
                         return SC_OK;
                 }
                 rd_kafka_resp_err_t code = rd_kafka_error_code(error);
-                if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL || sc_kafka_now() >= deadline) {
+                if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL || sc_clock_mono() >= deadline) {
                         sc_errf(code == RD_KAFKA_RESP_ERR__QUEUE_FULL ? SC_ERR_AGAIN : SC_ERR_IO,
                                 errstr, errstr_size, "produce to %s [%" PRId32 "]: %s", topic,
                                 partition, rd_kafka_error_string(error));
@@ -494,9 +488,9 @@ sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, 
 sc_err_t sc_kafka_delivery_wait(rd_kafka_t *rk, sc_kafka_delivery_t *dv, int timeout_ms,
                                 char *errstr, size_t errstr_size)
 {
-        double deadline = sc_kafka_now() + (double)timeout_ms / 1000.0;
+        double deadline = sc_clock_mono() + (double)timeout_ms / 1000.0;
         while (dv->dv_pending > 0) {
-                double left = deadline - sc_kafka_now();
+                double left = deadline - sc_clock_mono();
                 if (left <= 0)
                         return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
                                        "%" PRId64 " message(s) still awaiting delivery after %d ms",
@@ -639,7 +633,7 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
                               int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size)
 {
         rd_kafka_resp_err_t last = RD_KAFKA_RESP_ERR__TIMED_OUT;
-        double deadline = sc_kafka_now() + timeout_ms / 1000.0;
+        double deadline = sc_clock_mono() + timeout_ms / 1000.0;
         int64_t end = -1;
         *lo = 0;
         *hi = -1;
@@ -671,7 +665,7 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
                 }
                 if (eof)
                         break;
-                if (sc_kafka_now() >= deadline)
+                if (sc_clock_mono() >= deadline)
                         break;
         }
         int64_t clo = -1, chi = -1;

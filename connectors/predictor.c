@@ -77,24 +77,12 @@ struct sc_predictor_s {
         double t_commit;
 };
 
+#define sc_pred_logf(p, level, ...) sc_logf((p)->spec.log, (p)->spec.log_opaque, level, __VA_ARGS__)
+
 void sc_predictor_spec_defaults(sc_predictor_spec_t *spec)
 {
         memset(spec, 0, sizeof(*spec));
         spec->batch = 1024;
-}
-
-static void sc_pred_logf(sc_predictor_t *p, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void sc_pred_logf(sc_predictor_t *p, int level, const char *fmt, ...)
-{
-        char msg[1024];
-        va_list ap;
-        if (!p->spec.log)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        p->spec.log(p->spec.log_opaque, level, msg);
 }
 
 /* The model: the checkpoint's parameters and state, or the job's newest

@@ -13,18 +13,17 @@
 #include "sc_conf.h"
 #include "sc_err.h"
 
-/* Lines for a human (progress, the first rejection of each kind, shard
- * moves). level is syslog's (3 error, 4 warning, 6 info). */
-typedef void (*sc_aggregator_log_fn)(void *opaque, int level, const char *line);
+#include "sc_log.h"
 
 typedef struct sc_aggregator_spec {
-        const sc_conf_t *conf;    /* borrowed; must outlive the aggregator */
-        double duration;          /* s; 0 = until stopped */
-        double idle_exit;         /* s with no J.grad record (after the first assignment); 0 =
-                                     never */
-        int create_topics;        /* 1 = create missing job topics, check partition counts */
-        int model_timeout_ms;     /* per J.model read step; 0 = 10000 */
-        sc_aggregator_log_fn log; /* may be NULL */
+        const sc_conf_t *conf; /* borrowed; must outlive the aggregator */
+        double duration;       /* s; 0 = until stopped */
+        double idle_exit;      /* s with no J.grad record (after the first assignment); 0 =
+                                  never */
+        int create_topics;     /* 1 = create missing job topics, check partition counts */
+        int model_timeout_ms;  /* per J.model read step; 0 = 10000 */
+        sc_log_fn log;
+        /* progress, the first rejection of each kind, shard moves */ /* may be NULL */
         void *opaque;
 } sc_aggregator_spec_t;
 

@@ -39,9 +39,7 @@ typedef struct sc_kafka_source_s sc_kafka_source_t;
 void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
                        sc_decode_spec_t *ds);
 
-/* Messages for a person (level: syslog's, 3 error .. 7 debug); one line,
- * no newline. Called on the caller's thread. */
-typedef void (*sc_kafka_source_log_fn)(void *opaque, int level, const char *msg);
+#include "sc_log.h"
 
 /* Counters of the source itself (the streams count the records). */
 typedef struct sc_kafka_source_stats {
@@ -77,8 +75,8 @@ typedef struct sc_kafka_source_stats {
  * seed drives the batch shuffle. log may be NULL. Errors name the JSON path.
  * On success the caller owns *srcp. */
 sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, size_t numel,
-                             int n_classes, uint64_t seed, sc_kafka_source_log_fn log,
-                             void *log_opaque, char *errstr, size_t errstr_size);
+                             int n_classes, uint64_t seed, sc_log_fn log, void *log_opaque,
+                             char *errstr, size_t errstr_size);
 
 /* Leaves the group (committing what is committable first) and frees
  * everything. Accepts NULL. */
@@ -91,14 +89,18 @@ void sc_kafka_source_destroy(sc_kafka_source_t *src);
 sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, size_t max,
                               size_t *n, char *errstr, size_t errstr_size);
 
-/* The batcher over the streams; NULL until the first partition is assigned.
+/* The batcher over the streams; NULL until the first record without
+ * sc_kafka_source_feed.
  * Borrowed: valid until sc_kafka_source_destroy(). */
 sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src);
 
-/* The ingest path the source feeds (made on the first call if no record
- * came yet), for resume covers (sc_ingest_cover_add) before the first
- * assignment; NULL with errstr filled if it cannot be made. Borrowed. */
-sc_ingest_t *sc_kafka_source_ingest(sc_kafka_source_t *src, char *errstr, size_t errstr_size);
+/* Records go into ingest, the caller's (it outlives the source, whose
+ * destruction still returns buffered records to it), instead of an ingest
+ * path the source makes of its own with the first record: the source is
+ * then the record pump (poll, hold, pause/resume, commit) of the caller's
+ * streams and batcher. Before the first poll; SC_ERR_STATE after. */
+sc_err_t sc_kafka_source_feed(sc_kafka_source_t *src, sc_ingest_t *ingest, char *errstr,
+                              size_t errstr_size);
 
 /* Durable mode, for a worker that checkpoints what its model holds: a
  * revoked partition's cover is kept (sc_ingest_remember), and every commit

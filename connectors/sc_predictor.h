@@ -34,12 +34,12 @@ typedef struct sc_predictor_spec {
          * streams.* the buffers and default decoder, kafka.* the clients,
          * job.* the job followed. Borrowed for the predictor's lifetime. */
         const sc_conf_t *conf;
-        const char *out_topic;      /* predictions */
-        const char *checkpoint;     /* model file, or NULL with follow_job */
-        int follow_job;             /* 1: the model of conf's job, from J.model */
-        int batch;                  /* most records scored at once, 1..65536: a round scores
-                                       what is buffered in batches of at most this */
-        sc_kafka_source_log_fn log; /* may be NULL */
+        const char *out_topic;  /* predictions */
+        const char *checkpoint; /* model file, or NULL with follow_job */
+        int follow_job;         /* 1: the model of conf's job, from J.model */
+        int batch;              /* most records scored at once, 1..65536: a round scores
+                                   what is buffered in batches of at most this */
+        sc_log_fn log;          /* may be NULL */
         void *log_opaque;
 } sc_predictor_spec_t;
 

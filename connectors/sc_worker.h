@@ -35,8 +35,7 @@
 
 typedef struct sc_worker_s sc_worker_t;
 
-/* A line for a person (level: syslog's, 3 error .. 7 debug), no newline. */
-typedef void (*sc_worker_log_fn)(void *opaque, int level, const char *line);
+#include "sc_log.h"
 
 typedef enum sc_worker_input {
         SC_WORKER_INPUT_KAFKA, /* the worker's own consumer (source.* section) */
@@ -46,13 +45,13 @@ typedef enum sc_worker_input {
 typedef struct sc_worker_spec {
         const sc_conf_t *conf; /* borrowed; must outlive the worker */
         sc_worker_input_t input;
-        int distributed;      /* 1 = member of the job conf->job (worker_id below) */
-        int worker_id;        /* distributed: 0 .. job.workers-1 */
-        double throttle;      /* samples/s the trainer is limited to (a slower device); 0 = none */
-        double inject_alpha;  /* distributed: probability a batch shares part of itself (0 = off) */
-        double inject_beta;   /* distributed: fraction of such a batch shared, (0, 1] */
-        int eval;             /* 1 = load the test set (conf->worker.eval also needed) */
-        sc_worker_log_fn log; /* may be NULL */
+        int distributed;     /* 1 = member of the job conf->job (worker_id below) */
+        int worker_id;       /* distributed: 0 .. job.workers-1 */
+        double throttle;     /* samples/s the trainer is limited to (a slower device); 0 = none */
+        double inject_alpha; /* distributed: probability a batch shares part of itself (0 = off) */
+        double inject_beta;  /* distributed: fraction of such a batch shared, (0, 1] */
+        int eval;            /* 1 = load the test set (conf->worker.eval also needed) */
+        sc_log_fn log;       /* may be NULL */
         void *log_opaque;
 } sc_worker_spec_t;
 

@@ -529,17 +529,6 @@ static sc_err_t sc_sim_ready(sc_sim_t *sim, int i, char *errstr, size_t errstr_s
 
 /* ---- server -------------------------------------------------------------- */
 
-/* The model version: the least over the shards. */
-uint64_t sc_sim_version(const sc_sim_t *sim)
-{
-        uint64_t v = UINT64_MAX;
-        for (int sh = 0; sh < sim->ns; sh++) {
-                uint64_t x = sc_server_version(sim->servers[sh]);
-                v = x < v ? x : v;
-        }
-        return v;
-}
-
 /* Sends shard sh's model to device i (one copy shared by a broadcast). */
 static sc_err_t sc_sim_deliver(sc_sim_t *sim, int sh, int i, sc_sim_snap_t **snapp)
 {

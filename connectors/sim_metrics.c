@@ -39,6 +39,17 @@ static void sc_sim_evaluate(sc_sim_t *sim, double *loss, double *acc)
         *acc = m ? (double)hits / (double)m : 0;
 }
 
+/* The model version: the least over the shards. */
+uint64_t sc_sim_version(const sc_sim_t *sim)
+{
+        uint64_t v = UINT64_MAX;
+        for (int sh = 0; sh < sim->ns; sh++) {
+                uint64_t x = sc_server_version(sim->servers[sh]);
+                v = x < v ? x : v;
+        }
+        return v;
+}
+
 /* JSON has no NaN or infinity: those print as null. */
 static void sc_sim_num(FILE *out, const char *key, double v, const char *fmt)
 {

@@ -1,7 +1,10 @@
-/* worker.c — the worker runtime (sc_worker.h): model, input (the Kafka
- * source or pushed records), batches and training, stop conditions,
- * evaluation and commits; the distributed half is in worker_job.c. */
+/* worker.c — the worker runtime's loop (sc_worker.h): model, input (the
+ * Kafka source pumping into the worker's ingest path, or pushed records),
+ * stop conditions, evaluation, checkpoints, resume and commits. One step of
+ * training is worker_step.c's, the distributed half worker_job.c's, the
+ * summary worker_stats.c's (worker_impl.h). */
 #include "worker_impl.h"
+#include "sc_clock.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -18,18 +21,6 @@
 #include "sc_kafka_util.h"
 
 #define SC_WK_POLL_MAX 2048
-
-void sc_wk_logf(sc_worker_t *w, int level, const char *fmt, ...)
-{
-        char line[1024];
-        va_list ap;
-        if (!w->spec.log)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        w->spec.log(w->spec.log_opaque, level, line);
-}
 
 static void sc_wk_src_log(void *opaque, int level, const char *msg)
 {
@@ -175,20 +166,22 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
          * rebalance waits for a member busy with the job's start-up. */
         if (spec->distributed && (err = sc_wk_job_new(w, errstr, errstr_size)))
                 goto fail;
-        if (spec->input == SC_WORKER_INPUT_PUSH) {
-                sc_ingest_spec_t is = {.numel = w->numel,
-                                       .stream = w->sspec,
-                                       .batch = w->bspec,
-                                       .seed = conf->train.seed,
-                                       .decoder = sc_wk_decoder,
-                                       .decoder_opaque = w};
-                if ((err = sc_ingest_new(&w->ingest, &is, errstr, errstr_size)))
-                        goto fail;
-        }
+        /* The worker owns its ingest path in every mode: pushed records go
+         * into it, or the Kafka source pumps its consumer's records into it. */
+        uint64_t seed = conf->train.seed +
+                        (spec->input == SC_WORKER_INPUT_KAFKA ? (uint64_t)spec->worker_id : 0);
+        sc_ingest_spec_t is = {.numel = w->numel,
+                               .stream = w->sspec,
+                               .batch = w->bspec,
+                               .seed = seed,
+                               .decoder = sc_wk_decoder,
+                               .decoder_opaque = w};
+        if ((err = sc_ingest_new(&w->ingest, &is, errstr, errstr_size)))
+                goto fail;
         if (spec->input == SC_WORKER_INPUT_KAFKA &&
-            (err = sc_kafka_source_new(&w->src, conf, w->numel, w->n_classes,
-                                       conf->train.seed + (uint64_t)spec->worker_id, sc_wk_src_log,
-                                       w, errstr, errstr_size)))
+            ((err = sc_kafka_source_new(&w->src, conf, w->numel, w->n_classes, seed, sc_wk_src_log,
+                                        w, errstr, errstr_size)) ||
+             (err = sc_kafka_source_feed(w->src, w->ingest, errstr, errstr_size))))
                 goto fail;
         if ((err = sc_wk_resume(w, errstr, errstr_size)))
                 goto fail;
@@ -240,34 +233,7 @@ void sc_worker_destroy(sc_worker_t *w)
         sc_free(w);
 }
 
-sc_batcher_t *sc_wk_batcher(sc_worker_t *w)
-{
-        if (w->src)
-                return sc_kafka_source_batcher(w->src);
-        return w->ingest ? sc_ingest_batcher(w->ingest) : NULL;
-}
-
-sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size)
-{
-        if (w->src)
-                return sc_kafka_source_ack(w->src, id, errstr, errstr_size);
-        sc_batcher_t *bt = sc_wk_batcher(w);
-        if (!bt)
-                return sc_errf(SC_ERR_STATE, errstr, errstr_size, "no batch was taken");
-        return sc_batcher_ack(bt, id, errstr, errstr_size);
-}
-
 /* ---- checkpoint and resume ---- */
-
-/* The ingest path records go through (the source's, or pushed records'). */
-static sc_ingest_t *sc_wk_ingest(sc_worker_t *w, char *errstr, size_t errstr_size)
-{
-        if (w->src)
-                return sc_kafka_source_ingest(w->src, errstr, errstr_size);
-        if (!w->ingest)
-                snprintf(errstr, errstr_size, "no ingest path");
-        return w->ingest;
-}
 
 typedef struct sc_wk_covers {
         json_t *list;
@@ -293,10 +259,9 @@ static void sc_wk_cover_json(void *opaque, const char *topic, int32_t partition,
  * holds, per partition. NULL with errstr filled on failure. */
 static char *sc_wk_resume_json(sc_worker_t *w, char *errstr, size_t errstr_size)
 {
-        sc_ingest_t *in = sc_wk_ingest(w, errstr, errstr_size);
         sc_wk_covers_t cv = {json_array(), 0};
         char *text = NULL;
-        if (!in || !cv.list || sc_ingest_cover(in, sc_wk_cover_json, &cv, errstr, errstr_size))
+        if (!cv.list || sc_ingest_cover(w->ingest, sc_wk_cover_json, &cv, errstr, errstr_size))
                 goto out;
         json_t *j =
             cv.failed ? NULL
@@ -367,11 +332,10 @@ static void sc_wk_checkpoint(sc_worker_t *w)
                 sc_wk_logf(w, 3, "checkpoint: %s", why);
         else {
                 w->checkpoints++;
-                if (w->ingest && !w->job)
+                if (!w->src && !w->job)
                         sc_ingest_cover(w->ingest, sc_wk_durable_cover, w, why, sizeof(why));
                 if (w->durable_commits &&
-                    !sc_ingest_cover(sc_kafka_source_ingest(w->src, why, sizeof(why)),
-                                     sc_wk_durable_kafka, w->src, why, sizeof(why)) &&
+                    !sc_ingest_cover(w->ingest, sc_wk_durable_kafka, w->src, why, sizeof(why)) &&
                     sc_kafka_source_commit(w->src, 0, why, sizeof(why)))
                         sc_wk_logf(w, 4, "%s", why);
         }
@@ -400,9 +364,6 @@ static sc_err_t sc_wk_resume_covers(sc_worker_t *w, const char *text, size_t len
         }
         json_int_t samples = json_integer_value(json_object_get(j, "samples"));
         w->resumed_samples = samples > 0 ? (uint64_t)samples : 0;
-        sc_ingest_t *in = sc_wk_ingest(w, why, sizeof(why));
-        if (!in)
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "%s: %s", path, why);
         for (size_t i = 0; !err && i < json_array_size(covers); i++) {
                 json_t *c = json_array_get(covers, i), *done = json_object_get(c, "done");
                 json_t *t = json_object_get(c, "topic"), *p = json_object_get(c, "partition"),
@@ -428,7 +389,7 @@ static sc_err_t sc_wk_resume_covers(sc_worker_t *w, const char *text, size_t len
                                       "partition (>= 0), next and done (an array of offsets)",
                                       path, i);
                 else if ((err = sc_ingest_cover_add(
-                              in, json_string_value(t), (int32_t)json_integer_value(p),
+                              w->ingest, json_string_value(t), (int32_t)json_integer_value(p),
                               json_integer_value(n), d, nd, why, sizeof(why))))
                         err =
                             sc_errf(err == SC_ERR_NOMEM ? err : SC_ERR_CORRUPT, errstr, errstr_size,
@@ -467,7 +428,7 @@ static sc_err_t sc_wk_resume(sc_worker_t *w, char *errstr, size_t errstr_size)
                                why);
         w->steps = meta.step;
         w->resumed = 1;
-        if (w->ingest)
+        if (!w->src)
                 sc_ingest_cover(w->ingest, sc_wk_durable_cover, w, why, sizeof(why));
         sc_wk_logf(w, 6,
                    "resumed from %s: step %llu, %llu samples trained before, %zu partition(s) "
@@ -521,13 +482,15 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
 
 int sc_worker_paused(const sc_worker_t *w, const char *topic)
 {
-        int i = w->ingest ? sc_ingest_find(w->ingest, topic) : -1;
+        int i = sc_ingest_find(w->ingest, topic);
         return i < 0 ? -1 : sc_stream_paused(sc_ingest_at(w->ingest, i)->stream);
 }
 
 void sc_worker_commits(sc_worker_t *w, sc_worker_commit_fn fn, void *opaque)
 {
         sc_offsets_commit_t c[64];
+        if (w->src) /* the source commits its own consumer's positions */
+                return;
         if (w->conf->train.checkpoint[0] && w->conf->train.resume && !w->job) {
                 for (size_t i = 0; i < w->n_durable; i++)
                         if (!w->durable[i].reported) {
@@ -537,7 +500,7 @@ void sc_worker_commits(sc_worker_t *w, sc_worker_commit_fn fn, void *opaque)
                         }
                 return;
         }
-        for (int i = 0; w->ingest && i < sc_ingest_count(w->ingest); i++) {
+        for (int i = 0; i < sc_ingest_count(w->ingest); i++) {
                 const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
                 size_t n;
                 do {
@@ -546,74 +509,6 @@ void sc_worker_commits(sc_worker_t *w, sc_worker_commit_fn fn, void *opaque)
                                 fn(opaque, is->topic, c[k].partition, c[k].offset);
                 } while (n == 64);
         }
-}
-
-/* ---- training ---- */
-
-sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, int *np,
-                     char *errstr, size_t errstr_size)
-{
-        sc_batcher_t *bt = sc_wk_batcher(w);
-        if (!bt || !sc_batcher_ready(bt, now, NULL))
-                return SC_ERR_AGAIN;
-        sc_err_t err = sc_batcher_take(bt, now, w->batch, errstr, errstr_size);
-        if (err)
-                return err;
-        int n = w->batch->n, m = 0, correct = 0; /* its rows are tx, ty */
-        /* Prequential: the batch's own samples scored by the model before it
-         * trains; the training pass's own outputs when they are the model's
-         * predictions (no dropout, no batchnorm), else one inference pass. */
-        int same = sc_model_train_is_eval(w->model);
-        if (!same && !isnan(sc_model_eval_batch(w->model, w->tx, NULL, NULL, n, NULL, w->plogits)))
-                sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
-        if (w->job)
-                m = sc_wk_job_mix(w, w->batch, w->tx + (size_t)n * w->numel, w->ty + n,
-                                  w->tcap - n);
-        float loss = sc_model_train_batch_out(w->model, w->tx, w->ty, NULL, n + m, &w->rng,
-                                              &correct, same ? w->plogits : NULL);
-        if (same)
-                sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
-        if (!isfinite(loss))
-                return sc_errf(SC_ERR_DIVERGED, errstr, errstr_size,
-                               "loss diverged at step %llu: it is %s (lower optim.lr)",
-                               (unsigned long long)w->steps, isnan(loss) ? "NaN" : "infinite");
-        if (local_step) {
-                double lr = sc_sched_lr(&w->sched, (long)w->steps);
-                if (w->conf->optim.base_batch > 0)
-                        lr = sc_lr_scale_linear(lr, n + m, w->conf->optim.base_batch);
-                w->lr = lr;
-                sc_sgd_step(&w->sgd, sc_model_params(w->model), sc_model_grads(w->model),
-                            (float)lr);
-        }
-        w->steps++;
-        w->batches++;
-        w->samples += (uint64_t)n;
-        w->seen += (uint64_t)(n + m);
-        w->loss_sum += (double)loss * (n + m);
-        w->hits += correct;
-        w->last_loss = loss;
-        if (w->spec.throttle > 0)
-                w->t_next = now + (double)n / w->spec.throttle;
-        *idp = w->batch->id;
-        *np = n;
-        return SC_OK;
-}
-
-int sc_wk_holds_batch(sc_worker_t *w)
-{
-        sc_batcher_t *bt = sc_wk_batcher(w);
-        if (!bt)
-                return 0;
-        sc_stream_stats_t s;
-        if (w->src)
-                sc_kafka_source_totals(w->src, &s);
-        else
-                sc_ingest_totals(w->ingest, &s);
-        uint64_t buffered = s.buffered;
-        uint64_t need =
-            (uint64_t)(w->conf->worker.batch.mode == SC_BATCH_FIXED ? w->conf->worker.batch.b
-                                                                    : w->conf->worker.batch.b_min);
-        return buffered + sc_batcher_pooled(bt) >= need;
 }
 
 /* 1 for a member of the group that holds no partition (a rebalance gave
@@ -719,7 +614,7 @@ sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr
         } else if (bt && now >= w->t_next && sc_batcher_ready(bt, now, NULL)) {
                 uint64_t id;
                 int n;
-                if ((err = sc_wk_train(w, now, 1, &id, &n, errstr, errstr_size)))
+                if ((err = sc_wk_train(w, now, 1, NULL, &id, &n, errstr, errstr_size)))
                         return err;
                 /* Standalone: the update is applied locally, acknowledged at once. */
                 if ((err = sc_wk_ack(w, id, errstr, errstr_size)))
@@ -766,13 +661,6 @@ void sc_worker_stop(sc_worker_t *w, const char *reason)
         w->reason = reason;
 }
 
-static double sc_wk_mono(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A graceful stop trains what the shuffle pool holds (its samples pin their
  * partitions' commit points: untrained, the records trained after them could
  * not be committed either) and the last partial batch, reading nothing more;
@@ -785,12 +673,12 @@ static sc_err_t sc_wk_flush(sc_worker_t *w, int timeout_ms, char *errstr, size_t
         if (!bt || !w->started)
                 return SC_OK;
         sc_batcher_flush(bt);
-        double m0 = sc_wk_mono(), base = w->t_now;
+        double m0 = sc_clock_mono(), base = w->t_now;
         double t_end = m0 + timeout_ms / 1e3;
         uint64_t before = w->samples;
         sc_err_t err = SC_OK;
-        while (sc_batcher_pooled(bt) > 0 && sc_wk_mono() < t_end) {
-                double now = base + (sc_wk_mono() - m0);
+        while (sc_batcher_pooled(bt) > 0 && sc_clock_mono() < t_end) {
+                double now = base + (sc_clock_mono() - m0);
                 w->t_now = now;
                 if (w->job) {
                         if ((err = sc_wk_job_poll(w, now, errstr, errstr_size)))
@@ -798,7 +686,7 @@ static sc_err_t sc_wk_flush(sc_worker_t *w, int timeout_ms, char *errstr, size_t
                 } else if (now >= w->t_next && sc_batcher_ready(bt, now, NULL)) {
                         uint64_t id;
                         int n;
-                        if ((err = sc_wk_train(w, now, 1, &id, &n, errstr, errstr_size)) ||
+                        if ((err = sc_wk_train(w, now, 1, NULL, &id, &n, errstr, errstr_size)) ||
                             (err = sc_wk_ack(w, id, errstr, errstr_size)))
                                 break;
                         continue;
@@ -868,23 +756,6 @@ sc_err_t sc_worker_eval(sc_worker_t *w, size_t n, double *acc, double *loss)
         *acc = s.accuracy;
         *loss = s.loss;
         return SC_OK;
-}
-
-void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c)
-{
-        memset(c, 0, sizeof(*c));
-        c->steps = w->steps;
-        c->samples = w->samples;
-        c->last_acc = w->last_acc;
-        c->loss = w->last_loss;
-        sc_metrics_summary_t ps;
-        sc_metrics_summary(w->preq, &ps);
-        c->preq_samples = ps.n;
-        c->preq_acc = ps.accuracy;
-        c->preq_loss = ps.loss;
-        c->preq_window_acc = ps.window_accuracy;
-        if (w->job)
-                sc_wk_job_counters(w, c);
 }
 
 sc_model_t *sc_worker_model(sc_worker_t *w)

@@ -1,6 +1,8 @@
-/* worker_impl.h — the worker runtime's state, shared by its training and
- * input path (worker.c), its summary (worker_stats.c) and its distributed
- * half (worker_job.c). Internal to connectors/. */
+/* worker_impl.h — the worker runtime's state, shared by its files, each
+ * calling only those below it: the loop (worker.c: start, poll, stop,
+ * checkpoint and resume, push mode) over its summary (worker_stats.c), its
+ * distributed half (worker_job.c), and its own step (worker_step.c: the
+ * ingest path it owns, one training step). Internal to connectors/. */
 #ifndef SC_WORKER_IMPL_H
 #define SC_WORKER_IMPL_H
 
@@ -156,18 +158,21 @@ struct sc_worker_s {
         sc_kafka_waker_t *waker;  /* distributed with a source: wakes on any client */
 };
 
-/* worker.c */
-void sc_wk_logf(sc_worker_t *w, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* worker_step.c: the worker's own step (calls nothing above it). */
+#define sc_wk_logf(w, level, ...) sc_logf((w)->spec.log, (w)->spec.log_opaque, level, __VA_ARGS__)
+/* The batcher of the worker's ingest path. */
 sc_batcher_t *sc_wk_batcher(sc_worker_t *w);
 /* 1 while what is buffered (and pooled foreign samples) makes a batch. */
 int sc_wk_holds_batch(sc_worker_t *w);
 sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size);
-/* Takes the ready batch, mixes in foreign samples, computes the gradient
- * (and, local_step, applies it with the local optimizer). *idp = the batch,
- * *np = its own samples. SC_ERR_AGAIN if no batch is ready. */
-sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, uint64_t *idp, int *np,
-                     char *errstr, size_t errstr_size);
+/* Foreign samples to mix into a batch: copies up to max rows into x/y;
+ * returns how many. */
+typedef int (*sc_wk_mix_fn)(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y, int max);
+/* Takes the ready batch, mixes in what mix (if not NULL) gives, computes the
+ * gradient (and, local_step, applies it with the local optimizer). *idp =
+ * the batch, *np = its own samples. SC_ERR_AGAIN if no batch is ready. */
+sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, sc_wk_mix_fn mix, uint64_t *idp,
+                     int *np, char *errstr, size_t errstr_size);
 
 /* worker_job.c: the distributed half. */
 int sc_wk_job_waiting(const sc_worker_t *w);
@@ -179,11 +184,8 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
 /* Watches the job's clients (producer, J.model and J.inject readers). */
 sc_err_t sc_wk_job_watch(sc_worker_t *w, sc_kafka_waker_t *wk, char *errstr, size_t errstr_size);
 sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size);
-/* Foreign samples to mix into a batch of n: copies up to max rows into
- * x/y; returns how many. Shares part of the batch with probability alpha. */
-int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y, int max);
 
-/* worker_stats.c */
+/* worker_stats.c (sc_worker_counters and sc_worker_stats_json too) */
 void sc_wk_progress(sc_worker_t *w, double now);
 /* The distributed half's counters, and its "job" object of the summary. */
 void sc_wk_job_counters(const sc_worker_t *w, sc_worker_counters_t *c);

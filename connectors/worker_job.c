@@ -5,6 +5,7 @@
  * (its offsets become committable) only once every shard's update that used
  * it was acknowledged by the broker. */
 #include "worker_impl.h"
+#include "sc_clock.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,13 +30,6 @@
 #define SC_WJ_SCAN_BACK 512
 #define SC_WJ_SCAN_MS 5000 /* per J.grad partition, to learn its end and read its tail */
 
-static double sc_wj_mono(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- delivery ---- */
 
 static void sc_wj_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -56,7 +50,7 @@ static void sc_wj_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         } else {
                 j->acked++;
                 if (j->n_ack < SC_WJ_LAT_MAX)
-                        j->lat_ack[j->n_ack++] = (float)((sc_wj_mono() - p->t_send) * 1e3);
+                        j->lat_ack[j->n_ack++] = (float)((sc_clock_mono() - p->t_send) * 1e3);
         }
         p->remaining--;
 }
@@ -479,7 +473,7 @@ static void sc_wj_inject_recv(sc_worker_t *w)
         }
 }
 
-int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y, int max)
+static int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y, int max)
 {
         sc_wk_job_t *j = w->job;
         char why[256];
@@ -529,7 +523,7 @@ int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int32_t *y,
 static void sc_wj_visible(sc_worker_t *w)
 {
         sc_wk_job_t *j = w->job;
-        double now = sc_wj_mono();
+        double now = sc_clock_mono();
         for (int s = 0; s < j->shards; s++) {
                 uint64_t a = sc_job_model_applied(j->jm, s, (uint32_t)w->spec.worker_id);
                 if (j->ring_n - j->vis_next[s] > SC_WJ_LAT_RING) /* overwritten: skipped */
@@ -585,7 +579,7 @@ static sc_err_t sc_wj_send(sc_worker_t *w, const sc_sync_act_t *act, char *errst
         if (!p)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         p->w = w;
-        p->t_send = sc_wj_mono();
+        p->t_send = sc_clock_mono();
         p->n_ids = j->n_unsent;
         if (j->n_unsent)
                 memcpy(p->ids, j->unsent, j->n_unsent * sizeof(uint64_t));
@@ -741,7 +735,8 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
                                 break;
                         if (j->sends_grads)
                                 sc_wj_install(w, now);
-                        err = sc_wk_train(w, now, act.local_step, &id, &n, errstr, errstr_size);
+                        err = sc_wk_train(w, now, act.local_step, sc_wk_job_mix, &id, &n, errstr,
+                                          errstr_size);
                         if (err == SC_ERR_AGAIN)
                                 break;
                         if (err)

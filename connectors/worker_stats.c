@@ -9,13 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sums of the streams' counters, from the source or the pushed streams. */
-static void sc_wk_totals(const sc_worker_t *w, sc_stream_stats_t *s)
+void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c)
 {
-        if (w->src)
-                sc_kafka_source_totals(w->src, s);
-        else
-                sc_ingest_totals(w->ingest, s);
+        memset(c, 0, sizeof(*c));
+        c->steps = w->steps;
+        c->samples = w->samples;
+        c->last_acc = w->last_acc;
+        c->loss = w->last_loss;
+        sc_metrics_summary_t ps;
+        sc_metrics_summary(w->preq, &ps);
+        c->preq_samples = ps.n;
+        c->preq_acc = ps.accuracy;
+        c->preq_loss = ps.loss;
+        c->preq_window_acc = ps.window_accuracy;
+        if (w->job)
+                sc_wk_job_counters(w, c);
 }
 
 void sc_wk_progress(sc_worker_t *w, double now)
@@ -24,12 +32,10 @@ void sc_wk_progress(sc_worker_t *w, double now)
         sc_worker_counters_t c;
         char acc[64] = "", job[256] = "", src[160] = "", preq[128] = "";
         double dt = now - w->t_prog;
-        sc_wk_totals(w, &s);
+        sc_ingest_totals(w->ingest, &s);
         sc_worker_counters(w, &c);
         sc_batcher_t *bt = sc_wk_batcher(w);
-        int ns = w->src      ? sc_kafka_source_nstreams(w->src)
-                 : w->ingest ? sc_ingest_count(w->ingest)
-                             : 0;
+        int ns = sc_ingest_count(w->ingest);
         double cap = (double)w->conf->streams.buffer.cap * (ns > 0 ? ns : 1);
         if (w->t_last_acc > 0)
                 snprintf(acc, sizeof(acc), "  test acc %.4f @%.0fs", w->last_acc, w->t_last_acc);
@@ -72,7 +78,7 @@ char *sc_worker_stats_json(sc_worker_t *w)
         sc_kafka_source_stats_t none;
         memset(&none, 0, sizeof(none));
         const sc_kafka_source_stats_t *ks = w->src ? sc_kafka_source_stats(w->src) : &none;
-        sc_wk_totals(w, &s);
+        sc_ingest_totals(w->ingest, &s);
         uint64_t rhs = s.trained + s.dropped + s.rejected + s.revoked + s.buffered + s.inflight;
         sc_err_t chk = SC_OK;
         if (w->src)
@@ -133,19 +139,11 @@ char *sc_worker_stats_json(sc_worker_t *w)
         if (pq)
                 json_object_set_new(j, "prequential", pq);
         json_t *streams = json_array();
-        int ns = w->src      ? sc_kafka_source_nstreams(w->src)
-                 : w->ingest ? sc_ingest_count(w->ingest)
-                             : 0;
+        int ns = sc_ingest_count(w->ingest);
         for (int i = 0; streams && i < ns; i++) {
-                const sc_stream_stats_t *ss;
-                const char *topic;
-                if (w->src) {
-                        topic = sc_kafka_source_stream(w->src, i, &ss);
-                } else {
-                        const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
-                        topic = is->topic;
-                        ss = sc_stream_stats(is->stream);
-                }
+                const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
+                const char *topic = is->topic;
+                const sc_stream_stats_t *ss = sc_stream_stats(is->stream);
                 json_array_append_new(
                     streams,
                     json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "topic", topic, "consumed",

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "api_impl.h"
+#include "sc_clock.h"
 #include "sc_batch.h"
 #include "sc_worker.h"
 
@@ -64,13 +65,6 @@ struct scadles_worker_s {
         int final_acc_valid; /* under lock */
         double final_acc, final_loss;
 };
-
-static double sc_api_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void sc_api_deadline(struct timespec *ts, int ms)
 {
@@ -204,7 +198,7 @@ SCADLES_EXPORT scadles_worker_t *scadles_worker_new(scadles_conf_t *conf, char *
                 free(w);
                 return NULL; /* conf stays the caller's */
         }
-        w->t_stats = w->t_drop_log = sc_api_now();
+        w->t_stats = w->t_drop_log = sc_clock_mono();
         return w;
 }
 
@@ -390,7 +384,7 @@ static int sc_api_step(scadles_worker_t *w)
         char err[512];
         const char *reason = NULL;
         size_t n = sc_api_hand_over(w);
-        double now = sc_api_now();
+        double now = sc_clock_mono();
         pthread_mutex_lock(&w->engine);
         sc_err_t e = sc_worker_poll(w->sw, now, 0, err, sizeof(err));
         int done = e == SC_OK && sc_worker_done(w->sw, &reason);
@@ -473,12 +467,12 @@ SCADLES_EXPORT scadles_resp_err_t scadles_poll(scadles_worker_t *w, int timeout_
                 return SCADLES_ERR_RUNTIME;
         if (s == SC_API_DONE)
                 return SCADLES_OK;
-        double until = sc_api_now() + (timeout_ms > 0 ? timeout_ms / 1000.0 : 0);
+        double until = sc_clock_mono() + (timeout_ms > 0 ? timeout_ms / 1000.0 : 0);
         for (;;) {
                 int moved = sc_api_step(w);
                 if (sc_api_failed(w))
                         return SCADLES_ERR_RUNTIME;
-                double left = until - sc_api_now();
+                double left = until - sc_clock_mono();
                 if (moved || left <= 0)
                         return SCADLES_OK;
                 sc_api_wait(w, (int)fmin(SC_API_WAIT_MS, ceil(left * 1000)));
@@ -555,7 +549,7 @@ SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout
         pthread_mutex_unlock(&w->lock);
         if (s == SC_API_FINISHED)
                 return SCADLES_ERR_STATE;
-        double t0 = sc_api_now(), t_change = t0;
+        double t0 = sc_clock_mono(), t_change = t0;
         long left;
         uint64_t trained = sc_api_trained(w, &left);
         for (;;) {
@@ -569,7 +563,7 @@ SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout
                 pthread_mutex_unlock(&w->lock);
                 if (s == SC_API_FAILED)
                         return SCADLES_ERR_RUNTIME;
-                double now = sc_api_now();
+                double now = sc_clock_mono();
                 uint64_t t = sc_api_trained(w, &left);
                 if (t != trained || q) {
                         trained = t;

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "sc_clock.h"
 
 pid_t sc_cli_child_spawn(sc_cli_child_t *ch, const char *out_dir, const char *name,
                          char *const argv[])
@@ -48,14 +49,14 @@ void sc_cli_child_stop(sc_cli_child_t *ch, int sig, double secs)
         if (ch->pid <= 0 || ch->done)
                 return;
         kill(ch->pid, sig);
-        double t0 = sc_cli_now();
+        double t0 = sc_clock_mono();
         for (;;) {
                 pid_t r = waitpid(ch->pid, &ch->status, WNOHANG);
                 if (r == ch->pid) {
                         ch->done = 1;
                         return;
                 }
-                if (sc_cli_now() - t0 > secs) {
+                if (sc_clock_mono() - t0 > secs) {
                         kill(ch->pid, SIGKILL);
                         waitpid(ch->pid, &ch->status, 0);
                         ch->done = 1;

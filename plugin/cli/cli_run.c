@@ -26,13 +26,6 @@ void sc_cli_signals(void)
         sigaction(SIGTERM, &sa, NULL);
 }
 
-double sc_cli_now(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 volatile int sc_cli_quiet;
 
 void sc_cli_log(void *opaque, int level, const char *msg)

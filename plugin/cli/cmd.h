@@ -42,8 +42,6 @@ int sc_cmd_model(int argc, char **argv);
  * commands poll it and stop cleanly (flushing, committing, saving). */
 extern volatile sig_atomic_t sc_cli_stop;
 void sc_cli_signals(void);
-/* Monotonic seconds. */
-double sc_cli_now(void);
 
 /* cli_child.c: a child process running `scadles <command>`. */
 typedef struct sc_cli_child {

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "sc_clock.h"
 #include "sc_broker.h"
 #include "sc_codec.h"
 #include "sc_conf.h"
@@ -200,7 +201,7 @@ static void sc_demo_await_applied(sc_job_model_t *jm, const sc_cli_child_t *work
                 last[i] = json_is_integer(seq) ? (uint64_t)json_integer_value(seq) : 0;
                 json_decref(j);
         }
-        for (double end = sc_cli_now() + max_s; sc_cli_now() < end;) {
+        for (double end = sc_clock_mono() + max_s; sc_clock_mono() < end;) {
                 int behind = 0;
                 for (int s = 0; s < sc_job_model_shards(jm) && !behind; s++)
                         for (int i = 0; i < n && i < SC_DEMO_MAX_WORKERS && !behind; i++)
@@ -529,7 +530,7 @@ static void sc_demo_evaluate(sc_demo_t *d)
 {
         double t_eval, t_prev;
         uint64_t v_prev = 0;
-        d->t0 = sc_cli_now();
+        d->t0 = sc_clock_mono();
         t_eval = t_prev = d->t0;
         d->why = "duration";
         for (;;) {
@@ -539,7 +540,7 @@ static void sc_demo_evaluate(sc_demo_t *d)
                         d->why = "error";
                         break;
                 }
-                double t = sc_cli_now();
+                double t = sc_clock_mono();
                 if (sc_cli_stop) {
                         d->why = "interrupted";
                         break;
@@ -569,7 +570,7 @@ static void sc_demo_evaluate(sc_demo_t *d)
                 if (t - d->t0 >= d->o.duration)
                         break;
         }
-        d->t_end = sc_cli_now() - d->t0;
+        d->t_end = sc_clock_mono() - d->t0;
 }
 
 /* Stops the feed, the workers (they commit what the broker acknowledged),
@@ -602,7 +603,7 @@ static double sc_demo_final(sc_demo_t *d)
         sc_model_out_assemble(d->model, d->jm, NULL);
         sc_demo_eval(d->model, sc_demo_calib(&d->conf, &d->calib, &d->test), &d->test, &final_acc);
         if (d->npts < SC_DEMO_MAX_POINTS && d->npts > 0) {
-                d->pt_t[d->npts] = sc_cli_now() - d->t0;
+                d->pt_t[d->npts] = sc_clock_mono() - d->t0;
                 d->pt_a[d->npts++] = final_acc;
         }
         snprintf(d->path, sizeof(d->path), "%s/accuracy.tsv", d->o.out);
@@ -723,7 +724,7 @@ int sc_cmd_demo(int argc, char **argv)
         int rc;
 
         memset(&d, 0, sizeof(d));
-        d.t0 = sc_cli_now();
+        d.t0 = sc_clock_mono();
         d.t85 = -1;
         d.why = "error";
         if ((rc = sc_demo_args(argc, argv, &d.o)) >= 0)

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "sc_clock.h"
 #include "sc_data.h"
 #include "sc_idx.h"
 #include "sc_kafka_util.h"
@@ -534,9 +535,9 @@ static void sc_feed_progress(const sc_feed_t *f, double elapsed)
  * (serving delivery reports) until the next due time, at least 1 ms. */
 static void sc_feed_run(sc_feed_t *f, double *elapsedp)
 {
-        double t0 = sc_cli_now(), last_progress = t0, now = t0;
+        double t0 = sc_clock_mono(), last_progress = t0, now = t0;
         for (;;) {
-                now = sc_cli_now();
+                now = sc_clock_mono();
                 double el = now - t0;
                 if (sc_cli_stop || (f->duration > 0 && el >= f->duration) ||
                     sc_kafka_fatal_check(NULL, 0))
@@ -555,7 +556,7 @@ static void sc_feed_run(sc_feed_t *f, double *elapsedp)
                         if (t->ft_sent < want) {
                                 while (t->ft_sent < want && !sc_cli_stop)
                                         sc_feed_send_one(f, t);
-                                t->ft_t_last = sc_cli_now() - t0;
+                                t->ft_t_last = sc_clock_mono() - t0;
                         }
                         if (t->ft_sent < t->ft_target) {
                                 done = 0;
@@ -569,7 +570,7 @@ static void sc_feed_run(sc_feed_t *f, double *elapsedp)
                         sc_feed_progress(f, el);
                         last_progress = now;
                 }
-                double wait = next_due - (sc_cli_now() - t0);
+                double wait = next_due - (sc_clock_mono() - t0);
                 if (f->duration > 0 && f->duration - el < wait)
                         wait = f->duration - el;
                 int ms = (int)ceil(wait * 1000.0);
@@ -648,12 +649,12 @@ static int sc_feed_start(sc_feed_t *f, sc_rng_t *data_rng, sc_rng_t *order_rng)
  * the credentials; returns the seconds it took. */
 static double sc_feed_flush(sc_feed_t *f)
 {
-        double t_flush = sc_cli_now();
+        double t_flush = sc_clock_mono();
         for (int i = 0; i < 300 && rd_kafka_outq_len(f->rk) > 0 && !sc_kafka_fatal_check(NULL, 0);
              i++)
                 rd_kafka_flush(f->rk, 100);
         rd_kafka_poll(f->rk, 0);
-        return sc_cli_now() - t_flush;
+        return sc_clock_mono() - t_flush;
 }
 
 /* One line per topic and the total on stdout; returns the exit code (1 if

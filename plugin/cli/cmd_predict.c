@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "sc_clock.h"
 #include "sc_conf.h"
 #include "sc_kafka_util.h"
 #include "sc_nn.h"
@@ -302,7 +303,7 @@ static const char *sc_pcli_run(sc_predictor_t *p, const sc_pcli_opts_t *o, doubl
         double t_prog = t0, t_rate = t0, t_assigned = -1;
         uint64_t n_rate = 0;
         for (;;) {
-                double now = sc_cli_now();
+                double now = sc_clock_mono();
                 if (sc_cli_stop)
                         return "signal";
                 if (o->duration > 0 && now - t0 >= o->duration)
@@ -338,7 +339,7 @@ static void sc_pcli_summary(sc_predictor_t *p, const char *reason, double t0)
         if (!j)
                 return;
         json_object_set_new(j, "stop_reason", json_string(reason));
-        json_object_set_new(j, "elapsed", json_real(sc_cli_now() - t0));
+        json_object_set_new(j, "elapsed", json_real(sc_clock_mono() - t0));
         /* Processor seconds of the whole process (every thread), the measure
          * of its cost on a machine it shares. */
         struct rusage ru;
@@ -378,9 +379,9 @@ int sc_cmd_predict(int argc, char **argv)
         memset(&conf, 0, sizeof(conf));
         sc_kafka_log_set_sink(sc_cli_kafka_log, "predict");
         if (!(rc = sc_pcli_conf(&conf, &o)) && !(rc = sc_pcli_start(&p, &conf, &o))) {
-                double t0 = sc_cli_now();
+                double t0 = sc_clock_mono();
                 const char *reason = sc_pcli_run(p, &o, t0, &rc);
-                if (sc_predictor_finish(p, sc_cli_now(), 30000, err, sizeof(err))) {
+                if (sc_predictor_finish(p, sc_clock_mono(), 30000, err, sizeof(err))) {
                         fprintf(stderr, "scadles predict: %s\n", err);
                         if (!rc)
                                 rc = 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "sc_clock.h"
 #include "sc_ckpt.h"
 #include "sc_conf.h"
 #include "sc_data.h"
@@ -472,7 +473,7 @@ static int sc_train_step(sc_train_t *t, long s)
 static void sc_train_progress(sc_train_t *t, long s)
 {
         const sc_conf_t *conf = &t->run->conf;
-        double now = sc_cli_now();
+        double now = sc_clock_mono();
         if (conf->train.progress_interval <= 0 || now - t->t_last < conf->train.progress_interval)
                 return;
         fprintf(stderr,
@@ -509,7 +510,7 @@ static int sc_train_epoch_end(sc_train_t *t)
 {
         sc_run_t *run = t->run;
         size_t correct;
-        double test_loss, t_train = sc_cli_now() - t->t_epoch;
+        double test_loss, t_train = sc_clock_mono() - t->t_epoch;
 
         t->meta->epoch++;
         t->meta->epoch_step = 0;
@@ -550,7 +551,7 @@ static int sc_train_loop(sc_run_t *run, sc_sgd_t *sgd, const sc_sched_spec_t *sc
         }
         while (!rc && meta->epoch < (uint64_t)run->conf.train.epochs) {
                 sc_train_shuffle(&t);
-                t.t_epoch = t.t_last = sc_cli_now();
+                t.t_epoch = t.t_last = sc_clock_mono();
                 memset(&t.ep, 0, sizeof(t.ep));
                 memset(&t.iv, 0, sizeof(t.iv));
                 for (long s = (long)meta->epoch_step; !rc && s < steps_per_epoch; s++) {

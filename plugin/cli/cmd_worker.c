@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "sc_clock.h"
 #include "sc_batch.h"
 #include "sc_conf.h"
 #include "sc_kafka_util.h"
@@ -228,7 +229,7 @@ static int sc_wcli_run(sc_worker_t *w)
                         sc_worker_stop(w, "signal");
                         break;
                 }
-                if (sc_worker_poll(w, sc_cli_now(), 10, err, sizeof(err))) {
+                if (sc_worker_poll(w, sc_clock_mono(), 10, err, sizeof(err))) {
                         fprintf(stderr, "scadles worker: %s\n", err);
                         sc_worker_stop(w, "error");
                         rc = 1;

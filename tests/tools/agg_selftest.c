@@ -31,6 +31,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "cli/cmd.h"
+#include "sc_clock.h"
 #include "sc_codec.h"
 #include "sc_conf.h"
 #include "sc_job.h"
@@ -206,7 +207,7 @@ static int sc_st_send_init(sc_st_send_t *st, const sc_conf_t *conf, const sc_st_
         rd_kafka_conf_t *kc;
         char *err = st->err;
         size_t errsz = sizeof(st->err);
-        st->t0 = sc_cli_now();
+        st->t0 = sc_clock_mono();
         sc_kafka_delivery_init(&st->dv);
         if (sc_fake_init(&st->f, conf, err, errsz) ||
             sc_kafka_admin_job_topics(conf->job.name, conf->job.shards, conf->job.replication,
@@ -244,7 +245,7 @@ static int sc_st_put(sc_st_send_t *st, int t, int32_t p, const void *data, size_
 static int sc_st_send_ctl(sc_st_send_t *st, const sc_st_opts_t *o)
 {
         sc_wire_control_t c = {.worker = (uint32_t)o->ctl_worker,
-                               .timestamp = (int64_t)(sc_cli_now() * 1e6)};
+                               .timestamp = (int64_t)(sc_clock_mono() * 1e6)};
         c.kind = !strcmp(o->ctl_kind, "join")        ? SC_WIRE_CTL_JOIN
                  : !strcmp(o->ctl_kind, "heartbeat") ? SC_WIRE_CTL_HEARTBEAT
                                                      : SC_WIRE_CTL_LEAVE;
@@ -300,7 +301,7 @@ static int sc_st_send_update(sc_st_send_t *st, const sc_st_opts_t *o, int w, int
         }
         if (o->rate > 0) {
                 double due = st->t0 + (double)st->produced / o->rate;
-                while (sc_cli_now() < due)
+                while (sc_clock_mono() < due)
                         rd_kafka_poll(st->rk, 1);
         } else {
                 rd_kafka_poll(st->rk, 0);
@@ -334,7 +335,7 @@ static int sc_st_produce(const sc_conf_t *conf, const sc_st_opts_t *o)
         if (sc_kafka_delivery_wait(st.rk, &st.dv, 30000, st.err, sizeof(st.err)))
                 goto out;
         printf("produced: {\"updates\":%ld,\"duplicates\":%ld,\"bad\":%ld,\"seconds\":%.3f}\n",
-               st.produced, st.dups, st.bad, sc_cli_now() - st.t0);
+               st.produced, st.dups, st.bad, sc_clock_mono() - st.t0);
         rc = 0;
 out:
         if (rc)

@@ -14,8 +14,10 @@
 # Every target that needs a dependency depends on `deps`, which installs the
 # missing Debian packages once (scripts/deps.sh).
 
-VERSION   := 0.1.0
-SOVERSION := 0
+# The version's one source is plugin/include/scadles.h.
+sc_ver     = $(shell sed -n 's/^\#define SCADLES_VERSION_$(1) \([0-9]*\)$$/\1/p' plugin/include/scadles.h)
+VERSION   := $(call sc_ver,MAJOR).$(call sc_ver,MINOR).$(call sc_ver,PATCH)
+SOVERSION := $(call sc_ver,MAJOR)
 PREFIX    ?= /usr/local
 CC        ?= cc
 SANITIZER ?=

@@ -47,9 +47,19 @@ extern "C" {
 #define SCADLES_EXPORT
 #endif
 
-/* Version as 0xMMmmrr00 (major, minor, revision), and as text. */
-#define SCADLES_VERSION 0x00010000
-#define SCADLES_VERSION_STR "0.1.0"
+/* The version: its one source (the Makefile reads these three lines for
+ * the library's file name and soname). As 0xMMmmrr00 (major, minor,
+ * revision), and as text. */
+#define SCADLES_VERSION_MAJOR 0
+#define SCADLES_VERSION_MINOR 1
+#define SCADLES_VERSION_PATCH 0
+#define SCADLES_VERSION                                                                            \
+        ((SCADLES_VERSION_MAJOR << 24) | (SCADLES_VERSION_MINOR << 16) | (SCADLES_VERSION_PATCH << 8))
+#define SCADLES__STR(x) #x
+#define SCADLES__XSTR(x) SCADLES__STR(x)
+#define SCADLES_VERSION_STR                                                                        \
+        SCADLES__XSTR(SCADLES_VERSION_MAJOR)                                                       \
+        "." SCADLES__XSTR(SCADLES_VERSION_MINOR) "." SCADLES__XSTR(SCADLES_VERSION_PATCH)
 
 /* The library's version (compare with SCADLES_VERSION for the headers). */
 SCADLES_EXPORT int scadles_version(void);
@@ -203,9 +213,12 @@ SCADLES_EXPORT scadles_resp_err_t scadles_stop(scadles_worker_t *w);
  * training stopped on an error. */
 SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout_ms);
 
-/* Owner thread: the end of the run. Stops the training thread, trains
- * nothing more, waits up to timeout_ms for updates in flight
- * (distributed), commits, evaluates on the whole held-out set, logs
+/* Owner thread: the end of the run. Stops the training thread and takes
+ * no more records; trains what the trainer still holds (its shuffle pool
+ * and a last partial batch: their records' offsets could not be committed
+ * otherwise; scadles_flush leaves less than one batch there), within
+ * timeout_ms, then waits for updates in flight (distributed), writes the
+ * checkpoint (train.checkpoint), commits, evaluates on the whole held-out set, logs
  * "test accuracy: A (test loss L)" (level 5) and calls the stats callback a last time
  * with "final": true. Later pushes return SCADLES_ERR_STATE. Idempotent
  * (SCADLES_OK again). scadles_destroy() calls it if it was not called. */

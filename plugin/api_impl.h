@@ -6,6 +6,8 @@
 #include <stddef.h>
 
 #include "sc_conf.h"
+#include "sc_decode.h"
+#include "sc_nn.h"
 #include "sc_err.h"
 #include "scadles.h"
 
@@ -31,6 +33,17 @@ void sc_api_pred_destroy(sc_api_pred_t *p);
  * sw runs: publishes sw's model when it changed since the last publication
  * and a caller asked for it, publish_steps passed, or force. */
 void sc_api_pred_publish(sc_api_pred_t *p, struct sc_worker_s *sw, int force);
+/* Decodes one record with ds into x (numel floats). SCADLES_ERR_IO for a
+ * malformed record: errstr names topic, the fault kind and why. */
+scadles_resp_err_t sc_api_decode(const sc_decode_spec_t *ds, const char *topic, const void *key,
+                                 size_t key_len, const void *value, size_t value_len,
+                                 const scadles_header_t *headers, size_t header_cnt, float *x,
+                                 char *errstr, size_t errstr_size);
+/* Scores x with model (out: classes floats of scratch): the probabilities
+ * into probs (if not NULL) and the most probable class into *label (if not
+ * NULL). SCADLES_ERR_NOMEM if the forward pass cannot allocate. */
+scadles_resp_err_t sc_api_eval(sc_model_t *model, const float *x, float *out, int classes,
+                               float *probs, int32_t *label, char *errstr, size_t errstr_size);
 /* scadles_predict() on p; sw only for its decoders (sc_worker_decode_spec). */
 scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *sw,
                                    const char *topic, const void *key, size_t key_len,

@@ -128,6 +128,42 @@ void sc_api_pred_publish(sc_api_pred_t *p, struct sc_worker_s *sw, int force)
         p->steps_published = steps;
 }
 
+scadles_resp_err_t sc_api_decode(const sc_decode_spec_t *ds, const char *topic, const void *key,
+                                 size_t key_len, const void *value, size_t value_len,
+                                 const scadles_header_t *headers, size_t header_cnt, float *x,
+                                 char *errstr, size_t errstr_size)
+{
+        sc_decode_header_t hdrs[SC_DECODE_MAX_HEADERS + 1];
+        char why[512];
+        int32_t ignored;
+        if (header_cnt > SC_DECODE_MAX_HEADERS + 1)
+                header_cnt = SC_DECODE_MAX_HEADERS + 1; /* enough to be refused as malformed */
+        for (size_t i = 0; i < header_cnt; i++)
+                hdrs[i] = (sc_decode_header_t){headers[i].name, headers[i].value, headers[i].size};
+        sc_record_t rec = {key, key_len, value, value_len, hdrs, header_cnt};
+        sc_decode_fault_t f = sc_decode_record(ds, &rec, x, &ignored, why, sizeof(why));
+        if (f != SC_DECODE_OK) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: malformed record (%s): %s", topic,
+                        sc_decode_fault_name(f), why);
+                return SCADLES_ERR_IO;
+        }
+        return SCADLES_OK;
+}
+
+scadles_resp_err_t sc_api_eval(sc_model_t *model, const float *x, float *out, int classes,
+                               float *probs, int32_t *label, char *errstr, size_t errstr_size)
+{
+        float l = sc_model_eval_batch(model, x, NULL, NULL, 1, NULL, out);
+        if (isnan(l)) {
+                sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "predict: out of memory");
+                return SCADLES_ERR_NOMEM;
+        }
+        int32_t arg = sc_nn_softmax(out, classes, probs);
+        if (label)
+                *label = arg;
+        return SCADLES_OK;
+}
+
 scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *sw,
                                    const char *topic, const void *key, size_t key_len,
                                    const void *value, size_t value_len,
@@ -135,31 +171,21 @@ scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *s
                                    size_t n_probs, int32_t *label, uint64_t *version, char *errstr,
                                    size_t errstr_size)
 {
-        sc_decode_header_t hdrs[SC_DECODE_MAX_HEADERS + 1];
         sc_decode_spec_t ds;
-        char why[512];
-        int32_t ignored;
-
         if (probs && n_probs < (size_t)p->classes) {
                 sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                         "scadles_predict: the model has %d classes, probabilities has room for %zu",
                         p->classes, n_probs);
                 return SCADLES_ERR_INVALID_ARG;
         }
-        if (header_cnt > SC_DECODE_MAX_HEADERS + 1)
-                header_cnt = SC_DECODE_MAX_HEADERS + 1; /* enough to be refused as malformed */
-        for (size_t i = 0; i < header_cnt; i++)
-                hdrs[i] = (sc_decode_header_t){headers[i].name, headers[i].value, headers[i].size};
-        sc_record_t rec = {key, key_len, value, value_len, hdrs, header_cnt};
         sc_worker_decode_spec(sw, topic, &ds);
 
         pthread_mutex_lock(&p->use_lock);
-        sc_decode_fault_t f = sc_decode_record(&ds, &rec, p->x, &ignored, why, sizeof(why));
-        if (f != SC_DECODE_OK) {
+        scadles_resp_err_t r = sc_api_decode(&ds, topic, key, key_len, value, value_len, headers,
+                                             header_cnt, p->x, errstr, errstr_size);
+        if (r != SCADLES_OK) {
                 pthread_mutex_unlock(&p->use_lock);
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: malformed record (%s): %s", topic,
-                        sc_decode_fault_name(f), why);
-                return SCADLES_ERR_IO;
+                return r;
         }
         if (atomic_load(&p->live_stamp) != atomic_load(&p->pub_stamp))
                 atomic_store(&p->want, 1);
@@ -172,19 +198,11 @@ scadles_resp_err_t sc_api_pred_run(sc_api_pred_t *p, const struct sc_worker_s *s
                 p->version_installed = p->pub_version;
         }
         pthread_mutex_unlock(&p->pub_lock);
-        float l = sc_model_eval_batch(p->model, p->x, NULL, NULL, 1, NULL, p->out);
-        if (isnan(l)) {
-                pthread_mutex_unlock(&p->use_lock);
-                sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "scadles_predict: out of memory");
-                return SCADLES_ERR_NOMEM;
-        }
-        int32_t arg = sc_nn_softmax(p->out, p->classes, probs);
-        if (label)
-                *label = arg;
-        if (version)
+        r = sc_api_eval(p->model, p->x, p->out, p->classes, probs, label, errstr, errstr_size);
+        if (r == SCADLES_OK && version)
                 *version = p->version_installed;
         pthread_mutex_unlock(&p->use_lock);
-        if (errstr && errstr_size)
+        if (r == SCADLES_OK && errstr && errstr_size)
                 errstr[0] = '\0';
-        return SCADLES_OK;
+        return r;
 }

@@ -54,7 +54,8 @@ extern "C" {
 #define SCADLES_VERSION_MINOR 1
 #define SCADLES_VERSION_PATCH 0
 #define SCADLES_VERSION                                                                            \
-        ((SCADLES_VERSION_MAJOR << 24) | (SCADLES_VERSION_MINOR << 16) | (SCADLES_VERSION_PATCH << 8))
+        ((SCADLES_VERSION_MAJOR << 24) | (SCADLES_VERSION_MINOR << 16) |                           \
+         (SCADLES_VERSION_PATCH << 8))
 #define SCADLES__STR(x) #x
 #define SCADLES__XSTR(x) SCADLES__STR(x)
 #define SCADLES_VERSION_STR                                                                        \
@@ -274,6 +275,87 @@ SCADLES_EXPORT scadles_resp_err_t scadles_predict(scadles_worker_t *w, const cha
                                                   uint64_t *model_version, char *errstr,
                                                   size_t errstr_size);
 /* clang-format on */
+
+/* ---- records and predictions as structs (calls that can grow) ------------- */
+
+/* One record, borrowed for the duration of a call. size is the struct's
+ * size as the caller was compiled (SCADLES_RECORD_INIT sets it, and every
+ * other field's default): fields added by later versions go at the end,
+ * and the library reads only the first size bytes, so a caller built
+ * against an older scadles.h keeps working. */
+typedef struct scadles_record_s {
+        size_t size;
+        const char *topic; /* required */
+        int32_t partition; /* push: required (>= 0) */
+        int64_t offset;    /* push: required (>= 0), increasing per partition */
+        const void *key;   /* may be NULL (key_len 0) */
+        size_t key_len;
+        const void *value; /* may be NULL (value_len 0) */
+        size_t value_len;
+        const scadles_header_t *headers; /* header_cnt of them, or NULL */
+        size_t header_cnt;
+        int64_t timestamp; /* ms since the epoch, -1 if unknown */
+} scadles_record_t;
+#define SCADLES_RECORD_INIT                                                                        \
+        {                                                                                          \
+                sizeof(scadles_record_t), NULL, -1, -1, NULL, 0, NULL, 0, NULL, 0, -1              \
+        }
+
+/* One prediction: probabilities (room for n_probabilities floats, at least
+ * the model's classes, or NULL) is the caller's input; label and
+ * model_version are set by the call. size as in scadles_record_t
+ * (SCADLES_PREDICTION_INIT). */
+typedef struct scadles_prediction_s {
+        size_t size;
+        float *probabilities;
+        size_t n_probabilities;
+        int32_t label;          /* the most probable class */
+        uint64_t model_version; /* as scadles_predict's; the checkpoint's step for a model handle */
+} scadles_prediction_t;
+#define SCADLES_PREDICTION_INIT                                                                    \
+        {                                                                                          \
+                sizeof(scadles_prediction_t), NULL, 0, -1, 0                                       \
+        }
+
+/* scadles_push() with the record as a struct. SCADLES_ERR_INVALID_ARG also
+ * for a NULL rec or a size below that of version 0.1's struct. */
+SCADLES_EXPORT scadles_resp_err_t scadles_push_record(scadles_worker_t *w,
+                                                      const scadles_record_t *rec);
+
+/* scadles_predict() with the record and the prediction as structs (the
+ * record's partition, offset and timestamp are not used). */
+SCADLES_EXPORT scadles_resp_err_t scadles_predict_record(scadles_worker_t *w,
+                                                         const scadles_record_t *rec,
+                                                         scadles_prediction_t *pred, char *errstr,
+                                                         size_t errstr_size);
+
+/* ---- serving a trained model ----------------------------------------------- */
+
+typedef struct scadles_model_s scadles_model_t;
+
+/* Opens the checkpoint at path (a worker's train.checkpoint, or the model
+ * `scadles model pull` writes) for scoring, without training: no worker,
+ * no thread, no Kafka client. conf gives the model's layout (model.*) and
+ * how records are decoded (source.topics[] of a record's topic, else
+ * streams.*; with source.unlabelled true, records carry no label, as for
+ * scadles predict); it is copied, the caller keeps it. NULL with errstr
+ * set if the configuration has no valid model, or the file is missing,
+ * corrupt or of another model's shape. */
+SCADLES_EXPORT scadles_model_t *scadles_model_open(const scadles_conf_t *conf, const char *path,
+                                                   char *errstr, size_t errstr_size);
+
+/* Scores one record with the opened model: pred as in scadles_predict_record
+ * (model_version is the checkpoint's step). Any thread, any number of
+ * threads (calls on one handle are serialized: one forward pass at a
+ * time; open one handle per thread to score in parallel). Errors as
+ * scadles_predict's. */
+SCADLES_EXPORT scadles_resp_err_t scadles_model_predict(scadles_model_t *m,
+                                                        const scadles_record_t *rec,
+                                                        scadles_prediction_t *pred, char *errstr,
+                                                        size_t errstr_size);
+
+/* Frees m. Accepts NULL. No scadles_model_predict may be running. */
+SCADLES_EXPORT void scadles_model_close(scadles_model_t *m);
 
 /* Frees memory the library returned (scadles_stats, scadles_conf_dump). */
 SCADLES_EXPORT void scadles_mem_free(void *ptr);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -548,6 +549,160 @@ static void predict_concurrent_with_training(void **state)
         scadles_destroy(w);
 }
 
+/* One record of class c as a struct (the label in the key). */
+static void record_of_class(scadles_record_t *r, int c, unsigned char *px, char *key)
+{
+        memset(px, 0, 4);
+        *key = (char)('0' + c);
+        px[c] = 250;
+        px[2 + c] = 250;
+        r->topic = "t";
+        r->key = key;
+        r->key_len = 1;
+        r->value = px;
+        r->value_len = 4;
+}
+
+static void records_and_predictions_as_structs(void **state)
+{
+        char err[512];
+        unsigned char px[4];
+        char key;
+        float probs[2];
+        scadles_worker_t *w = job_worker(job_conf());
+        for (int i = 0; i < 400; i++) {
+                scadles_record_t r = SCADLES_RECORD_INIT;
+                record_of_class(&r, i & 1, px, &key);
+                r.partition = 0;
+                r.offset = i;
+                assert_int_equal(scadles_push_record(w, &r), SCADLES_OK);
+        }
+        assert_int_equal(scadles_flush(w, 10000), SCADLES_OK);
+        assert_int_equal(stat_int(w, "queue.pushed"), 400);
+        for (int c = 0; c < 2; c++) {
+                scadles_record_t r = SCADLES_RECORD_INIT;
+                scadles_prediction_t pred = SCADLES_PREDICTION_INIT;
+                pred.probabilities = probs;
+                pred.n_probabilities = 2;
+                record_of_class(&r, c, px, &key);
+                assert_int_equal(scadles_predict_record(w, &r, &pred, err, sizeof(err)),
+                                 SCADLES_OK);
+                assert_int_equal(pred.label, c);
+                assert_true(probs[c] > 0.9f);
+                assert_int_equal(pred.model_version, (uint64_t)stat_int(w, "batches"));
+        }
+        /* A struct without its size is refused, not read. */
+        scadles_record_t bad = SCADLES_RECORD_INIT;
+        record_of_class(&bad, 0, px, &key);
+        bad.partition = 0;
+        bad.offset = 1000;
+        bad.size = 0;
+        assert_int_equal(scadles_push_record(w, &bad), SCADLES_ERR_INVALID_ARG);
+        assert_int_equal(scadles_push_record(w, NULL), SCADLES_ERR_INVALID_ARG);
+        scadles_prediction_t pred = SCADLES_PREDICTION_INIT;
+        pred.size = 3;
+        bad.size = sizeof(bad);
+        assert_int_equal(scadles_predict_record(w, &bad, &pred, err, sizeof(err)),
+                         SCADLES_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "SCADLES_RECORD_INIT"));
+        assert_int_equal(stat_int(w, "queue.pushed"), 400);
+        scadles_destroy(w);
+}
+
+typedef struct server {
+        scadles_model_t *m;
+        int calls, wrong, failed;
+} server_t;
+
+static void *serve_thread(void *arg)
+{
+        server_t *sv = arg;
+        unsigned char px[4];
+        char key;
+        float probs[2];
+        for (int i = 0; i < 500; i++) {
+                scadles_record_t r = SCADLES_RECORD_INIT;
+                scadles_prediction_t pred = SCADLES_PREDICTION_INIT;
+                pred.probabilities = probs;
+                pred.n_probabilities = 2;
+                record_of_class(&r, i & 1, px, &key);
+                sv->calls++;
+                if (scadles_model_predict(sv->m, &r, &pred, NULL, 0) != SCADLES_OK)
+                        sv->failed++;
+                else if (pred.label != (i & 1) || fabsf(probs[0] + probs[1] - 1.0f) > 1e-5f)
+                        sv->wrong++;
+        }
+        return NULL;
+}
+
+static void model_handle_serves_a_checkpoint(void **state)
+{
+        char err[512], path[] = "/tmp/test_api_model.XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        unlink(path);
+        scadles_conf_t *c = job_conf();
+        assert_int_equal(scadles_conf_set(c, "train.checkpoint", path, err, sizeof(err)),
+                         SCADLES_OK);
+        scadles_conf_t *serving = scadles_conf_dup(c);
+        assert_non_null(serving);
+        scadles_worker_t *w = job_worker(c);
+        assert_int_equal(push_n(w, "t", 0, 0, 400), 400);
+        assert_int_equal(scadles_flush(w, 10000), SCADLES_OK);
+        long long steps = stat_int(w, "batches");
+        assert_int_equal(scadles_finish(w, 1000, err, sizeof(err)), SCADLES_OK);
+        scadles_destroy(w);
+
+        scadles_model_t *m = scadles_model_open(serving, path, err, sizeof(err));
+        if (!m)
+                fail_msg("scadles_model_open: %s", err);
+        server_t sv[2] = {{.m = m}, {.m = m}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+                assert_int_equal(pthread_create(&t[i], NULL, serve_thread, &sv[i]), 0);
+        for (int i = 0; i < 2; i++) {
+                pthread_join(t[i], NULL);
+                assert_int_equal(sv[i].calls, 500);
+                assert_int_equal(sv[i].failed, 0);
+                assert_int_equal(sv[i].wrong, 0);
+        }
+        /* The version is the checkpoint's step; bad records and misuse are errors. */
+        unsigned char px[4];
+        char key;
+        float probs[2];
+        scadles_record_t r = SCADLES_RECORD_INIT;
+        scadles_prediction_t pred = SCADLES_PREDICTION_INIT;
+        record_of_class(&r, 1, px, &key);
+        assert_int_equal(scadles_model_predict(m, &r, &pred, err, sizeof(err)), SCADLES_OK);
+        assert_int_equal(pred.label, 1);
+        assert_int_equal(pred.model_version, (uint64_t)steps);
+        r.value_len = 3;
+        assert_int_equal(scadles_model_predict(m, &r, &pred, err, sizeof(err)), SCADLES_ERR_IO);
+        assert_non_null(strstr(err, "wrong_length"));
+        r.value_len = 4;
+        pred.probabilities = probs;
+        pred.n_probabilities = 1;
+        assert_int_equal(scadles_model_predict(m, &r, &pred, err, sizeof(err)),
+                         SCADLES_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "2 classes"));
+        assert_int_equal(scadles_model_predict(NULL, &r, &pred, err, sizeof(err)),
+                         SCADLES_ERR_INVALID_ARG);
+        scadles_model_close(m);
+        scadles_model_close(NULL);
+
+        /* A missing file, and a checkpoint of another model's shape. */
+        assert_null(scadles_model_open(serving, "/nonexistent/model.ckpt", err, sizeof(err)));
+        assert_non_null(strstr(err, "/nonexistent/model.ckpt"));
+        assert_int_equal(scadles_conf_set(serving, "model.layers[1].units", "3", err, sizeof(err)),
+                         SCADLES_OK);
+        assert_null(scadles_model_open(serving, path, err, sizeof(err)));
+        assert_true(err[0] != '\0');
+        assert_null(scadles_model_open(NULL, path, err, sizeof(err)));
+        scadles_conf_destroy(serving);
+        unlink(path);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -562,6 +717,8 @@ int main(void)
             cmocka_unit_test(out_of_order_offsets_are_counted),
             cmocka_unit_test(predict_uses_the_trained_model),
             cmocka_unit_test(predict_concurrent_with_training),
+            cmocka_unit_test(records_and_predictions_as_structs),
+            cmocka_unit_test(model_handle_serves_a_checkpoint),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,18 +36,30 @@ PKG_LIBS        = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CORE_PKG_CFLAGS = $(shell pkg-config --cflags $(CORE_PKGS) 2>/dev/null)
 CORE_PKG_LIBS   = $(shell pkg-config --libs $(CORE_PKGS) 2>/dev/null)
 
-WARN    := -Wall -Wextra -Wstrict-prototypes -Wshadow -Wno-unused-parameter
+WARN    := -Wall -Wextra -Wstrict-prototypes -Wshadow -Wno-unused-parameter \
+	   -Werror=implicit-function-declaration
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
 STD_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN)
 # core/ is sans-I/O: it is compiled against its own headers, OpenBLAS and
 # jansson only, so a connectors/ or plugin/ header or librdkafka's does not
-# resolve there. Everything else sees all of the tree.
+# resolve there. The runtime's lower folders see only what is below them:
+# connectors/base (one clock, one log line) nothing; connectors/file core
+# and base; connectors/kafka core, base and file; connectors/sim core and
+# base. The runtime programs at the top of connectors/, plugin/, the tests
+# and benchmarks see all of the tree.
+CONN_DIRS     = connectors/base connectors/file connectors/kafka connectors/sim
 CORE_CPPFLAGS = -Icore/include $(CORE_PKG_CFLAGS)
-ALL_CPPFLAGS  = -Icore/include -Iconnectors -Iplugin/include -Iplugin $(PKG_CFLAGS) \
-		-DSC_VERSION_STR='"$(VERSION)"'
+ALL_CPPFLAGS  = -Icore/include -Iconnectors $(CONN_DIRS:%=-I%) -Iplugin/include -Iplugin \
+		$(PKG_CFLAGS) -DSC_VERSION_STR='"$(VERSION)"'
 CORE_CFLAGS = $(STD_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(CORE_CPPFLAGS) $(SAN_FLAGS)
 ALL_CFLAGS  = $(STD_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(ALL_CPPFLAGS) $(SAN_FLAGS)
+LAYER_CFLAGS = $(STD_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(SAN_FLAGS)
+BASE_CFLAGS  = $(LAYER_CFLAGS) -Iconnectors/base
+FILE_CFLAGS  = $(LAYER_CFLAGS) -Icore/include -Iconnectors/base -Iconnectors/file $(PKG_CFLAGS)
+KAFKA_CFLAGS = $(LAYER_CFLAGS) -Icore/include -Iconnectors/base -Iconnectors/file \
+	       -Iconnectors/kafka $(PKG_CFLAGS)
+SIM_CFLAGS   = $(LAYER_CFLAGS) -Icore/include -Iconnectors/base -Iconnectors/sim $(CORE_PKG_CFLAGS)
 LDLIBS_ALL  = $(PKG_LIBS) -lpthread -lm
 LDLIBS_CORE = $(CORE_PKG_LIBS) -lpthread -lm
 
@@ -63,10 +75,10 @@ else ifneq ($(SANITIZER),)
 $(error SANITIZER must be address, undefined or thread)
 endif
 
-# Sources: every .c file under core/ and connectors/, plus the library part
+# Sources: every .c file under core/ and connectors/ (and their folders), plus the library part
 # of plugin/ (plugin/*.c); the command lives in plugin/cli/.
 CORE_SRC := $(sort $(wildcard core/*.c core/*/*.c))
-CONN_SRC := $(sort $(wildcard connectors/*.c))
+CONN_SRC := $(sort $(wildcard connectors/*.c connectors/*/*.c))
 PLUG_SRC := $(sort $(wildcard plugin/*.c))
 CLI_SRC  := $(sort $(wildcard plugin/cli/*.c))
 LIB_SRC  := $(CORE_SRC) $(CONN_SRC) $(PLUG_SRC)
@@ -101,6 +113,22 @@ $(DEPS_STAMP): scripts/deps.sh
 $(BUILD)/obj/core/%.o: core/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CORE_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/connectors/base/%.o: connectors/base/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/connectors/file/%.o: connectors/file/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(FILE_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/connectors/kafka/%.o: connectors/kafka/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(KAFKA_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/connectors/sim/%.o: connectors/sim/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(SIM_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

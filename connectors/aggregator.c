@@ -713,19 +713,12 @@ static sc_err_t sc_agg_start(sc_aggregator_t *agg, char *errstr, size_t errstr_s
         return SC_OK;
 }
 
-sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, char *errstr,
-                           size_t errstr_size)
+/* Server momentum on gradients computed against older versions
+ * overshoots: measured on the tabular example (one worker, momentum 0.9),
+ * asp ended at 0.48 test accuracy, ssp 0.66, bsp 0.90. */
+static void sc_agg_warn_momentum(sc_aggregator_t *agg)
 {
-        const sc_conf_job_t *job = &agg->conf->job;
-        double now, last_tick = 0;
-        char why[512];
-        sc_err_t err;
-
-        agg->t0 = agg->last_progress = agg->last_record = now = sc_clock_mono();
-        /* Server momentum on gradients computed against older versions
-         * overshoots: measured on the tabular example (one worker, momentum
-         * 0.9), asp ended at 0.48 test accuracy, ssp 0.66, bsp 0.90. */
-        sc_sync_kind_t k = job->sync.kind;
+        sc_sync_kind_t k = agg->conf->job.sync.kind;
         if (agg->conf->optim.momentum > 0 && sc_sync_sends_gradients(k) &&
             !sc_sync_is_round_based(k) && k != SC_SYNC_ADACOMP)
                 sc_agg_log(agg, 4,
@@ -734,6 +727,96 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                            "versions make it overshoot (it may learn little or diverge); "
                            "optim.momentum 0 is safer for the asynchronous policies",
                            agg->conf->optim.momentum, sc_sync_kind_name(k));
+}
+
+/* Serves the clients once: one J.grad record (waiting up to timeout_ms),
+ * up to 64 J.ctl records, the producer's reports. */
+static void sc_agg_serve(sc_aggregator_t *agg, int timeout_ms)
+{
+        rd_kafka_message_t *msg = rd_kafka_consumer_poll(agg->consumer, timeout_ms);
+        double now = sc_clock_mono();
+        if (msg) {
+                if (!msg->err)
+                        sc_agg_on_grad(agg, msg, now);
+                else if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                        sc_agg_log(agg, 4, "%s: %s", agg->topics[SC_JOB_GRAD].name,
+                                   rd_kafka_message_errstr(msg));
+                rd_kafka_message_destroy(msg);
+        }
+        for (int i = 0; i < 64; i++) {
+                rd_kafka_message_t *cm = rd_kafka_consumer_poll(agg->ctl, 0);
+                if (!cm)
+                        break;
+                if (!cm->err)
+                        sc_agg_on_ctl(agg, cm, now);
+                rd_kafka_message_destroy(cm);
+        }
+        rd_kafka_poll(agg->producer, 0);
+        if (agg->dv.dv_failed) {
+                agg->publish_failed += (uint64_t)agg->dv.dv_failed;
+                sc_agg_log(agg, 3, "%lld shard publication(s) failed: %s",
+                           (long long)agg->dv.dv_failed, rd_kafka_err2str(agg->dv.dv_first_err));
+                agg->dv.dv_failed = 0;
+        }
+}
+
+/* The 0.1 s tick: fatal client errors, membership, and per shard held
+ * rounds, broadcasts by interval and the J.model failover snapshot.
+ * Returns 1 if a broadcast is still due. */
+static int sc_agg_tick(sc_aggregator_t *agg, double now)
+{
+        const sc_conf_job_t *job = &agg->conf->job;
+        char why[512];
+        sc_err_t err;
+        int waiting = 0;
+        if (!agg->fatal && (err = sc_kafka_fatal_check(why, sizeof(why)))) {
+                agg->fatal = err;
+                snprintf(agg->fatal_str, sizeof(agg->fatal_str), "%s", why);
+                return 0;
+        }
+        sc_agg_membership(agg, now);
+        for (int p = 0; p < agg->nshards; p++) {
+                sc_agg_shard_t *s = &agg->shards[p];
+                if (s->held)
+                        sc_agg_unpark(agg, p, now);
+                if (s->held && !agg->publish_every && now - s->bcast_time >= job->snapshot_interval)
+                        waiting |= sc_agg_bcast(agg, p);
+                if (!sc_agg_changed(s))
+                        continue;
+                s->version = sc_server_version(s->srv);
+                s->offset = s->next;
+                /* J.model: the failover snapshot, by interval */
+                if (now - s->pub_time >= job->snapshot_interval &&
+                    (err = sc_agg_publish(agg, p, why, sizeof(why))) && !agg->fatal) {
+                        agg->fatal = err;
+                        snprintf(agg->fatal_str, sizeof(agg->fatal_str), "shard %d: %s", p, why);
+                }
+        }
+        return waiting;
+}
+
+/* 1 once the run should end: its duration passed, or it was idle (no
+ * record while a broker answered) for idle_exit seconds after its first
+ * assignment. */
+static int sc_agg_done(sc_aggregator_t *agg, double now)
+{
+        if (agg->spec.duration > 0 && now - agg->t0 >= agg->spec.duration)
+                return 1;
+        if (!sc_kafka_reach_ok(&agg->reach))
+                agg->t_unreach = now;
+        return agg->spec.idle_exit > 0 && agg->first_assign > 0 &&
+               now - fmax(agg->last_record, agg->t_unreach) >= agg->spec.idle_exit;
+}
+
+sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, char *errstr,
+                           size_t errstr_size)
+{
+        const sc_conf_job_t *job = &agg->conf->job;
+        double now, last_tick = 0;
+        sc_err_t err;
+
+        agg->t0 = agg->last_progress = agg->last_record = now = sc_clock_mono();
+        sc_agg_warn_momentum(agg);
         sc_job_members_start(agg->job, now);
         for (int w = 0; w < agg->nworkers; w++)
                 agg->live[w] = 1;
@@ -741,72 +824,20 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                 return sc_kafka_fatal_or(err, errstr, errstr_size);
         int waiting = 0;
         while (!(stop && *stop) && !agg->fatal) {
-                rd_kafka_message_t *msg = rd_kafka_consumer_poll(agg->consumer, waiting ? 1 : 20);
+                sc_agg_serve(agg, waiting ? 1 : 20);
                 now = sc_clock_mono();
-                if (msg) {
-                        if (!msg->err)
-                                sc_agg_on_grad(agg, msg, now);
-                        else if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                                sc_agg_log(agg, 4, "%s: %s", agg->topics[SC_JOB_GRAD].name,
-                                           rd_kafka_message_errstr(msg));
-                        rd_kafka_message_destroy(msg);
-                }
-                for (int i = 0; i < 64; i++) {
-                        rd_kafka_message_t *cm = rd_kafka_consumer_poll(agg->ctl, 0);
-                        if (!cm)
-                                break;
-                        if (!cm->err)
-                                sc_agg_on_ctl(agg, cm, now);
-                        rd_kafka_message_destroy(cm);
-                }
-                rd_kafka_poll(agg->producer, 0);
                 waiting = sc_agg_bcast_due(agg);
-                if (agg->dv.dv_failed) {
-                        agg->publish_failed += (uint64_t)agg->dv.dv_failed;
-                        sc_agg_log(agg, 3, "%lld shard publication(s) failed: %s",
-                                   (long long)agg->dv.dv_failed,
-                                   rd_kafka_err2str(agg->dv.dv_first_err));
-                        agg->dv.dv_failed = 0;
-                }
                 if (now - last_tick >= 0.1) {
                         last_tick = now;
-                        if (!agg->fatal && (err = sc_kafka_fatal_check(why, sizeof(why)))) {
-                                agg->fatal = err;
-                                snprintf(agg->fatal_str, sizeof(agg->fatal_str), "%s", why);
+                        waiting |= sc_agg_tick(agg, now);
+                        if (agg->fatal)
                                 break;
-                        }
-                        sc_agg_membership(agg, now);
-                        for (int p = 0; p < agg->nshards; p++) {
-                                sc_agg_shard_t *s = &agg->shards[p];
-                                if (s->held)
-                                        sc_agg_unpark(agg, p, now);
-                                if (s->held && !agg->publish_every &&
-                                    now - s->bcast_time >= job->snapshot_interval)
-                                        waiting |= sc_agg_bcast(agg, p);
-                                if (!sc_agg_changed(s))
-                                        continue;
-                                s->version = sc_server_version(s->srv);
-                                s->offset = s->next;
-                                /* J.model: the failover snapshot, by interval */
-                                if (now - s->pub_time >= job->snapshot_interval)
-                                        if ((err = sc_agg_publish(agg, p, why, sizeof(why))) &&
-                                            !agg->fatal) {
-                                                agg->fatal = err;
-                                                snprintf(agg->fatal_str, sizeof(agg->fatal_str),
-                                                         "shard %d: %s", p, why);
-                                        }
-                        }
                 }
                 if (job->progress_interval > 0 &&
                     now - agg->last_progress >= job->progress_interval)
                         sc_agg_progress(agg, now);
                 sc_agg_ckpt_tick(agg, now);
-                if (agg->spec.duration > 0 && now - agg->t0 >= agg->spec.duration)
-                        break;
-                if (!sc_kafka_reach_ok(&agg->reach))
-                        agg->t_unreach = now;
-                if (agg->spec.idle_exit > 0 && agg->first_assign > 0 &&
-                    now - fmax(agg->last_record, agg->t_unreach) >= agg->spec.idle_exit)
+                if (sc_agg_done(agg, now))
                         break;
         }
         if (job->progress_interval > 0)

@@ -11,6 +11,7 @@
 
 #include "sc_ckpt.h"
 #include "sc_eval_set.h"
+#include "sc_file.h"
 #include "sc_job.h"
 #include "sc_kafka_model.h"
 #include "sc_metrics.h"

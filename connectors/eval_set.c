@@ -3,16 +3,19 @@
  * (sc_eval_set.h). */
 #include "sc_eval_set.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <librdkafka/rdkafka.h>
 
+#include "sc_file.h"
 #include "sc_idx.h"
 #include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
+
+/* Largest held-out file read (bytes). */
+#define SC_ES_FILE_MAX ((size_t)1 << 36)
 
 #define SC_ES_TOPIC_TIMEOUT_MS 30000
 #define SC_ES_TOPIC_MAX_BYTES (4.0 * 1024 * 1024 * 1024) /* features of a topic's held-out set */
@@ -26,44 +29,6 @@ void sc_eval_set_decoder(const sc_conf_t *conf, size_t numel, int n_classes, sc_
 {
         const char *name = conf->eval.decoder[0] ? conf->eval.decoder : conf->eval.topic;
         sc_ks_decode_spec(conf, name, numel, n_classes, ds);
-}
-
-/* Reads the whole file at path into *bufp (NUL-terminated). */
-static sc_err_t sc_es_slurp(const char *path, char **bufp, size_t *lenp, char *errstr,
-                            size_t errstr_size)
-{
-        FILE *f = fopen(path, "rb");
-        char *buf = NULL;
-        size_t len = 0, cap = 0;
-        if (!f)
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: %s", path, strerror(errno));
-        for (;;) {
-                if (cap - len < 65536) {
-                        char *nb = realloc(buf, cap ? cap * 2 : 65536 + 1);
-                        if (!nb) {
-                                free(buf);
-                                fclose(f);
-                                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
-                                               "%s: out of memory", path);
-                        }
-                        buf = nb;
-                        cap = cap ? cap * 2 : 65536 + 1;
-                }
-                size_t r = fread(buf + len, 1, cap - len - 1, f);
-                len += r;
-                if (r == 0)
-                        break;
-        }
-        int bad = ferror(f);
-        fclose(f);
-        if (bad) {
-                free(buf);
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: read error", path);
-        }
-        buf[len] = 0;
-        *bufp = buf;
-        *lenp = len;
-        return SC_OK;
 }
 
 static int sc_es_blank(const char *s, size_t n)
@@ -125,7 +90,7 @@ static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
         const sc_conf_eval_t *e = &conf->eval;
         char *text = NULL;
         size_t len = 0;
-        sc_err_t err = sc_es_slurp(e->file, &text, &len, errstr, errstr_size);
+        sc_err_t err = sc_file_read_all(e->file, SC_ES_FILE_MAX, &text, &len, errstr, errstr_size);
         if (err)
                 return err;
         int format = e->format;
@@ -201,146 +166,162 @@ static int sc_es_topic_passed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *t
         return done;
 }
 
+/* One partition range reading of eval.topic: its partitions (md), per
+ * partition the end offset as of now (hi) and the next offset to read
+ * (next), the partitions with records (tp). */
+typedef struct sc_es_range {
+        const char *topic;
+        rd_kafka_t *rk;
+        const struct rd_kafka_metadata *md;
+        int np;
+        int64_t *hi, *next;
+        rd_kafka_topic_partition_list_t *tp;
+        size_t total;
+} sc_es_range_t;
+
+/* The topic's partitions and, per partition, its range as of now (learnt
+ * by a fetch: sc_kafka_end_offsets). */
+static sc_err_t sc_es_topic_ends(const sc_conf_t *conf, sc_es_range_t *r, char *errstr,
+                                 size_t errstr_size)
+{
+        char why[512];
+        sc_err_t err;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(r->rk, r->topic, NULL);
+        rd_kafka_resp_err_t rerr = rd_kafka_metadata(r->rk, 0, rkt, &r->md, 10000);
+        rd_kafka_topic_destroy(rkt);
+        if (rerr || r->md->topic_cnt != 1 || r->md->topics[0].err ||
+            r->md->topics[0].partition_cnt < 1)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: $.eval.topic: %s: %s",
+                               conf->origin, r->topic,
+                               rd_kafka_err2str(rerr ? rerr
+                                                : r->md->topic_cnt == 1 && r->md->topics[0].err
+                                                    ? r->md->topics[0].err
+                                                    : RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION));
+        r->np = r->md->topics[0].partition_cnt;
+        r->hi = calloc((size_t)r->np, sizeof(int64_t));
+        r->next = calloc((size_t)r->np, sizeof(int64_t));
+        r->tp = rd_kafka_topic_partition_list_new(r->np);
+        if (!r->hi || !r->next || !r->tp)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        for (int p = 0; p < r->np; p++) {
+                int32_t id = r->md->topics[0].partitions[p].id;
+                int64_t lo = 0;
+                if ((err = sc_kafka_end_offsets(r->rk, r->topic, id, 10000, &lo, &r->hi[p], why,
+                                                sizeof(why))))
+                        return sc_errf(err, errstr, errstr_size, "end offset: %s", why);
+                r->next[p] = lo;
+                r->total += (size_t)(r->hi[p] - lo);
+                if (r->hi[p] > lo)
+                        rd_kafka_topic_partition_list_add(r->tp, r->topic, id)->offset = lo;
+        }
+        if (r->total == 0)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "%s: $.eval.topic: %s holds no records", conf->origin, r->topic);
+        return SC_OK;
+}
+
+/* Decodes one record of the range into ds's row *n; skips a record outside
+ * the range. */
+static sc_err_t sc_es_topic_record(sc_es_range_t *r, const rd_kafka_message_t *m,
+                                   const sc_decode_spec_t *dspec, sc_dataset_t *ds, size_t *n,
+                                   int *left, char *errstr, size_t errstr_size)
+{
+        char why[512];
+        int p = 0;
+        while (p < r->np && r->md->topics[0].partitions[p].id != m->partition)
+                p++;
+        if (p == r->np || m->offset >= r->hi[p] || m->offset < r->next[p])
+                return SC_OK;
+        sc_decode_header_t hd[SC_DECODE_MAX_HEADERS + 1];
+        size_t nh = sc_kafka_headers(m, hd);
+        sc_record_t rec = {.key = m->key,
+                           .key_size = m->key_len,
+                           .value = m->payload,
+                           .value_size = m->len,
+                           .headers = hd,
+                           .n_headers = nh};
+        sc_decode_fault_t f =
+            sc_decode_record(dspec, &rec, ds->x + *n * dspec->numel, ds->y + *n, why, sizeof(why));
+        if (f != SC_DECODE_OK)
+                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                               "%s [%d] offset %lld: %s record (%s): %s", r->topic,
+                               (int)m->partition, (long long)m->offset,
+                               sc_decode_format_name(dspec->format), sc_decode_fault_name(f), why);
+        (*n)++;
+        r->next[p] = m->offset + 1;
+        if (r->next[p] >= r->hi[p])
+                (*left)--;
+        return SC_OK;
+}
+
+/* Reads the range into ds (allocated for r->total samples). */
+static sc_err_t sc_es_topic_read(sc_es_range_t *r, const sc_decode_spec_t *dspec, sc_dataset_t *ds,
+                                 char *errstr, size_t errstr_size)
+{
+        sc_err_t err = SC_OK;
+        rd_kafka_resp_err_t rerr = rd_kafka_assign(r->rk, r->tp);
+        if (rerr)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: assign: %s", r->topic,
+                               rd_kafka_err2str(rerr));
+        size_t n = 0;
+        int left = 0, waited = 0;
+        for (int p = 0; p < r->np; p++)
+                left += r->hi[p] > r->next[p];
+        while (left > 0 && !err) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(r->rk, 100);
+                if (!m && (left -= sc_es_topic_passed(r->rk, r->tp, &r->md->topics[0], r->hi,
+                                                      r->next)) <= 0)
+                        break;
+                if (!m) {
+                        if ((waited += 100) >= SC_ES_TOPIC_TIMEOUT_MS)
+                                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                              "%s: %zu of %zu records read in %d s", r->topic, n,
+                                              r->total, SC_ES_TOPIC_TIMEOUT_MS / 1000);
+                        continue;
+                }
+                waited = 0;
+                if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: %s", r->topic,
+                                      rd_kafka_message_errstr(m));
+                else if (!m->err)
+                        err = sc_es_topic_record(r, m, dspec, ds, &n, &left, errstr, errstr_size);
+                rd_kafka_message_destroy(m);
+        }
+        ds->n = n;
+        return err;
+}
+
 /* Reads every partition of eval.topic from its start to its end offset as
  * of now. */
 static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec, sc_dataset_t *ds,
                             char *errstr, size_t errstr_size)
 {
-        const char *topic = conf->eval.topic;
-        rd_kafka_t *rk = NULL;
-        rd_kafka_topic_partition_list_t *tp = NULL;
-        const struct rd_kafka_metadata *md = NULL;
-        int64_t *hi = NULL, *next = NULL;
+        sc_es_range_t r = {.topic = conf->eval.topic};
         char why[512];
         sc_err_t err;
-        if ((err = sc_kafka_reader_new(&rk, conf, "scadles-eval-reader", why, sizeof(why))))
-                return sc_errf(err, errstr, errstr_size, "eval topic %s: %s", topic, why);
-        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-        rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
-        rd_kafka_topic_destroy(rkt);
-        if (rerr || md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt < 1) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: $.eval.topic: %s: %s",
-                              conf->origin, topic,
-                              rd_kafka_err2str(rerr ? rerr
-                                               : md->topic_cnt == 1 && md->topics[0].err
-                                                   ? md->topics[0].err
-                                                   : RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION));
-                goto out;
+        if ((err = sc_kafka_reader_new(&r.rk, conf, "scadles-eval-reader", why, sizeof(why))))
+                return sc_errf(err, errstr, errstr_size, "eval topic %s: %s", r.topic, why);
+        if (!(err = sc_es_topic_ends(conf, &r, errstr, errstr_size))) {
+                if ((double)r.total * (double)dspec->numel * sizeof(float) > SC_ES_TOPIC_MAX_BYTES)
+                        err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                      "%s: $.eval.topic: %s holds %zu records, more than a "
+                                      "held-out set kept in memory (%.0f MiB of features at most)",
+                                      conf->origin, r.topic, r.total,
+                                      SC_ES_TOPIC_MAX_BYTES / 1048576.0);
+                else if (!(err = sc_dataset_alloc(ds, r.total, conf->model.input, dspec->n_classes,
+                                                  errstr, errstr_size)))
+                        err = sc_es_topic_read(&r, dspec, ds, errstr, errstr_size);
         }
-        int np = md->topics[0].partition_cnt;
-        hi = calloc((size_t)np, sizeof(int64_t));
-        next = calloc((size_t)np, sizeof(int64_t));
-        tp = rd_kafka_topic_partition_list_new(np);
-        if (!hi || !next || !tp) {
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-                goto out;
-        }
-        size_t total = 0;
-        for (int p = 0; p < np; p++) {
-                int32_t id = md->topics[0].partitions[p].id;
-                int64_t lo = 0;
-                if ((rerr = rd_kafka_query_watermark_offsets(rk, topic, id, &lo, &hi[p], 10000))) {
-                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: end offset: %s",
-                                      topic, (int)id, rd_kafka_err2str(rerr));
-                        goto out;
-                }
-                next[p] = lo;
-                total += (size_t)(hi[p] - lo);
-                if (hi[p] > lo)
-                        rd_kafka_topic_partition_list_add(tp, topic, id)->offset = lo;
-        }
-        if (total == 0) {
-                err = sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                              "%s: $.eval.topic: %s holds no records", conf->origin, topic);
-                goto out;
-        }
-        if ((double)total * (double)dspec->numel * sizeof(float) > SC_ES_TOPIC_MAX_BYTES) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "%s: $.eval.topic: %s holds %zu records, more than a held-out set "
-                              "kept in memory (%.0f MiB of features at most)",
-                              conf->origin, topic, total, SC_ES_TOPIC_MAX_BYTES / 1048576.0);
-                goto out;
-        }
-        if ((err = sc_dataset_alloc(ds, total, conf->model.input, dspec->n_classes, errstr,
-                                    errstr_size)))
-                goto out;
-        if ((rerr = rd_kafka_assign(rk, tp))) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: assign: %s", topic,
-                              rd_kafka_err2str(rerr));
-                goto out;
-        }
-        size_t n = 0, numel = dspec->numel;
-        int left = 0;
-        for (int p = 0; p < np; p++)
-                left += hi[p] > next[p];
-        int waited = 0;
-        while (left > 0) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-                if (!m && (left -= sc_es_topic_passed(rk, tp, &md->topics[0], hi, next)) <= 0)
-                        break;
-                if (!m) {
-                        if ((waited += 100) >= SC_ES_TOPIC_TIMEOUT_MS) {
-                                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
-                                              "%s: %zu of %zu records read in %d s", topic, n,
-                                              total, SC_ES_TOPIC_TIMEOUT_MS / 1000);
-                                goto out;
-                        }
-                        continue;
-                }
-                waited = 0;
-                if (m->err) {
-                        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: %s", topic,
-                                              rd_kafka_message_errstr(m));
-                                rd_kafka_message_destroy(m);
-                                goto out;
-                        }
-                        rd_kafka_message_destroy(m);
-                        continue;
-                }
-                int p = 0;
-                while (p < np && md->topics[0].partitions[p].id != m->partition)
-                        p++;
-                if (p == np || m->offset >= hi[p] || m->offset < next[p]) {
-                        rd_kafka_message_destroy(m);
-                        continue;
-                }
-                sc_decode_header_t hd[SC_DECODE_MAX_HEADERS + 1];
-                size_t nh = sc_kafka_headers(m, hd);
-                sc_record_t rec = {.key = m->key,
-                                   .key_size = m->key_len,
-                                   .value = m->payload,
-                                   .value_size = m->len,
-                                   .headers = hd,
-                                   .n_headers = nh};
-                sc_decode_fault_t f =
-                    sc_decode_record(dspec, &rec, ds->x + n * numel, ds->y + n, why, sizeof(why));
-                if (f != SC_DECODE_OK) {
-                        err = sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                                      "%s [%d] offset %lld: %s record (%s): %s", topic,
-                                      (int)m->partition, (long long)m->offset,
-                                      sc_decode_format_name(dspec->format), sc_decode_fault_name(f),
-                                      why);
-                        rd_kafka_message_destroy(m);
-                        goto out;
-                }
-                n++;
-                next[p] = m->offset + 1;
-                if (next[p] >= hi[p])
-                        left--;
-                rd_kafka_message_destroy(m);
-        }
-        ds->n = n;
-out:
         if (err)
                 sc_dataset_free(ds);
-        if (md)
-                rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_partition_list_destroy(tp);
-        free(hi);
-        free(next);
-        rd_kafka_consumer_close(rk);
-        rd_kafka_destroy(rk);
+        if (r.md)
+                rd_kafka_metadata_destroy(r.md);
+        if (r.tp)
+                rd_kafka_topic_partition_list_destroy(r.tp);
+        free(r.hi);
+        free(r.next);
+        rd_kafka_consumer_close(r.rk);
+        rd_kafka_destroy(r.rk);
         return err;
 }
 

@@ -1,6 +1,7 @@
 /* predictor.c — scores Kafka records with a model and produces one JSON
  * prediction per record, committing input offsets after the predictions
  * were acknowledged (see sc_predictor.h). */
+#include "sc_file.h"
 #include "sc_predictor.h"
 
 #include <inttypes.h>

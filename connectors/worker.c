@@ -18,6 +18,7 @@
 #include "sc_alloc.h"
 #include "sc_ckpt.h"
 #include "sc_eval_set.h"
+#include "sc_file.h"
 #include "sc_kafka_util.h"
 
 #define SC_WK_POLL_MAX 2048

@@ -89,26 +89,26 @@ static void sc_wj_pend_free(sc_wj_pend_t *p)
         }
 }
 
+/* One message of the job's (copied), reported to sc_wj_dr with opaque;
+ * while the producer's queue is full it serves reports for up to 30 s. */
 static sc_err_t sc_wj_produce(sc_worker_t *w, const char *topic, int32_t partition, const char *key,
                               const void *data, size_t len, void *opaque, char *errstr,
                               size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
-        for (int tries = 0;; tries++) {
-                rd_kafka_resp_err_t e = rd_kafka_producev(
-                    j->prod, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
-                    RD_KAFKA_V_KEY(key, key ? strlen(key) : 0), RD_KAFKA_V_VALUE((void *)data, len),
-                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque),
-                    RD_KAFKA_V_END);
-                if (!e) {
-                        j->msgs_out++;
-                        return SC_OK;
-                }
-                if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || tries > 3000)
-                        return sc_errf(SC_ERR_IO, errstr, errstr_size, "produce to %s [%d]: %s",
-                                       topic, (int)partition, rd_kafka_err2str(e));
-                rd_kafka_poll(j->prod, 10);
-        }
+        rd_kafka_vu_t vu[6] = {
+            {.vtype = RD_KAFKA_VTYPE_TOPIC, .u.cstr = topic},
+            {.vtype = RD_KAFKA_VTYPE_PARTITION, .u.i32 = partition},
+            {.vtype = RD_KAFKA_VTYPE_VALUE, .u.mem = {(void *)data, len}},
+            {.vtype = RD_KAFKA_VTYPE_MSGFLAGS, .u.i = RD_KAFKA_MSG_F_COPY},
+            {.vtype = RD_KAFKA_VTYPE_OPAQUE, .u.ptr = opaque},
+            {.vtype = RD_KAFKA_VTYPE_KEY, .u.mem = {(void *)key, key ? strlen(key) : 0}},
+        };
+        sc_err_t err = sc_kafka_produceva_retry(j->prod, vu, key ? 6 : 5, topic, partition, 30000,
+                                                errstr, errstr_size);
+        if (!err)
+                j->msgs_out++;
+        return err ? SC_ERR_IO : SC_OK;
 }
 
 static double sc_wj_wall(void)
@@ -226,16 +226,13 @@ static sc_err_t sc_wj_codecs(sc_worker_t *w, char *errstr, size_t errstr_size)
         return err;
 }
 
-sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
+/* The job's state: topics, the policy's worker half, the engine (layout,
+ * initial model), the codecs and the signing key. */
+static sc_err_t sc_wj_state(sc_worker_t *w, char *errstr, size_t errstr_size)
 {
         const sc_conf_t *conf = w->conf;
-        rd_kafka_conf_t *kc = NULL;
-        char why[512];
+        sc_wk_job_t *j = w->job;
         sc_err_t err;
-        sc_wk_job_t *j = calloc(1, sizeof(*j));
-        if (!j)
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-        w->job = j;
         j->shards = conf->job.shards;
         j->n = sc_model_nparams(w->model);
         j->sends_grads = sc_sync_sends_gradients(conf->job.sync.kind);
@@ -263,80 +260,101 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
                 memcpy(sc_model_params(w->model), sc_model_params(sc_job_model(j->job)),
                        j->n * sizeof(float));
         memcpy(j->sync_params, sc_model_params(w->model), j->n * sizeof(float));
-        if ((err = sc_wj_codecs(w, errstr, errstr_size)) ||
-            (err = sc_job_auth_load(&j->auth, conf, errstr, errstr_size)))
+        if ((err = sc_wj_codecs(w, errstr, errstr_size)))
                 return err;
-        char cid[64];
+        return sc_job_auth_load(&j->auth, conf, errstr, errstr_size);
+}
+
+/* The idempotent J.grad producer; the job's topics are made if J.grad has
+ * no partition yet (the embedded broker auto-creates topics on a metadata
+ * request). */
+static sc_err_t sc_wj_producer(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        sc_wk_job_t *j = w->job;
+        char why[512], cid[64];
+        rd_kafka_conf_t *pc;
+        sc_err_t err;
         snprintf(cid, sizeof(cid), "scadles-worker-%d", w->spec.worker_id);
         const char *const pdef[] = {"client.id", cid, NULL};
-        rd_kafka_conf_t *pc;
-        if ((err = sc_kafka_client_conf(&kc, conf, RD_KAFKA_CONSUMER, NULL, errstr, errstr_size)))
+        if ((err =
+                 sc_kafka_client_conf(&pc, w->conf, RD_KAFKA_PRODUCER, pdef, errstr, errstr_size)))
                 return err;
-        if ((err = sc_kafka_client_conf(&pc, conf, RD_KAFKA_PRODUCER, pdef, errstr, errstr_size))) {
-                rd_kafka_conf_destroy(kc);
-                return err;
-        }
         sc_kafka_conf_set(pc, "enable.idempotence", "true", "worker producer", why, sizeof(why));
         rd_kafka_conf_set_dr_msg_cb(pc, sc_wj_dr);
         if (!(j->prod = rd_kafka_new(RD_KAFKA_PRODUCER, pc, why, sizeof(why)))) {
                 rd_kafka_conf_destroy(pc);
-                rd_kafka_conf_destroy(kc);
                 return sc_errf(SC_ERR_IO, errstr, errstr_size, "J.grad producer: %s", why);
         }
-        /* The embedded broker auto-creates topics on a metadata request. */
         int np = 0;
         sc_kafka_admin_partitions(j->prod, j->topics[SC_JOB_GRAD].name, 5000, &np, why,
                                   sizeof(why));
-        if (np == 0 && (err = sc_kafka_admin_ensure(j->prod, j->topics, SC_JOB__NTOPICS, 10000,
-                                                    NULL, errstr, errstr_size))) {
-                rd_kafka_conf_destroy(kc);
+        if (np == 0)
+                return sc_kafka_admin_ensure(j->prod, j->topics, SC_JOB__NTOPICS, 10000, NULL,
+                                             errstr, errstr_size);
+        return SC_OK;
+}
+
+/* Injection: the J.inject reader (from its end) and the pool of foreign
+ * samples it fills. */
+static sc_err_t sc_wj_inject_reader(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        const sc_conf_t *conf = w->conf;
+        sc_wk_job_t *j = w->job;
+        const char *const idef[] = {"group.id", "scadles-inject-reader", "enable.auto.commit",
+                                    "false", NULL};
+        char why[512];
+        rd_kafka_conf_t *ic;
+        sc_err_t err;
+        if ((err = sc_kafka_client_conf(&ic, conf, RD_KAFKA_CONSUMER, NULL, errstr, errstr_size)))
                 return err;
+        for (int k = 0; idef[k]; k += 2)
+                sc_kafka_conf_set(ic, idef[k], idef[k + 1], "inject", why, sizeof(why));
+        if (!(j->inj = rd_kafka_new(RD_KAFKA_CONSUMER, ic, why, sizeof(why)))) {
+                rd_kafka_conf_destroy(ic);
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "J.inject reader: %s", why);
         }
-        if (w->spec.inject_alpha > 0 || w->spec.inject_beta > 0) {
-                rd_kafka_conf_t *ic = rd_kafka_conf_dup(kc);
-                sc_kafka_conf_set(ic, "group.id", "scadles-inject-reader", "inject", why,
+        rd_kafka_poll_set_consumer(j->inj);
+        int ip = 0;
+        sc_kafka_admin_partitions(j->inj, j->topics[SC_JOB_INJECT].name, 5000, &ip, why,
                                   sizeof(why));
-                sc_kafka_conf_set(ic, "enable.auto.commit", "false", "inject", why, sizeof(why));
-                if (!(j->inj = rd_kafka_new(RD_KAFKA_CONSUMER, ic, why, sizeof(why)))) {
-                        rd_kafka_conf_destroy(ic);
-                        rd_kafka_conf_destroy(kc);
-                        return sc_errf(SC_ERR_IO, errstr, errstr_size, "J.inject reader: %s", why);
-                }
-                rd_kafka_poll_set_consumer(j->inj);
-                int ip = 0;
-                sc_kafka_admin_partitions(j->inj, j->topics[SC_JOB_INJECT].name, 5000, &ip, why,
-                                          sizeof(why));
-                rd_kafka_topic_partition_list_t *tp =
-                    rd_kafka_topic_partition_list_new(ip > 0 ? ip : 1);
-                for (int p = 0; p < (ip > 0 ? ip : 1); p++)
-                        rd_kafka_topic_partition_list_add(tp, j->topics[SC_JOB_INJECT].name, p)
-                            ->offset = RD_KAFKA_OFFSET_END;
-                rd_kafka_assign(j->inj, tp);
-                rd_kafka_topic_partition_list_destroy(tp);
-                /* 4 batches from one other worker, at least 1 from each */
-                int others = conf->job.sync.n_workers > 1 ? conf->job.sync.n_workers - 1 : 1;
-                size_t per = ((size_t)4 * (size_t)w->tcap + (size_t)others - 1) / (size_t)others;
-                if (per < (size_t)w->tcap)
-                        per = (size_t)w->tcap;
-                if ((err = sc_mix_shared_new(&j->pool, conf->job.sync.n_workers, per, w->numel,
-                                             (size_t)w->tcap))) {
-                        rd_kafka_conf_destroy(kc);
-                        return sc_errf(err, errstr, errstr_size,
-                                       "J.inject pool of %d x %zu samples: %s",
-                                       conf->job.sync.n_workers, per, sc_err2str(err));
-                }
-                if (!(j->draw_src = calloc((size_t)w->tcap, sizeof(int))) ||
-                    !(j->inj_from = calloc((size_t)conf->job.sync.n_workers, sizeof(uint64_t)))) {
-                        rd_kafka_conf_destroy(kc);
-                        return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-                }
-        }
-        uint64_t scanned = 0;
-        err = sc_wj_scan_seq(w, &scanned, errstr, errstr_size);
-        rd_kafka_conf_destroy(kc);
-        if (err)
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(ip > 0 ? ip : 1);
+        for (int p = 0; p < (ip > 0 ? ip : 1); p++)
+                rd_kafka_topic_partition_list_add(tp, j->topics[SC_JOB_INJECT].name, p)->offset =
+                    RD_KAFKA_OFFSET_END;
+        rd_kafka_assign(j->inj, tp);
+        rd_kafka_topic_partition_list_destroy(tp);
+        /* 4 batches from one other worker, at least 1 from each */
+        int others = conf->job.sync.n_workers > 1 ? conf->job.sync.n_workers - 1 : 1;
+        size_t per = ((size_t)4 * (size_t)w->tcap + (size_t)others - 1) / (size_t)others;
+        if (per < (size_t)w->tcap)
+                per = (size_t)w->tcap;
+        if ((err = sc_mix_shared_new(&j->pool, conf->job.sync.n_workers, per, w->numel,
+                                     (size_t)w->tcap)))
+                return sc_errf(err, errstr, errstr_size, "J.inject pool of %d x %zu samples: %s",
+                               conf->job.sync.n_workers, per, sc_err2str(err));
+        if (!(j->draw_src = calloc((size_t)w->tcap, sizeof(int))) ||
+            !(j->inj_from = calloc((size_t)conf->job.sync.n_workers, sizeof(uint64_t))))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        return SC_OK;
+}
+
+sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        const sc_conf_t *conf = w->conf;
+        sc_err_t err;
+        sc_wk_job_t *j = calloc(1, sizeof(*j));
+        if (!j)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        w->job = j;
+        if ((err = sc_wj_state(w, errstr, errstr_size)) ||
+            (err = sc_wj_producer(w, errstr, errstr_size)))
                 return err;
-        if ((err = sc_job_model_new(&j->jm, conf, sc_model_params(w->model), j->n, errstr,
+        if ((w->spec.inject_alpha > 0 || w->spec.inject_beta > 0) &&
+            (err = sc_wj_inject_reader(w, errstr, errstr_size)))
+                return err;
+        uint64_t scanned = 0;
+        if ((err = sc_wj_scan_seq(w, &scanned, errstr, errstr_size)) ||
+            (err = sc_job_model_new(&j->jm, conf, sc_model_params(w->model), j->n, errstr,
                                     errstr_size)))
                 return err;
         j->seq_base = scanned;

@@ -43,9 +43,7 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, sc_wk_mix_fn mi
                                "loss diverged at step %llu: it is %s (lower optim.lr)",
                                (unsigned long long)w->steps, isnan(loss) ? "NaN" : "infinite");
         if (local_step) {
-                double lr = sc_sched_lr(&w->sched, (long)w->steps);
-                if (w->conf->optim.base_batch > 0)
-                        lr = sc_lr_scale_linear(lr, n + m, w->conf->optim.base_batch);
+                double lr = sc_step_lr(&w->sched, (long)w->steps, n + m, w->conf->optim.base_batch);
                 w->lr = lr;
                 sc_sgd_step(&w->sgd, sc_model_params(w->model), sc_model_grads(w->model),
                             (float)lr);

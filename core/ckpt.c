@@ -19,24 +19,6 @@ static const uint8_t sc_ckpt_magic[4] = {'S', 'C', 'C', 'K'};
 #define SC_CKPT_SPEC_BYTES 20u  /* input, loss, n_layers */
 #define SC_CKPT_LAYER_BYTES 32u /* 8 x 4 bytes */
 
-static uint8_t *sc_put_u32(uint8_t *p, uint32_t v)
-{
-        sc_le_put32(p, v);
-        return p + 4;
-}
-
-static uint8_t *sc_put_u64(uint8_t *p, uint64_t v)
-{
-        sc_le_put64(p, v);
-        return p + 8;
-}
-
-static uint8_t *sc_put_f32(uint8_t *p, float f)
-{
-        sc_le_putf32(p, f);
-        return p + 4;
-}
-
 sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
                         const float *params, const float *velocity, size_t nparams,
                         const float *state, size_t nstate, uint8_t **bufp, size_t *lenp,
@@ -75,50 +57,48 @@ sc_err_t sc_ckpt_encode(const sc_model_spec_t *spec, const sc_ckpt_meta_t *meta,
         if (!buf)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
                                "checkpoint: cannot allocate %zu bytes", len);
-        uint8_t *p = buf;
-        memcpy(p, sc_ckpt_magic, 4);
-        p += 4;
-        p = sc_put_u32(p, version);
-        p = sc_put_u32(p, flags);
-        p = sc_put_u64(p, meta->step);
-        p = sc_put_u64(p, meta->epoch);
-        p = sc_put_u64(p, meta->epoch_step);
-        p = sc_put_u64(p, meta->seed);
-        p = sc_put_u32(p, meta->batch);
-        p = sc_put_u32(p, 0);
-        p = sc_put_u32(p, (uint32_t)spec->input.c);
-        p = sc_put_u32(p, (uint32_t)spec->input.h);
-        p = sc_put_u32(p, (uint32_t)spec->input.w);
-        p = sc_put_u32(p, (uint32_t)spec->loss);
-        p = sc_put_u32(p, (uint32_t)spec->n_layers);
+        sc_le_w_t w = {buf};
+        sc_lew_bytes(&w, sc_ckpt_magic, 4);
+        sc_lew_u32(&w, version);
+        sc_lew_u32(&w, flags);
+        sc_lew_u64(&w, meta->step);
+        sc_lew_u64(&w, meta->epoch);
+        sc_lew_u64(&w, meta->epoch_step);
+        sc_lew_u64(&w, meta->seed);
+        sc_lew_u32(&w, meta->batch);
+        sc_lew_u32(&w, 0);
+        sc_lew_u32(&w, (uint32_t)spec->input.c);
+        sc_lew_u32(&w, (uint32_t)spec->input.h);
+        sc_lew_u32(&w, (uint32_t)spec->input.w);
+        sc_lew_u32(&w, (uint32_t)spec->loss);
+        sc_lew_u32(&w, (uint32_t)spec->n_layers);
         for (int i = 0; i < spec->n_layers; i++) {
                 const sc_layer_spec_t *l = &spec->layers[i];
-                p = sc_put_u32(p, (uint32_t)l->kind);
-                p = sc_put_u32(p, (uint32_t)l->units);
-                p = sc_put_u32(p, (uint32_t)l->filters);
-                p = sc_put_u32(p, (uint32_t)l->kernel);
-                p = sc_put_u32(p, (uint32_t)l->stride);
-                p = sc_put_u32(p, (uint32_t)l->padding);
-                p = sc_put_f32(p, l->rate);
-                p = sc_put_u32(p, (uint32_t)l->init);
+                sc_lew_u32(&w, (uint32_t)l->kind);
+                sc_lew_u32(&w, (uint32_t)l->units);
+                sc_lew_u32(&w, (uint32_t)l->filters);
+                sc_lew_u32(&w, (uint32_t)l->kernel);
+                sc_lew_u32(&w, (uint32_t)l->stride);
+                sc_lew_u32(&w, (uint32_t)l->padding);
+                sc_lew_f32(&w, l->rate);
+                sc_lew_u32(&w, (uint32_t)l->init);
         }
-        p = sc_put_u64(p, (uint64_t)nparams);
+        sc_lew_u64(&w, (uint64_t)nparams);
         for (size_t i = 0; i < nparams; i++)
-                p = sc_put_f32(p, params[i]);
+                sc_lew_f32(&w, params[i]);
         if (velocity)
                 for (size_t i = 0; i < nparams; i++)
-                        p = sc_put_f32(p, velocity[i]);
+                        sc_lew_f32(&w, velocity[i]);
         if (nstate) {
-                p = sc_put_u64(p, (uint64_t)nstate);
+                sc_lew_u64(&w, (uint64_t)nstate);
                 for (size_t i = 0; i < nstate; i++)
-                        p = sc_put_f32(p, state[i]);
+                        sc_lew_f32(&w, state[i]);
         }
         if (nresume) {
-                p = sc_put_u64(p, (uint64_t)nresume);
-                memcpy(p, meta->resume, nresume);
-                p += nresume;
+                sc_lew_u64(&w, (uint64_t)nresume);
+                sc_lew_bytes(&w, meta->resume, nresume);
         }
-        p = sc_put_u32(p, sc_crc32c(0, buf, (size_t)(p - buf)));
+        sc_lew_u32(&w, sc_crc32c(0, buf, (size_t)(w.p - buf)));
         *bufp = buf;
         *lenp = len;
         return SC_OK;
@@ -269,19 +249,6 @@ sc_err_t sc_ckpt_parse(sc_ckpt_view_t *view, const void *vbuf, size_t len, char 
         return SC_OK;
 }
 
-/* Layer kind names for messages (the checkpoint module stands alone). */
-static const char *sc_ckpt_kind_name(sc_layer_kind_t kind)
-{
-        static const char *const names[SC_LAYER__END] = {
-            [SC_LAYER_DENSE] = "dense",         [SC_LAYER_CONV2D] = "conv2d",
-            [SC_LAYER_MAXPOOL2D] = "maxpool2d", [SC_LAYER_RELU] = "relu",
-            [SC_LAYER_TANH] = "tanh",           [SC_LAYER_SIGMOID] = "sigmoid",
-            [SC_LAYER_DROPOUT] = "dropout",     [SC_LAYER_FLATTEN] = "flatten",
-            [SC_LAYER_BATCHNORM] = "batchnorm",
-        };
-        return (unsigned)kind < SC_LAYER__END && names[kind] ? names[kind] : "unknown";
-}
-
 static int sc_ckpt_stride(const sc_layer_spec_t *l)
 {
         if (l->stride > 0)
@@ -311,8 +278,8 @@ sc_err_t sc_ckpt_spec_check(const sc_model_spec_t *have, const sc_model_spec_t *
                         return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
                                        "checkpoint model layers[%d] is %s, configured model "
                                        "layers[%d] is %s",
-                                       i, sc_ckpt_kind_name(a->kind), i,
-                                       sc_ckpt_kind_name(b->kind));
+                                       i, sc_layer_kind_name(a->kind), i,
+                                       sc_layer_kind_name(b->kind));
                 if (a->kind == SC_LAYER_DENSE && a->units != b->units) {
                         field = "units", va = a->units, vb = b->units;
                 } else if (a->kind == SC_LAYER_CONV2D && a->filters != b->filters) {
@@ -330,7 +297,7 @@ sc_err_t sc_ckpt_spec_check(const sc_model_spec_t *have, const sc_model_spec_t *
                         return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
                                        "checkpoint model layers[%d] (%s) has %s %d, configured "
                                        "model has %d",
-                                       i, sc_ckpt_kind_name(a->kind), field, va, vb);
+                                       i, sc_layer_kind_name(a->kind), field, va, vb);
         }
         return SC_OK;
 }

@@ -8,6 +8,60 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Source i's weight: its availability, or its weight when finite and > 0
+ * (else 0). */
+static double sc_mix_w(const double *weights, const size_t *avail, int use_avail, int i)
+{
+        if (use_avail)
+                return (double)avail[i];
+        return weights[i] > 0 && isfinite(weights[i]) ? weights[i] : 0;
+}
+
+/* Gives left to the open sources in proportion to their weights (none of
+ * whose shares exceeds its room): the whole part of each share, then one
+ * more to the largest remainders, then any rounding left to sources with
+ * room. */
+static void sc_mix_remainder(const double *weights, const size_t *avail, int use_avail, int k,
+                             size_t left, double wsum, size_t *out)
+{
+        size_t given = 0;
+        double frac[SC_MIX_MAX_SOURCES];
+        size_t base[SC_MIX_MAX_SOURCES];
+        for (int i = 0; i < k; i++) {
+                frac[i] = -1;
+                base[i] = 0;
+                if (out[i] >= avail[i])
+                        continue;
+                double share = (double)left * sc_mix_w(weights, avail, use_avail, i) / wsum;
+                base[i] = (size_t)floor(share);
+                frac[i] = share - floor(share);
+                given += base[i];
+        }
+        if (given > left) /* rounding guard */
+                given = left;
+        size_t rest = left - given;
+        for (int i = 0; i < k; i++)
+                out[i] += base[i];
+        while (rest > 0) {
+                int best = -1;
+                for (int i = 0; i < k; i++)
+                        if (out[i] < avail[i] && frac[i] >= 0 && (best < 0 || frac[i] > frac[best]))
+                                best = i;
+                if (best < 0)
+                        break;
+                out[best]++;
+                frac[best] = -1;
+                rest--;
+        }
+        /* Anything left (rounding) goes to sources with room. */
+        for (int i = 0; i < k && rest > 0; i++) {
+                size_t room = avail[i] - out[i];
+                size_t give = room < rest ? room : rest;
+                out[i] += give;
+                rest -= give;
+        }
+}
+
 size_t sc_mix_allocate(const double *weights, const size_t *avail, int k, size_t total, size_t *out)
 {
         size_t sum_avail = 0, left;
@@ -33,13 +87,9 @@ size_t sc_mix_allocate(const double *weights, const size_t *avail, int k, size_t
         while (left > 0) {
                 double wsum = 0;
                 int capped = 0;
-                for (int i = 0; i < k; i++) {
-                        if (out[i] >= avail[i])
-                                continue;
-                        wsum += use_avail
-                                    ? (double)avail[i]
-                                    : (weights[i] > 0 && isfinite(weights[i]) ? weights[i] : 0);
-                }
+                for (int i = 0; i < k; i++)
+                        if (out[i] < avail[i])
+                                wsum += sc_mix_w(weights, avail, use_avail, i);
                 if (wsum <= 0) {
                         /* Only zero-weight sources have room: fill them in order. */
                         for (int i = 0; i < k && left > 0; i++) {
@@ -53,10 +103,7 @@ size_t sc_mix_allocate(const double *weights, const size_t *avail, int k, size_t
                 for (int i = 0; i < k; i++) {
                         if (out[i] >= avail[i])
                                 continue;
-                        double w = use_avail
-                                       ? (double)avail[i]
-                                       : (weights[i] > 0 && isfinite(weights[i]) ? weights[i] : 0);
-                        double share = (double)left * w / wsum;
+                        double share = (double)left * sc_mix_w(weights, avail, use_avail, i) / wsum;
                         if (share >= (double)(avail[i] - out[i])) {
                                 left -= avail[i] - out[i];
                                 out[i] = avail[i];
@@ -65,46 +112,7 @@ size_t sc_mix_allocate(const double *weights, const size_t *avail, int k, size_t
                 }
                 if (capped)
                         continue;
-                size_t given = 0;
-                double frac[SC_MIX_MAX_SOURCES];
-                size_t base[SC_MIX_MAX_SOURCES];
-                for (int i = 0; i < k; i++) {
-                        frac[i] = -1;
-                        base[i] = 0;
-                        if (out[i] >= avail[i])
-                                continue;
-                        double w = use_avail
-                                       ? (double)avail[i]
-                                       : (weights[i] > 0 && isfinite(weights[i]) ? weights[i] : 0);
-                        double share = (double)left * w / wsum;
-                        base[i] = (size_t)floor(share);
-                        frac[i] = share - floor(share);
-                        given += base[i];
-                }
-                if (given > left) /* rounding guard */
-                        given = left;
-                size_t rest = left - given;
-                for (int i = 0; i < k; i++)
-                        out[i] += base[i];
-                while (rest > 0) {
-                        int best = -1;
-                        for (int i = 0; i < k; i++)
-                                if (out[i] < avail[i] && frac[i] >= 0 &&
-                                    (best < 0 || frac[i] > frac[best]))
-                                        best = i;
-                        if (best < 0)
-                                break;
-                        out[best]++;
-                        frac[best] = -1;
-                        rest--;
-                }
-                /* Anything left (rounding) goes to sources with room. */
-                for (int i = 0; i < k && rest > 0; i++) {
-                        size_t room = avail[i] - out[i];
-                        size_t give = room < rest ? room : rest;
-                        out[i] += give;
-                        rest -= give;
-                }
+                sc_mix_remainder(weights, avail, use_avail, k, left, wsum, out);
                 left = 0;
         }
         size_t sum = 0;

@@ -104,3 +104,8 @@ double sc_lr_scale_linear(double lr, double batch, double base_batch)
                 return lr;
         return lr * batch / base_batch;
 }
+
+double sc_step_lr(const sc_sched_spec_t *sched, long step, int batch, double base_batch)
+{
+        return sc_lr_scale_linear(sc_sched_lr(sched, step), batch, base_batch);
+}

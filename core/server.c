@@ -513,28 +513,6 @@ const sc_server_spec_t *sc_server_spec(const sc_server_t *srv)
  * none outside a robust round), adacomp length u64 + bytes, crc32c u32 of
  * everything before. Format 1 (no row count, no rows) is read too. */
 
-typedef struct sc_wbuf {
-        uint8_t *p;
-} sc_wbuf_t;
-
-/* v as a little-endian field of 1, 4 or 8 bytes */
-static void sc_put(sc_wbuf_t *b, uint64_t v, int bytes)
-{
-        if (bytes == 8)
-                sc_le_put64(b->p, v);
-        else if (bytes == 4)
-                sc_le_put32(b->p, (uint32_t)v);
-        else
-                *b->p = (uint8_t)v;
-        b->p += bytes;
-}
-
-static void sc_put_f32s(sc_wbuf_t *b, const float *f, size_t n)
-{
-        sc_le_putf32s(b->p, f, n);
-        b->p += 4 * n;
-}
-
 typedef struct sc_rbuf {
         const uint8_t *p, *end;
         int bad;
@@ -580,7 +558,7 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
         size_t nf = srv->n + sc_server_vel_len(srv) + (srv->acc ? srv->n : 0) +
                     (srv->mom ? srv->n : 0) + (size_t)sc_server_rows_kept(srv) * srv->n;
         size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 4 + 8 + ada + 4;
-        sc_wbuf_t b;
+        sc_le_w_t b;
         uint8_t *buf;
 
         *bufp = NULL;
@@ -588,48 +566,162 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
         if (!(buf = malloc(len)))
                 return SC_ERR_NOMEM;
         b.p = buf;
-        sc_put(&b, SC_SNAP_MAGIC, 4);
-        sc_put(&b, SC_SNAP_VERSION, 4);
-        sc_put(&b, (uint32_t)srv->pol->kind, 4);
-        sc_put(&b, srv->spec.shard, 4);
-        sc_put(&b, srv->spec.begin, 8);
-        sc_put(&b, srv->spec.end, 8);
-        sc_put(&b, nw, 4);
-        sc_put(&b, srv->version, 8);
-        sc_put(&b, srv->stats.applied, 8);
-        sc_put(&b, srv->stats.duplicates, 8);
-        sc_put(&b, srv->stats.stale, 8);
-        sc_put(&b, srv->stats.gaps, 8);
-        sc_put(&b, srv->stats.lost, 8);
-        sc_put(&b, srv->stats.steps, 8);
-        sc_put(&b, sc_f64_bits(srv->acc_weight), 8);
-        sc_put(&b, srv->n_got, 4);
+        sc_lew_u32(&b, (uint32_t)SC_SNAP_MAGIC);
+        sc_lew_u32(&b, (uint32_t)SC_SNAP_VERSION);
+        sc_lew_u32(&b, (uint32_t)srv->pol->kind);
+        sc_lew_u32(&b, (uint32_t)srv->spec.shard);
+        sc_lew_u64(&b, srv->spec.begin);
+        sc_lew_u64(&b, srv->spec.end);
+        sc_lew_u32(&b, (uint32_t)nw);
+        sc_lew_u64(&b, srv->version);
+        sc_lew_u64(&b, srv->stats.applied);
+        sc_lew_u64(&b, srv->stats.duplicates);
+        sc_lew_u64(&b, srv->stats.stale);
+        sc_lew_u64(&b, srv->stats.gaps);
+        sc_lew_u64(&b, srv->stats.lost);
+        sc_lew_u64(&b, srv->stats.steps);
+        sc_lew_u64(&b, sc_f64_bits(srv->acc_weight));
+        sc_lew_u32(&b, (uint32_t)srv->n_got);
         for (size_t w = 0; w < nw; w++) {
-                sc_put(&b, srv->live[w], 1);
-                sc_put(&b, srv->got[w], 1);
-                sc_put(&b, srv->seq[w].base, 8);
-                sc_put(&b, srv->seq[w].mask, 8);
-                sc_put(&b, srv->clock[w], 8);
+                sc_lew_u8(&b, (uint8_t)srv->live[w]);
+                sc_lew_u8(&b, (uint8_t)srv->got[w]);
+                sc_lew_u64(&b, srv->seq[w].base);
+                sc_lew_u64(&b, srv->seq[w].mask);
+                sc_lew_u64(&b, srv->clock[w]);
         }
-        sc_put_f32s(&b, srv->params, srv->n);
-        sc_put_f32s(&b, srv->sgd.velocity, sc_server_vel_len(srv));
+        sc_lew_f32s(&b, srv->params, srv->n);
+        sc_lew_f32s(&b, srv->sgd.velocity, sc_server_vel_len(srv));
         if (srv->acc)
-                sc_put_f32s(&b, srv->acc, srv->n);
+                sc_lew_f32s(&b, srv->acc, srv->n);
         if (srv->mom)
-                sc_put_f32s(&b, srv->mom, srv->n);
-        sc_put(&b, sc_server_rows_kept(srv), 4);
+                sc_lew_f32s(&b, srv->mom, srv->n);
+        sc_lew_u32(&b, (uint32_t)sc_server_rows_kept(srv));
         for (size_t w = 0; srv->rows && w < nw; w++)
                 if (srv->got[w] == SC_GOT_CONTRIBUTED)
-                        sc_put_f32s(&b, srv->rows + w * srv->n, srv->n);
-        sc_put(&b, ada, 8);
+                        sc_lew_f32s(&b, srv->rows + w * srv->n, srv->n);
+        sc_lew_u64(&b, ada);
         if (srv->ada) {
                 sc_adacomp_save(srv->ada, b.p);
                 b.p += ada;
         }
-        sc_put(&b, sc_crc32c(0, buf, (size_t)(b.p - buf)), 4);
+        sc_lew_u32(&b, (uint32_t)sc_crc32c(0, buf, (size_t)(b.p - buf)));
         *bufp = buf;
         *lenp = len;
         return SC_OK;
+}
+
+/* A snapshot's frame and header: CRC32C, magic, format, policy, shard range
+ * and worker count. On success b is past the header (its end before the
+ * CRC) and *fmtp holds the format. */
+static sc_err_t sc_snap_header(const sc_server_t *srv, sc_rbuf_t *b, const uint8_t *buf, size_t len,
+                               uint32_t *fmtp, char *errstr, size_t errstr_size)
+{
+        size_t nw = (size_t)srv->spec.sync.n_workers;
+        uint32_t fmt, shard;
+        if (len < 8)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "shard snapshot: %zu bytes is too short", len);
+        if (sc_le_get32(buf + len - 4) != sc_crc32c(0, buf, len - 4))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "shard snapshot: CRC32C mismatch");
+        b->end = buf + len - 4;
+        if (sc_get(b, 4) != SC_SNAP_MAGIC)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size, "shard snapshot: bad magic");
+        if ((fmt = (uint32_t)sc_get(b, 4)) < 1 || fmt > SC_SNAP_VERSION)
+                return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
+                               "shard snapshot: format %u, this build reads 1 to %u", fmt,
+                               SC_SNAP_VERSION);
+        if (sc_get(b, 4) != (uint64_t)srv->pol->kind)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard snapshot: written by another sync policy (not %s)",
+                               srv->pol->name);
+        shard = (uint32_t)sc_get(b, 4);
+        if (sc_get(b, 8) != srv->spec.begin || sc_get(b, 8) != srv->spec.end || sc_get(b, 4) != nw)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard snapshot of shard %u does not match shard %u's range "
+                               "[%zu, %zu) or worker count %zu",
+                               shard, srv->spec.shard, srv->spec.begin, srv->spec.end, nw);
+        *fmtp = fmt;
+        return SC_OK;
+}
+
+/* The robust rows of a round against this shard: present exactly when its
+ * rounds are robust and some worker contributed, one per contribution. */
+static sc_err_t sc_snap_rows_check(const sc_server_t *srv, uint32_t nrows, uint32_t n_got,
+                                   char *errstr, size_t errstr_size)
+{
+        if (nrows && !srv->rows)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard snapshot: %u robust rows, and this shard's rounds are not "
+                               "robust (job.limits.robust)",
+                               nrows);
+        if (nrows && nrows != n_got)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "shard snapshot: %u robust rows for %u contributions", nrows, n_got);
+        if (srv->rows && n_got && !nrows)
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard snapshot: a round of %u contributions without their rows "
+                               "(written without job.limits.robust)",
+                               n_got);
+        return SC_OK;
+}
+
+/* Membership bytes are 0/1, got 0..2, the round count matches the
+ * contributions and the accumulated weight is a finite number >= 0. */
+static int sc_snap_round_ok(const sc_server_t *srv, const uint8_t *wb, size_t nw, uint32_t n_got,
+                            uint64_t accw)
+{
+        uint32_t got = 0;
+        double w = sc_f64_from_bits(accw);
+        for (size_t k = 0; k < nw; k++) {
+                if (wb[k * 26] > 1 || wb[k * 26 + 1] > SC_GOT_REFUSED)
+                        return 0;
+                got += wb[k * 26 + 1] == SC_GOT_CONTRIBUTED;
+        }
+        return got == n_got && (srv->acc || !n_got) && w >= 0 && isfinite(w);
+}
+
+/* A decoded snapshot, checked; sc_snap_commit makes it the shard's state. */
+typedef struct sc_snap {
+        uint64_t version, stats[6], accw;
+        uint32_t n_got, nrows;
+        const uint8_t *wb; /* (nw * 26): live, got, seq base and mask, clock */
+        const float *fl;   /* params, velocity, accumulator, momentum */
+        const float *rows; /* (nrows, n) */
+} sc_snap_t;
+
+static void sc_snap_commit(sc_server_t *srv, const sc_snap_t *sn, size_t nvel, size_t nacc,
+                           size_t nmom)
+{
+        size_t n = srv->n, nw = (size_t)srv->spec.sync.n_workers;
+        srv->version = sn->version;
+        srv->bounds_ok = 0;
+        srv->stats.applied = sn->stats[0];
+        srv->stats.duplicates = sn->stats[1];
+        srv->stats.stale = sn->stats[2];
+        srv->stats.gaps = sn->stats[3];
+        srv->stats.lost = sn->stats[4];
+        srv->stats.steps = sn->stats[5];
+        srv->acc_weight = sc_f64_from_bits(sn->accw);
+        srv->n_got = sn->n_got;
+        for (size_t w = 0; w < nw; w++) {
+                sc_rbuf_t wr = {sn->wb + w * 26, sn->wb + (w + 1) * 26, 0};
+                srv->live[w] = (uint8_t)sc_get(&wr, 1);
+                srv->got[w] = (uint8_t)sc_get(&wr, 1);
+                srv->seq[w].base = sc_get(&wr, 8);
+                srv->seq[w].mask = sc_get(&wr, 8);
+                srv->clock[w] = sc_get(&wr, 8);
+        }
+        memcpy(srv->params, sn->fl, n * sizeof(float));
+        if (nvel)
+                memcpy(srv->sgd.velocity, sn->fl + n, nvel * sizeof(float));
+        if (nacc)
+                memcpy(srv->acc, sn->fl + n + nvel, nacc * sizeof(float));
+        if (nmom)
+                memcpy(srv->mom, sn->fl + n + nvel + nacc, nmom * sizeof(float));
+        for (size_t w = 0, r = 0; sn->nrows && w < nw; w++)
+                if (srv->got[w] == SC_GOT_CONTRIBUTED)
+                        memcpy(srv->rows + w * n, sn->rows + n * r++, n * sizeof(float));
 }
 
 sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, char *errstr,
@@ -637,44 +729,20 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
 {
         sc_rbuf_t b = {buf, buf + len, 0};
         size_t n = srv->n, nw = (size_t)srv->spec.sync.n_workers, adalen;
-        uint32_t crc, fmt;
-        uint64_t accw, stats[6], version;
-        uint32_t n_got, shard, nrows = 0;
+        uint32_t fmt = 0;
         float *fl = NULL, *rows = NULL;
         uint8_t *wb = NULL;
         size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0;
-        sc_err_t err = SC_ERR_CORRUPT;
+        sc_snap_t sn = {0};
+        sc_err_t err;
 
-        if (len < 8)
-                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
-                               "shard snapshot: %zu bytes is too short", len);
-        crc = sc_le_get32(buf + len - 4);
-        if (crc != sc_crc32c(0, buf, len - 4))
-                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
-                               "shard snapshot: CRC32C mismatch");
-        b.end = buf + len - 4;
-        if (sc_get(&b, 4) != SC_SNAP_MAGIC)
-                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size, "shard snapshot: bad magic");
-        if ((fmt = (uint32_t)sc_get(&b, 4)) < 1 || fmt > SC_SNAP_VERSION)
-                return sc_errf(SC_ERR_VERSION, errstr, errstr_size,
-                               "shard snapshot: format %u, this build reads 1 to %u", fmt,
-                               SC_SNAP_VERSION);
-        if (sc_get(&b, 4) != (uint64_t)srv->pol->kind)
-                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
-                               "shard snapshot: written by another sync policy (not %s)",
-                               srv->pol->name);
-        shard = (uint32_t)sc_get(&b, 4);
-        if (sc_get(&b, 8) != srv->spec.begin || sc_get(&b, 8) != srv->spec.end ||
-            sc_get(&b, 4) != nw)
-                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
-                               "shard snapshot of shard %u does not match shard %u's range "
-                               "[%zu, %zu) or worker count %zu",
-                               shard, srv->spec.shard, srv->spec.begin, srv->spec.end, nw);
-        version = sc_get(&b, 8);
+        if ((err = sc_snap_header(srv, &b, buf, len, &fmt, errstr, errstr_size)))
+                return err;
+        sn.version = sc_get(&b, 8);
         for (int i = 0; i < 6; i++)
-                stats[i] = sc_get(&b, 8);
-        accw = sc_get(&b, 8);
-        n_got = (uint32_t)sc_get(&b, 4);
+                sn.stats[i] = sc_get(&b, 8);
+        sn.accw = sc_get(&b, 8);
+        sn.n_got = (uint32_t)sc_get(&b, 4);
         /* Decode into temporaries; commit only when everything checked out. */
         if (!(fl = malloc((n + nvel + nacc + nmom + 1) * sizeof(float))) ||
             !(wb = malloc(nw * 26 + 1))) {
@@ -689,98 +757,39 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         }
         sc_get_f32s(&b, fl, n + nvel + nacc + nmom);
         if (fmt >= 2)
-                nrows = (uint32_t)sc_get(&b, 4);
-        if (nrows && !srv->rows) {
-                err = sc_errf(SC_ERR_INVAL, errstr, errstr_size,
-                              "shard snapshot: %u robust rows, and this shard's rounds are not "
-                              "robust (job.limits.robust)",
-                              nrows);
+                sn.nrows = (uint32_t)sc_get(&b, 4);
+        if ((err = sc_snap_rows_check(srv, sn.nrows, sn.n_got, errstr, errstr_size)))
                 goto out;
-        }
-        if (nrows && nrows != n_got) {
-                err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
-                              "shard snapshot: %u robust rows for %u contributions", nrows, n_got);
-                goto out;
-        }
-        if (srv->rows && n_got && !nrows) {
-                err = sc_errf(SC_ERR_INVAL, errstr, errstr_size,
-                              "shard snapshot: a round of %u contributions without their rows "
-                              "(written without job.limits.robust)",
-                              n_got);
-                goto out;
-        }
-        if (nrows && (size_t)(b.end - b.p) / 4 / n < nrows) {
+        if (sn.nrows && (size_t)(b.end - b.p) / 4 / n < sn.nrows) {
                 b.bad = 1;
-        } else if (nrows) {
-                if (!(rows = malloc((size_t)nrows * n * sizeof(float)))) {
+        } else if (sn.nrows) {
+                if (!(rows = malloc((size_t)sn.nrows * n * sizeof(float)))) {
                         err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
                                       "shard snapshot: out of memory");
                         goto out;
                 }
-                sc_get_f32s(&b, rows, (size_t)nrows * n);
+                sc_get_f32s(&b, rows, (size_t)sn.nrows * n);
         }
         adalen = (size_t)sc_get(&b, 8);
-        if (b.bad || adalen != (size_t)(b.end - b.p) || (!srv->ada && adalen)) {
+        if (b.bad || adalen != (size_t)(b.end - b.p) || (!srv->ada && adalen))
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                               "shard snapshot: truncated or wrong length");
-                goto out;
-        }
-        {
-                /* Membership bytes are 0/1, got 0..2, and the round count matches the
-                 * contributions. */
-                uint32_t got = 0;
-                double w = sc_f64_from_bits(accw);
-                for (size_t k = 0; k < nw; k++) {
-                        if (wb[k * 26] > 1 || wb[k * 26 + 1] > SC_GOT_REFUSED)
-                                b.bad = 1;
-                        got += wb[k * 26 + 1] == SC_GOT_CONTRIBUTED;
-                }
-                if (b.bad || got != n_got || (!srv->acc && n_got) || !(w >= 0) || !isfinite(w)) {
-                        err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
-                                      "shard snapshot: inconsistent round state");
-                        goto out;
-                }
-        }
-        if (!sc_server_floats_finite(fl, n + nvel + nacc + nmom) ||
-            (nrows && !sc_server_floats_finite(rows, (size_t)nrows * n))) {
+        else if (!sc_snap_round_ok(srv, wb, nw, sn.n_got, sn.accw))
+                err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                              "shard snapshot: inconsistent round state");
+        else if (!sc_server_floats_finite(fl, n + nvel + nacc + nmom) ||
+                 (sn.nrows && !sc_server_floats_finite(rows, (size_t)sn.nrows * n)))
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                               "shard snapshot: a parameter or optimizer value is not finite");
-                goto out;
-        }
-        if (srv->ada && sc_adacomp_load(srv->ada, b.p, adalen)) {
+        else if (srv->ada && sc_adacomp_load(srv->ada, b.p, adalen))
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                               "shard snapshot: bad adacomp history");
-                goto out;
+        if (!err) {
+                sn.wb = wb;
+                sn.fl = fl;
+                sn.rows = rows;
+                sc_snap_commit(srv, &sn, nvel, nacc, nmom);
         }
-        srv->version = version;
-        srv->bounds_ok = 0;
-        srv->stats.applied = stats[0];
-        srv->stats.duplicates = stats[1];
-        srv->stats.stale = stats[2];
-        srv->stats.gaps = stats[3];
-        srv->stats.lost = stats[4];
-        srv->stats.steps = stats[5];
-        srv->acc_weight = sc_f64_from_bits(accw);
-        srv->n_got = n_got;
-        for (size_t w = 0; w < nw; w++) {
-                sc_rbuf_t wr = {wb + w * 26, wb + (w + 1) * 26, 0};
-                srv->live[w] = (uint8_t)sc_get(&wr, 1);
-                srv->got[w] = (uint8_t)sc_get(&wr, 1);
-                srv->seq[w].base = sc_get(&wr, 8);
-                srv->seq[w].mask = sc_get(&wr, 8);
-                srv->clock[w] = sc_get(&wr, 8);
-        }
-        memcpy(srv->params, fl, n * sizeof(float));
-        if (nvel)
-                memcpy(srv->sgd.velocity, fl + n, nvel * sizeof(float));
-        if (nacc)
-                memcpy(srv->acc, fl + n + nvel, nacc * sizeof(float));
-        if (nmom)
-                memcpy(srv->mom, fl + n + nvel + nacc, nmom * sizeof(float));
-        for (size_t w = 0, r = 0; nrows && w < nw; w++)
-                if (srv->got[w] == SC_GOT_CONTRIBUTED)
-                        memcpy(srv->rows + w * n, rows + n * r++, n * sizeof(float));
-        err = SC_OK;
 out:
         free(rows);
         free(fl);

@@ -29,65 +29,17 @@ const char *sc_wire_type_name(sc_wire_type_t type)
         return sc_wire_type_names[type];
 }
 
-/* ---- little-endian writer over reserved space --------------------------- */
-
-typedef struct sc_wr {
-        uint8_t *p;
-} sc_wr_t;
-
-static void sc_wr_u8(sc_wr_t *w, uint8_t v)
-{
-        *w->p++ = v;
-}
-
-static void sc_wr_u16(sc_wr_t *w, uint16_t v)
-{
-        sc_le_put16(w->p, v);
-        w->p += 2;
-}
-
-static void sc_wr_u32(sc_wr_t *w, uint32_t v)
-{
-        sc_le_put32(w->p, v);
-        w->p += 4;
-}
-
-static void sc_wr_u64(sc_wr_t *w, uint64_t v)
-{
-        sc_le_put64(w->p, v);
-        w->p += 8;
-}
-
-static void sc_wr_f64(sc_wr_t *w, double d)
-{
-        sc_le_putf64(w->p, d);
-        w->p += 8;
-}
-
-static void sc_wr_bytes(sc_wr_t *w, const void *src, size_t n)
-{
-        if (n)
-                memcpy(w->p, src, n);
-        w->p += n;
-}
-
-static void sc_wr_f32s(sc_wr_t *w, const float *src, size_t n)
-{
-        sc_le_putf32s(w->p, src, n);
-        w->p += 4 * n;
-}
-
-static void sc_wr_applied(sc_wr_t *w, const sc_wire_applied_t *a, uint32_t n)
+static void sc_wr_applied(sc_le_w_t *w, const sc_wire_applied_t *a, uint32_t n)
 {
         for (uint32_t i = 0; i < n; i++) {
-                sc_wr_u32(w, a[i].worker);
-                sc_wr_u64(w, a[i].seq);
+                sc_lew_u32(w, a[i].worker);
+                sc_lew_u64(w, a[i].seq);
         }
 }
 
 /* Reserves room for a message of body_len bytes, writes the header and
  * returns a writer at the body. */
-static sc_err_t sc_wire_begin(sc_buf_t *buf, sc_wire_type_t type, uint64_t body_len, sc_wr_t *w,
+static sc_err_t sc_wire_begin(sc_buf_t *buf, sc_wire_type_t type, uint64_t body_len, sc_le_w_t *w,
                               char *errstr, size_t errstr_size)
 {
         w->p = NULL;
@@ -100,16 +52,16 @@ static sc_err_t sc_wire_begin(sc_buf_t *buf, sc_wire_type_t type, uint64_t body_
                                "wire %s: out of memory for %llu bytes", sc_wire_type_name(type),
                                (unsigned long long)body_len);
         w->p = buf->data + buf->len;
-        sc_wr_bytes(w, SC_WIRE_MAGIC, 4);
-        sc_wr_u8(w, SC_WIRE_VERSION);
-        sc_wr_u8(w, (uint8_t)type);
-        sc_wr_u16(w, 0);
-        sc_wr_u32(w, (uint32_t)body_len);
-        sc_wr_u32(w, 0); /* CRC, filled by sc_wire_end */
+        sc_lew_bytes(w, SC_WIRE_MAGIC, 4);
+        sc_lew_u8(w, SC_WIRE_VERSION);
+        sc_lew_u8(w, (uint8_t)type);
+        sc_lew_u16(w, 0);
+        sc_lew_u32(w, (uint32_t)body_len);
+        sc_lew_u32(w, 0); /* CRC, filled by sc_wire_end */
         return SC_OK;
 }
 
-static void sc_wire_end(sc_buf_t *buf, const sc_wr_t *w)
+static void sc_wire_end(sc_buf_t *buf, const sc_le_w_t *w)
 {
         uint8_t *m = buf->data + buf->len;
         size_t total = (size_t)(w->p - m);
@@ -125,7 +77,7 @@ static void sc_wire_end(sc_buf_t *buf, const sc_wr_t *w)
 sc_err_t sc_wire_encode_update(sc_buf_t *buf, const sc_wire_update_t *m, char *errstr,
                                size_t errstr_size)
 {
-        sc_wr_t w;
+        sc_le_w_t w;
         sc_err_t err;
 
         if ((unsigned)m->kind > SC_WIRE_FULL_MODEL)
@@ -141,16 +93,16 @@ sc_err_t sc_wire_encode_update(sc_buf_t *buf, const sc_wire_update_t *m, char *e
                             errstr, errstr_size);
         if (err)
                 return err;
-        sc_wr_u32(&w, m->worker);
-        sc_wr_u32(&w, m->shard);
-        sc_wr_u64(&w, m->seq);
-        sc_wr_u64(&w, m->t_read);
-        sc_wr_u32(&w, m->samples);
-        sc_wr_u8(&w, (uint8_t)m->kind);
-        sc_wr_u8(&w, m->codec);
-        sc_wr_u16(&w, 0);
-        sc_wr_u32(&w, (uint32_t)m->payload_len);
-        sc_wr_bytes(&w, m->payload, m->payload_len);
+        sc_lew_u32(&w, m->worker);
+        sc_lew_u32(&w, m->shard);
+        sc_lew_u64(&w, m->seq);
+        sc_lew_u64(&w, m->t_read);
+        sc_lew_u32(&w, m->samples);
+        sc_lew_u8(&w, (uint8_t)m->kind);
+        sc_lew_u8(&w, m->codec);
+        sc_lew_u16(&w, 0);
+        sc_lew_u32(&w, (uint32_t)m->payload_len);
+        sc_lew_bytes(&w, m->payload, m->payload_len);
         sc_wire_end(buf, &w);
         return SC_OK;
 }
@@ -161,7 +113,7 @@ sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *err
         uint64_t nparams = m->params_in_state ? 0 : m->count;
         uint64_t body =
             SC_MODEL_FIXED + 4 * nparams + SC_APPLIED_SIZE * (uint64_t)m->napplied + m->state_len;
-        sc_wr_t w;
+        sc_le_w_t w;
         sc_err_t err;
 
         if (m->params_in_state && !m->state_len)
@@ -177,20 +129,20 @@ sc_err_t sc_wire_encode_model(sc_buf_t *buf, const sc_wire_model_t *m, char *err
         err = sc_wire_begin(buf, SC_WIRE_MODEL, body, &w, errstr, errstr_size);
         if (err)
                 return err;
-        sc_wr_u32(&w, m->shard);
-        sc_wr_u32(&w, m->params_in_state ? SC_WIRE_MODEL_PARAMS_IN_STATE : 0);
-        sc_wr_u64(&w, m->version);
-        sc_wr_u64(&w, m->begin);
-        sc_wr_u32(&w, m->count);
-        sc_wr_u32(&w, 0);
-        sc_wr_u64(&w, (uint64_t)m->grad_offset);
-        sc_wr_u32(&w, m->napplied);
-        sc_wr_u32(&w, 0);
-        sc_wr_u32(&w, m->state_len);
-        sc_wr_u32(&w, 0);
-        sc_wr_f32s(&w, m->params, (size_t)nparams);
+        sc_lew_u32(&w, m->shard);
+        sc_lew_u32(&w, m->params_in_state ? SC_WIRE_MODEL_PARAMS_IN_STATE : 0);
+        sc_lew_u64(&w, m->version);
+        sc_lew_u64(&w, m->begin);
+        sc_lew_u32(&w, m->count);
+        sc_lew_u32(&w, 0);
+        sc_lew_u64(&w, (uint64_t)m->grad_offset);
+        sc_lew_u32(&w, m->napplied);
+        sc_lew_u32(&w, 0);
+        sc_lew_u32(&w, m->state_len);
+        sc_lew_u32(&w, 0);
+        sc_lew_f32s(&w, m->params, (size_t)nparams);
         sc_wr_applied(&w, m->applied, m->napplied);
-        sc_wr_bytes(&w, m->state, m->state_len);
+        sc_lew_bytes(&w, m->state, m->state_len);
         sc_wire_end(buf, &w);
         return SC_OK;
 }
@@ -212,7 +164,7 @@ sc_err_t sc_wire_encode_samples(sc_buf_t *buf, const sc_wire_samples_t *m, char 
                                 size_t errstr_size)
 {
         uint64_t floats = sc_wire_sample_floats(m->count, m->c, m->h, m->w);
-        sc_wr_t w;
+        sc_le_w_t w;
         sc_err_t err;
 
         if (!m->c || !m->h || !m->w || (m->count && (!floats || !m->data)))
@@ -229,16 +181,16 @@ sc_err_t sc_wire_encode_samples(sc_buf_t *buf, const sc_wire_samples_t *m, char 
                           &w, errstr, errstr_size);
         if (err)
                 return err;
-        sc_wr_u32(&w, m->worker);
-        sc_wr_u32(&w, m->count);
-        sc_wr_u32(&w, m->c);
-        sc_wr_u32(&w, m->h);
-        sc_wr_u32(&w, m->w);
-        sc_wr_u32(&w, m->labels ? SC_WIRE_SAMPLES_LABELS : 0);
-        sc_wr_u64(&w, m->seq);
+        sc_lew_u32(&w, m->worker);
+        sc_lew_u32(&w, m->count);
+        sc_lew_u32(&w, m->c);
+        sc_lew_u32(&w, m->h);
+        sc_lew_u32(&w, m->w);
+        sc_lew_u32(&w, m->labels ? SC_WIRE_SAMPLES_LABELS : 0);
+        sc_lew_u64(&w, m->seq);
         for (uint32_t i = 0; m->labels && i < m->count; i++)
-                sc_wr_u32(&w, (uint32_t)m->labels[i]);
-        sc_wr_f32s(&w, m->data, (size_t)floats);
+                sc_lew_u32(&w, (uint32_t)m->labels[i]);
+        sc_lew_f32s(&w, m->data, (size_t)floats);
         sc_wire_end(buf, &w);
         return SC_OK;
 }
@@ -246,7 +198,7 @@ sc_err_t sc_wire_encode_samples(sc_buf_t *buf, const sc_wire_samples_t *m, char 
 sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char *errstr,
                                 size_t errstr_size)
 {
-        sc_wr_t w;
+        sc_le_w_t w;
         sc_err_t err;
 
         if ((int)m->kind < SC_WIRE_CTL_JOIN || m->kind >= SC_WIRE__CTL_END)
@@ -261,16 +213,16 @@ sc_err_t sc_wire_encode_control(sc_buf_t *buf, const sc_wire_control_t *m, char 
                             errstr_size);
         if (err)
                 return err;
-        sc_wr_u8(&w, (uint8_t)m->kind);
-        sc_wr_u8(&w, 0);
-        sc_wr_u16(&w, 0);
-        sc_wr_u32(&w, m->worker);
-        sc_wr_u64(&w, (uint64_t)m->timestamp);
-        sc_wr_u32(&w, m->nfields);
-        sc_wr_u32(&w, 0);
+        sc_lew_u8(&w, (uint8_t)m->kind);
+        sc_lew_u8(&w, 0);
+        sc_lew_u16(&w, 0);
+        sc_lew_u32(&w, m->worker);
+        sc_lew_u64(&w, (uint64_t)m->timestamp);
+        sc_lew_u32(&w, m->nfields);
+        sc_lew_u32(&w, 0);
         for (uint32_t i = 0; i < m->nfields; i++) {
-                sc_wr_u32(&w, m->fields[i].key);
-                sc_wr_f64(&w, m->fields[i].value);
+                sc_lew_u32(&w, m->fields[i].key);
+                sc_lew_f64(&w, m->fields[i].value);
         }
         sc_wire_end(buf, &w);
         return SC_OK;
@@ -320,7 +272,7 @@ static sc_err_t sc_wire_bcast_payload_check(const sc_wire_bcast_t *m, char *errs
 sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *errstr,
                               size_t errstr_size)
 {
-        sc_wr_t w;
+        sc_le_w_t w;
         sc_err_t err;
 
         if (m->napplied && !m->applied)
@@ -337,20 +289,20 @@ sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *err
                           &w, errstr, errstr_size);
         if (err)
                 return err;
-        sc_wr_u32(&w, m->shard);
-        sc_wr_u8(&w, (uint8_t)m->kind);
-        sc_wr_u8(&w, m->payload[0]);
-        sc_wr_u16(&w, 0);
-        sc_wr_u64(&w, m->version);
-        sc_wr_u64(&w, m->base);
-        sc_wr_u64(&w, (uint64_t)m->key_offset);
-        sc_wr_u64(&w, m->begin);
-        sc_wr_u32(&w, m->count);
-        sc_wr_u32(&w, m->napplied);
-        sc_wr_u32(&w, (uint32_t)m->payload_len);
-        sc_wr_u32(&w, 0);
+        sc_lew_u32(&w, m->shard);
+        sc_lew_u8(&w, (uint8_t)m->kind);
+        sc_lew_u8(&w, m->payload[0]);
+        sc_lew_u16(&w, 0);
+        sc_lew_u64(&w, m->version);
+        sc_lew_u64(&w, m->base);
+        sc_lew_u64(&w, (uint64_t)m->key_offset);
+        sc_lew_u64(&w, m->begin);
+        sc_lew_u32(&w, m->count);
+        sc_lew_u32(&w, m->napplied);
+        sc_lew_u32(&w, (uint32_t)m->payload_len);
+        sc_lew_u32(&w, 0);
         sc_wr_applied(&w, m->applied, m->napplied);
-        sc_wr_bytes(&w, m->payload, m->payload_len);
+        sc_lew_bytes(&w, m->payload, m->payload_len);
         sc_wire_end(buf, &w);
         return SC_OK;
 }

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "api_impl.h"
+#include "sc_file.h"
 
 static const char *const sc_api_errstrs[SCADLES_ERR__END] = {
     [SCADLES_OK] = "Success",

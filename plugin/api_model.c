@@ -9,6 +9,7 @@
 
 #include "api_impl.h"
 #include "sc_ckpt.h"
+#include "sc_file.h"
 #include "sc_kafka_source.h"
 
 /* The structs as version 0.1 declared them: the smallest size accepted. */

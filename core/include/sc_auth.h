@@ -10,7 +10,7 @@
  * control message; the aggregator for a model shard, and only for one), so
  * a worker's key cannot sign for another worker. Anyone
  * holding the job key can derive every key (docs/SECURITY.md). Sans-I/O:
- * the connectors read the key (connectors/job_auth.c). */
+ * the connectors read the key (connectors/file/job_auth.c). */
 #ifndef SC_AUTH_H
 #define SC_AUTH_H
 

@@ -25,8 +25,8 @@
  * initial value (sc_ckpt_load resets it).
  *
  * The encode/decode functions work on memory (core is sans-I/O); files are
- * read and written atomically by connectors/ckpt_file.c (sc_ckpt_save,
- * sc_ckpt_load, declared at the end). */
+ * read and written atomically by connectors/file/ckpt_file.c (sc_ckpt_save,
+ * sc_ckpt_load, declared in connectors/file/sc_file.h). */
 #ifndef SC_CKPT_H
 #define SC_CKPT_H
 
@@ -98,26 +98,5 @@ sc_err_t sc_ckpt_decode(const void *buf, size_t len, const sc_model_spec_t *spec
                         sc_ckpt_meta_t *meta, float *params, float *velocity, size_t nparams,
                         int *has_velocity, float *state, size_t nstate, int *has_state,
                         char *errstr, size_t errstr_size);
-
-/* connectors/ckpt_file.c. Saves model parameters, its state (if it has any)
- * and sgd velocity (sgd may be NULL) to path atomically: a temporary file in the same folder,
- * fsync, rename, fsync of the folder. An existing file stays intact on failure. */
-sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
-                      const sc_ckpt_meta_t *meta, char *errstr, size_t errstr_size);
-/* Loads path into model (whose spec must match: parameters, and state when
- * the checkpoint has it) and sgd velocity (sgd may be NULL); meta (if not
- * NULL) receives the counters. A checkpoint without state (version 1) loaded
- * into a model with state resets that state to its initial value (mean 0,
- * variance 1); *has_state (if not NULL) tells whether the checkpoint had
- * state. Errors are prefixed with path. model and sgd are unchanged on
- * error. */
-sc_err_t sc_ckpt_load(const char *path, sc_model_t *model, sc_sgd_t *sgd, sc_ckpt_meta_t *meta,
-                      int *has_state, char *errstr, size_t errstr_size);
-/* As sc_ckpt_load; *resume receives a copy of the resume section with a NUL
- * after its *resume_len bytes (resume_len may be NULL; the caller frees
- * *resume), or NULL when the checkpoint has none. */
-sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
-                             sc_ckpt_meta_t *meta, int *has_state, char **resume,
-                             size_t *resume_len, char *errstr, size_t errstr_size);
 
 #endif

@@ -5,7 +5,7 @@
  * untouched. docs/CONFIG.md and `scadles config --list` come from the table.
  *
  * Every error message reads "<origin>: $.json.path: message", where origin is
- * the file name (sc_conf_load), the origin given to sc_conf_parse, or
+ * the file name (sc_conf_load, connectors/file/sc_file.h), the origin given to sc_conf_parse, or
  * "override" (sc_conf_set). Syntax errors read "<origin>:<line>:<column>:
  * invalid JSON: ...". */
 #ifndef SC_CONF_H
@@ -259,10 +259,6 @@ sc_err_t sc_conf_parse(sc_conf_t *conf, const char *json_text, const char *origi
  * conf->sim_section = 1); without one conf->sim holds the defaults. */
 sc_err_t sc_conf_parse_sim(sc_conf_t *conf, const char *json_text, const char *origin, char *errstr,
                            size_t errstr_size);
-/* Reads the file at path and parses it (connectors/conf_file.c: core does no I/O). */
-sc_err_t sc_conf_load(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
-/* The same with sc_conf_parse_sim. */
-sc_err_t sc_conf_load_sim(sc_conf_t *conf, const char *path, char *errstr, size_t errstr_size);
 /* Applies one "a.b.c=value" override (value parsed as JSON, else a string).
  * Paths: any property ("optim.lr"), a section with an object value
  * ("optim.schedule={...}"), a list element or its key ("model.layers[1].units",

@@ -138,4 +138,59 @@ static inline void sc_le_getf32s(float *dst, const uint8_t *src, size_t n)
 #endif
 }
 
+/* The one writer of the little-endian formats (wire messages, checkpoints,
+ * shard snapshots): a cursor over space the caller reserved, each call
+ * storing one field and moving past it. */
+typedef struct sc_le_w {
+        uint8_t *p;
+} sc_le_w_t;
+
+static inline void sc_lew_u8(sc_le_w_t *w, uint8_t v)
+{
+        *w->p++ = v;
+}
+
+static inline void sc_lew_u16(sc_le_w_t *w, uint16_t v)
+{
+        sc_le_put16(w->p, v);
+        w->p += 2;
+}
+
+static inline void sc_lew_u32(sc_le_w_t *w, uint32_t v)
+{
+        sc_le_put32(w->p, v);
+        w->p += 4;
+}
+
+static inline void sc_lew_u64(sc_le_w_t *w, uint64_t v)
+{
+        sc_le_put64(w->p, v);
+        w->p += 8;
+}
+
+static inline void sc_lew_f32(sc_le_w_t *w, float f)
+{
+        sc_le_putf32(w->p, f);
+        w->p += 4;
+}
+
+static inline void sc_lew_f64(sc_le_w_t *w, double d)
+{
+        sc_le_putf64(w->p, d);
+        w->p += 8;
+}
+
+static inline void sc_lew_f32s(sc_le_w_t *w, const float *src, size_t n)
+{
+        sc_le_putf32s(w->p, src, n);
+        w->p += 4 * n;
+}
+
+static inline void sc_lew_bytes(sc_le_w_t *w, const void *src, size_t n)
+{
+        if (n)
+                memcpy(w->p, src, n);
+        w->p += n;
+}
+
 #endif

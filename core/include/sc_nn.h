@@ -164,6 +164,13 @@ int sc_model_train_is_eval(const sc_model_t *model);
  * logits/outputs; labels/targets may be NULL (then the loss returned is 0). */
 float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labels,
                           const float *targets, int B, int *correct, float *out);
+/* Evaluates n labelled samples (x: n rows of the input's numel) in passes
+ * of at most chunk: *loss (if not NULL) the mean loss (0 for n = 0),
+ * *correct (if not NULL) the samples classified right. The loss sums the
+ * passes' means weighted by their sizes, in order. SC_ERR_NOMEM if a pass
+ * cannot allocate (*loss is then NaN). */
+sc_err_t sc_model_eval_set(sc_model_t *model, const float *x, const int32_t *y, size_t n, int chunk,
+                           double *loss, size_t *correct);
 
 /* Class probabilities of one sample's n >= 1 logits z: p = softmax(z),
  * stabilized by the largest logit, summed in double. p may equal z, or be

@@ -1,6 +1,6 @@
 /* sc_onnx.h — a model as a standard ONNX file (opset SC_ONNX_OPSET, IR
  * version SC_ONNX_IR_VERSION), encoded in memory with the protobuf writer
- * (sc_pb.h). Sans-I/O: connectors/onnx_file.c writes the file.
+ * (sc_pb.h). Sans-I/O: connectors/file/onnx_file.c writes the file (sc_onnx_save).
  *
  * The graph (docs/EXPORT.md):
  *   input "input": float (N, n) for a flat model input (n, 1, 1), else
@@ -51,11 +51,5 @@ typedef struct sc_onnx_opts {
  * error out holds what it held before (length restored). */
 sc_err_t sc_onnx_encode(sc_model_t *model, const sc_onnx_opts_t *opts, sc_buf_t *out, char *errstr,
                         size_t errstr_size);
-
-/* connectors/onnx_file.c. Encodes model (sc_onnx_encode) and writes it to
- * path atomically (sc_file_write_atomic); *size (if not NULL) receives the
- * file's bytes. Errors start with path. */
-sc_err_t sc_onnx_save(const char *path, sc_model_t *model, const sc_onnx_opts_t *opts, size_t *size,
-                      char *errstr, size_t errstr_size);
 
 #endif

@@ -56,5 +56,8 @@ double sc_sched_lr(const sc_sched_spec_t *sched, long step);
 /* Linear LR scaling (Goyal et al.; ScaDLES): lr * batch / base_batch;
  * lr unchanged when base_batch <= 0. */
 double sc_lr_scale_linear(double lr, double batch, double base_batch);
+/* The learning rate of a training step: the schedule's at step, scaled
+ * linearly by batch / base_batch (base_batch <= 0: unscaled). */
+double sc_step_lr(const sc_sched_spec_t *sched, long step, int batch, double base_batch);
 
 #endif

@@ -1,6 +1,6 @@
 /* sc_sim_spec.h — the simulator's parameters: the "sim" section of a
  * configuration (rows "sim.*" of the property table, core/conf_table.c),
- * embedded in sc_conf_t. The simulator itself is connectors/sim*.c.
+ * embedded in sc_conf_t. The simulator itself is connectors/sim/.
  *
  * Units: seconds of virtual time, samples/s, bytes/s, bytes. */
 #ifndef SC_SIM_SPEC_H

@@ -112,6 +112,111 @@ static void plan_layers(sc_model_t *m)
         }
 }
 
+/* Sets up each layer on the shape its predecessor gives; checks the
+ * output against the loss. */
+static sc_err_t sc_model_layers(sc_model_t *m, char *errstr, size_t errstr_size)
+{
+        const sc_model_spec_t *spec = &m->spec;
+        sc_shape_t shape = spec->input;
+        sc_err_t err;
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                char why[160];
+                l->spec = spec->layers[i];
+                l->index = i;
+                if ((int)l->spec.kind < 0 || l->spec.kind >= SC_LAYER__END)
+                        return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                                       "layers[%d]: unknown layer kind %d", i, (int)l->spec.kind);
+                l->ops = sc_layer_ops_table[l->spec.kind];
+                if (l->spec.stride == 0)
+                        l->spec.stride = l->spec.kind == SC_LAYER_MAXPOOL2D ? l->spec.kernel : 1;
+                l->in = shape;
+                why[0] = '\0';
+                if ((err = l->ops->setup(l, why, sizeof(why))))
+                        return sc_errf(err, errstr, errstr_size, "layers[%d] (%s): %s", i,
+                                       l->ops->name, why);
+                if (sc_shape_numel(l->out) > (size_t)1 << 28)
+                        return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                                       "layers[%d] (%s): output %dx%dx%d is too large", i,
+                                       l->ops->name, l->out.c, l->out.h, l->out.w);
+                shape = l->out;
+        }
+        if (spec->loss == SC_LOSS_SOFTMAX_XENT && (shape.h != 1 || shape.w != 1 || shape.c < 2))
+                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                               "loss: softmax_xent needs a flat output of at least 2 classes, "
+                               "layers[%d] (%s) gives %dx%dx%d (add flatten/dense)",
+                               m->n - 1, m->layers[m->n - 1].ops->name, shape.c, shape.h, shape.w);
+        return SC_OK;
+}
+
+/* Parameter layout: each parametric layer's weight, then its bias, as
+ * named tensors over one parameter vector. */
+static sc_err_t sc_model_layout(sc_model_t *m, char *errstr, size_t errstr_size)
+{
+        m->first_param = m->n;
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                size_t sizes[2] = {l->nw, l->nb};
+                static const char *const what[2] = {"weight", "bias"};
+                if (l->nw && m->first_param == m->n)
+                        m->first_param = i;
+                for (int t = 0; t < 2; t++) {
+                        if (!sizes[t])
+                                continue;
+                        /* A shape error, not an allocation failure: the spec asks
+                         * for more than any model may hold. */
+                        if (sizes[t] > SC_MODEL_MAX_PARAMS - m->nparams)
+                                return sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
+                                               "layers[%d] (%s): the %s takes the model past "
+                                               "%zu parameters (%zu before it, %zu in it)",
+                                               i, l->ops->name, what[t], SC_MODEL_MAX_PARAMS,
+                                               m->nparams, sizes[t]);
+                        sc_tensor_view_t *v = &m->tensors[m->ntensors++];
+                        snprintf(v->name, sizeof(v->name), "layers.%d.%s", i, what[t]);
+                        v->layer = i;
+                        v->offset = m->nparams;
+                        v->numel = sizes[t];
+                        m->nparams += sizes[t];
+                }
+        }
+        for (int i = 0; i < m->n; i++)
+                m->nstate += m->layers[i].ns;
+        return SC_OK;
+}
+
+/* Allocates parameters, gradients and state and points each layer at its
+ * parts; the state starts at its initial value. */
+static sc_err_t sc_model_alloc(sc_model_t *m, char *errstr, size_t errstr_size)
+{
+        m->params = sc_calloc(m->nparams ? m->nparams : 1, sizeof(float));
+        m->grads = sc_calloc(m->nparams ? m->nparams : 1, sizeof(float));
+        m->state = sc_calloc(m->nstate ? m->nstate : 1, sizeof(float));
+        if (!m->params || !m->grads || !m->state)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "model: cannot allocate %zu parameters", m->nparams);
+        for (int t = 0; t < m->ntensors; t++) {
+                const sc_tensor_view_t *v = &m->tensors[t];
+                sc_layer_t *l = &m->layers[v->layer];
+                if (v->numel == l->nw && !l->w) {
+                        l->w = m->params + v->offset;
+                        l->dw = m->grads + v->offset;
+                } else {
+                        l->b = m->params + v->offset;
+                        l->db = m->grads + v->offset;
+                }
+        }
+        size_t soff = 0;
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                if (!l->ns)
+                        continue;
+                l->state = m->state + soff;
+                soff += l->ns;
+                l->ops->reset_state(l);
+        }
+        return SC_OK;
+}
+
 sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *errstr,
                       size_t errstr_size)
 {
@@ -137,105 +242,12 @@ sc_err_t sc_model_new(sc_model_t **modelp, const sc_model_spec_t *spec, char *er
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "model: out of memory");
         m->spec = *spec;
         m->n = spec->n_layers;
-
-        sc_shape_t shape = spec->input;
-        for (int i = 0; i < m->n; i++) {
-                sc_layer_t *l = &m->layers[i];
-                char why[160];
-                l->spec = spec->layers[i];
-                l->index = i;
-                if ((int)l->spec.kind < 0 || l->spec.kind >= SC_LAYER__END) {
-                        err = sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
-                                      "layers[%d]: unknown layer kind %d", i, (int)l->spec.kind);
-                        goto out_free;
-                }
-                l->ops = sc_layer_ops_table[l->spec.kind];
-                if (l->spec.stride == 0)
-                        l->spec.stride = l->spec.kind == SC_LAYER_MAXPOOL2D ? l->spec.kernel : 1;
-                l->in = shape;
-                why[0] = '\0';
-                err = l->ops->setup(l, why, sizeof(why));
-                if (err) {
-                        sc_errf(err, errstr, errstr_size, "layers[%d] (%s): %s", i, l->ops->name,
-                                why);
-                        goto out_free;
-                }
-                if (sc_shape_numel(l->out) > (size_t)1 << 28) {
-                        err = sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
-                                      "layers[%d] (%s): output %dx%dx%d is too large", i,
-                                      l->ops->name, l->out.c, l->out.h, l->out.w);
-                        goto out_free;
-                }
-                shape = l->out;
-        }
-        if (spec->loss == SC_LOSS_SOFTMAX_XENT && (shape.h != 1 || shape.w != 1 || shape.c < 2)) {
-                err = sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
-                              "loss: softmax_xent needs a flat output of at least 2 classes, "
-                              "layers[%d] (%s) gives %dx%dx%d (add flatten/dense)",
-                              m->n - 1, m->layers[m->n - 1].ops->name, shape.c, shape.h, shape.w);
+        if ((err = sc_model_layers(m, errstr, errstr_size)))
                 goto out_free;
-        }
         plan_layers(m);
-
-        /* Parameter layout: each parametric layer's weight, then its bias. */
-        m->first_param = m->n;
-        for (int i = 0; i < m->n; i++) {
-                sc_layer_t *l = &m->layers[i];
-                size_t sizes[2] = {l->nw, l->nb};
-                static const char *const what[2] = {"weight", "bias"};
-                if (l->nw && m->first_param == m->n)
-                        m->first_param = i;
-                for (int t = 0; t < 2; t++) {
-                        if (!sizes[t])
-                                continue;
-                        if (sizes[t] > SC_MODEL_MAX_PARAMS - m->nparams) {
-                                /* A shape error, not an allocation failure: the spec
-                                 * asks for more than any model may hold. */
-                                err = sc_errf(SC_ERR_SHAPE, errstr, errstr_size,
-                                              "layers[%d] (%s): the %s takes the model past "
-                                              "%zu parameters (%zu before it, %zu in it)",
-                                              i, l->ops->name, what[t], SC_MODEL_MAX_PARAMS,
-                                              m->nparams, sizes[t]);
-                                goto out_free;
-                        }
-                        sc_tensor_view_t *v = &m->tensors[m->ntensors++];
-                        snprintf(v->name, sizeof(v->name), "layers.%d.%s", i, what[t]);
-                        v->layer = i;
-                        v->offset = m->nparams;
-                        v->numel = sizes[t];
-                        m->nparams += sizes[t];
-                }
-        }
-        for (int i = 0; i < m->n; i++)
-                m->nstate += m->layers[i].ns;
-        m->params = sc_calloc(m->nparams ? m->nparams : 1, sizeof(float));
-        m->grads = sc_calloc(m->nparams ? m->nparams : 1, sizeof(float));
-        m->state = sc_calloc(m->nstate ? m->nstate : 1, sizeof(float));
-        if (!m->params || !m->grads || !m->state) {
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
-                              "model: cannot allocate %zu parameters", m->nparams);
+        if ((err = sc_model_layout(m, errstr, errstr_size)) ||
+            (err = sc_model_alloc(m, errstr, errstr_size)))
                 goto out_free;
-        }
-        for (int t = 0; t < m->ntensors; t++) {
-                const sc_tensor_view_t *v = &m->tensors[t];
-                sc_layer_t *l = &m->layers[v->layer];
-                if (v->numel == l->nw && !l->w) {
-                        l->w = m->params + v->offset;
-                        l->dw = m->grads + v->offset;
-                } else {
-                        l->b = m->params + v->offset;
-                        l->db = m->grads + v->offset;
-                }
-        }
-        size_t soff = 0;
-        for (int i = 0; i < m->n; i++) {
-                sc_layer_t *l = &m->layers[i];
-                if (!l->ns)
-                        continue;
-                l->state = m->state + soff;
-                soff += l->ns;
-                l->ops->reset_state(l);
-        }
         *modelp = m;
         return SC_OK;
 
@@ -606,4 +618,25 @@ float sc_model_eval_batch(sc_model_t *model, const float *x, const int32_t *labe
         float loss = eval_batch(model, x, labels, targets, B, correct, out);
         sc_nn_pool_enter(prev);
         return loss;
+}
+
+sc_err_t sc_model_eval_set(sc_model_t *model, const float *x, const int32_t *y, size_t n, int chunk,
+                           double *loss, size_t *correct)
+{
+        size_t numel = sc_shape_numel(model->spec.input), hits = 0;
+        double sum = 0;
+        sc_err_t err = SC_OK;
+        for (size_t i = 0; i < n; i += (size_t)chunk) {
+                int b = (int)(n - i < (size_t)chunk ? n - i : (size_t)chunk), c = 0;
+                float l = sc_model_eval_batch(model, x + i * numel, y + i, NULL, b, &c, NULL);
+                if (isnan(l))
+                        err = SC_ERR_NOMEM;
+                sum += (double)l * b;
+                hits += (size_t)c;
+        }
+        if (loss)
+                *loss = n ? sum / (double)n : 0;
+        if (correct)
+                *correct = hits;
+        return err;
 }

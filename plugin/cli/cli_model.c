@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "sc_ckpt.h"
+#include "sc_file.h"
 
 int sc_cli_ckpt_load(const char *cmd, const char *ckpt, sc_model_t *model, sc_sgd_t *sgd,
                      sc_ckpt_meta_t *meta)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli_opts.h"
+#include "sc_file.h"
 
 int sc_cli_conf_opt(const char *cmd, sc_cli_conf_opts_t *co, int c, char *arg)
 {

@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "sc_conf.h"
+#include "sc_file.h"
 #include "sc_kafka_util.h"
 
 static void sc_config_usage(FILE *out)

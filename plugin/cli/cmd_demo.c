@@ -250,17 +250,11 @@ static const sc_dataset_t *sc_demo_calib(const sc_conf_t *conf, const sc_dataset
 static int sc_demo_eval(sc_model_t *m, const sc_dataset_t *calib, const sc_dataset_t *ds,
                         double *acc)
 {
-        size_t numel = sc_shape_numel(ds->shape), correct = 0;
+        size_t correct = 0;
         char why[256];
-        if (sc_model_out_recalibrate(m, calib, why, sizeof(why)))
+        if (sc_model_out_recalibrate(m, calib, why, sizeof(why)) ||
+            sc_model_eval_set(m, ds->x, ds->y, ds->n, 500, NULL, &correct))
                 return -1;
-        for (size_t i = 0; i < ds->n; i += 500) {
-                int b = (int)(ds->n - i < 500 ? ds->n - i : 500), c = 0;
-                float l = sc_model_eval_batch(m, ds->x + i * numel, ds->y + i, NULL, b, &c, NULL);
-                if (isnan(l))
-                        return -1;
-                correct += (size_t)c;
-        }
         *acc = (double)correct / (double)ds->n;
         return 0;
 }

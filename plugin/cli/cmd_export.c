@@ -10,6 +10,7 @@
 #include "cmd.h"
 #include "sc_ckpt.h"
 #include "sc_conf.h"
+#include "sc_file.h"
 #include "sc_nn.h"
 #include "sc_onnx.h"
 

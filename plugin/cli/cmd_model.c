@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "sc_ckpt.h"
 #include "sc_eval_set.h"
+#include "sc_file.h"
 #include "sc_model_out.h"
 #include "sc_nn.h"
 

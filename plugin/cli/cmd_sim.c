@@ -8,6 +8,7 @@
 #include "cmd.h"
 #include "sc_conf.h"
 #include "sc_data.h"
+#include "sc_file.h"
 #include "sc_idx.h"
 #include "sc_sim.h"
 

@@ -13,6 +13,7 @@
 #include "sc_conf.h"
 #include "sc_data.h"
 #include "sc_eval_set.h"
+#include "sc_file.h"
 #include "sc_metrics.h"
 #include "sc_idx.h"
 #include "sc_nn.h"
@@ -182,21 +183,8 @@ static int sc_run_eval_set(sc_run_t *run)
 static int sc_run_evaluate(sc_run_t *run, size_t *correct, double *loss)
 {
         const sc_dataset_t *ds = &run->test;
-        size_t numel = sc_shape_numel(ds->shape);
-        double sum = 0;
-        *correct = 0;
-        for (size_t i = 0; i < ds->n; i += SC_EVAL_BATCH) {
-                int b = (int)(ds->n - i < SC_EVAL_BATCH ? ds->n - i : SC_EVAL_BATCH);
-                int c = 0;
-                float l = sc_model_eval_batch(run->model, ds->x + i * numel, ds->y + i, NULL, b, &c,
-                                              NULL);
-                if (isnan(l))
-                        return -1;
-                sum += (double)l * b;
-                *correct += (size_t)c;
-        }
-        *loss = sum / (double)ds->n;
-        return 0;
+        return sc_model_eval_set(run->model, ds->x, ds->y, ds->n, SC_EVAL_BATCH, loss, correct) ? -1
+                                                                                                : 0;
 }
 
 static int sc_run_print_accuracy(sc_run_t *run)
@@ -452,9 +440,7 @@ static int sc_train_step(sc_train_t *t, long s)
                         (unsigned long long)t->meta->step);
                 return 1;
         }
-        t->lr = sc_sched_lr(t->sched, (long)t->meta->step);
-        if (conf->optim.base_batch > 0)
-                t->lr = sc_lr_scale_linear(t->lr, b, conf->optim.base_batch);
+        t->lr = sc_step_lr(t->sched, (long)t->meta->step, b, conf->optim.base_batch);
         sc_sgd_step(t->sgd, sc_model_params(t->run->model), sc_model_grads(t->run->model),
                     (float)t->lr);
         t->meta->step++;

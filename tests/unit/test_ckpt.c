@@ -17,6 +17,7 @@
 
 #include "sc_ckpt.h"
 #include "sc_crc32c.h"
+#include "sc_file.h"
 
 /* input (1, 4, 4) -> flatten -> dense 8 -> relu -> dropout -> dense 3 */
 static sc_model_spec_t mlp_spec(void)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sc_conf.h"
+#include "sc_file.h"
 
 #define INVALID_DIR "tests/data/config/invalid"
 #define VALID_DIR "tests/data/config/valid"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_file.h"
 #include "sc_sim.h"
 #include "sim_impl.h"
 

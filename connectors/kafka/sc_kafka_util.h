@@ -118,6 +118,14 @@ void sc_kafka_delivery_init(sc_kafka_delivery_t *dv);
  * message produced elsewhere with a NULL opaque is ignored by it. */
 void sc_kafka_conf_delivery(rd_kafka_conf_t *conf);
 
+/* Produces one message given as rd_kafka_produceva()'s list (topic and
+ * partition name it in errors); while librdkafka's queue is full it serves
+ * delivery reports and retries for up to timeout_ms. SC_ERR_AGAIN if the
+ * queue stayed full, SC_ERR_IO for any other refusal. */
+sc_err_t sc_kafka_produceva_retry(rd_kafka_t *rk, const rd_kafka_vu_t *vu, size_t n,
+                                  const char *topic, int32_t partition, int timeout_ms,
+                                  char *errstr, size_t errstr_size);
+
 /* Produces one message (copied) to topic/partition (RD_KAFKA_PARTITION_UA lets
  * the partitioner choose) with an optional key and optional header
  * (hdr_name NULL for none) and tracks it in dv. When librdkafka's queue is

@@ -4,16 +4,12 @@
 #include "sc_ckpt.h"
 #include "sc_file.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Largest checkpoint file read (bytes). */
-#define SC_CKPT_FILE_MAX ((off_t)1 << 36)
+#define SC_CKPT_FILE_MAX ((size_t)1 << 36)
 
 sc_err_t sc_ckpt_save(const char *path, sc_model_t *model, const sc_sgd_t *sgd,
                       const sc_ckpt_meta_t *meta, char *errstr, size_t errstr_size)
@@ -50,7 +46,6 @@ sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
                              size_t *resume_len, char *errstr, size_t errstr_size)
 {
         char msg[512];
-        struct stat st;
         sc_err_t err = SC_OK;
         size_t n = sc_model_nparams(model);
 
@@ -58,42 +53,11 @@ sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "%s: optimizer holds %zu values, the model %zu parameters", path,
                                sgd->n, n);
-        int fd = open(path, O_RDONLY);
-        if (fd < 0)
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: cannot open: %s", path,
-                               strerror(errno));
-        if (fstat(fd, &st)) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: cannot stat: %s", path,
-                              strerror(errno));
-                goto out_close;
-        }
-        if (!S_ISREG(st.st_mode) || st.st_size > SC_CKPT_FILE_MAX) {
-                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
-                              "%s: not a regular file of at most %lld bytes", path,
-                              (long long)SC_CKPT_FILE_MAX);
-                goto out_close;
-        }
-        size_t len = (size_t)st.st_size;
-        uint8_t *buf = malloc(len ? len : 1);
-        if (!buf) {
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "%s: cannot allocate %zu bytes",
-                              path, len);
-                goto out_close;
-        }
-        size_t got = 0;
-        while (got < len) {
-                ssize_t r = read(fd, buf + got, len - got);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0) {
-                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: read error: %s", path,
-                                      strerror(errno));
-                        goto out_free;
-                }
-                if (r == 0)
-                        break;
-                got += (size_t)r;
-        }
+        size_t got;
+        char *text;
+        if ((err = sc_file_read_all(path, SC_CKPT_FILE_MAX, &text, &got, errstr, errstr_size)))
+                return err;
+        uint8_t *buf = (uint8_t *)text;
         int hs = 0;
         sc_ckpt_meta_t m;
         if (resume)
@@ -126,7 +90,5 @@ sc_err_t sc_ckpt_load_resume(const char *path, sc_model_t *model, sc_sgd_t *sgd,
                 *has_state = hs;
 out_free:
         free(buf);
-out_close:
-        close(fd);
         return err;
 }

@@ -1,5 +1,6 @@
-/* file_atomic.c — atomic whole-file writes (temporary file, fsync, rename,
- * folder fsync), shared by checkpoints and model exports. */
+/* file_io.c — whole files: read at once (configuration, checkpoints,
+ * held-out sets) and written atomically (temporary file, fsync, rename,
+ * folder fsync: checkpoints and model exports). */
 #include "sc_file.h"
 
 #include <errno.h>
@@ -85,4 +86,62 @@ sc_err_t sc_file_write_atomic(const char *path, const void *buf, size_t len, cha
 out_unlink:
         unlink(tmp);
         return err;
+}
+
+sc_err_t sc_file_read_all(const char *path, size_t max, char **bufp, size_t *lenp, char *errstr,
+                          size_t errstr_size)
+{
+        struct stat st;
+        *bufp = NULL;
+        *lenp = 0;
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: cannot open: %s", path,
+                               strerror(errno));
+        /* A regular file's size is the first guess; a pipe's is grown to. */
+        size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
+                         ? (size_t)st.st_size + 1
+                         : 65536;
+        if (cap > max + 1)
+                cap = max + 1;
+        size_t len = 0;
+        char *buf = malloc(cap + 1);
+        sc_err_t err = SC_OK;
+        while (buf) {
+                if (len == cap) {
+                        if (len > max)
+                                break;
+                        size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+                        char *nb = realloc(buf, ncap + 1);
+                        if (!nb)
+                                break;
+                        buf = nb;
+                        cap = ncap;
+                }
+                ssize_t r = read(fd, buf + len, cap - len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0) {
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: read error: %s", path,
+                                      strerror(errno));
+                        break;
+                }
+                if (r == 0)
+                        break;
+                len += (size_t)r;
+        }
+        close(fd);
+        if (!err && (!buf || (len == cap && len <= max)))
+                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "%s: out of memory", path);
+        else if (!err && len > max)
+                err = sc_errf(SC_ERR_INVAL, errstr, errstr_size, "%s: larger than %zu bytes", path,
+                              max);
+        if (err) {
+                free(buf);
+                return err;
+        }
+        buf[len] = '\0';
+        *bufp = buf;
+        *lenp = len;
+        return SC_OK;
 }

@@ -15,10 +15,6 @@ static void sc_sim_evaluate(sc_sim_t *sim, double *loss, double *acc)
         size_t m = sim->spec.eval_samples > 0 && (size_t)sim->spec.eval_samples < ds->n
                        ? (size_t)sim->spec.eval_samples
                        : ds->n;
-        size_t numel = sc_shape_numel(ds->shape);
-        double lsum = 0;
-        long hits = 0;
-
         for (int sh = 0; sh < sim->ns; sh++)
                 memcpy(sc_model_params(sim->model) + sim->begin[sh],
                        sc_server_params(sim->servers[sh]),
@@ -28,14 +24,8 @@ static void sc_sim_evaluate(sc_sim_t *sim, double *loss, double *acc)
         if (sim->devs[0].bn_state)
                 memcpy(sc_model_state(sim->model), sim->devs[0].bn_state,
                        sc_model_nstate(sim->model) * sizeof(float));
-        for (size_t s = 0; s < m; s += 250) {
-                int b = (int)(m - s < 250 ? m - s : 250), correct = 0;
-                float l = sc_model_eval_batch(sim->model, ds->x + s * numel, ds->y + s, NULL, b,
-                                              &correct, NULL);
-                lsum += (double)l * b;
-                hits += correct;
-        }
-        *loss = m ? lsum / (double)m : 0;
+        size_t hits = 0;
+        (void)sc_model_eval_set(sim->model, ds->x, ds->y, m, 250, loss, &hits);
         *acc = m ? (double)hits / (double)m : 0;
 }
 

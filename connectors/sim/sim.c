@@ -122,6 +122,118 @@ static void sc_sim_rate_sum(sc_sim_t *sim)
                 sc_sync_worker_set_rate_sum(sim->devs[i].w, sum);
 }
 
+/* The configuration's parts the simulator refuses. */
+static sc_err_t sc_sim_check(const sc_sim_spec_t *spec, const sc_conf_t *conf, char *errstr,
+                             size_t errstr_size)
+{
+        /* Schedule times count server steps (versions) here: epochs mean nothing
+         * on a stream. */
+        if (conf->optim.warmup_epochs > 0 || conf->optim.total_epochs > 0 ||
+            conf->optim.n_milestones_epochs > 0)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "$.optim.schedule: the simulator counts schedule times in server "
+                               "steps; use warmup_steps, total_steps and milestones");
+        if (conf->optim.sched.kind == SC_SCHED_COSINE && conf->optim.sched.total_steps <= 0 &&
+            spec->max_steps <= 0)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "$.optim.schedule.total_steps: a cosine schedule in the "
+                               "simulator needs total_steps (or sim.max_steps)");
+        return SC_OK;
+}
+
+/* ADSP's commit-rate tuner (sim.tune). */
+static sc_err_t sc_sim_tuner(sc_sim_t *sim, char *errstr, size_t errstr_size)
+{
+        /* Rates above Gamma / B_min all commit every B_min. */
+        double cr = sim->spec.sync.commit_rate, cmax = 64 * cr;
+        if (sim->spec.sync.commit_min > 0 &&
+            sim->spec.sync.gamma / sim->spec.sync.commit_min < cmax)
+                cmax = sim->spec.sync.gamma / sim->spec.sync.commit_min;
+        sc_adsp_tuner_spec_t ts = {.gamma = sim->spec.sync.gamma,
+                                   .c_init = cr,
+                                   .c_step = cr,
+                                   .c_max = cmax > cr ? cmax : cr,
+                                   .target_loss = sim->spec.target_loss,
+                                   .rise = 0.3,
+                                   .research_every = sim->spec.research_every,
+                                   .warmup = sim->spec.sync.gamma};
+        return sc_adsp_tuner_new(&sim->tuner, &ts, 0, errstr, errstr_size);
+}
+
+/* Device i: codecs, policy half, its rng (from root), stream rate (drawn
+ * from r), partition, compute speed, links (drawn from links), model copy
+ * and first event. SC_ERR_NOMEM: the caller says "out of memory". */
+static sc_err_t sc_sim_dev_new(sc_sim_t *sim, int i, sc_rng_t *root, sc_rng_t *r, sc_rng_t *links,
+                               char *errstr, size_t errstr_size)
+{
+        const sc_sim_spec_t *spec = &sim->spec;
+        sc_sim_dev_t *d = &sim->devs[i];
+        size_t n = sim->n;
+        sc_err_t err;
+        if (!(d->codec = calloc((size_t)sim->ns, sizeof(*d->codec))) ||
+            !(d->info = calloc((size_t)sim->ns, sizeof(*d->info))) ||
+            !(d->read_ver = calloc((size_t)sim->ns, sizeof(*d->read_ver))))
+                return SC_ERR_NOMEM;
+        for (int sh = 0; sh < sim->ns; sh++)
+                if ((err = sc_job_codec_new(sim->job, sh, &d->codec[sh], errstr, errstr_size)))
+                        return err;
+        if ((err = sc_sync_worker_new(&d->w, &sim->spec.sync, (uint32_t)i, errstr, errstr_size)))
+                return err;
+        sc_rng_split(root, &d->rng, 100 + (uint64_t)i);
+        d->stream.rate = sc_sim_draw_rate(spec, i, r);
+        d->stream.truncation = spec->truncation;
+        d->stream.window = spec->buffer_window;
+        if ((err = sc_sim_partition(sim, i, d))) {
+                if (err == SC_ERR_CONFIG)
+                        sc_errf(err, errstr, errstr_size,
+                                "$.sim.labels_per_device: device %d has no samples", i);
+                return err;
+        }
+        sc_sync_worker_set_rate(d->w, d->stream.rate);
+        d->spc = spec->per_sample *
+                 (sim->nd > 1 ? 1.0 + (spec->heterogeneity - 1.0) * i / (sim->nd - 1) : 1.0);
+        d->data_wait_since = -1;
+        sc_sim_links_draw(spec, links, &d->up, &d->down);
+        if (!(d->params = malloc(n * sizeof(float))) ||
+            !(d->sync_params = malloc(n * sizeof(float))) || !(d->grad = calloc(n, sizeof(float))))
+                return SC_ERR_NOMEM;
+        if (spec->local_mu > 0) {
+                /* The velocity is the device's own: kept across commits and
+                 * models received, as the server's is across rounds. */
+                sc_sgd_spec_t ls = {.momentum = spec->local_mu};
+                if (sc_sgd_init(&d->local, &ls, n))
+                        return SC_ERR_NOMEM;
+        }
+        memcpy(d->params, sc_model_params(sim->model), n * sizeof(float));
+        memcpy(d->sync_params, d->params, n * sizeof(float));
+        if (sc_model_nstate(sim->model)) {
+                size_t ss = sc_model_nstate(sim->model) * sizeof(float);
+                if (!(d->bn_state = malloc(ss)))
+                        return SC_ERR_NOMEM;
+                memcpy(d->bn_state, sc_model_state(sim->model), ss);
+        }
+        if (!spec->downlink_bcast && sc_sim_queue_push(&sim->q, 0.0, SC_EV_READY, i, NULL))
+                return SC_ERR_NOMEM;
+        d->busy = 1;
+        return SC_OK;
+}
+
+/* The first evaluation and the churn plan's leaves and rejoins. */
+static sc_err_t sc_sim_plan(sc_sim_t *sim)
+{
+        const sc_sim_spec_t *spec = &sim->spec;
+        if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_EVAL, -1, NULL))
+                return SC_ERR_NOMEM;
+        for (int c = 0; c < spec->n_churn; c++) {
+                const sc_sim_churn_t *ch = &spec->churn[c];
+                if (sc_sim_queue_push(&sim->q, ch->leave_at, SC_EV_LEAVE, ch->device, NULL) ||
+                    (ch->rejoin_at > ch->leave_at &&
+                     sc_sim_queue_push(&sim->q, ch->rejoin_at, SC_EV_JOIN, ch->device, NULL)))
+                        return SC_ERR_NOMEM;
+        }
+        return SC_OK;
+}
+
 sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t *conf,
                     const sc_dataset_t *train, const sc_dataset_t *test, char *errstr,
                     size_t errstr_size)
@@ -130,7 +242,6 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         sc_job_spec_t jspec;
         sc_rng_t root, r;
         sc_err_t err;
-        size_t n;
 
         *simp = NULL;
         if (!(sim = calloc(1, sizeof(*sim))))
@@ -143,24 +254,9 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         sim->reached_t = -1;
         sim->last_loss = NAN;
         sim->spec.sync.n_workers = spec->devices;
-        if ((err = sc_sync_spec_check(&sim->spec.sync, errstr, errstr_size)))
+        if ((err = sc_sync_spec_check(&sim->spec.sync, errstr, errstr_size)) ||
+            (err = sc_sim_check(spec, conf, errstr, errstr_size)))
                 goto out;
-        /* Schedule times count server steps (versions) here: epochs mean nothing
-         * on a stream. */
-        if (conf->optim.warmup_epochs > 0 || conf->optim.total_epochs > 0 ||
-            conf->optim.n_milestones_epochs > 0) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "$.optim.schedule: the simulator counts schedule times in server "
-                              "steps; use warmup_steps, total_steps and milestones");
-                goto out;
-        }
-        if (conf->optim.sched.kind == SC_SCHED_COSINE && conf->optim.sched.total_steps <= 0 &&
-            spec->max_steps <= 0) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "$.optim.schedule.total_steps: a cosine schedule in the "
-                              "simulator needs total_steps (or sim.max_steps)");
-                goto out;
-        }
         sc_sim_job_spec(sim, &jspec);
         if ((err = sc_job_new(&sim->job, &jspec, conf, errstr, errstr_size)))
                 goto out;
@@ -174,7 +270,7 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
                 goto out;
         }
         sc_nn_set_threads(1); /* deterministic and fair on shared cores */
-        n = sim->n = sc_model_nparams(sim->model);
+        sim->n = sc_model_nparams(sim->model);
         sc_rng_seed(&root, jspec.seed);
         sc_job_rng(sim->job, &r); /* stream 0, past the initial model's draw */
         sim->ns = sc_job_shards(sim->job);
@@ -188,31 +284,16 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
         sim->commit_rate = sim->spec.sync.commit_rate;
         sim->ingress.bps = spec->server_ingress_bps;
         sim->tau = sim->spec.sync.local_steps;
-        if (spec->tune && spec->sync.kind == SC_SYNC_ADSP) {
-                /* Rates above Gamma / B_min all commit every B_min. */
-                double cr = sim->spec.sync.commit_rate, cmax = 64 * cr;
-                if (sim->spec.sync.commit_min > 0 &&
-                    sim->spec.sync.gamma / sim->spec.sync.commit_min < cmax)
-                        cmax = sim->spec.sync.gamma / sim->spec.sync.commit_min;
-                sc_adsp_tuner_spec_t ts = {.gamma = sim->spec.sync.gamma,
-                                           .c_init = cr,
-                                           .c_step = cr,
-                                           .c_max = cmax > cr ? cmax : cr,
-                                           .target_loss = spec->target_loss,
-                                           .rise = 0.3,
-                                           .research_every = spec->research_every,
-                                           .warmup = sim->spec.sync.gamma};
-                if ((err = sc_adsp_tuner_new(&sim->tuner, &ts, 0, errstr, errstr_size)))
-                        goto out;
-        }
+        if (spec->tune && spec->sync.kind == SC_SYNC_ADSP &&
+            (err = sc_sim_tuner(sim, errstr, errstr_size)))
+                goto out;
         sim->max_batch =
             sim->spec.sync.kind == SC_SYNC_SCADLES ? sim->spec.sync.b_max : sim->spec.sync.batch;
-        err = SC_ERR_NOMEM;
         if (!(sim->x =
                   malloc((size_t)sim->max_batch * sc_shape_numel(train->shape) * sizeof(float))) ||
             !(sim->y = malloc((size_t)sim->max_batch * sizeof(int32_t))) ||
             !(sim->bidx = malloc((size_t)sim->max_batch * sizeof(uint32_t))) ||
-            !(sim->tmp = malloc(n * sizeof(float))) ||
+            !(sim->tmp = malloc(sim->n * sizeof(float))) ||
             !(sim->devs = calloc((size_t)sim->nd, sizeof(*sim->devs))) ||
             !(sim->votes = calloc((size_t)sim->nd, sizeof(int))))
                 goto out_nomem;
@@ -229,77 +310,22 @@ sc_err_t sc_sim_new(sc_sim_t **simp, const sc_sim_spec_t *spec, const sc_conf_t 
          * are those of a run without edge links. */
         sc_rng_t links = root;
         sc_rng_split(&links, &links, 2);
-        for (int i = 0; i < sim->nd; i++) {
-                sc_sim_dev_t *d = &sim->devs[i];
-                if (!(d->codec = calloc((size_t)sim->ns, sizeof(*d->codec))) ||
-                    !(d->info = calloc((size_t)sim->ns, sizeof(*d->info))) ||
-                    !(d->read_ver = calloc((size_t)sim->ns, sizeof(*d->read_ver))))
-                        goto out_nomem;
-                for (int sh = 0; sh < sim->ns; sh++)
-                        if ((err = sc_job_codec_new(sim->job, sh, &d->codec[sh], errstr,
-                                                    errstr_size)))
-                                goto out;
-                if ((err = sc_sync_worker_new(&d->w, &sim->spec.sync, (uint32_t)i, errstr,
-                                              errstr_size)))
-                        goto out;
-                sc_rng_split(&root, &d->rng, 100 + (uint64_t)i);
-                d->stream.rate = sc_sim_draw_rate(spec, i, &r);
-                d->stream.truncation = spec->truncation;
-                d->stream.window = spec->buffer_window;
-                if ((err = sc_sim_partition(sim, i, d))) {
-                        if (err == SC_ERR_CONFIG)
-                                sc_errf(err, errstr, errstr_size,
-                                        "$.sim.labels_per_device: device %d has no samples", i);
-                        else
-                                goto out_nomem;
-                        goto out;
-                }
-                sc_sync_worker_set_rate(d->w, d->stream.rate);
-                d->spc =
-                    spec->per_sample *
-                    (sim->nd > 1 ? 1.0 + (spec->heterogeneity - 1.0) * i / (sim->nd - 1) : 1.0);
-                d->data_wait_since = -1;
-                sc_sim_links_draw(spec, &links, &d->up, &d->down);
-                if (!(d->params = malloc(n * sizeof(float))) ||
-                    !(d->sync_params = malloc(n * sizeof(float))) ||
-                    !(d->grad = calloc(n, sizeof(float))))
-                        goto out_nomem;
-                if (spec->local_mu > 0) {
-                        /* The velocity is the device's own: kept across commits and
-                         * models received, as the server's is across rounds. */
-                        sc_sgd_spec_t ls = {.momentum = spec->local_mu};
-                        if (sc_sgd_init(&d->local, &ls, n))
-                                goto out_nomem;
-                }
-                memcpy(d->params, sc_model_params(sim->model), n * sizeof(float));
-                memcpy(d->sync_params, d->params, n * sizeof(float));
-                if (sc_model_nstate(sim->model)) {
-                        size_t ss = sc_model_nstate(sim->model) * sizeof(float);
-                        if (!(d->bn_state = malloc(ss)))
-                                goto out_nomem;
-                        memcpy(d->bn_state, sc_model_state(sim->model), ss);
-                }
-                if (!spec->downlink_bcast && sc_sim_queue_push(&sim->q, 0.0, SC_EV_READY, i, NULL))
-                        goto out_nomem;
-                d->busy = 1;
-        }
+        for (int i = 0; i < sim->nd; i++)
+                if ((err = sc_sim_dev_new(sim, i, &root, &r, &links, errstr, errstr_size)))
+                        goto err_dev;
         if (spec->downlink_bcast && (err = sc_sim_bcast_init(sim, errstr, errstr_size)))
                 goto out;
         if (spec->downlink_bcast && sc_sim_bcast_start(sim))
                 goto out_nomem;
         sc_sim_rate_sum(sim);
-        if (sc_sim_queue_push(&sim->q, 0.0, SC_EV_EVAL, -1, NULL))
+        if (sc_sim_plan(sim))
                 goto out_nomem;
-        for (int c = 0; c < spec->n_churn; c++) {
-                const sc_sim_churn_t *ch = &spec->churn[c];
-                if (sc_sim_queue_push(&sim->q, ch->leave_at, SC_EV_LEAVE, ch->device, NULL) ||
-                    (ch->rejoin_at > ch->leave_at &&
-                     sc_sim_queue_push(&sim->q, ch->rejoin_at, SC_EV_JOIN, ch->device, NULL)))
-                        goto out_nomem;
-        }
         *simp = sim;
         return SC_OK;
 
+err_dev:
+        if (err != SC_ERR_NOMEM)
+                goto out;
 out_nomem:
         err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "sim: out of memory");
 out:

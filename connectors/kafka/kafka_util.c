@@ -430,6 +430,29 @@ int sc_kafka_reach_ok(const sc_kafka_reach_t *r)
         return r->brokers_up > 0;
 }
 
+sc_err_t sc_kafka_produceva_retry(rd_kafka_t *rk, const rd_kafka_vu_t *vu, size_t n,
+                                  const char *topic, int32_t partition, int timeout_ms,
+                                  char *errstr, size_t errstr_size)
+{
+        double deadline = sc_clock_mono() + (double)timeout_ms / 1000.0;
+        for (;;) {
+                rd_kafka_error_t *error = rd_kafka_produceva(rk, vu, n);
+                if (!error)
+                        return SC_OK;
+                rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+                if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL || sc_clock_mono() >= deadline) {
+                        sc_err_t err =
+                            code == RD_KAFKA_RESP_ERR__QUEUE_FULL ? SC_ERR_AGAIN : SC_ERR_IO;
+                        sc_errf(err, errstr, errstr_size, "produce to %s [%" PRId32 "]: %s", topic,
+                                partition, rd_kafka_error_string(error));
+                        rd_kafka_error_destroy(error);
+                        return err;
+                }
+                rd_kafka_error_destroy(error);
+                rd_kafka_poll(rk, 10);
+        }
+}
+
 sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
                           size_t key_len, const void *value, size_t value_len, const char *hdr_name,
                           const void *hdr_value, size_t hdr_len, int64_t timestamp_ms,
@@ -464,25 +487,11 @@ sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, 
                 vu[n].u.header.val = hdr_value;
                 vu[n++].u.header.size = (ssize_t)hdr_len;
         }
-        double deadline = sc_clock_mono() + (double)timeout_ms / 1000.0;
-        for (;;) {
-                rd_kafka_error_t *error = rd_kafka_produceva(rk, vu, n);
-                if (!error) {
-                        if (dv)
-                                dv->dv_pending++;
-                        return SC_OK;
-                }
-                rd_kafka_resp_err_t code = rd_kafka_error_code(error);
-                if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL || sc_clock_mono() >= deadline) {
-                        sc_errf(code == RD_KAFKA_RESP_ERR__QUEUE_FULL ? SC_ERR_AGAIN : SC_ERR_IO,
-                                errstr, errstr_size, "produce to %s [%" PRId32 "]: %s", topic,
-                                partition, rd_kafka_error_string(error));
-                        rd_kafka_error_destroy(error);
-                        return code == RD_KAFKA_RESP_ERR__QUEUE_FULL ? SC_ERR_AGAIN : SC_ERR_IO;
-                }
-                rd_kafka_error_destroy(error);
-                rd_kafka_poll(rk, 10);
-        }
+        sc_err_t err =
+            sc_kafka_produceva_retry(rk, vu, n, topic, partition, timeout_ms, errstr, errstr_size);
+        if (!err && dv)
+                dv->dv_pending++;
+        return err;
 }
 
 sc_err_t sc_kafka_delivery_wait(rd_kafka_t *rk, sc_kafka_delivery_t *dv, int timeout_ms,

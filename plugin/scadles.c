@@ -539,6 +539,30 @@ static long sc_api_min_batch(const scadles_worker_t *w)
         return wc->batch.mode == SC_BATCH_FIXED ? wc->batch.b : wc->batch.b_min;
 }
 
+typedef struct sc_api_commits {
+        scadles_commit_cb_t *cb;
+        void *opaque;
+} sc_api_commits_t;
+
+static void sc_api_commit_one(void *opaque, const char *topic, int32_t partition,
+                              int64_t next_offset)
+{
+        sc_api_commits_t *c = opaque;
+        c->cb(topic, partition, next_offset, c->opaque);
+}
+
+SCADLES_EXPORT scadles_resp_err_t scadles_commits(scadles_worker_t *w, scadles_commit_cb_t *cb,
+                                                  void *opaque)
+{
+        if (!w || !cb)
+                return SCADLES_ERR_INVALID_ARG;
+        sc_api_commits_t c = {cb, opaque};
+        pthread_mutex_lock(&w->engine);
+        sc_worker_commits(w->sw, sc_api_commit_one, &c);
+        pthread_mutex_unlock(&w->engine);
+        return SCADLES_OK;
+}
+
 SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout_ms)
 {
         if (!w)

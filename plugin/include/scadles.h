@@ -226,6 +226,24 @@ SCADLES_EXPORT scadles_resp_err_t scadles_flush(scadles_worker_t *w, int timeout
 SCADLES_EXPORT scadles_resp_err_t scadles_finish(scadles_worker_t *w, int timeout_ms, char *errstr,
                                                  size_t errstr_size);
 
+/* Commit callback: the host may commit next_offset for topic [partition]
+ * (valid during the call only). */
+typedef void(scadles_commit_cb_t)(const char *topic, int32_t partition, int64_t next_offset,
+                                  void *opaque);
+
+/* The offsets the host may commit on its own consumer: calls cb for every
+ * (topic, partition) whose committable position (the next offset to read)
+ * advanced since the last call. Every record below the position was
+ * trained, dropped or rejected (and counted). With train.checkpoint (and
+ * train.resume, the default) the position is the last checkpoint's
+ * instead: a host that commits it and is killed re-delivers every record
+ * the resumed model lacks and none it holds (docs/PLUGIN.md, Restarts).
+ * Records still in the push queue are not covered. Any thread; waits for
+ * the training step in progress. SCADLES_ERR_INVALID_ARG for a NULL w or
+ * cb. */
+SCADLES_EXPORT scadles_resp_err_t scadles_commits(scadles_worker_t *w, scadles_commit_cb_t *cb,
+                                                  void *opaque);
+
 /* The current statistics as one JSON object (as given to the stats
  * callback). Any thread. Caller frees with scadles_mem_free(); NULL on OOM
  * or NULL w. */

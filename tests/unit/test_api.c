@@ -609,6 +609,63 @@ static void records_and_predictions_as_structs(void **state)
         scadles_destroy(w);
 }
 
+typedef struct commits {
+        int calls;
+        char topic[32];
+        int32_t partition;
+        int64_t next;
+} commits_t;
+
+static void on_commit(const char *topic, int32_t partition, int64_t next_offset, void *opaque)
+{
+        commits_t *c = opaque;
+        c->calls++;
+        snprintf(c->topic, sizeof(c->topic), "%s", topic);
+        c->partition = partition;
+        c->next = next_offset;
+}
+
+static void commits_follow_training_or_the_checkpoint(void **state)
+{
+        char err[512], path[] = "/tmp/test_api_commits.XXXXXX";
+        /* Without a checkpoint: what was trained. */
+        scadles_worker_t *w = job_worker(job_conf());
+        commits_t c = {0};
+        assert_int_equal(push_n(w, "t", 3, 0, 400), 400);
+        assert_int_equal(scadles_flush(w, 10000), SCADLES_OK);
+        assert_int_equal(scadles_commits(w, on_commit, &c), SCADLES_OK);
+        assert_int_equal(c.calls, 1);
+        assert_string_equal(c.topic, "t");
+        assert_int_equal(c.partition, 3);
+        assert_int_equal(c.next, 400);
+        assert_int_equal(scadles_commits(w, on_commit, &c), SCADLES_OK);
+        assert_int_equal(c.calls, 1); /* nothing advanced since */
+        assert_int_equal(scadles_commits(NULL, on_commit, &c), SCADLES_ERR_INVALID_ARG);
+        assert_int_equal(scadles_commits(w, NULL, &c), SCADLES_ERR_INVALID_ARG);
+        scadles_destroy(w);
+
+        /* With one: what the last checkpoint holds, once it is written. */
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        unlink(path);
+        scadles_conf_t *conf = job_conf();
+        assert_int_equal(scadles_conf_set(conf, "train.checkpoint", path, err, sizeof(err)),
+                         SCADLES_OK);
+        w = job_worker(conf);
+        memset(&c, 0, sizeof(c));
+        assert_int_equal(push_n(w, "t", 3, 0, 400), 400);
+        assert_int_equal(scadles_flush(w, 10000), SCADLES_OK);
+        assert_int_equal(scadles_commits(w, on_commit, &c), SCADLES_OK);
+        assert_int_equal(c.calls, 0); /* trained, but no checkpoint holds it yet */
+        assert_int_equal(scadles_finish(w, 1000, err, sizeof(err)), SCADLES_OK);
+        assert_int_equal(scadles_commits(w, on_commit, &c), SCADLES_OK);
+        assert_int_equal(c.calls, 1);
+        assert_int_equal(c.next, 400);
+        scadles_destroy(w);
+        unlink(path);
+}
+
 typedef struct server {
         scadles_model_t *m;
         int calls, wrong, failed;
@@ -719,6 +776,7 @@ int main(void)
             cmocka_unit_test(predict_concurrent_with_training),
             cmocka_unit_test(records_and_predictions_as_structs),
             cmocka_unit_test(model_handle_serves_a_checkpoint),
+            cmocka_unit_test(commits_follow_training_or_the_checkpoint),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
-/* cmd_feed.c — `scadles feed`: publishes a labelled image data set
- * (Fashion-MNIST or synthetic) to N Kafka topics, each at its own rate. */
+/* cmd_feed.c — `scadles feed`: its options, then the feed (connectors/feed.c,
+ * a labelled image data set published to N Kafka topics, each at its own
+ * rate) and its summary. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>

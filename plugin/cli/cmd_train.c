@@ -1,6 +1,6 @@
-/* cmd_train.c — `scadles train` (offline training on Fashion-MNIST or
- * synthetic data, with checkpoints) and `scadles eval` (test accuracy of a
- * checkpoint). */
+/* cmd_train.c — `scadles train` (data and model for the offline trainer,
+ * connectors/trainer.c, and its report) and `scadles eval` (test accuracy
+ * of a checkpoint). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "sc_clock.h"
 #include "sc_ckpt.h"
 #include "sc_conf.h"
 #include "sc_data.h"
@@ -19,16 +18,7 @@
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_rng.h"
-
-#define SC_EVAL_BATCH 500
-
-/* rng streams split from the run seed: per epoch (shuffle) and per step
- * (dropout), so a run resumed mid-epoch continues exactly as it would have */
-#define SC_STREAM_INIT 1
-#define SC_STREAM_SYNTH_TRAIN 2
-#define SC_STREAM_SYNTH_TEST 3
-#define SC_STREAM_SHUFFLE(epoch) (((uint64_t)1 << 62) + (epoch))
-#define SC_STREAM_DROPOUT(step) (((uint64_t)2 << 62) + (step))
+#include "sc_trainer.h"
 
 typedef struct sc_run {
         const char *cmd; /* "train" / "eval", for messages */
@@ -183,8 +173,10 @@ static int sc_run_eval_set(sc_run_t *run)
 static int sc_run_evaluate(sc_run_t *run, size_t *correct, double *loss)
 {
         const sc_dataset_t *ds = &run->test;
-        return sc_model_eval_set(run->model, ds->x, ds->y, ds->n, SC_EVAL_BATCH, loss, correct) ? -1
-                                                                                                : 0;
+        return sc_model_eval_set(run->model, ds->x, ds->y, ds->n, SC_TRAINER_EVAL_BATCH, loss,
+                                 correct)
+                   ? -1
+                   : 0;
 }
 
 static int sc_run_print_accuracy(sc_run_t *run)
@@ -371,189 +363,42 @@ static int sc_train_args(int argc, char **argv, sc_train_opts_t *o, int eval)
         return -1;
 }
 
-static int sc_train_save(sc_run_t *run, const sc_sgd_t *sgd, const sc_ckpt_meta_t *meta)
+/* An epoch's line on stdout. */
+static void sc_train_on_epoch(void *opaque, const sc_trainer_epoch_t *e)
 {
-        char err[1024];
-        const char *path = run->conf.train.checkpoint;
-        if (!path[0])
-                return 0;
-        if (sc_ckpt_save(path, run->model, sgd, meta, err, sizeof(err))) {
-                fprintf(stderr, "scadles train: %s\n", err);
-                return 1;
-        }
-        return 0;
-}
-
-/* The training loop's state: the optimizer and schedule, the position
- * (meta), the epoch's sample order, a batch's buffers and the sums of the
- * epoch (ep) and of the current progress interval (iv). */
-typedef struct sc_train {
-        sc_run_t *run;
-        sc_sgd_t *sgd;
-        const sc_sched_spec_t *sched;
-        sc_ckpt_meta_t *meta;
-        long steps_per_epoch;
-        float *x;
-        int32_t *y;
-        uint32_t *perm;
-        struct {
-                double loss;
-                size_t seen, hits;
-        } ep, iv;
-        double t_epoch, t_last, lr;
-} sc_train_t;
-
-/* The epoch's sample order: a permutation drawn from (seed, epoch), so a
- * resumed run sees the same order. */
-static void sc_train_shuffle(sc_train_t *t)
-{
-        const sc_run_t *run = t->run;
-        sc_rng_t root, shuf;
-        sc_rng_seed(&root, run->conf.train.seed);
-        sc_rng_split(&root, &shuf, SC_STREAM_SHUFFLE(t->meta->epoch));
-        for (size_t i = 0; i < run->train.n; i++)
-                t->perm[i] = (uint32_t)i;
-        sc_rng_shuffle_u32(&shuf, t->perm, (uint32_t)run->train.n);
-}
-
-/* Step s of the epoch: gather its batch, train, step the optimizer at the
- * scheduled (and linearly scaled) rate; 1 when the loss is not finite. */
-static int sc_train_step(sc_train_t *t, long s)
-{
-        const sc_conf_t *conf = &t->run->conf;
-        const sc_dataset_t *ds = &t->run->train;
-        const int batch = conf->train.batch;
-        size_t start = (size_t)s * (size_t)batch;
-        int b = (int)(ds->n - start < (size_t)batch ? ds->n - start : (size_t)batch);
-        int correct = 0;
-        sc_rng_t root, drop;
-
-        sc_dataset_gather(ds, t->perm + start, (size_t)b, t->x, t->y);
-        sc_rng_seed(&root, conf->train.seed);
-        sc_rng_split(&root, &drop, SC_STREAM_DROPOUT(t->meta->step));
-        float loss = sc_model_train_batch(t->run->model, t->x, t->y, NULL, b, &drop, &correct);
-        if (!isfinite(loss)) {
-                fprintf(stderr,
-                        "scadles train: loss is %s at epoch %llu step %llu "
-                        "(diverged: lower optim.lr, or out of memory)\n",
-                        isnan(loss) ? "NaN" : "infinite", (unsigned long long)t->meta->epoch + 1,
-                        (unsigned long long)t->meta->step);
-                return 1;
-        }
-        t->lr = sc_step_lr(t->sched, (long)t->meta->step, b, conf->optim.base_batch);
-        sc_sgd_step(t->sgd, sc_model_params(t->run->model), sc_model_grads(t->run->model),
-                    (float)t->lr);
-        t->meta->step++;
-        t->meta->epoch_step++;
-        t->ep.loss += (double)loss * b;
-        t->iv.loss += (double)loss * b;
-        t->ep.seen += (size_t)b;
-        t->iv.seen += (size_t)b;
-        t->ep.hits += (size_t)correct;
-        t->iv.hits += (size_t)correct;
-        return 0;
-}
-
-/* A progress line every train.progress_interval seconds (s: the step just
- * taken), over the steps since the last one. */
-static void sc_train_progress(sc_train_t *t, long s)
-{
-        const sc_conf_t *conf = &t->run->conf;
-        double now = sc_clock_mono();
-        if (conf->train.progress_interval <= 0 || now - t->t_last < conf->train.progress_interval)
-                return;
-        fprintf(stderr,
-                "epoch %llu/%d  step %llu (%ld/%ld)  loss %.4f  train "
-                "acc %.4f  %.0f samples/s  lr %.5g\n",
-                (unsigned long long)t->meta->epoch + 1, conf->train.epochs,
-                (unsigned long long)t->meta->step, s + 1, t->steps_per_epoch,
-                t->iv.loss / (double)t->iv.seen, (double)t->iv.hits / (double)t->iv.seen,
-                (double)t->iv.seen / (now - t->t_last), t->lr);
-        t->t_last = now;
-        memset(&t->iv, 0, sizeof(t->iv));
-}
-
-/* Stopped by a signal: the checkpoint saved where the run stands; 130, or
- * 1 when it could not be saved. */
-static int sc_train_interrupted(sc_train_t *t)
-{
-        const sc_conf_t *conf = &t->run->conf;
-        if (t->meta->epoch_step == (uint64_t)t->steps_per_epoch) {
-                t->meta->epoch++; /* stopped right at an epoch's end */
-                t->meta->epoch_step = 0;
-        }
-        if (sc_train_save(t->run, t->sgd, t->meta))
-                return 1;
-        fprintf(stderr, "scadles train: interrupted at epoch %llu step %llu%s%s\n",
-                (unsigned long long)t->meta->epoch + 1, (unsigned long long)t->meta->step,
-                conf->train.checkpoint[0] ? "; checkpoint saved to " : "", conf->train.checkpoint);
-        return 130;
-}
-
-/* An epoch's end: the test set evaluated, the epoch's line printed and the
- * checkpoint saved; an exit code (0 to go on). */
-static int sc_train_epoch_end(sc_train_t *t)
-{
-        sc_run_t *run = t->run;
-        size_t correct;
-        double test_loss, t_train = sc_clock_mono() - t->t_epoch;
-
-        t->meta->epoch++;
-        t->meta->epoch_step = 0;
-        if (sc_run_evaluate(run, &correct, &test_loss)) {
-                fprintf(stderr, "scadles train: evaluation failed (out of memory)\n");
-                return 1;
-        }
         printf("epoch %llu/%d: train loss %.4f acc %.4f, test loss %.4f accuracy %.4f "
                "(%zu/%zu), %.1f s\n",
-               (unsigned long long)t->meta->epoch, run->conf.train.epochs,
-               t->ep.seen ? t->ep.loss / (double)t->ep.seen : 0.0,
-               t->ep.seen ? (double)t->ep.hits / (double)t->ep.seen : 0.0, test_loss,
-               (double)correct / (double)run->test.n, correct, run->test.n, t_train);
+               (unsigned long long)e->epoch, e->epochs, e->train_loss, e->train_acc, e->test_loss,
+               (double)e->test_correct / (double)e->test_n, e->test_correct, e->test_n, e->seconds);
         fflush(stdout);
-        return sc_train_save(run, t->sgd, t->meta);
 }
 
-/* The training loop proper: epochs of steps from where meta stands; returns
- * an exit code. */
+/* Progress lines on stderr as they are. */
+static void sc_train_log(void *opaque, int level, const char *line)
+{
+        fprintf(stderr, "%s\n", line);
+}
+
+/* The training loop (connectors/trainer.c) from where meta stands; returns
+ * an exit code: 130 when interrupted (the checkpoint saved), 1 on an
+ * error. */
 static int sc_train_loop(sc_run_t *run, sc_sgd_t *sgd, const sc_sched_spec_t *sched,
                          sc_ckpt_meta_t *meta, long steps_per_epoch)
 {
-        const size_t numel = sc_shape_numel(run->train.shape);
-        const int batch = run->conf.train.batch;
-        sc_train_t t = {.run = run,
-                        .sgd = sgd,
-                        .sched = sched,
-                        .meta = meta,
-                        .steps_per_epoch = steps_per_epoch,
-                        .x = malloc((size_t)batch * numel * sizeof(float)),
-                        .y = malloc((size_t)batch * sizeof(int32_t)),
-                        .perm = malloc(run->train.n * sizeof(uint32_t))};
-        int rc = 0;
-
-        if (!t.x || !t.y || !t.perm) {
-                fprintf(stderr, "scadles train: out of memory\n");
-                rc = 1;
-        }
-        while (!rc && meta->epoch < (uint64_t)run->conf.train.epochs) {
-                sc_train_shuffle(&t);
-                t.t_epoch = t.t_last = sc_clock_mono();
-                memset(&t.ep, 0, sizeof(t.ep));
-                memset(&t.iv, 0, sizeof(t.iv));
-                for (long s = (long)meta->epoch_step; !rc && s < steps_per_epoch; s++) {
-                        if ((rc = sc_train_step(&t, s)))
-                                break;
-                        sc_train_progress(&t, s);
-                        if (sc_cli_stop)
-                                rc = sc_train_interrupted(&t);
-                }
-                if (!rc)
-                        rc = sc_train_epoch_end(&t);
-        }
-        free(t.x);
-        free(t.y);
-        free(t.perm);
-        return rc;
+        char err[1024];
+        sc_trainer_spec_t ts = {.conf = &run->conf,
+                                .model = run->model,
+                                .sgd = sgd,
+                                .sched = sched,
+                                .train = &run->train,
+                                .test = &run->test,
+                                .stop = &sc_cli_stop,
+                                .log = sc_train_log,
+                                .on_epoch = sc_train_on_epoch};
+        sc_err_t e = sc_trainer_run(&ts, meta, steps_per_epoch, err, sizeof(err));
+        if (e)
+                fprintf(stderr, "scadles train: %s\n", err);
+        return e == SC_ERR_AGAIN ? 130 : e ? 1 : 0;
 }
 
 int sc_cmd_train(int argc, char **argv)

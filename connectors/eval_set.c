@@ -147,36 +147,21 @@ static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
         return err;
 }
 
-/* Partitions whose consume position passed their end offset while records
- * below it were never delivered (transaction markers, aborted records):
- * marked read (next = hi); returns how many. */
-static int sc_es_topic_passed(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *tp,
-                              const rd_kafka_metadata_topic_t *mt, const int64_t *hi, int64_t *next)
-{
-        int done = 0;
-        if (rd_kafka_position(rk, tp))
-                return 0;
-        for (int i = 0; i < tp->cnt; i++)
-                for (int p = 0; p < mt->partition_cnt; p++)
-                        if (mt->partitions[p].id == tp->elems[i].partition && next[p] < hi[p] &&
-                            tp->elems[i].offset >= hi[p]) {
-                                next[p] = hi[p];
-                                done++;
-                        }
-        return done;
-}
-
-/* One partition range reading of eval.topic: its partitions (md), per
- * partition the end offset as of now (hi) and the next offset to read
- * (next), the partitions with records (tp). */
+/* The reading of eval.topic: its partitions (md), per partition the range
+ * [next, hi) as of now, and while decoding the data set and the fault. */
 typedef struct sc_es_range {
         const char *topic;
         rd_kafka_t *rk;
         const struct rd_kafka_metadata *md;
         int np;
         int64_t *hi, *next;
-        rd_kafka_topic_partition_list_t *tp;
         size_t total;
+        const sc_decode_spec_t *dspec;
+        sc_dataset_t *ds;
+        size_t n;
+        sc_err_t err;
+        char *errstr;
+        size_t errstr_size;
 } sc_es_range_t;
 
 /* The topic's partitions and, per partition, its range as of now (learnt
@@ -200,8 +185,7 @@ static sc_err_t sc_es_topic_ends(const sc_conf_t *conf, sc_es_range_t *r, char *
         r->np = r->md->topics[0].partition_cnt;
         r->hi = calloc((size_t)r->np, sizeof(int64_t));
         r->next = calloc((size_t)r->np, sizeof(int64_t));
-        r->tp = rd_kafka_topic_partition_list_new(r->np);
-        if (!r->hi || !r->next || !r->tp)
+        if (!r->hi || !r->next)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         for (int p = 0; p < r->np; p++) {
                 int32_t id = r->md->topics[0].partitions[p].id;
@@ -211,8 +195,6 @@ static sc_err_t sc_es_topic_ends(const sc_conf_t *conf, sc_es_range_t *r, char *
                         return sc_errf(err, errstr, errstr_size, "end offset: %s", why);
                 r->next[p] = lo;
                 r->total += (size_t)(r->hi[p] - lo);
-                if (r->hi[p] > lo)
-                        rd_kafka_topic_partition_list_add(r->tp, r->topic, id)->offset = lo;
         }
         if (r->total == 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
@@ -220,18 +202,15 @@ static sc_err_t sc_es_topic_ends(const sc_conf_t *conf, sc_es_range_t *r, char *
         return SC_OK;
 }
 
-/* Decodes one record of the range into ds's row *n; skips a record outside
- * the range. */
-static sc_err_t sc_es_topic_record(sc_es_range_t *r, const rd_kafka_message_t *m,
-                                   const sc_decode_spec_t *dspec, sc_dataset_t *ds, size_t *n,
-                                   int *left, char *errstr, size_t errstr_size)
+/* Decodes one record of the range into the data set's next row
+ * (sc_kafka_range_fn); a malformed one ends the read with r->err. */
+static int sc_es_topic_record(void *opaque, const rd_kafka_message_t *m)
 {
+        sc_es_range_t *r = opaque;
+        const sc_decode_spec_t *dspec = r->dspec;
         char why[512];
-        int p = 0;
-        while (p < r->np && r->md->topics[0].partitions[p].id != m->partition)
-                p++;
-        if (p == r->np || m->offset >= r->hi[p] || m->offset < r->next[p])
-                return SC_OK;
+        if (r->n >= r->total)
+                return 1; /* more than the ends promised: the data set is full */
         sc_decode_header_t hd[SC_DECODE_MAX_HEADERS + 1];
         size_t nh = sc_kafka_headers(m, hd);
         sc_record_t rec = {.key = m->key,
@@ -240,55 +219,38 @@ static sc_err_t sc_es_topic_record(sc_es_range_t *r, const rd_kafka_message_t *m
                            .value_size = m->len,
                            .headers = hd,
                            .n_headers = nh};
-        sc_decode_fault_t f =
-            sc_decode_record(dspec, &rec, ds->x + *n * dspec->numel, ds->y + *n, why, sizeof(why));
-        if (f != SC_DECODE_OK)
-                return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                               "%s [%d] offset %lld: %s record (%s): %s", r->topic,
-                               (int)m->partition, (long long)m->offset,
-                               sc_decode_format_name(dspec->format), sc_decode_fault_name(f), why);
-        (*n)++;
-        r->next[p] = m->offset + 1;
-        if (r->next[p] >= r->hi[p])
-                (*left)--;
-        return SC_OK;
+        sc_decode_fault_t f = sc_decode_record(dspec, &rec, r->ds->x + r->n * dspec->numel,
+                                               r->ds->y + r->n, why, sizeof(why));
+        if (f != SC_DECODE_OK) {
+                r->err =
+                    sc_errf(SC_ERR_DECODE, r->errstr, r->errstr_size,
+                            "%s [%d] offset %lld: %s record (%s): %s", r->topic, (int)m->partition,
+                            (long long)m->offset, sc_decode_format_name(dspec->format),
+                            sc_decode_fault_name(f), why);
+                return 1;
+        }
+        r->n++;
+        return 0;
 }
 
-/* Reads the range into ds (allocated for r->total samples). */
+/* Reads each partition's range into ds (allocated for r->total samples). */
 static sc_err_t sc_es_topic_read(sc_es_range_t *r, const sc_decode_spec_t *dspec, sc_dataset_t *ds,
                                  char *errstr, size_t errstr_size)
 {
-        sc_err_t err = SC_OK;
-        rd_kafka_resp_err_t rerr = rd_kafka_assign(r->rk, r->tp);
-        if (rerr)
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: assign: %s", r->topic,
-                               rd_kafka_err2str(rerr));
-        size_t n = 0;
-        int left = 0, waited = 0;
-        for (int p = 0; p < r->np; p++)
-                left += r->hi[p] > r->next[p];
-        while (left > 0 && !err) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(r->rk, 100);
-                if (!m && (left -= sc_es_topic_passed(r->rk, r->tp, &r->md->topics[0], r->hi,
-                                                      r->next)) <= 0)
-                        break;
-                if (!m) {
-                        if ((waited += 100) >= SC_ES_TOPIC_TIMEOUT_MS)
-                                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
-                                              "%s: %zu of %zu records read in %d s", r->topic, n,
-                                              r->total, SC_ES_TOPIC_TIMEOUT_MS / 1000);
-                        continue;
-                }
-                waited = 0;
-                if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s: %s", r->topic,
-                                      rd_kafka_message_errstr(m));
-                else if (!m->err)
-                        err = sc_es_topic_record(r, m, dspec, ds, &n, &left, errstr, errstr_size);
-                rd_kafka_message_destroy(m);
+        r->dspec = dspec;
+        r->ds = ds;
+        r->errstr = errstr;
+        r->errstr_size = errstr_size;
+        for (int p = 0; p < r->np && !r->err; p++) {
+                int32_t id = r->md->topics[0].partitions[p].id;
+                sc_err_t err = sc_kafka_read_range(r->rk, r->topic, id, r->next[p], r->hi[p],
+                                                   SC_ES_TOPIC_TIMEOUT_MS, sc_es_topic_record, r,
+                                                   errstr, errstr_size);
+                if (err && !r->err)
+                        r->err = err;
         }
-        ds->n = n;
-        return err;
+        ds->n = r->n;
+        return r->err;
 }
 
 /* Reads every partition of eval.topic from its start to its end offset as
@@ -316,8 +278,6 @@ static sc_err_t sc_es_topic(const sc_conf_t *conf, const sc_decode_spec_t *dspec
                 sc_dataset_free(ds);
         if (r.md)
                 rd_kafka_metadata_destroy(r.md);
-        if (r.tp)
-                rd_kafka_topic_partition_list_destroy(r.tp);
         free(r.hi);
         free(r.next);
         rd_kafka_consumer_close(r.rk);

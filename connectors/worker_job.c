@@ -155,6 +155,25 @@ static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr,
 
 /* ---- start ---- */
 
+/* The tail scan's state: this worker's id and the highest seq seen. */
+typedef struct sc_wj_scan {
+        const sc_auth_t *auth;
+        uint32_t worker;
+        uint64_t best;
+} sc_wj_scan_t;
+
+static int sc_wj_scan_one(void *opaque, const rd_kafka_message_t *m)
+{
+        sc_wj_scan_t *sc = opaque;
+        char why[256];
+        sc_wire_msg_t msg;
+        if (sc_auth_decode(sc->auth, m->payload, m->len, &msg, NULL, why, sizeof(why)) == SC_OK &&
+            msg.type == SC_WIRE_UPDATE && msg.u.update.worker == sc->worker &&
+            msg.u.update.seq > sc->best)
+                sc->best = msg.u.update.seq;
+        return 0;
+}
+
 /* The highest seq this worker sent, from the tail of every J.grad partition
  * (0 for none). A tail that cannot be read is an error: seqs restarted too
  * low would have this worker's new updates dropped as duplicates. */
@@ -162,8 +181,8 @@ static sc_err_t sc_wj_scan_seq(sc_worker_t *w, uint64_t *bestp, char *errstr, si
 {
         sc_wk_job_t *j = w->job;
         const char *topic = j->topics[SC_JOB_GRAD].name;
-        char why[256];
-        uint64_t best = 0;
+        char why[512];
+        sc_wj_scan_t sc = {.auth = &j->auth, .worker = (uint32_t)w->spec.worker_id};
         rd_kafka_t *rk = NULL;
         sc_err_t err = sc_kafka_reader_new(&rk, w->conf, "scadles-seq-scan", why, sizeof(why));
         if (err)
@@ -173,45 +192,16 @@ static sc_err_t sc_wj_scan_seq(sc_worker_t *w, uint64_t *bestp, char *errstr, si
                 if ((err = sc_kafka_end_offsets(rk, topic, s, SC_WJ_SCAN_MS, &lo, &hi, errstr,
                                                 errstr_size)))
                         break;
-                if (hi <= lo)
-                        continue;
-                rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-                rd_kafka_topic_partition_list_add(tp, topic, s)->offset =
-                    hi - SC_WJ_SCAN_BACK > lo ? hi - SC_WJ_SCAN_BACK : lo;
-                rd_kafka_assign(rk, tp);
-                rd_kafka_topic_partition_list_destroy(tp);
-                int done = 0;
-                for (int idle = 0; !done && idle < SC_WJ_SCAN_MS / 100;) {
-                        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-                        if (!m) {
-                                idle++;
-                                continue;
-                        }
-                        int64_t off = m->offset;
-                        sc_wire_msg_t msg;
-                        if (!m->err &&
-                            sc_auth_decode(&j->auth, m->payload, m->len, &msg, NULL, why,
-                                           sizeof(why)) == SC_OK &&
-                            msg.type == SC_WIRE_UPDATE &&
-                            msg.u.update.worker == (uint32_t)w->spec.worker_id &&
-                            msg.u.update.seq > best)
-                                best = msg.u.update.seq;
-                        /* The end (a record at hi - 1 or the end-of-partition
-                         * event at hi) ends the scan of this partition. */
-                        done = off >= hi - 1;
-                        rd_kafka_message_destroy(m);
-                }
-                rd_kafka_assign(rk, NULL);
-                if (!done)
-                        err = sc_errf(SC_ERR_IO, errstr, errstr_size,
-                                      "%s [%d]: the tail (offsets up to %" PRId64
-                                      ") was not read within %d ms: cannot tell where this "
-                                      "worker's update seqs continue",
-                                      topic, s, hi, SC_WJ_SCAN_MS);
+                int64_t from = hi - SC_WJ_SCAN_BACK > lo ? hi - SC_WJ_SCAN_BACK : lo;
+                if ((err = sc_kafka_read_range(rk, topic, s, from, hi, SC_WJ_SCAN_MS,
+                                               sc_wj_scan_one, &sc, why, sizeof(why))))
+                        err = sc_errf(err, errstr, errstr_size,
+                                      "%s: cannot tell where this worker's update seqs continue",
+                                      why);
         }
         rd_kafka_consumer_close(rk);
         rd_kafka_destroy(rk);
-        *bestp = best;
+        *bestp = sc.best;
         return err;
 }
 

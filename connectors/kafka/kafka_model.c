@@ -2,7 +2,6 @@
  * newest usable record of a shard (their encoding, the layout and the
  * initial model they follow are core/job.c's). */
 #include "sc_kafka_model.h"
-#include "sc_clock.h"
 #include "sc_kafka_util.h"
 
 #include <stdio.h>
@@ -72,6 +71,32 @@ static int sc_kafka_model_take(const rd_kafka_message_t *msg, const char *topic,
         return 0;
 }
 
+/* A window of J.model records read by sc_kafka_read_range: the newest
+ * SC_MODEL_WINDOW that decode (and verify). */
+typedef struct sc_kafka_model_window {
+        sc_kafka_model_rec_t cand[SC_MODEL_WINDOW];
+        int nc;
+        const char *topic;
+        int32_t shard;
+        const sc_auth_t *auth;
+        sc_kafka_model_reject_fn reject;
+        void *opaque;
+} sc_kafka_model_window_t;
+
+static int sc_kafka_model_collect(void *opaque, const rd_kafka_message_t *msg)
+{
+        sc_kafka_model_window_t *w = opaque;
+        if (w->nc == SC_MODEL_WINDOW) { /* keep the newest ones */
+                sc_kafka_model_rec_free(&w->cand[0]);
+                memmove(&w->cand[0], &w->cand[1], (SC_MODEL_WINDOW - 1) * sizeof(w->cand[0]));
+                w->nc--;
+        }
+        if (!sc_kafka_model_take(msg, w->topic, w->shard, w->auth, w->reject, w->opaque,
+                                 &w->cand[w->nc]))
+                w->nc++;
+        return 0;
+}
+
 sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t shard,
                                     int timeout_ms, const sc_auth_t *auth,
                                     sc_kafka_model_accept_fn accept,
@@ -79,9 +104,9 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
                                     sc_kafka_model_rec_t *rec, int *found, char *errstr,
                                     size_t errstr_size)
 {
-        sc_kafka_model_rec_t cand[SC_MODEL_WINDOW];
+        sc_kafka_model_window_t w = {
+            .topic = topic, .shard = shard, .auth = auth, .reject = reject, .opaque = opaque};
         int64_t lo = 0, hi = 0, end, start;
-        rd_kafka_resp_err_t rerr;
         sc_err_t err = SC_OK;
         char why[256];
 
@@ -90,73 +115,25 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
         if ((err =
                  sc_kafka_end_offsets(rk, topic, shard, timeout_ms, &lo, &hi, errstr, errstr_size)))
                 return err;
-        for (end = hi; end > lo && !*found; end = start) {
-                int nc = 0;
-                double deadline = sc_clock_mono() + timeout_ms / 1000.0;
+        /* Windows from the end backwards, until one holds a model accept takes. */
+        for (end = hi; end > lo && !*found && !err; end = start) {
                 start = end - SC_MODEL_WINDOW > lo ? end - SC_MODEL_WINDOW : lo;
-                rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-                rd_kafka_topic_partition_list_add(tp, topic, shard)->offset = start;
-                rerr = rd_kafka_assign(rk, tp);
-                rd_kafka_topic_partition_list_destroy(tp);
-                if (rerr) {
-                        err = sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%d]: assign: %s", topic,
-                                      (int)shard, rd_kafka_err2str(rerr));
-                        break;
-                }
-                for (;;) {
-                        /* Checked before each poll: errors (a broker down)
-                         * come as events, so the poll may never be empty. */
-                        if (sc_clock_mono() >= deadline) {
-                                err = sc_errf(SC_ERR_IO, errstr, errstr_size,
-                                              "%s [%d]: no record in [%lld, %lld) within %d ms",
-                                              topic, (int)shard, (long long)start, (long long)end,
-                                              timeout_ms);
-                                break;
-                        }
-                        rd_kafka_message_t *msg = rd_kafka_consumer_poll(rk, 100);
-                        if (!msg)
-                                continue;
-                        if (msg->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
-                            msg->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
-                            msg->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
-                                rd_kafka_message_destroy(msg);
-                                break;
-                        }
-                        if (msg->err || msg->partition != shard) {
-                                rd_kafka_message_destroy(msg);
-                                continue;
-                        }
-                        int64_t off = msg->offset;
-                        if (off < end) {
-                                if (nc == SC_MODEL_WINDOW) { /* keep the newest ones */
-                                        sc_kafka_model_rec_free(&cand[0]);
-                                        memmove(&cand[0], &cand[1],
-                                                (SC_MODEL_WINDOW - 1) * sizeof(cand[0]));
-                                        nc--;
-                                }
-                                if (!sc_kafka_model_take(msg, topic, shard, auth, reject, opaque,
-                                                         &cand[nc]))
-                                        nc++;
-                        }
-                        rd_kafka_message_destroy(msg);
-                        if (off >= end - 1)
-                                break;
-                }
-                for (int i = nc - 1; i >= 0; i--) {
+                w.nc = 0;
+                err = sc_kafka_read_range(rk, topic, shard, start, end, timeout_ms,
+                                          sc_kafka_model_collect, &w, errstr, errstr_size);
+                for (int i = w.nc - 1; i >= 0; i--) {
                         if (!*found && !err &&
-                            (!accept || !accept(opaque, &cand[i].mr_model, why, sizeof(why)))) {
-                                *rec = cand[i];
+                            (!accept || !accept(opaque, &w.cand[i].mr_model, why, sizeof(why)))) {
+                                *rec = w.cand[i];
                                 *found = 1;
                                 continue;
                         }
                         if (!*found && !err && reject)
-                                reject(opaque, topic, shard, cand[i].mr_offset, SC_ERR_INVAL, why);
-                        sc_kafka_model_rec_free(&cand[i]);
+                                reject(opaque, topic, shard, w.cand[i].mr_offset, SC_ERR_INVAL,
+                                       why);
+                        sc_kafka_model_rec_free(&w.cand[i]);
                 }
-                if (err)
-                        break;
         }
-        rd_kafka_assign(rk, NULL);
         if (err)
                 sc_kafka_model_rec_free(rec), *found = 0;
         return err;

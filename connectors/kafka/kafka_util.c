@@ -693,6 +693,59 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
         return SC_OK;
 }
 
+sc_err_t sc_kafka_read_range(rd_kafka_t *rk, const char *topic, int32_t partition, int64_t start,
+                             int64_t end, int timeout_ms, sc_kafka_range_fn fn, void *opaque,
+                             char *errstr, size_t errstr_size)
+{
+        if (end <= start)
+                return SC_OK;
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+        if (!tp)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        rd_kafka_topic_partition_list_add(tp, topic, partition)->offset = start;
+        rd_kafka_resp_err_t rerr = rd_kafka_assign(rk, tp);
+        rd_kafka_topic_partition_list_destroy(tp);
+        if (rerr)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%" PRId32 "]: assign: %s",
+                               topic, partition, rd_kafka_err2str(rerr));
+        sc_err_t err = SC_OK;
+        int64_t got = 0;
+        double deadline = sc_clock_mono() + timeout_ms / 1000.0;
+        for (;;) {
+                /* Checked before each poll: errors (a broker down) come as
+                 * events, so the poll may never be empty. */
+                if (sc_clock_mono() >= deadline) {
+                        err = sc_errf(SC_ERR_IO, errstr, errstr_size,
+                                      "%s [%" PRId32 "]: offsets [%" PRId64 ", %" PRId64
+                                      "): %" PRId64 " record(s) read, then none within %d ms",
+                                      topic, partition, start, end, got, timeout_ms);
+                        break;
+                }
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+                if (!m)
+                        continue;
+                int stop = 0;
+                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
+                    m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+                    m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+                        stop = 1; /* only the range's partition is assigned */
+                } else if (m->err || m->partition != partition) {
+                        stop = 0;
+                } else if (m->offset >= start && m->offset < end) {
+                        got++;
+                        deadline = sc_clock_mono() + timeout_ms / 1000.0;
+                        stop = fn(opaque, m) || m->offset >= end - 1;
+                } else if (m->offset >= end) {
+                        stop = 1;
+                }
+                rd_kafka_message_destroy(m);
+                if (stop)
+                        break;
+        }
+        rd_kafka_assign(rk, NULL);
+        return err;
+}
+
 /* ---- waking on any client ---- */
 
 struct sc_kafka_waker {

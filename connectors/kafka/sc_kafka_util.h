@@ -206,6 +206,21 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
 sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partition, int timeout_ms,
                               int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size);
 
+/* A record of a range read (sc_kafka_read_range), its offset in [start,
+ * end). 0 to go on; non-zero ends the read (SC_OK is returned). */
+typedef int (*sc_kafka_range_fn)(void *opaque, const rd_kafka_message_t *m);
+
+/* Reads topic [partition] from start to end (exclusive) with rk, a reader
+ * with nothing assigned (sc_kafka_reader_new): the partition is assigned at
+ * start, each record of the range goes to fn, and the read ends with the
+ * record at end - 1, the end-of-partition event, or an offset reset (the
+ * rest was deleted from the log); the partition is then unassigned.
+ * SC_ERR_IO when no record of the range came for timeout_ms (errors come
+ * as events and do not count as records). */
+sc_err_t sc_kafka_read_range(rd_kafka_t *rk, const char *topic, int32_t partition, int64_t start,
+                             int64_t end, int timeout_ms, sc_kafka_range_fn fn, void *opaque,
+                             char *errstr, size_t errstr_size);
+
 /* Whether a client reaches a broker, from its statistics events (librdkafka
  * emits one per statistics.interval.ms whatever the brokers do; each lists
  * the brokers' connection states). A process that waits for input uses it so

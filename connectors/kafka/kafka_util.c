@@ -638,6 +638,22 @@ sc_err_t sc_kafka_gap_resync(rd_kafka_t *rk, const char *topic, int32_t partitio
         return SC_OK;
 }
 
+/* Assigns rk exactly topic [partition] at offset. */
+static sc_err_t sc_kafka_assign_one(rd_kafka_t *rk, const char *topic, int32_t partition,
+                                    int64_t offset, char *errstr, size_t errstr_size)
+{
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+        if (!tp)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        rd_kafka_topic_partition_list_add(tp, topic, partition)->offset = offset;
+        rd_kafka_resp_err_t rerr = rd_kafka_assign(rk, tp);
+        rd_kafka_topic_partition_list_destroy(tp);
+        if (rerr)
+                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%" PRId32 "]: assign: %s",
+                               topic, partition, rd_kafka_err2str(rerr));
+        return SC_OK;
+}
+
 sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partition, int timeout_ms,
                               int64_t *lo, int64_t *hi, char *errstr, size_t errstr_size)
 {
@@ -646,15 +662,10 @@ sc_err_t sc_kafka_end_offsets(rd_kafka_t *rk, const char *topic, int32_t partiti
         int64_t end = -1;
         *lo = 0;
         *hi = -1;
-        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-        if (!tp)
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-        rd_kafka_topic_partition_list_add(tp, topic, partition)->offset = RD_KAFKA_OFFSET_END;
-        rd_kafka_resp_err_t rerr = rd_kafka_assign(rk, tp);
-        rd_kafka_topic_partition_list_destroy(tp);
-        if (rerr)
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%" PRId32 "]: assign: %s",
-                               topic, partition, rd_kafka_err2str(rerr));
+        sc_err_t aerr =
+            sc_kafka_assign_one(rk, topic, partition, RD_KAFKA_OFFSET_END, errstr, errstr_size);
+        if (aerr)
+                return aerr;
         /* The end: a PARTITION_EOF's offset, or past a record that came first
          * (one produced since); the fetch's cached watermarks may add to it. */
         for (;;) {
@@ -699,15 +710,9 @@ sc_err_t sc_kafka_read_range(rd_kafka_t *rk, const char *topic, int32_t partitio
 {
         if (end <= start)
                 return SC_OK;
-        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-        if (!tp)
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-        rd_kafka_topic_partition_list_add(tp, topic, partition)->offset = start;
-        rd_kafka_resp_err_t rerr = rd_kafka_assign(rk, tp);
-        rd_kafka_topic_partition_list_destroy(tp);
-        if (rerr)
-                return sc_errf(SC_ERR_IO, errstr, errstr_size, "%s [%" PRId32 "]: assign: %s",
-                               topic, partition, rd_kafka_err2str(rerr));
+        sc_err_t aerr = sc_kafka_assign_one(rk, topic, partition, start, errstr, errstr_size);
+        if (aerr)
+                return aerr;
         sc_err_t err = SC_OK;
         int64_t got = 0;
         double deadline = sc_clock_mono() + timeout_ms / 1000.0;

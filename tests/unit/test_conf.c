@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sc_conf.h"
+#include "sc_kafka_source.h"
 #include "sc_file.h"
 
 #define INVALID_DIR "tests/data/config/invalid"
@@ -577,6 +578,15 @@ static void embedded_specs_default_as_the_modules(void **state)
         assert_int_equal(c.worker.batch.shuffle, 256);
         assert_memory_equal(&c.worker.batch, &b, sizeof(b));
         assert_memory_equal(&c.streams.buffer, &st, sizeof(st));
+        /* The sync policy's parameters, for the configured policy and workers. */
+        sc_sync_spec_t sy;
+        sc_sync_spec_defaults(&sy, c.job.sync.kind, c.job.sync.n_workers);
+        assert_memory_equal(&c.job.sync, &sy, sizeof(sy));
+        /* The decoder's: each format's, from streams.* with the model's sizes. */
+        sc_decode_spec_t want, got;
+        sc_decode_spec_defaults(&want, SC_DECODE_JSON);
+        sc_ks_decode_spec(&c, "any", 0, 10, &got);
+        assert_memory_equal(&got, &want, sizeof(want));
         assert_int_equal(sc_conf_set(&c, "streams.cap=100", NULL, 0), SC_OK);
         assert_int_equal(c.streams.buffer.cap, 100);
         assert_int_equal(sc_conf_set(&c, "streams.cap=-1", NULL, 0), SC_ERR_CONFIG);

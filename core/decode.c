@@ -143,6 +143,60 @@ static int sc_decode_path_ok(const char *path)
         return sc_decode_path_compile(path, SC_DECODE_PATH_MAX, &compiled) == 0;
 }
 
+/* A CSV spec's delimiter and columns. */
+static sc_err_t sc_decode_check_csv(const sc_decode_spec_t *spec, char *errstr, size_t errstr_size)
+{
+        char d = spec->delimiter;
+        if (d == '\0' || d == '\n' || d == '\r' || d == '.' || d == '-' || d == '+' || d == 'e' ||
+            d == 'E' || (d >= '0' && d <= '9'))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.delimiter: a character that cannot be part of a "
+                               "number or line end");
+        if (spec->first_feature_column < 0 || spec->label_column < 0)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.label_column/first_feature_column: expected >= 0");
+        size_t last = (size_t)spec->first_feature_column + spec->numel; /* exclusive */
+        if (last > (size_t)1 << 26)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.first_feature_column: too many columns");
+        size_t need = last;
+        if (spec->label_source == SC_DECODE_LABEL_FIELD) {
+                size_t lc = (size_t)spec->label_column;
+                if (lc >= (size_t)spec->first_feature_column && lc < last)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.label_column: %d lies inside the feature "
+                                       "columns [%d, %zu)",
+                                       spec->label_column, spec->first_feature_column, last);
+                if (lc + 1 > need)
+                        need = lc + 1;
+        }
+        if (spec->columns < 0 || (spec->columns > 0 && (size_t)spec->columns < need))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.columns: expected 0 or >= %zu, got %d", need, spec->columns);
+        return SC_OK;
+}
+
+/* A raw spec's element type and byte offsets. */
+static sc_err_t sc_decode_check_raw(const sc_decode_spec_t *spec, char *errstr, size_t errstr_size)
+{
+        if ((int)spec->dtype < 0 || spec->dtype >= SC_DECODE_DTYPE__END)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.dtype: expected uint8 or float32");
+        if (spec->data_offset > SC_DECODE_OFFSET_MAX || spec->label_offset > SC_DECODE_OFFSET_MAX)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.data_offset/label_offset: expected <= %zu",
+                               SC_DECODE_OFFSET_MAX);
+        size_t esize = spec->dtype == SC_DECODE_F32 ? 4 : 1;
+        size_t end = spec->data_offset + spec->numel * esize;
+        if (spec->label_source == SC_DECODE_LABEL_OFFSET &&
+            spec->label_offset >= spec->data_offset && spec->label_offset < end)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.label_offset: byte %zu lies inside the tensor "
+                               "bytes [%zu, %zu)",
+                               spec->label_offset, spec->data_offset, end);
+        return SC_OK;
+}
+
 sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t errstr_size)
 {
         if (!spec)
@@ -202,57 +256,10 @@ sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t
                                        "decode.label_path: expected \"$\" then .name or "
                                        "[index] steps");
                 break;
-        case SC_DECODE_CSV: {
-                char d = spec->delimiter;
-                if (d == '\0' || d == '\n' || d == '\r' || d == '.' || d == '-' || d == '+' ||
-                    d == 'e' || d == 'E' || (d >= '0' && d <= '9'))
-                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.delimiter: a character that cannot be part of a "
-                                       "number or line end");
-                if (spec->first_feature_column < 0 || spec->label_column < 0)
-                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.label_column/first_feature_column: expected >= 0");
-                size_t last = (size_t)spec->first_feature_column + spec->numel; /* exclusive */
-                if (last > (size_t)1 << 26)
-                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.first_feature_column: too many columns");
-                size_t need = last;
-                if (spec->label_source == SC_DECODE_LABEL_FIELD) {
-                        size_t lc = (size_t)spec->label_column;
-                        if (lc >= (size_t)spec->first_feature_column && lc < last)
-                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                               "decode.label_column: %d lies inside the feature "
-                                               "columns [%d, %zu)",
-                                               spec->label_column, spec->first_feature_column,
-                                               last);
-                        if (lc + 1 > need)
-                                need = lc + 1;
-                }
-                if (spec->columns < 0 || (spec->columns > 0 && (size_t)spec->columns < need))
-                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.columns: expected 0 or >= %zu, got %d", need,
-                                       spec->columns);
-                break;
-        }
-        case SC_DECODE_RAW: {
-                if ((int)spec->dtype < 0 || spec->dtype >= SC_DECODE_DTYPE__END)
-                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.dtype: expected uint8 or float32");
-                if (spec->data_offset > SC_DECODE_OFFSET_MAX ||
-                    spec->label_offset > SC_DECODE_OFFSET_MAX)
-                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.data_offset/label_offset: expected <= %zu",
-                                       SC_DECODE_OFFSET_MAX);
-                size_t esize = spec->dtype == SC_DECODE_F32 ? 4 : 1;
-                size_t end = spec->data_offset + spec->numel * esize;
-                if (spec->label_source == SC_DECODE_LABEL_OFFSET &&
-                    spec->label_offset >= spec->data_offset && spec->label_offset < end)
-                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.label_offset: byte %zu lies inside the tensor "
-                                       "bytes [%zu, %zu)",
-                                       spec->label_offset, spec->data_offset, end);
-                break;
-        }
+        case SC_DECODE_CSV:
+                return sc_decode_check_csv(spec, errstr, errstr_size);
+        case SC_DECODE_RAW:
+                return sc_decode_check_raw(spec, errstr, errstr_size);
         default:
                 break;
         }

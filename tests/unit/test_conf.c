@@ -563,6 +563,29 @@ static void sections_given(void **state)
         sc_conf_free(&c);
 }
 
+/* A layer's name in the configuration is its vtable's (sc_layer_kind_name):
+ * one spelling for configuration, checkpoints' messages and ONNX names. */
+static void layer_names_are_the_layers_own(void **state)
+{
+        /* the keys some kinds require */
+        static const char *const extra[SC_LAYER__END] = {
+            [SC_LAYER_DENSE] = ", \"units\": 4",
+            [SC_LAYER_CONV2D] = ", \"filters\": 2, \"kernel\": 3",
+            [SC_LAYER_MAXPOOL2D] = ", \"size\": 2",
+            [SC_LAYER_DROPOUT] = ", \"rate\": 0.5",
+        };
+        char set[160];
+        sc_conf_t c;
+        sc_conf_defaults(&c);
+        for (int k = 0; k < SC_LAYER__END; k++) {
+                snprintf(set, sizeof(set), "model.layers[%d]={\"type\": \"%s\"%s}", k,
+                         sc_layer_kind_name((sc_layer_kind_t)k), extra[k] ? extra[k] : "");
+                assert_int_equal(sc_conf_set(&c, set, NULL, 0), SC_OK);
+                assert_int_equal(c.model.layers[k].kind, k);
+        }
+        sc_conf_free(&c);
+}
+
 /* The module specs embedded in sc_conf_t take the table's defaults, and
  * the modules' own defaults (what a caller without a configuration gets)
  * are the same values: one set of defaults. */
@@ -701,6 +724,7 @@ int main(void)
             cmocka_unit_test(sections_given),
             cmocka_unit_test(parse_errors_quote_no_value),
             cmocka_unit_test(embedded_specs_default_as_the_modules),
+            cmocka_unit_test(layer_names_are_the_layers_own),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

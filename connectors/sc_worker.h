@@ -89,6 +89,11 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
                         const sc_worker_header_t *headers, size_t n_headers, int64_t timestamp_ms,
                         char *errstr, size_t errstr_size);
 
+/* The time now (the clock sc_worker_poll is given): the arrival time of
+ * the records pushed next, and the run's start the first time. A host that
+ * pushes before its first poll calls it first. */
+void sc_worker_clock(sc_worker_t *w, double now);
+
 /* Push mode: whether the host should pause (1) or may resume (0) the
  * partitions of topic (persist backpressure); -1 for an unknown topic. */
 int sc_worker_paused(const sc_worker_t *w, const char *topic);

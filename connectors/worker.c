@@ -560,16 +560,21 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
                 sc_worker_stop(w, "idle");
 }
 
-sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,
-                        size_t errstr_size)
+void sc_worker_clock(sc_worker_t *w, double now)
 {
-        const sc_conf_worker_t *wc = &w->conf->worker;
-        sc_err_t err = SC_OK;
         if (!w->started) {
                 w->started = 1;
                 w->t0 = w->t_rx = w->t_prog = w->t_eval = w->t_commit = w->t_ckpt = now;
         }
         w->t_now = now;
+}
+
+sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,
+                        size_t errstr_size)
+{
+        const sc_conf_worker_t *wc = &w->conf->worker;
+        sc_err_t err = SC_OK;
+        sc_worker_clock(w, now);
         sc_wk_check_stop(w, now);
         if (w->stopped)
                 return SC_OK;

@@ -342,6 +342,7 @@ static size_t sc_api_hand_over(scadles_worker_t *w)
 {
         char err[512];
         size_t n = 0;
+        double now = sc_clock_mono();
         for (;;) {
                 pthread_mutex_lock(&w->lock);
                 sc_api_rec_t *r = w->head;
@@ -350,6 +351,8 @@ static size_t sc_api_hand_over(scadles_worker_t *w)
                         break;
                 /* Only this thread removes records: r stays valid while unlocked. */
                 pthread_mutex_lock(&w->engine);
+                if (!n)
+                        sc_worker_clock(w->sw, now); /* the records' arrival time */
                 sc_err_t e = sc_worker_push(w->sw, r->topic, r->partition, r->offset, r->key,
                                             r->key_len, r->value, r->value_len, r->headers,
                                             r->n_headers, r->timestamp, err, sizeof(err));

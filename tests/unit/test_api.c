@@ -106,6 +106,22 @@ static long long stat_int(scadles_worker_t *w, const char *path)
         return r;
 }
 
+/* A number from the worker's statistics at a top-level key. */
+static double stat_num(scadles_worker_t *w, const char *key)
+{
+        char *text = scadles_stats(w);
+        assert_non_null(text);
+        json_t *j = json_loads(text, 0, NULL);
+        scadles_mem_free(text);
+        assert_non_null(j);
+        json_t *v = json_object_get(j, key);
+        if (!json_is_number(v))
+                fail_msg("no number at %s", key);
+        double r = json_number_value(v);
+        json_decref(j);
+        return r;
+}
+
 static void version_and_errors(void **state)
 {
         assert_int_equal(scadles_version(), SCADLES_VERSION);
@@ -634,6 +650,11 @@ static void commits_follow_training_or_the_checkpoint(void **state)
         assert_int_equal(push_n(w, "t", 3, 0, 400), 400);
         assert_int_equal(scadles_flush(w, 10000), SCADLES_OK);
         assert_int_equal(scadles_commits(w, on_commit, &c), SCADLES_OK);
+        /* The records' arrival is when they were handed over, also for the
+         * first ones (handed before the first poll): well under the run's
+         * own seconds, not the machine's uptime. */
+        double lat = stat_num(w, "mean_latency_s");
+        assert_true(lat >= 0 && lat < 30);
         assert_int_equal(c.calls, 1);
         assert_string_equal(c.topic, "t");
         assert_int_equal(c.partition, 3);

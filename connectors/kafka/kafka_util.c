@@ -730,11 +730,13 @@ sc_err_t sc_kafka_read_range(rd_kafka_t *rk, const char *topic, int32_t partitio
                 if (!m)
                         continue;
                 int stop = 0;
-                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
-                    m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
-                    m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
-                        stop = 1; /* only the range's partition is assigned */
-                } else if (m->err || m->partition != partition) {
+                if (m->partition != partition) {
+                        stop = 0; /* an event of a partition read before */
+                } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
+                           m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+                           m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+                        stop = 1;
+                } else if (m->err) {
                         stop = 0;
                 } else if (m->offset >= start && m->offset < end) {
                         got++;

@@ -28,6 +28,7 @@ struct sc_batcher_s {
         double window_start; /* time of the last take (or first query) */
         int draining;        /* hold nothing back in the shuffle buffer */
         int flushing;        /* a stop: the pool only, any size, no window */
+        size_t last_n;       /* the size of the last batch taken before a flush */
         int waiting;         /* a query since the last take started the wait clock */
         double wait_since;
         uint64_t next_id;
@@ -272,7 +273,13 @@ static size_t sc_batcher_size(sc_batcher_t *bt, double t, double *wake)
         const sc_batch_spec_t *sp = &bt->spec;
 
         if (bt->flushing) {
+                /* Rate mode: the size of the last batch, not one batch of the
+                 * whole pool (with the LR scaled linearly by batch size that
+                 * would be one step several times the size of the ones
+                 * before it). */
                 size_t cap = (size_t)(sp->mode == SC_BATCH_FIXED ? sp->b : sp->b_max);
+                if (sp->mode != SC_BATCH_FIXED && bt->last_n > 0 && bt->last_n < cap)
+                        cap = bt->last_n;
                 *wake = INFINITY;
                 return pooled < cap ? pooled : cap;
         }
@@ -374,6 +381,8 @@ sc_err_t sc_batcher_take(sc_batcher_t *batcher, double t, sc_batch_t *batch, cha
         memcpy(pd->streams, batch->streams, n * sizeof(*pd->streams));
         bt->n_pending++;
 
+        if (!bt->flushing)
+                bt->last_n = n;
         batch->id = pd->id;
         batch->n = (int)n;
         batch->t = t;

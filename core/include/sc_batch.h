@@ -124,10 +124,12 @@ sc_err_t sc_batcher_take(sc_batcher_t *batcher, double t, sc_batch_t *batch, cha
 void sc_batcher_drain(sc_batcher_t *batcher, int on);
 
 /* Flushing, for good (a graceful stop): batches come from the shuffle pool
- * only, nothing more from the streams, of any size up to b (fixed) or b_max
- * (rate) and without waiting for a window, so the samples drawn into the
- * pool (which pin their partitions' commit points) and the last partial
- * batch are trained. */
+ * only, nothing more from the streams, of any size up to b (fixed) or, in
+ * rate mode, the size of the last batch taken before the flush (b_max when
+ * there was none: a step with a linearly scaled LR stays the size of the
+ * steps before it), without waiting for a window, so the samples drawn
+ * into the pool (which pin their partitions' commit points) and the last
+ * partial batch are trained. */
 void sc_batcher_flush(sc_batcher_t *batcher);
 
 /* The update trained on batch id was acknowledged: its samples count as

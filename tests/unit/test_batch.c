@@ -312,6 +312,49 @@ static void flush_trains_the_pool_only(void **state)
         sc_stream_destroy(s);
 }
 
+/* In rate mode a flush takes batches of the last batch's size, not the
+ * whole pool at once: with the LR scaled by batch size the stop's steps
+ * stay the size of the ones before it. */
+static void rate_flush_keeps_the_last_batch_size(void **state)
+{
+        sc_stream_t *s = mk_stream(SC_STREAM_PERSIST, 200);
+        sc_batch_spec_t bs;
+        sc_batch_t *b;
+        char err[128];
+
+        (void)state;
+        sc_batch_spec_defaults(&bs);
+        bs.mode = SC_BATCH_RATE;
+        bs.b_min = 2;
+        bs.b_max = 64;
+        bs.window = 0.1;
+        bs.shuffle = 40;
+        sc_batcher_t *bt = mk_batcher(&bs, &s, 1);
+        assert_int_equal(sc_batch_new(&b, 64, NUMEL), SC_OK);
+        for (int i = 0; i < 60; i++)
+                push(s, 0, i, 0, i * 0.01);
+        assert_true(sc_batcher_ready(bt, 0.0, NULL) == 0); /* the first window */
+        assert_true(sc_batcher_ready(bt, 1.0, NULL));
+        assert_int_equal(sc_batcher_take(bt, 1.0, b, err, sizeof(err)), SC_OK);
+        assert_int_equal(b->n, 20); /* 60 buffered, 40 held back by the shuffle */
+        assert_int_equal(sc_batcher_pooled(bt), 40);
+        sc_batcher_flush(bt);
+        int sizes[4], k = 0;
+        while (sc_batcher_ready(bt, 1.05, NULL)) {
+                assert_true(k < 4);
+                assert_int_equal(sc_batcher_take(bt, 1.05, b, err, sizeof(err)), SC_OK);
+                sizes[k++] = b->n;
+        }
+        assert_int_equal(k, 2);
+        assert_int_equal(sizes[0], 20);
+        assert_int_equal(sizes[1], 20);
+        assert_int_equal(sc_batcher_pooled(bt), 0);
+        check(bt);
+        sc_batch_destroy(b);
+        sc_batcher_destroy(bt);
+        sc_stream_destroy(s);
+}
+
 /* The loop a Kafka driver runs: decode each record of 2 partitions (some
  * malformed), push or reject it, pause/resume on backpressure, take batches,
  * acknowledge them late and out of order, commit what becomes committable.
@@ -589,6 +632,7 @@ int main(void)
             cmocka_unit_test(shuffle_holds_back_until_drained),
             cmocka_unit_test(wrapped_batch_gathers_into_the_callers_rows),
             cmocka_unit_test(flush_trains_the_pool_only),
+            cmocka_unit_test(rate_flush_keeps_the_last_batch_size),
             cmocka_unit_test(driver_loop_commits_every_offset),
             cmocka_unit_test(streams_added_later_join_batches),
             cmocka_unit_test(config_errors),

@@ -67,7 +67,8 @@ static void sc_demo_usage(FILE *out)
                 "    on 5,000 training images: J.bcast carries parameters only).\n"
                 "It stops at --target test accuracy or after --duration seconds (or Ctrl-C),\n"
                 "stops the feed, the workers (they commit what the broker acknowledged) and\n"
-                "the aggregators in turn, and prints a summary: test accuracy, time to 85%%,\n"
+                "the aggregators in turn, and prints a summary: test accuracy (of the final\n"
+                "model, every shard at the version its aggregator released), time to 85%%,\n"
                 "wall time, bytes up (updates) and down (models), compression ratio, records\n"
                 "fed, trained and lost, all from the processes' own counters. Files go to\n"
                 "--out: job.json, each process's output, accuracy.tsv and accuracy.png\n"
@@ -296,6 +297,7 @@ typedef struct sc_demo {
         double pt_t[SC_DEMO_MAX_POINTS], pt_a[SC_DEMO_MAX_POINTS];
         int npts;
         double t0, t_end, t85, acc, best;
+        sc_model_out_info_t final; /* the final model's shard versions */
         const char *why;
 } sc_demo_t;
 
@@ -587,14 +589,72 @@ static void sc_demo_stop_all(sc_demo_t *d)
                 sc_cli_child_stop(&d->aggs[i], SIGTERM, 30);
 }
 
-/* The final model's test accuracy (what the aggregators published last),
- * kept as the last point; every point goes to OUT/accuracy.tsv. */
+/* The versions the stopped aggregators released each shard at, from their
+ * summaries (0 for a shard no summary names); 1 when every shard has one. */
+static int sc_demo_released(const sc_demo_t *d, uint64_t *rel, int nshards)
+{
+        int known = 0;
+        memset(rel, 0, (size_t)nshards * sizeof(*rel));
+        for (int i = 0; i < 2; i++) {
+                json_t *j = sc_cli_child_summary(&d->aggs[i]), *sh;
+                size_t k;
+                json_array_foreach(json_object_get(j, "shards"), k, sh)
+                {
+                        json_int_t s = json_integer_value(json_object_get(sh, "shard"));
+                        json_int_t v = json_integer_value(json_object_get(sh, "version"));
+                        if (s >= 0 && s < nshards && v > 0 && (uint64_t)v > rel[s]) {
+                                known += rel[s] == 0;
+                                rel[s] = (uint64_t)v;
+                        }
+                }
+                json_decref(j);
+        }
+        return known == nshards;
+}
+
+/* Reads J.bcast until it shows every shard at the version its aggregator
+ * released it at (at most max_s seconds), so the final model is the one
+ * the aggregators hold, not a mix of a shard's last version and another's
+ * earlier one; says so when it is not. */
+static void sc_demo_await_released(sc_demo_t *d, double max_s)
+{
+        int ns = sc_job_model_shards(d->jm);
+        uint64_t *rel = calloc((size_t)ns + 1, sizeof(*rel));
+        if (!rel || !sc_demo_released(d, rel, ns)) {
+                fprintf(stderr, "scadles demo: the aggregators' summaries do not name every "
+                                "shard's final version: the final model is what J.bcast shows\n");
+                ns = 0;
+        }
+        for (double end = sc_clock_mono() + max_s;;) {
+                int behind = 0;
+                for (int s = 0; s < ns; s++)
+                        behind += sc_job_model_version(d->jm, s) < rel[s];
+                if (!behind)
+                        break;
+                if (sc_clock_mono() >= end) {
+                        fprintf(stderr,
+                                "scadles demo: J.bcast shows %d of %d shard(s) behind "
+                                "their released versions after %.0f s\n",
+                                behind, ns, max_s);
+                        break;
+                }
+                if (sc_job_model_poll(d->jm, 50, NULL, d->err, sizeof(d->err))) {
+                        fprintf(stderr, "scadles demo: %s\n", d->err);
+                        break;
+                }
+        }
+        free(rel);
+}
+
+/* The final model's test accuracy (what the aggregators released), kept as
+ * the last point; every point goes to OUT/accuracy.tsv. */
 static double sc_demo_final(sc_demo_t *d)
 {
         double final_acc = 0;
         for (int k = 0; k < 10; k++)
                 sc_job_model_poll(d->jm, 50, NULL, d->err, sizeof(d->err));
-        sc_model_out_assemble(d->model, d->jm, NULL);
+        sc_demo_await_released(d, 30);
+        sc_model_out_assemble(d->model, d->jm, &d->final);
         sc_demo_eval(d->model, sc_demo_calib(&d->conf, &d->calib, &d->test), &d->test, &final_acc);
         if (d->npts < SC_DEMO_MAX_POINTS && d->npts > 0) {
                 d->pt_t[d->npts] = sc_clock_mono() - d->t0;
@@ -671,6 +731,13 @@ static int sc_demo_report(const sc_demo_t *d, double final_acc)
         printf("  test accuracy     %.4f (best %.4f); 85%% %s %.1f s\n", final_acc,
                d->best > final_acc ? d->best : final_acc,
                d->t85 < 0 ? "not reached in" : "reached after", d->t85 < 0 ? d->t_end : d->t85);
+        if (d->final.min_version == d->final.max_version)
+                printf("  final model       v%llu (%d shards)\n",
+                       (unsigned long long)d->final.max_version, d->final.shards);
+        else
+                printf("  final model       shards from v%llu to v%llu (%d shards)\n",
+                       (unsigned long long)d->final.min_version,
+                       (unsigned long long)d->final.max_version, d->final.shards);
         printf("  prequential       %.4f accuracy over %.0f samples, each scored before it "
                "trained (last windows: %.4f)\n",
                m.pq_n > 0 ? m.pq_hits / m.pq_n : 0.0, m.pq_n,

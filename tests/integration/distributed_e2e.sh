@@ -9,7 +9,18 @@
 	--out "$tmp/demo" >"$tmp/demo.out" 2>"$tmp/demo.err" || fail "demo exited $?"
 cat "$tmp/demo.out"
 acc=$(awk '/^  test accuracy/ {print $3}' "$tmp/demo.out")
-awk -v a="$acc" 'BEGIN {exit !(a >= 0.78)}' || fail "test accuracy $acc < 0.78"
+if ! awk -v a="$acc" 'BEGIN {exit !(a >= 0.78)}'; then
+	# What the stop did: the accuracy points, each process's last lines.
+	cat "$tmp/demo/accuracy.tsv"
+	for f in "$tmp"/demo/worker*.err "$tmp"/demo/aggregator*.err; do
+		echo "--- $f"
+		tail -n 12 "$f"
+	done
+	fail "test accuracy $acc < 0.78"
+fi
+# The final model is the one the aggregators released: every shard at one version.
+grep -Eq '^  final model       v[0-9]+ \(4 shards\)$' "$tmp/demo.out" ||
+	fail "final model: $(grep '^  final model' "$tmp/demo.out")"
 read -r sent acked applied stale < <(awk '/^  updates/ {print $2, $4, $6, $8}' "$tmp/demo.out")
 [ "$sent" -gt 0 ] && [ "$sent" -eq "$acked" ] && [ "$acked" -eq "$applied" ] && [ "$stale" -eq 0 ] ||
 	fail "updates: sent $sent, acknowledged $acked, applied $applied, stale $stale"

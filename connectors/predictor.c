@@ -25,9 +25,9 @@
 
 #define SC_PRED_PENDING 64 /* batches produced and not yet acknowledged */
 /* Bytes of a prediction besides its topic and probabilities: the JSON text
- * (81 bytes, the terminating NUL included) and the longest partition (11),
- * offset (20), label (11) and model_version (20). */
-#define SC_PRED_JSON_ROW 160
+ * (95 bytes, the terminating NUL included) and the longest partition (11),
+ * offset (20), label (11), true_label (11) and model_version (20). */
+#define SC_PRED_JSON_ROW 190
 #define SC_PRED_JSON_PROB 12 /* a probability (at most 11 bytes) and its comma */
 
 /* One scored batch whose predictions await their delivery reports. The
@@ -57,6 +57,25 @@ static int sc_pred_row_cmp(const void *a, const void *b)
         return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/* What a prediction carries of its input record besides where it came
+ * from: its key and headers (either NULL when the record had none). */
+typedef struct sc_pred_origin {
+        int64_t offset;
+        void *key;
+        size_t key_len;
+        rd_kafka_headers_t *hdrs;
+} sc_pred_origin_t;
+
+/* The origins of one input partition's buffered records, in offset order
+ * (the predictor's batches take a partition's records in order: no
+ * shuffle, sorted rows). */
+typedef struct sc_pred_origins {
+        int stream;
+        int32_t partition;
+        sc_pred_origin_t *q; /* ring of cap */
+        size_t head, n, cap;
+} sc_pred_origins_t;
+
 struct sc_predictor_s {
         sc_predictor_spec_t spec;
         sc_conf_t conf; /* the caller's, with the predictor's batching (kafka borrowed) */
@@ -76,6 +95,8 @@ struct sc_predictor_s {
         size_t head, n_pend;
         sc_predictor_stats_t st;
         double t_commit;
+        sc_pred_origins_t *orig; /* per input partition */
+        size_t n_orig;
 };
 
 #define sc_pred_logf(p, level, ...) sc_logf((p)->spec.log, (p)->spec.log_opaque, level, __VA_ARGS__)
@@ -172,6 +193,90 @@ static sc_err_t sc_pred_producer(sc_predictor_t *p, char *errstr, size_t errstr_
         return sc_kafka_admin_ensure(p->prod, &ts, 1, 10000, NULL, errstr, errstr_size);
 }
 
+static void sc_pred_origin_free(sc_pred_origin_t o)
+{
+        free(o.key);
+        if (o.hdrs)
+                rd_kafka_headers_destroy(o.hdrs);
+}
+
+static sc_pred_origin_t sc_pred_origin_pop(sc_pred_origins_t *o)
+{
+        sc_pred_origin_t e = o->q[o->head];
+        o->head = (o->head + 1) % o->cap;
+        o->n--;
+        return e;
+}
+
+/* The origins of stream's partition; NULL when new and out of memory. */
+static sc_pred_origins_t *sc_pred_origins(sc_predictor_t *p, int stream, int32_t partition)
+{
+        for (size_t i = 0; i < p->n_orig; i++)
+                if (p->orig[i].stream == stream && p->orig[i].partition == partition)
+                        return &p->orig[i];
+        sc_pred_origins_t *a = realloc(p->orig, (p->n_orig + 1) * sizeof(*a));
+        if (!a)
+                return NULL;
+        p->orig = a;
+        a[p->n_orig] = (sc_pred_origins_t){.stream = stream, .partition = partition};
+        return &a[p->n_orig++];
+}
+
+/* The source's record hook: keeps the key and headers of every record
+ * buffered for scoring. A record at or below the partition's newest one
+ * is a re-read (after a revocation): what was kept before is dropped. A
+ * record whose origin cannot be kept (out of memory) gets the default key
+ * and no headers. */
+static void sc_pred_keep_origin(void *opaque, int stream, const rd_kafka_message_t *m)
+{
+        sc_predictor_t *p = opaque;
+        sc_pred_origins_t *o = sc_pred_origins(p, stream, m->partition);
+        rd_kafka_headers_t *h = NULL;
+        if (!o)
+                return;
+        if (o->n && o->q[(o->head + o->n - 1) % o->cap].offset >= m->offset)
+                while (o->n)
+                        sc_pred_origin_free(sc_pred_origin_pop(o));
+        if (o->n == o->cap) {
+                size_t cap = o->cap ? 2 * o->cap : 64;
+                sc_pred_origin_t *q = malloc(cap * sizeof(*q));
+                if (!q)
+                        return;
+                for (size_t k = 0; k < o->n; k++)
+                        q[k] = o->q[(o->head + k) % o->cap];
+                free(o->q);
+                o->q = q;
+                o->cap = cap;
+                o->head = 0;
+        }
+        sc_pred_origin_t e = {m->offset, NULL, 0, NULL};
+        if (m->key && m->key_len && (e.key = malloc(m->key_len))) {
+                memcpy(e.key, m->key, m->key_len);
+                e.key_len = m->key_len;
+        }
+        if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h)
+                e.hdrs = rd_kafka_headers_copy(h);
+        o->q[(o->head + o->n++) % o->cap] = e;
+}
+
+/* The origin of stream's partition's record at offset (what was kept of
+ * the records before it is dropped: they were not scored here); 0 when
+ * none was kept. */
+static int sc_pred_take_origin(sc_predictor_t *p, int stream, int32_t partition, int64_t offset,
+                               sc_pred_origin_t *e)
+{
+        sc_pred_origins_t *o = NULL;
+        for (size_t i = 0; i < p->n_orig && !o; i++)
+                if (p->orig[i].stream == stream && p->orig[i].partition == partition)
+                        o = &p->orig[i];
+        while (o && o->n && o->q[o->head].offset < offset)
+                sc_pred_origin_free(sc_pred_origin_pop(o));
+        if (!o || !o->n || o->q[o->head].offset != offset)
+                return 0;
+        *e = sc_pred_origin_pop(o);
+        return 1;
+}
+
 sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, char *errstr,
                           size_t errstr_size)
 {
@@ -220,6 +325,7 @@ sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, 
                  sc_kafka_source_new(&p->src, &p->conf, p->numel, p->n_classes, p->conf.train.seed,
                                      spec->log, spec->log_opaque, errstr, errstr_size)))
                 goto fail;
+        sc_kafka_source_on_record(p->src, sc_pred_keep_origin, p);
         *pp = p;
         return SC_OK;
 fail:
@@ -242,6 +348,13 @@ void sc_predictor_destroy(sc_predictor_t *p)
         free(p->out);
         free(p->rows);
         free(p->text);
+        for (size_t i = 0; i < p->n_orig; i++) {
+                sc_pred_origins_t *o = &p->orig[i];
+                while (o->n)
+                        sc_pred_origin_free(sc_pred_origin_pop(o));
+                free(o->q);
+        }
+        free(p->orig);
         free(p);
 }
 
@@ -301,12 +414,16 @@ static size_t sc_pred_json(sc_predictor_t *p, int r, const char *topic, int *lab
 {
         float *z = p->out + (size_t)r * (size_t)p->n_classes;
         const sc_stream_ref_t *ref = &p->batch->refs[r];
+        int32_t truth = p->batch->labels[r];
         int arg = sc_nn_softmax(z, p->n_classes, z); /* logits -> probabilities */
         char *s = p->text, *end = p->text + p->text_cap;
         s += snprintf(s, (size_t)(end - s),
                       "{\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64
-                      ",\"label\":%d,\"probabilities\":[",
+                      ",\"label\":%d,",
                       topic, ref->partition, ref->offset, arg);
+        if (truth >= 0) /* the record's own label (not --unlabelled) */
+                s += snprintf(s, (size_t)(end - s), "\"true_label\":%" PRId32 ",", truth);
+        s += snprintf(s, (size_t)(end - s), "\"probabilities\":[");
         for (int j = 0; j < p->n_classes; j++) {
                 if (j)
                         *s++ = ',';
@@ -342,10 +459,23 @@ static sc_err_t sc_pred_score(sc_predictor_t *p, char *errstr, size_t errstr_siz
                 const char *topic = sc_kafka_source_stream(p->src, b->streams[r], NULL);
                 int label;
                 size_t len = sc_pred_json(p, r, topic, &label);
-                int klen = snprintf(key, sizeof(key), "%s:%" PRId32, topic, b->refs[r].partition);
-                sc_err_t err = sc_kafka_produce(p->prod, p->spec.out_topic, RD_KAFKA_PARTITION_UA,
-                                                key, (size_t)klen, p->text, len, NULL, NULL, 0, 0,
-                                                &pe->dv, 30000, errstr, errstr_size);
+                /* The input record's key and headers; "<topic>:<partition>"
+                 * for a record without a key. */
+                sc_pred_origin_t o = {0, NULL, 0, NULL};
+                sc_pred_take_origin(p, b->streams[r], b->refs[r].partition, b->refs[r].offset, &o);
+                const void *k = o.key;
+                size_t klen = o.key_len;
+                if (!k) {
+                        k = key;
+                        klen = (size_t)snprintf(key, sizeof(key), "%s:%" PRId32, topic,
+                                                b->refs[r].partition);
+                }
+                sc_err_t err = sc_kafka_produce_headers(
+                    p->prod, p->spec.out_topic, RD_KAFKA_PARTITION_UA, k, klen, p->text, len,
+                    o.hdrs, &pe->dv, 30000, errstr, errstr_size);
+                if (!err)
+                        o.hdrs = NULL; /* librdkafka's now */
+                sc_pred_origin_free(o);
                 if (err)
                         return err;
                 p->st.predicted++;

@@ -573,8 +573,16 @@ static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kaf
                 if (res.first)
                         sc_ks_logf(src, 4, "%s", res.msg);
                 sc_ks_dead_letter(src, m, res.fault);
+        } else if (src->on_record && !res.skipped) {
+                src->on_record(src->on_record_opaque, (int)(ks - src->streams), m);
         }
         return 1;
+}
+
+void sc_kafka_source_on_record(sc_kafka_source_t *src, sc_kafka_record_fn cb, void *opaque)
+{
+        src->on_record = cb;
+        src->on_record_opaque = opaque;
 }
 
 static int sc_ks_hold(sc_ks_stream_t *ks, rd_kafka_message_t *m)

@@ -61,6 +61,8 @@ struct sc_kafka_source_s {
         double kick_at, kick_every; /* last fetcher wake-up (s) and the interval now */
         sc_log_fn log;
         void *log_opaque;
+        sc_kafka_record_fn on_record; /* sc_kafka_source_on_record */
+        void *on_record_opaque;
         sc_kafka_source_stats_t stats;
         int logged_full; /* "more than SC_BATCH_MAX_STREAMS topics" said once */
         int logged_dlq;

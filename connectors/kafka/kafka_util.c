@@ -453,14 +453,13 @@ sc_err_t sc_kafka_produceva_retry(rd_kafka_t *rk, const rd_kafka_vu_t *vu, size_
         }
 }
 
-sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
-                          size_t key_len, const void *value, size_t value_len, const char *hdr_name,
-                          const void *hdr_value, size_t hdr_len, int64_t timestamp_ms,
-                          sc_kafka_delivery_t *dv, int timeout_ms, char *errstr, size_t errstr_size)
+/* The message's fields common to every produce: topic, partition, value,
+ * key (when not NULL), dv as its opaque, copied. Returns the count. */
+static size_t sc_kafka_vu_base(rd_kafka_vu_t *vu, const char *topic, int32_t partition,
+                               const void *key, size_t key_len, const void *value, size_t value_len,
+                               sc_kafka_delivery_t *dv)
 {
-        rd_kafka_vu_t vu[8];
         size_t n = 0;
-        memset(vu, 0, sizeof(vu));
         vu[n].vtype = RD_KAFKA_VTYPE_TOPIC;
         vu[n++].u.cstr = topic;
         vu[n].vtype = RD_KAFKA_VTYPE_PARTITION;
@@ -477,6 +476,17 @@ sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, 
         vu[n++].u.ptr = dv;
         vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
         vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
+        return n;
+}
+
+sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
+                          size_t key_len, const void *value, size_t value_len, const char *hdr_name,
+                          const void *hdr_value, size_t hdr_len, int64_t timestamp_ms,
+                          sc_kafka_delivery_t *dv, int timeout_ms, char *errstr, size_t errstr_size)
+{
+        rd_kafka_vu_t vu[8];
+        memset(vu, 0, sizeof(vu));
+        size_t n = sc_kafka_vu_base(vu, topic, partition, key, key_len, value, value_len, dv);
         if (timestamp_ms > 0) {
                 vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
                 vu[n++].u.i64 = timestamp_ms;
@@ -486,6 +496,26 @@ sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, 
                 vu[n].u.header.name = hdr_name;
                 vu[n].u.header.val = hdr_value;
                 vu[n++].u.header.size = (ssize_t)hdr_len;
+        }
+        sc_err_t err =
+            sc_kafka_produceva_retry(rk, vu, n, topic, partition, timeout_ms, errstr, errstr_size);
+        if (!err && dv)
+                dv->dv_pending++;
+        return err;
+}
+
+sc_err_t sc_kafka_produce_headers(rd_kafka_t *rk, const char *topic, int32_t partition,
+                                  const void *key, size_t key_len, const void *value,
+                                  size_t value_len, rd_kafka_headers_t *hdrs,
+                                  sc_kafka_delivery_t *dv, int timeout_ms, char *errstr,
+                                  size_t errstr_size)
+{
+        rd_kafka_vu_t vu[8];
+        memset(vu, 0, sizeof(vu));
+        size_t n = sc_kafka_vu_base(vu, topic, partition, key, key_len, value, value_len, dv);
+        if (hdrs) {
+                vu[n].vtype = RD_KAFKA_VTYPE_HEADERS;
+                vu[n++].u.headers = hdrs;
         }
         sc_err_t err =
             sc_kafka_produceva_retry(rk, vu, n, topic, partition, timeout_ms, errstr, errstr_size);

@@ -102,6 +102,14 @@ sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src);
 sc_err_t sc_kafka_source_feed(sc_kafka_source_t *src, sc_ingest_t *ingest, char *errstr,
                               size_t errstr_size);
 
+/* Called with every record the ingest path took into its stream (not the
+ * malformed ones, not re-deliveries), in consumption order: stream is the
+ * stream's index (sc_kafka_source_stream), m is valid during the call only.
+ * For a caller that keeps something of the record beside its sample (the
+ * predictor keeps its key and headers); cb NULL removes it. */
+typedef void (*sc_kafka_record_fn)(void *opaque, int stream, const rd_kafka_message_t *m);
+void sc_kafka_source_on_record(sc_kafka_source_t *src, sc_kafka_record_fn cb, void *opaque);
+
 /* Durable mode, for a worker that checkpoints what its model holds: a
  * revoked partition's cover is kept (sc_ingest_remember), and every commit
  * (periodic, at a revocation, at the end) commits the positions the last

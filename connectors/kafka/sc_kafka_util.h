@@ -137,6 +137,15 @@ sc_err_t sc_kafka_produce(rd_kafka_t *rk, const char *topic, int32_t partition, 
                           sc_kafka_delivery_t *dv, int timeout_ms, char *errstr,
                           size_t errstr_size);
 
+/* As sc_kafka_produce, with a list of headers instead of one: hdrs (NULL
+ * for none) becomes librdkafka's when the message is queued (SC_OK) and
+ * stays the caller's otherwise. */
+sc_err_t sc_kafka_produce_headers(rd_kafka_t *rk, const char *topic, int32_t partition,
+                                  const void *key, size_t key_len, const void *value,
+                                  size_t value_len, rd_kafka_headers_t *hdrs,
+                                  sc_kafka_delivery_t *dv, int timeout_ms, char *errstr,
+                                  size_t errstr_size);
+
 /* Serves delivery reports until dv has nothing pending or timeout_ms passed.
  * Returns SC_OK when all were delivered, SC_ERR_IO when any failed (errstr
  * names the first error), SC_ERR_AGAIN on timeout. */

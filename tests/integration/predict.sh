@@ -3,12 +3,13 @@
 # records and 3 malformed ones in, 10,000 acknowledged predictions whose hits
 # equal `scadles eval` of the same checkpoint, 3 dead letters, every offset
 # committed (predict_common.inc); a stop by SIGTERM; unlabelled CSV records
-# (--unlabelled) predicted as their labelled twins; plus its usage and model
-# errors.
+# (--unlabelled) predicted as their labelled twins; the input's key, headers
+# and label carried to its prediction; plus its usage and model errors.
 . "$(dirname "$0")/predict_common.inc"
 
 start_broker pin:2
 predict_end_to_end "$bs" pin pout pdlq pgroup
+predict_carries_origin "$bs" porig porig.out
 
 # SIGTERM while records arrive: a clean stop (exit 0, summary, what was
 # scored acknowledged and committed), and the next run predicts the rest:
@@ -68,6 +69,10 @@ for t in pcsv punl; do
 	kcat -C -b "$bs" -t $t.out -e -q -f '%s\n' |
 		jq -r '"\(.partition) \(.offset) \(.label) \(.probabilities | join(" "))"' >"$tmp/$t.pred"
 done
+# A labelled record's prediction carries its label, an unlabelled one's none.
+[ "$(kcat -C -b "$bs" -t pcsv.out -e -q -f '%s\n' | jq -c 'select(.true_label != null)' | wc -l)" -eq 2000 ] &&
+	[ "$(kcat -C -b "$bs" -t punl.out -e -q -f '%s\n' | jq -c 'select(has("true_label"))' | wc -l)" -eq 0 ] ||
+	fail "true_label: labelled or unlabelled predictions wrong"
 # The same class, probabilities within 1e-5 (batches group other records, so
 # sums round differently): a record whose top two probabilities are within
 # 2e-5 of each other (a near tie, which that difference may turn) may take

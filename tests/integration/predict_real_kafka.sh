@@ -11,5 +11,6 @@ if [ -z "${SCADLES_KAFKA:-}" ] || [ "$SCADLES_KAFKA" = unavailable ]; then
 fi
 run="pr$$x$(date +%s)"
 predict_end_to_end "$SCADLES_KAFKA" "$run.in" "$run.out" "$run.dlq" "$run.group"
+predict_carries_origin "$SCADLES_KAFKA" "$run.orig" "$run.orig.out"
 predict_end_to_end "$SCADLES_KAFKA" "$run.jin" "$run.jout" "$run.jdlq" "$run.jgroup" json
 echo "ok: predictions equal eval's on a real broker"

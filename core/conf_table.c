@@ -1014,6 +1014,16 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "40",
      R_IN(0, 1 << 30),
      .desc = "ssp: staleness bound s in worker clocks."},
+    {.path = "job.sync.max_inflight",
+     .type = SC_CONF_INT,
+     .offset = C(job.sync.max_inflight),
+     .def = "4",
+     R_IN(0, 1 << 30),
+     .desc = "asp, ssp, adacomp: a worker computes a gradient only on a model that holds all "
+             "but at most this many of its own updates, so its gradients are at most this many "
+             "of its own steps stale (without a bound, a worker reading a backlog faster than "
+             "the model comes back computes every gradient on the same old model); they never "
+             "wait for other workers for it. 0 = no bound."},
     {.path = "job.sync.late_rounds",
      .type = SC_CONF_INT,
      .offset = C(job.sync.late_rounds),
@@ -1133,9 +1143,10 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "\"auto\"",
      .names = sc_conf_publish_names,
      .desc = "When aggregators broadcast a shard version to the workers (J.bcast): every "
-             "version, at most once per snapshot_interval, or auto (every version for bsp, "
-             "scadles and localsgd, by interval for the asynchronous policies). Always on "
-             "revoke and exit."},
+             "version, at most once per snapshot_interval, or auto (every version, for every "
+             "policy: round workers wait for each round's model, asynchronous ones for their "
+             "own updates, sync.max_inflight). Under a backlog versions coalesce (at most two "
+             "broadcasts of a shard await their delivery). Always on revoke and exit."},
     {.path = "job.snapshot_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(job.snapshot_interval),

@@ -154,7 +154,7 @@ typedef struct sc_conf_eval {
 #define SC_CONF_JOB_NAME_MAX 200 /* topic names "<name>.grad" etc. stay below 249 */
 
 typedef enum sc_conf_publish {
-        SC_CONF_PUBLISH_AUTO,     /* round policies: every version; async: interval */
+        SC_CONF_PUBLISH_AUTO,     /* every version (every policy) */
         SC_CONF_PUBLISH_EVERY,    /* every new shard version */
         SC_CONF_PUBLISH_INTERVAL, /* at most one per snapshot_interval (and on revoke/exit) */
 } sc_conf_publish_t;

@@ -49,6 +49,10 @@ typedef struct sc_sync_spec {
                                 base_batch); window is the fallback until a sum is known */
         double base_batch;   /* scadles: B of the LR scaling; 0 = 64 * n_workers */
         int staleness;       /* ssp: s, 40 */
+        int max_inflight;    /* asp / ssp / adacomp: a worker computes only on a model that
+                                holds all but at most this many of its own updates sent (its
+                                gradients are then at most this many of its own steps stale);
+                                0 = no bound (not defaulted: the simulator's 0 stays); 4 */
         int late_rounds;     /* round policies: a rejoiner's update this many versions behind
                                 at most joins the current round (0 = none; default 2) */
         int local_steps;     /* localsgd: tau, 40 */
@@ -162,6 +166,12 @@ void sc_sync_worker_next(sc_sync_worker_t *worker, double now, sc_sync_act_t *ac
 void sc_sync_worker_computed(sc_sync_worker_t *worker, double now, int samples);
 /* A SEND was handed to the transport at time now. */
 void sc_sync_worker_sent(sc_sync_worker_t *worker, double now);
+/* A graceful stop: a worker of a policy that accumulates local steps
+ * (adsp, localsgd) and holds some commits them now, fewer than its commit
+ * interval or tau: the next sc_sync_worker_next is the SEND. Returns 1 if
+ * so, 0 when there is nothing to commit, the worker waits for a model, or
+ * the policy sends every step. */
+int sc_sync_worker_commit_now(sc_sync_worker_t *worker);
 /* A model (or clock broadcast) arrived; the caller installs the parameters. */
 void sc_sync_worker_model(sc_sync_worker_t *worker, double now, const sc_sync_model_info_t *info);
 /* scadles: the measured stream rate (samples/s) that sizes the next batch. */

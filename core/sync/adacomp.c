@@ -309,6 +309,6 @@ const sc_sync_policy_t sc_sync_adacomp = {
     .sends_gradients = 1,
     .batch = sc_sync_batch_fixed,
     .after_compute = sc_sync_after_compute_send,
-    .wait_done = sc_sync_wait_none,
+    .wait_done = sc_sync_wait_inflight,
     .apply = sc_adacomp_server_apply,
 };

@@ -1,5 +1,6 @@
 /* asp.c — asynchronous SGD: every gradient is applied on arrival with the
- * server optimizer at the scheduled LR; workers never wait. */
+ * server optimizer at the scheduled LR; workers never wait for each other,
+ * only (sync.max_inflight) for their own updates to come back. */
 #include "sync_impl.h"
 
 sc_err_t sc_sync_apply_sgd(sc_server_t *srv, const sc_update_t *u, char *errstr, size_t errstr_size)
@@ -16,6 +17,6 @@ const sc_sync_policy_t sc_sync_asp = {
     .sends_gradients = 1,
     .batch = sc_sync_batch_fixed,
     .after_compute = sc_sync_after_compute_send,
-    .wait_done = sc_sync_wait_none,
+    .wait_done = sc_sync_wait_inflight,
     .apply = sc_sync_apply_sgd,
 };

@@ -51,6 +51,7 @@ void sc_sync_spec_defaults(sc_sync_spec_t *spec, sc_sync_kind_t kind, int n_work
         spec->b_max = 1024;
         spec->window = 1.0;
         spec->staleness = 40;
+        spec->max_inflight = 4;
         spec->late_rounds = 2;
         spec->local_steps = 40;
         spec->ada_window = 1024;
@@ -104,6 +105,9 @@ sc_err_t sc_sync_spec_check(sc_sync_spec_t *spec, char *errstr, size_t errstr_si
         if (spec->staleness < 0)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "sync.staleness: must be >= 0 (got %d)", spec->staleness);
+        if (spec->max_inflight < 0)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "sync.max_inflight: must be >= 0 (got %d)", spec->max_inflight);
         if (spec->local_steps < 1)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "sync.local_steps: must be >= 1");
@@ -154,6 +158,16 @@ int sc_sync_wait_next_version(sc_sync_worker_t *w, sc_sync_act_t *act)
         act->wait = SC_WAIT_VERSION;
         act->version = w->sent_t_read + 1;
         return w->version >= act->version;
+}
+
+int sc_sync_wait_inflight(sc_sync_worker_t *w, sc_sync_act_t *act)
+{
+        uint64_t m = (uint64_t)w->spec.max_inflight;
+        if (!m)
+                return sc_sync_wait_none(w, act);
+        act->wait = SC_WAIT_APPLIED;
+        act->seq = w->clock > m ? w->clock - m : 0;
+        return w->applied_seq >= act->seq;
 }
 
 int sc_sync_wait_none(sc_sync_worker_t *w, sc_sync_act_t *act)
@@ -217,7 +231,8 @@ void sc_sync_worker_next(sc_sync_worker_t *w, double now, sc_sync_act_t *act)
                                 w->wait_since = now;
                         }
                         act->kind = SC_ACT_WAIT;
-                        act->seq = w->clock;
+                        if (act->wait != SC_WAIT_APPLIED)
+                                act->seq = w->clock;
                         return;
                 }
                 if (w->waiting) {
@@ -263,6 +278,14 @@ void sc_sync_worker_sent(sc_sync_worker_t *w, double now)
         w->sent_t_read = w->read_version;
         w->send_time = now;
         w->phase = SC_PH_WAIT;
+}
+
+int sc_sync_worker_commit_now(sc_sync_worker_t *w)
+{
+        if (w->pol->sends_gradients || w->phase != SC_PH_COMPUTE || w->local_steps == 0)
+                return 0;
+        w->phase = SC_PH_SEND;
+        return 1;
 }
 
 void sc_sync_worker_model(sc_sync_worker_t *w, double now, const sc_sync_model_info_t *info)

@@ -152,6 +152,12 @@ int sc_sync_batch_fixed(const sc_sync_worker_t *w);
 sc_sync_phase_t sc_sync_after_compute_send(sc_sync_worker_t *w, double now);
 int sc_sync_wait_next_version(sc_sync_worker_t *w, sc_sync_act_t *act);
 int sc_sync_wait_none(sc_sync_worker_t *w, sc_sync_act_t *act);
+/* Asynchronous gradient policies: done once the model holds all but at
+ * most spec.max_inflight of this worker's updates (SC_WAIT_APPLIED; always
+ * done when the bound is 0). A worker that outruns its own updates (a
+ * backlog read faster than the model comes back) would otherwise compute
+ * every gradient on the same old model. */
+int sc_sync_wait_inflight(sc_sync_worker_t *w, sc_sync_act_t *act);
 /* Shared server halves. */
 sc_err_t sc_sync_apply_sgd(sc_server_t *srv, const sc_update_t *u, char *errstr,
                            size_t errstr_size);

@@ -122,21 +122,51 @@ static void ssp_blocking_rules(void **state)
         sc_sync_worker_destroy(w);
 }
 
-static void asp_and_adacomp_never_wait(void **state)
+/* asp and adacomp never wait for other workers; with sync.max_inflight m
+ * (default 4) a worker waits only for its own updates: at clock c (updates
+ * sent) it computes once its model holds its updates up to c - m. m = 0 is
+ * no bound. */
+static void asp_and_adacomp_wait_only_for_their_own_updates(void **state)
 {
         sc_sync_kind_t kinds[2] = {SC_SYNC_ASP, SC_SYNC_ADACOMP};
         for (int k = 0; k < 2; k++) {
                 sc_sync_spec_t sp;
                 sc_sync_worker_t *w;
                 sc_sync_act_t act;
+                sc_sync_model_info_t info;
                 sc_sync_spec_defaults(&sp, kinds[k], 4);
+                assert_int_equal(sp.max_inflight, 4);
                 sp.batch = 10;
                 assert_int_equal(sc_sync_worker_new(&w, &sp, 3, NULL, 0), SC_OK);
-                for (int i = 0; i < 50; i++) {
+                for (int i = 0; i < 4; i++) {
                         cycle(w, i, &act);
                         assert_int_equal(act.kind, SC_ACT_COMPUTE);
                         assert_int_equal(act.batch, 10);
                         assert_int_equal(act.local_step, 0);
+                }
+                cycle(w, 4, &act); /* clock 5: update 1 must be in the model */
+                assert_int_equal(act.kind, SC_ACT_WAIT);
+                assert_int_equal(act.wait, SC_WAIT_APPLIED);
+                assert_int_equal(act.seq, 1);
+                /* Other workers' clocks do not matter, nor a newer version. */
+                memset(&info, 0, sizeof(info));
+                info.version = 9;
+                sc_sync_worker_model(w, 5, &info);
+                sc_sync_worker_next(w, 5, &act);
+                assert_int_equal(act.kind, SC_ACT_WAIT);
+                info.applied_seq = 1;
+                sc_sync_worker_model(w, 6, &info);
+                sc_sync_worker_next(w, 6, &act);
+                assert_int_equal(act.kind, SC_ACT_COMPUTE);
+                assert_int_equal(act.t_read, 9);
+                assert_true(fabs(sc_sync_worker_wait_seconds(w) - 2.0) < 1e-12);
+                sc_sync_worker_destroy(w);
+
+                sp.max_inflight = 0; /* no bound */
+                assert_int_equal(sc_sync_worker_new(&w, &sp, 3, NULL, 0), SC_OK);
+                for (int i = 0; i < 50; i++) {
+                        cycle(w, i, &act);
+                        assert_int_equal(act.kind, SC_ACT_COMPUTE);
                 }
                 assert_int_equal(sc_sync_worker_clock(w), 50);
                 assert_true(sc_sync_worker_wait_seconds(w) == 0);
@@ -697,7 +727,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(names_and_spec_checks),
             cmocka_unit_test(ssp_blocking_rules),
-            cmocka_unit_test(asp_and_adacomp_never_wait),
+            cmocka_unit_test(asp_and_adacomp_wait_only_for_their_own_updates),
             cmocka_unit_test(bsp_waits_for_next_version),
             cmocka_unit_test(scadles_auto_window),
             cmocka_unit_test(t_read_is_the_version_at_compute_start),

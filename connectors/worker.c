@@ -257,18 +257,20 @@ static void sc_wk_cover_json(void *opaque, const char *topic, int32_t partition,
 }
 
 /* The checkpoint's resume section (docs/STREAMS.md): which records the model
- * holds, per partition. NULL with errstr filled on failure. */
+ * holds, per partition, and the prequential metrics of the samples it was
+ * trained on. NULL with errstr filled on failure. */
 static char *sc_wk_resume_json(sc_worker_t *w, char *errstr, size_t errstr_size)
 {
         sc_wk_covers_t cv = {json_array(), 0};
         char *text = NULL;
         if (!cv.list || sc_ingest_cover(w->ingest, sc_wk_cover_json, &cv, errstr, errstr_size))
                 goto out;
-        json_t *j =
-            cv.failed ? NULL
-                      : json_pack("{s:s, s:I, s:I, s:O}", "format", "scadles-resume/1", "step",
-                                  (json_int_t)w->steps, "samples",
-                                  (json_int_t)(w->resumed_samples + w->samples), "covers", cv.list);
+        json_t *j = cv.failed
+                        ? NULL
+                        : json_pack("{s:s, s:I, s:I, s:O, s:o*}", "format", "scadles-resume/1",
+                                    "step", (json_int_t)w->steps, "samples",
+                                    (json_int_t)(w->resumed_samples + w->samples), "covers",
+                                    cv.list, "prequential", sc_metrics_state(w->preq));
         text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         if (!text)
@@ -365,6 +367,14 @@ static sc_err_t sc_wk_resume_covers(sc_worker_t *w, const char *text, size_t len
         }
         json_int_t samples = json_integer_value(json_object_get(j, "samples"));
         w->resumed_samples = samples > 0 ? (uint64_t)samples : 0;
+        /* Prequential metrics go on from the checkpoint's (a section written
+         * before they were kept has none: they start afresh). */
+        json_t *pq = json_object_get(j, "prequential");
+        if (pq && (err = sc_metrics_restore(w->preq, pq, why, sizeof(why)))) {
+                json_decref(j);
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "%s: resume section: prequential: %s", path, why);
+        }
         for (size_t i = 0; !err && i < json_array_size(covers); i++) {
                 json_t *c = json_array_get(covers, i), *done = json_object_get(c, "done");
                 json_t *t = json_object_get(c, "topic"), *p = json_object_get(c, "partition"),

@@ -204,3 +204,107 @@ nomem:
         json_decref(cm);
         return NULL;
 }
+
+json_t *sc_metrics_state(const sc_metrics_t *m)
+{
+        size_t cc = (size_t)m->classes * (size_t)m->classes;
+        json_t *cm = json_array(), *wl = json_array();
+        char *wh = sc_malloc(m->ring_len + 1);
+        json_t *j = NULL;
+        if (!cm || !wl || !wh)
+                goto out;
+        for (size_t i = 0; i < cc; i++)
+                if (json_array_append_new(cm, json_integer((json_int_t)m->confusion[i])))
+                        goto out;
+        /* oldest first: the ring starts at its head once it is full */
+        size_t first = m->ring_len == m->window ? m->ring_head : 0;
+        for (size_t k = 0; k < m->ring_len; k++) {
+                size_t i = (first + k) % m->window;
+                wh[k] = m->ring_hit[i] ? '1' : '0';
+                if (json_array_append_new(wl, json_real(m->ring_loss[i])))
+                        goto out;
+        }
+        wh[m->ring_len] = '\0';
+        j = json_pack("{s:I, s:I, s:f, s:O, s:s, s:O}", "samples", (json_int_t)m->n, "hits",
+                      (json_int_t)m->hits, "loss_sum", m->loss_sum, "confusion", cm, "window_hits",
+                      wh, "window_loss", wl);
+out:
+        json_decref(cm);
+        json_decref(wl);
+        sc_free(wh);
+        return j;
+}
+
+/* A non-negative integer member of o, or -1. */
+static json_int_t sc_metrics_count(const json_t *o, const char *name)
+{
+        const json_t *v = json_object_get(o, name);
+        return json_is_integer(v) && json_integer_value(v) >= 0 ? json_integer_value(v) : -1;
+}
+
+sc_err_t sc_metrics_restore(sc_metrics_t *m, const json_t *state, char *errstr, size_t errstr_size)
+{
+        size_t cc = (size_t)m->classes * (size_t)m->classes;
+        json_int_t n = sc_metrics_count(state, "samples"), hits = sc_metrics_count(state, "hits");
+        const json_t *ls = json_object_get(state, "loss_sum");
+        const json_t *cm = json_object_get(state, "confusion");
+        const json_t *wh = json_object_get(state, "window_hits");
+        const json_t *wl = json_object_get(state, "window_loss");
+        if (!json_is_object(state))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size, "$: expected an object");
+        if (n < 0 || hits < 0 || hits > n)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "$.samples, $.hits: expected counts, hits at most samples");
+        if (!json_is_number(ls) || !(json_number_value(ls) >= 0) ||
+            !isfinite(json_number_value(ls)))
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "$.loss_sum: expected a finite number >= 0");
+        if (!json_is_array(cm) || json_array_size(cm) != cc)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "$.confusion: expected %zu counts (%d classes)", cc, m->classes);
+        uint64_t diag = 0, sum = 0;
+        for (size_t i = 0; i < cc; i++) {
+                const json_t *c = json_array_get(cm, i);
+                if (!json_is_integer(c) || json_integer_value(c) < 0)
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "$.confusion[%zu]: expected a count", i);
+                sum += (uint64_t)json_integer_value(c);
+                if (i / (size_t)m->classes == i % (size_t)m->classes)
+                        diag += (uint64_t)json_integer_value(c);
+        }
+        if (diag != (uint64_t)hits || sum > (uint64_t)n)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "$.confusion: its diagonal (%llu) is not the hits (%lld) or it "
+                               "counts more than the samples",
+                               (unsigned long long)diag, (long long)hits);
+        size_t len = json_is_string(wh) ? json_string_length(wh) : 0;
+        if (!json_is_string(wh) || !json_is_array(wl) || json_array_size(wl) != len ||
+            len > (size_t)n || strspn(json_string_value(wh), "01") != len)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "$.window_hits, $.window_loss: expected a string of 0 and 1 and "
+                               "as many losses, at most samples");
+        for (size_t k = 0; k < len; k++) {
+                const json_t *v = json_array_get(wl, k);
+                if (!json_is_number(v) || !(json_number_value(v) >= 0) ||
+                    !isfinite(json_number_value(v)))
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "$.window_loss[%zu]: expected a finite number >= 0", k);
+        }
+        sc_metrics_reset(m);
+        for (size_t i = 0; i < cc; i++)
+                m->confusion[i] = (uint64_t)json_integer_value(json_array_get(cm, i));
+        m->n = (uint64_t)n;
+        m->hits = (uint64_t)hits;
+        m->loss_sum = json_number_value(ls);
+        size_t skip = len > m->window ? len - m->window : 0; /* keep the newest */
+        const char *h = json_string_value(wh);
+        for (size_t k = skip; k < len; k++) {
+                size_t i = m->ring_len++;
+                m->ring_hit[i] = (uint8_t)(h[k] == '1');
+                m->ring_loss[i] = json_number_value(json_array_get(wl, k));
+                m->window_hits += m->ring_hit[i];
+                m->window_loss += m->ring_loss[i];
+        }
+        m->ring_head = m->ring_len % m->window;
+        return SC_OK;
+}

@@ -63,4 +63,19 @@ uint64_t sc_metrics_confusion(const sc_metrics_t *m, int t, int p);
  *  predicted)}. New reference; NULL if out of memory. */
 json_t *sc_metrics_json(const sc_metrics_t *m);
 
+/* What a restart carries on (a checkpoint's resume section):
+ * {"samples", "hits", "loss_sum", "confusion": [C * C] (row-major, rows =
+ *  true class), "window_hits": "0110..." and "window_loss": [...] (the
+ *  window's samples, oldest first)}. New reference; NULL if out of
+ * memory. */
+json_t *sc_metrics_state(const sc_metrics_t *m);
+
+/* Replaces m's counters with a state of sc_metrics_state() for as many
+ * classes. A window longer than m's keeps its newest samples. SC_ERR_CORRUPT
+ * (errstr names the field as "$.<field>") when a field is missing, of the
+ * wrong type or size, or the counts disagree (hits above samples, the
+ * confusion matrix's diagonal not the hits, a loss negative or not finite);
+ * m is then unchanged. */
+sc_err_t sc_metrics_restore(sc_metrics_t *m, const json_t *state, char *errstr, size_t errstr_size);
+
 #endif

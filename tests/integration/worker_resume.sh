@@ -8,7 +8,8 @@
 # holds (each partition resumed at the checkpoint's offset, records it had
 # finished out of order skipped). Required: the last run's summary counts
 # every produced record trained exactly once into the surviving model
-# (samples_total), every partition committed to its end, the accounting
+# (samples_total) and scored once by the prequential metrics (carried on
+# in the checkpoint), every partition committed to its end, the accounting
 # exact; and the final test accuracy no more than 0.5 points below an
 # uninterrupted worker's (median of RESUME_RUNS runs each, default 3).
 . "$(dirname "$0")/distributed_common.inc"
@@ -61,6 +62,10 @@ for r in $(seq 1 "$runs"); do
 	[ "$(s .samples_total)" -eq "$produced" ] ||
 		fail "run $r: the surviving model trained $(s .samples_total) samples of $produced produced (each exactly once: $produced)"
 	[ "$(s .lost)" -eq 0 ] || fail "run $r: lost $(s .lost)"
+	# The prequential metrics went on from each checkpoint: every sample of
+	# the surviving model scored once before it trained, over the 4 starts.
+	[ "$(s .prequential.samples)" -eq "$produced" ] ||
+		fail "run $r: prequential metrics over $(s .prequential.samples) samples, the model trained $produced"
 	echo "run $r: 3 kills; the surviving model trained $(s .samples_total) of $produced records once each (last start: $(s .trained) trained, $(s .skipped) skipped as already in the checkpoint), test accuracy $(s .test_accuracy); uninterrupted ${plain[-1]}"
 	killed+=("$(s .test_accuracy)")
 done

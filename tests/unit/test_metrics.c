@@ -166,6 +166,110 @@ static void test_json(void **state)
         sc_metrics_destroy(m);
 }
 
+static void same_summary(const sc_metrics_t *a, const sc_metrics_t *b)
+{
+        sc_metrics_summary_t x, y;
+        sc_metrics_summary(a, &x);
+        sc_metrics_summary(b, &y);
+        assert_int_equal(x.n, y.n);
+        assert_int_equal(x.hits, y.hits);
+        assert_int_equal(x.window_n, y.window_n);
+        assert_int_equal(x.window_hits, y.window_hits);
+        assert_true(fabs(x.loss - y.loss) <= 1e-12 * fmax(1, fabs(x.loss)));
+        assert_true(fabs(x.window_loss - y.window_loss) <= 1e-9 * fmax(1, fabs(x.window_loss)));
+        for (int t = 0; t < C; t++)
+                for (int q = 0; q < C; q++)
+                        assert_int_equal(sc_metrics_confusion(a, t, q),
+                                         sc_metrics_confusion(b, t, q));
+}
+
+/* A restart carries the metrics on: the state of a partly filled and of a
+ * wrapped window restores into fresh metrics that then agree sample for
+ * sample with the original; a shorter window keeps the newest samples;
+ * states that disagree with themselves are refused, leaving m unchanged. */
+static void test_state_restores(void **state)
+{
+        sc_metrics_t *a, *b, *s;
+        sc_rng_t rng;
+        char err[256];
+        (void)state;
+        sc_rng_seed(&rng, 11);
+        assert_int_equal(sc_metrics_new(&a, C, W, err, sizeof(err)), SC_OK);
+        for (int phase = 0; phase < 2; phase++) {
+                int adds = phase ? 3 * W + 5 : W / 2; /* wrapped, then partial */
+                sc_metrics_reset(a);
+                for (int i = 0; i < adds; i++)
+                        sc_metrics_add(a, (int32_t)sc_rng_below(&rng, C),
+                                       (int32_t)sc_rng_below(&rng, C), sc_rng_uniform(&rng) * 3);
+                json_t *st = sc_metrics_state(a);
+                assert_non_null(st);
+                /* through text, as in a checkpoint */
+                char *text = json_dumps(st, JSON_COMPACT);
+                json_decref(st);
+                st = json_loads(text, 0, NULL);
+                free(text);
+                assert_int_equal(sc_metrics_new(&b, C, W, err, sizeof(err)), SC_OK);
+                assert_int_equal(sc_metrics_restore(b, st, err, sizeof(err)), SC_OK);
+                same_summary(a, b);
+                for (int i = 0; i < 2 * W; i++) {
+                        int32_t y = (int32_t)sc_rng_below(&rng, C),
+                                q = (int32_t)sc_rng_below(&rng, C);
+                        double l = sc_rng_uniform(&rng);
+                        sc_metrics_add(a, y, q, l);
+                        sc_metrics_add(b, y, q, l);
+                        same_summary(a, b);
+                }
+                sc_metrics_destroy(b);
+                /* a shorter window: the newest 5 of the state's */
+                assert_int_equal(sc_metrics_new(&s, C, 5, err, sizeof(err)), SC_OK);
+                assert_int_equal(sc_metrics_restore(s, st, err, sizeof(err)), SC_OK);
+                sc_metrics_summary_t x;
+                sc_metrics_summary(s, &x);
+                const char *wh = json_string_value(json_object_get(st, "window_hits"));
+                size_t len = strlen(wh), ones = 0;
+                for (size_t k = len > 5 ? len - 5 : 0; k < len; k++)
+                        ones += wh[k] == '1';
+                assert_int_equal(x.window_n, len < 5 ? len : 5);
+                assert_int_equal(x.window_hits, ones);
+                sc_metrics_destroy(s);
+                json_decref(st);
+        }
+        /* refused: each breaks one rule; m keeps its counts */
+        static const char *const bad[] = {
+            "[]",
+            "{\"samples\": 3, \"hits\": 4, \"loss_sum\": 1, \"confusion\": [], "
+            "\"window_hits\": \"\", \"window_loss\": []}",
+            "{\"samples\": 1, \"hits\": 0, \"loss_sum\": -1, \"confusion\": [], "
+            "\"window_hits\": \"\", \"window_loss\": []}",
+            "{\"samples\": 1, \"hits\": 0, \"loss_sum\": 1, \"confusion\": [1], "
+            "\"window_hits\": \"\", \"window_loss\": []}",
+        };
+        sc_metrics_summary_t before, after;
+        sc_metrics_summary(a, &before);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                json_t *st = json_loads(bad[i], 0, NULL);
+                assert_non_null(st);
+                assert_int_equal(sc_metrics_restore(a, st, err, sizeof(err)), SC_ERR_CORRUPT);
+                assert_non_null(strstr(err, "$"));
+                json_decref(st);
+        }
+        /* a diagonal that is not the hits, a window longer than the samples */
+        json_t *st = sc_metrics_state(a);
+        json_object_set_new(st, "hits",
+                            json_integer(json_integer_value(json_object_get(st, "hits")) + 1));
+        assert_int_equal(sc_metrics_restore(a, st, err, sizeof(err)), SC_ERR_CORRUPT);
+        assert_non_null(strstr(err, "$.confusion"));
+        json_decref(st);
+        st = sc_metrics_state(a);
+        json_object_set_new(st, "window_hits", json_string("01x"));
+        assert_int_equal(sc_metrics_restore(a, st, err, sizeof(err)), SC_ERR_CORRUPT);
+        json_decref(st);
+        sc_metrics_summary(a, &after);
+        assert_int_equal(before.n, after.n);
+        assert_int_equal(before.window_n, after.window_n);
+        sc_metrics_destroy(a);
+}
+
 static void test_bad_args(void **state)
 {
         (void)state;
@@ -181,9 +285,8 @@ static void test_bad_args(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_recompute),
-            cmocka_unit_test(test_logits_match_model),
-            cmocka_unit_test(test_json),
+            cmocka_unit_test(test_recompute), cmocka_unit_test(test_logits_match_model),
+            cmocka_unit_test(test_json),      cmocka_unit_test(test_state_restores),
             cmocka_unit_test(test_bad_args),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

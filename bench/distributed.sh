@@ -58,7 +58,8 @@ kc_for() {
 }
 
 # job_config FILE RUN BOOTSTRAP WORKER PUBLISH POLICY (POLICY "standalone":
-# no job section)
+# no job section; PUBLISH interval: also no bound on a worker's own updates
+# in flight, job.sync.max_inflight 0, the asp defaults before the bound)
 job_config() {
 	jq -n --arg run "$2" --arg bs "$3" --argjson w "$4" --arg pub "$5" --arg pol "$6" \
 		--argjson kc "$(kc_for "$3")" '{
@@ -73,7 +74,8 @@ job_config() {
 	  worker: {batch: "rate", window: 0.01, b_min: 16, b_max: 64, shuffle: 0, eval: false,
 	           progress_interval: 0.1},
 	  job: {name: $run, shards: 4, workers: 2,
-	        sync: ({policy: $pol} + (if $pol == "scadles" then {base_batch: 128} else {} end)),
+	        sync: ({policy: $pol} + (if $pol == "scadles" then {base_batch: 128} else {} end)
+	               + (if $pub == "interval" then {max_inflight: 0} else {} end)),
 	        codec: {name: "topk", ratio: 0.1}, publish: $pub, session_timeout: 6,
 	        progress_interval: 1,
 	        heartbeat_interval: 0.5},
@@ -212,7 +214,8 @@ run_live() {
 }
 
 echo "distributed job: 2 workers x $N Fashion-MNIST records, 1 aggregator, 4 shards, top-k 10%;"
-echo "asp with J.model published by interval (1 s, its default) or every version; bsp and"
+echo "asp with J.model published by interval (1 s) and no bound on a worker's own updates in"
+echo "flight (job.sync.max_inflight 0), or every version (the defaults); bsp and"
 echo "scadles (every version); one standalone worker on worker 0's backlog for comparison;"
 echo "then latency with a live feed of $LIVE_RATE samples/s per worker (asp and bsp, every version)"
 # two partitions per data topic: the embedded broker keeps ~5 MiB per partition

@@ -423,12 +423,22 @@ static void sc_wj_install(sc_worker_t *w, double now)
         if (!changed)
                 return;
         sc_sync_model_info_t info = {.version = sc_job_model_min_version(j->jm)};
+        /* This worker's updates the model holds on every shard. A shard still
+         * below the seq this run started after is left out: its missing seq
+         * may have died with the previous process (produced to some shards,
+         * not to this one), and the shard's applied seq then stays below it
+         * until the server gives it up, 64 seqs later, whatever this run
+         * sends; the other shards show this run's updates meanwhile (one at
+         * least holds the highest seq sent). A shard that was only behind
+         * joins the minimum again once it caught up. */
         uint64_t ap = UINT64_MAX;
         for (int s = 0; s < j->shards; s++) {
                 uint64_t a = sc_job_model_applied(j->jm, s, (uint32_t)w->spec.worker_id);
-                if (a < ap)
+                if (a >= j->seq_base && a < ap)
                         ap = a;
         }
+        if (ap == UINT64_MAX)
+                ap = 0;
         info.applied_seq = ap > j->seq_base ? ap - j->seq_base : 0;
         uint64_t mc = sc_job_model_min_clock(j->jm);
         info.min_clock = mc > j->seq_base ? mc - j->seq_base : 0;

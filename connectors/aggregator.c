@@ -732,6 +732,23 @@ static void sc_agg_warn_momentum(sc_aggregator_t *agg)
                            agg->conf->optim.momentum, sc_sync_kind_name(k));
 }
 
+/* An asynchronous worker waits for its own updates (job.sync.max_inflight):
+ * broadcast by interval, it sees them once per snapshot_interval. */
+static void sc_agg_warn_pacing(sc_aggregator_t *agg)
+{
+        const sc_conf_job_t *job = &agg->conf->job;
+        sc_sync_kind_t k = job->sync.kind;
+        if (!agg->publish_every && sc_sync_sends_gradients(k) && !sc_sync_is_round_based(k) &&
+            job->sync.max_inflight > 0)
+                sc_agg_log(agg, 4,
+                           "job.publish interval with job.sync.policy %s and "
+                           "job.sync.max_inflight %d: a worker sees its own updates once per "
+                           "job.snapshot_interval (%g s), so it takes at most %d steps in one; "
+                           "job.publish every (or auto) keeps it at the broker's pace",
+                           sc_sync_kind_name(k), job->sync.max_inflight, job->snapshot_interval,
+                           job->sync.max_inflight);
+}
+
 /* Serves the clients once: one J.grad record (waiting up to timeout_ms),
  * up to 64 J.ctl records, the producer's reports. */
 static void sc_agg_serve(sc_aggregator_t *agg, int timeout_ms)
@@ -820,6 +837,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
 
         agg->t0 = agg->last_progress = agg->last_record = now = sc_clock_mono();
         sc_agg_warn_momentum(agg);
+        sc_agg_warn_pacing(agg);
         sc_job_members_start(agg->job, now);
         for (int w = 0; w < agg->nworkers; w++)
                 agg->live[w] = 1;

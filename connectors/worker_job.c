@@ -777,14 +777,18 @@ sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         sc_err_t err = SC_OK;
         char why[512];
         /* adsp and localsgd commit what they accumulated since their last
-         * commit: its batches are then acknowledged with the update's
-         * delivery (trained), not returned to be read again. */
+         * commit (not after an error): its batches are then acknowledged with
+         * the update's delivery (trained), not returned to be read again. */
         int steps = sc_sync_worker_local_steps(j->sync);
-        if (j->ready && sc_sync_worker_commit_now(j->sync)) {
+        if (j->ready && !(w->reason && !strcmp(w->reason, "error")) &&
+            sc_sync_worker_commit_now(j->sync)) {
                 sc_sync_act_t act;
                 double now = sc_clock_mono();
                 sc_sync_worker_next(j->sync, now, &act);
-                if (act.kind == SC_ACT_SEND && !(err = sc_wj_send(w, &act, errstr, errstr_size))) {
+                if (act.kind == SC_ACT_SEND && sc_wj_send(w, &act, why, sizeof(why)))
+                        sc_wk_logf(w, 3, "stop: the last %d local step(s) not committed: %s", steps,
+                                   why);
+                else if (act.kind == SC_ACT_SEND) {
                         sc_sync_worker_sent(j->sync, now);
                         sc_wk_logf(w, 6, "stop: committed the last %d local step(s)", steps);
                 }

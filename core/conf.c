@@ -34,10 +34,39 @@ void sc_conf_defaults(sc_conf_t *conf)
         }
 }
 
+void sc_conf_list_refs(const sc_conf_prop_t *p, void *base, int count, int take)
+{
+        const sc_conf_list_t *l = p->list;
+        for (int e = 0; e < count; e++) {
+                char *elem = (char *)base + p->offset + (size_t)e * l->elem_size;
+                for (size_t j = 0; j < l->nprops; j++)
+                        if (l->props[j].ref)
+                                l->props[j].ref(elem + l->props[j].offset, take);
+        }
+}
+
+/* Takes or releases the references of every shared value of conf. */
+static void sc_conf_refs(sc_conf_t *conf, int take)
+{
+        for (size_t i = 0; i < sc_conf_nprops; i++) {
+                const sc_conf_prop_t *p = &sc_conf_props[i];
+                if (p->ref)
+                        p->ref((char *)conf + p->offset, take);
+                if (p->type == SC_CONF_OBJ_LIST)
+                        sc_conf_list_refs(p, conf, *(int *)((char *)conf + p->count_offset), take);
+        }
+}
+
+void sc_conf_ref_values(sc_conf_t *copy)
+{
+        sc_conf_refs(copy, 1);
+}
+
 void sc_conf_free(sc_conf_t *conf)
 {
         if (!conf)
                 return;
+        sc_conf_refs(conf, 0);
         json_decref((json_t *)conf->kafka);
         json_decref((json_t *)conf->kafka_consumer);
         json_decref((json_t *)conf->kafka_producer);
@@ -113,6 +142,14 @@ static void sc_conf_inherit_scalars(sc_conf_t *conf)
                                 case SC_CONF_STRING:
                                         n = q->size < src->size ? q->size : src->size;
                                         break;
+                                case SC_CONF_CUSTOM:
+                                        if (!q->ref || q->ref != src->ref)
+                                                break;
+                                        q->ref(elem + q->offset, 0);
+                                        memcpy(elem + q->offset, (char *)conf + src->offset,
+                                               sizeof(void *));
+                                        q->ref(elem + q->offset, 1);
+                                        break;
                                 default:
                                         break;
                                 }
@@ -145,6 +182,19 @@ static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode
                 snprintf(path, sizeof(path), "%s.label", where);
                 return sc_conf_fail(errstr, errstr_size, conf->origin, path,
                                     "offset labels are for raw records only");
+        }
+        if (d->fields && d->fields->width != sc_shape_numel(conf->model.input)) {
+                snprintf(path, sizeof(path), "%s.fields", where);
+                return sc_conf_fail(errstr, errstr_size, conf->origin, path,
+                                    "the fields encode %zu features, model.input takes %zu (set "
+                                    "it to [%zu])",
+                                    d->fields->width, sc_shape_numel(conf->model.input),
+                                    d->fields->width);
+        }
+        if (d->fields && d->format == SC_DECODE_RAW) {
+                snprintf(path, sizeof(path), "%s.fields", where);
+                return sc_conf_fail(errstr, errstr_size, conf->origin, path,
+                                    "raw records have no named fields");
         }
         if (d->format == SC_DECODE_JSON &&
             (d->features_path[0] != '$' || d->label_path[0] != '$')) {

@@ -42,6 +42,10 @@ typedef enum sc_conf_type {
 typedef sc_err_t (*sc_conf_parse_fn)(json_t *v, void *at, const char *origin, const char *jpath,
                                      char *errstr, size_t errstr_size);
 typedef json_t *(*sc_conf_json_fn)(const void *at);
+/* SC_CONF_CUSTOM holding a shared value: take = 1 takes one more reference
+ * to the value at `at` (after a struct copy), take = 0 releases it and
+ * clears the slot. */
+typedef void (*sc_conf_ref_fn)(void *at, int take);
 
 typedef struct sc_conf_list sc_conf_list_t;
 
@@ -64,6 +68,7 @@ typedef struct sc_conf_prop {
         const char *expect;     /* SC_CONF_CUSTOM: the values it takes, for messages and docs */
         sc_conf_parse_fn parse; /* SC_CONF_CUSTOM */
         sc_conf_json_fn json;   /* SC_CONF_CUSTOM */
+        sc_conf_ref_fn ref;     /* SC_CONF_CUSTOM with a shared value, else NULL */
         const char *desc;
 } sc_conf_prop_t;
 
@@ -118,6 +123,18 @@ sc_err_t sc_conf_sim_churn(json_t *v, void *at, const char *origin, const char *
                            size_t errstr_size);
 json_t *sc_conf_sim_churn_json(const void *at);
 sc_err_t sc_conf_validate_sim(sc_conf_t *conf, char *errstr, size_t errstr_size);
+/* conf_fields.c: streams.fields and streams.labels (and a topic's). */
+sc_err_t sc_conf_fields(json_t *v, void *at, const char *origin, const char *jpath, char *errstr,
+                        size_t errstr_size);
+json_t *sc_conf_fields_json(const void *at);
+void sc_conf_fields_ref(void *at, int take);
+sc_err_t sc_conf_labels(json_t *v, void *at, const char *origin, const char *jpath, char *errstr,
+                        size_t errstr_size);
+json_t *sc_conf_labels_json(const void *at);
+void sc_conf_labels_ref(void *at, int take);
+/* conf.c: takes (take = 1) or releases (0) the references of the shared
+ * values of every element of list p at base. */
+void sc_conf_list_refs(const sc_conf_prop_t *p, void *base, int count, int take);
 const sc_conf_prop_t *sc_conf_find(const sc_conf_prop_t *props, size_t n, const char *path);
 
 #endif

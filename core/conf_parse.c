@@ -343,9 +343,15 @@ static sc_err_t sc_conf_objlist(sc_conf_ctx_t *ctx, const sc_conf_prop_t *p, jso
                 return sc_conf_expected(ctx, p, jpath, v);
         if (n > p->size)
                 return FAIL(ctx, jpath, "at most %zu entries (got %zu)", p->size, n);
+        /* the elements given before (an override) let go of their shared values */
+        sc_conf_list_refs(p, base, *(int *)((char *)base + p->count_offset), 0);
+        *(int *)((char *)base + p->count_offset) = 0;
         for (size_t i = 0; i < n; i++) {
                 snprintf(ipath, sizeof(ipath), "%s[%zu]", jpath, i);
                 char *elem = (char *)base + p->offset + i * p->list->elem_size;
+                /* counted before it is parsed: a failure releases what it took */
+                memset(elem, 0, p->list->elem_size);
+                *(int *)((char *)base + p->count_offset) = (int)i + 1;
                 sc_err_t err =
                     sc_conf_parse_elem(ctx, p->list, json_array_get(v, i), ipath, elem, &given[i]);
                 if (err)
@@ -789,6 +795,7 @@ sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         }
         *tmp = *conf;
+        sc_conf_ref_values(tmp);
         json_incref((json_t *)tmp->kafka);
         json_incref((json_t *)tmp->kafka_consumer);
         json_incref((json_t *)tmp->kafka_producer);

@@ -29,6 +29,7 @@ static const char *const sc_decode_fault_names[SC_DECODE_FAULT__END] = {
     [SC_DECODE_BAD_HEADER] = "bad_header",
     [SC_DECODE_BAD_SPEC] = "bad_spec",
     [SC_DECODE_TOO_MANY_HEADERS] = "too_many_headers",
+    [SC_DECODE_WRONG_TYPE] = "wrong_type",
 };
 
 const char *sc_decode_fault_name(sc_decode_fault_t fault)
@@ -143,8 +144,9 @@ static int sc_decode_path_ok(const char *path)
         return sc_decode_path_compile(path, SC_DECODE_PATH_MAX, &compiled) == 0;
 }
 
-/* A CSV spec's delimiter and columns. */
-static sc_err_t sc_decode_check_csv(const sc_decode_spec_t *spec, char *errstr, size_t errstr_size)
+/* A CSV spec's delimiter. */
+static sc_err_t sc_decode_check_csv_delimiter(const sc_decode_spec_t *spec, char *errstr,
+                                              size_t errstr_size)
 {
         char d = spec->delimiter;
         if (d == '\0' || d == '\n' || d == '\r' || d == '.' || d == '-' || d == '+' || d == 'e' ||
@@ -152,6 +154,15 @@ static sc_err_t sc_decode_check_csv(const sc_decode_spec_t *spec, char *errstr, 
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "decode.delimiter: a character that cannot be part of a "
                                "number or line end");
+        return SC_OK;
+}
+
+/* A CSV spec's delimiter and columns. */
+static sc_err_t sc_decode_check_csv(const sc_decode_spec_t *spec, char *errstr, size_t errstr_size)
+{
+        sc_err_t e = sc_decode_check_csv_delimiter(spec, errstr, errstr_size);
+        if (e)
+                return e;
         if (spec->first_feature_column < 0 || spec->label_column < 0)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "decode.label_column/first_feature_column: expected >= 0");
@@ -194,6 +205,103 @@ static sc_err_t sc_decode_check_raw(const sc_decode_spec_t *spec, char *errstr, 
                                "decode.label_offset: byte %zu lies inside the tensor "
                                "bytes [%zu, %zu)",
                                spec->label_offset, spec->data_offset, end);
+        return SC_OK;
+}
+
+/* 1 if path a is path b or leads into it (compiled, from the root). */
+static int sc_decode_path_prefix(const sc_decode_path_t *a, const sc_decode_path_t *b)
+{
+        if (a->n > b->n)
+                return 0;
+        for (int i = 0; i < a->n; i++) {
+                if (a->step[i].is_index != b->step[i].is_index)
+                        return 0;
+                if (a->step[i].is_index
+                        ? a->step[i].index != b->step[i].index
+                        : a->step[i].len != b->step[i].len ||
+                              memcmp(a->step[i].name, b->step[i].name, a->step[i].len))
+                        return 0;
+        }
+        return 1;
+}
+
+/* A spec's named fields: their width, paths (json) or columns (csv). */
+static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errstr,
+                                       size_t errstr_size)
+{
+        const sc_fields_t *fs = spec->fields;
+        int label_field = spec->label_source == SC_DECODE_LABEL_FIELD;
+        if (spec->format == SC_DECODE_RAW)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.fields: raw records have no named fields");
+        if (fs->n == 0)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.fields: expected at least one field");
+        if (fs->width != spec->numel)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.fields: they encode %zu features, the model's input takes "
+                               "%zu (set model.input to [%zu])",
+                               fs->width, spec->numel, fs->width);
+        if (spec->scale != 1.0f || spec->mean != 0.0f || spec->std != 1.0f)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.scale/mean/std: not used with fields (give each field's "
+                               "mean and std)");
+        for (size_t i = 0; i < fs->n; i++) {
+                const sc_field_t *f = &fs->field[i];
+                if (spec->format == SC_DECODE_CSV) {
+                        if (f->column < 0)
+                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                               "decode.fields[%zu].column: a csv field needs its "
+                                               "zero-based column",
+                                               i);
+                        if (label_field && f->column == spec->label_column)
+                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                               "decode.fields[%zu].column: %d is the label column",
+                                               i, f->column);
+                        if (spec->columns > 0 && f->column >= spec->columns)
+                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                               "decode.fields[%zu].column: %d is not below "
+                                               "decode.columns (%d)",
+                                               i, f->column, spec->columns);
+                        for (size_t k = 0; k < i; k++)
+                                if (fs->field[k].column == f->column)
+                                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                                       "decode.fields[%zu].column: %d is also "
+                                                       "fields[%zu]'s",
+                                                       i, f->column, k);
+                        continue;
+                }
+                sc_decode_path_t a, b;
+                if (sc_decode_path_compile(f->path, sizeof(f->path), &a) || a.n == 0)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.fields[%zu].path: expected \"$\" then .name or "
+                                       "[index] steps",
+                                       i);
+                if (label_field &&
+                    sc_decode_path_compile(spec->label_path, sizeof(spec->label_path), &b) == 0 &&
+                    (sc_decode_path_prefix(&a, &b) || sc_decode_path_prefix(&b, &a)))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.fields[%zu].path: %s overlaps the label path %s", i,
+                                       f->path, spec->label_path);
+                for (size_t k = 0; k < i; k++) {
+                        sc_decode_path_compile(fs->field[k].path, sizeof(fs->field[k].path), &b);
+                        if (sc_decode_path_prefix(&a, &b) || sc_decode_path_prefix(&b, &a))
+                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                               "decode.fields[%zu].path: %s overlaps "
+                                               "fields[%zu]'s %s",
+                                               i, f->path, k, fs->field[k].path);
+                }
+        }
+        if (spec->format == SC_DECODE_CSV) {
+                int need = label_field ? spec->label_column + 1 : 0;
+                for (size_t i = 0; i < fs->n; i++)
+                        if (fs->field[i].column + 1 > need)
+                                need = fs->field[i].column + 1;
+                if (spec->columns > 0 && spec->columns < need)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.columns: expected 0 or >= %d, got %d", need,
+                                       spec->columns);
+        }
         return SC_OK;
 }
 
@@ -244,9 +352,18 @@ sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "decode.label_encoding: byte labels cannot reach %d classes",
                                spec->n_classes);
+        if (spec->labels && sc_vocab_size(spec->labels) != (size_t)spec->n_classes)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "decode.labels: %zu class names, the model has %d classes",
+                               sc_vocab_size(spec->labels), spec->n_classes);
+        if (spec->fields) {
+                sc_err_t e = sc_decode_check_fields(spec, errstr, errstr_size);
+                if (e)
+                        return e;
+        }
         switch (spec->format) {
         case SC_DECODE_JSON:
-                if (!sc_decode_path_ok(spec->features_path))
+                if (!spec->fields && !sc_decode_path_ok(spec->features_path))
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                        "decode.features_path: expected \"$\" then .name or "
                                        "[index] steps");
@@ -257,6 +374,8 @@ sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t
                                        "[index] steps");
                 break;
         case SC_DECODE_CSV:
+                if (spec->fields)
+                        return sc_decode_check_csv_delimiter(spec, errstr, errstr_size);
                 return sc_decode_check_csv(spec, errstr, errstr_size);
         case SC_DECODE_RAW:
                 return sc_decode_check_raw(spec, errstr, errstr_size);
@@ -280,6 +399,9 @@ static sc_decode_fault_t sc_decode_label_bytes(const sc_decode_spec_t *spec, con
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing or empty", what);
                 return fault;
         }
+        if (spec->label_encoding == SC_DECODE_ENC_ASCII && spec->labels)
+                return sc_decode_label_text(spec, bytes, size, what, 1, fault, label, errstr,
+                                            errstr_size);
         if (spec->label_encoding == SC_DECODE_ENC_BYTE) {
                 if (size != 1) {
                         sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected 1 byte, got %zu",
@@ -322,6 +444,7 @@ static sc_decode_fault_t sc_decode_label_bytes(const sc_decode_spec_t *spec, con
 void sc_decode_spec_unlabelled(sc_decode_spec_t *spec)
 {
         if (spec->format == SC_DECODE_CSV && spec->label_source == SC_DECODE_LABEL_FIELD) {
+                spec->csv_label_dropped = spec->label_column + 1;
                 if (spec->label_column < spec->first_feature_column)
                         spec->first_feature_column--;
                 if (spec->columns > 0)
@@ -381,6 +504,34 @@ sc_decode_fault_t sc_decode_label_meta(const sc_decode_spec_t *spec, const sc_re
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "decode.label_source: not valid here");
                 return SC_DECODE_BAD_SPEC;
         }
+}
+
+sc_decode_fault_t sc_decode_label_text(const sc_decode_spec_t *spec, const char *s, size_t len,
+                                       const char *where, int numeric_text,
+                                       sc_decode_fault_t not_label, int32_t *label, char *errstr,
+                                       size_t errstr_size)
+{
+        double v;
+        int32_t i = sc_vocab_find(spec->labels, s, len);
+        if (i >= 0) {
+                *label = i;
+                return SC_DECODE_OK;
+        }
+        if (numeric_text && len < SC_FIELDS_TEXT_MAX && sc_decode_number(s, s + len, &v) == 0)
+                return sc_decode_label_number(spec, v, where, label, errstr, errstr_size);
+        if (spec->labels) {
+                char shown[44];
+                size_t n = len < 40 ? len : 40;
+                for (size_t k = 0; k < n; k++)
+                        shown[k] = s[k] >= 0x20 && s[k] < 0x7f ? s[k] : '?';
+                snprintf(shown + n, sizeof(shown) - n, "%s", len > n ? "..." : "");
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                        "%s: label \"%s\" is not a class name (decode.labels)%s", where, shown,
+                        numeric_text ? " or index" : "");
+                return SC_DECODE_LABEL_RANGE;
+        }
+        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected a number", where);
+        return not_label;
 }
 
 /* Checks the label number v from a text field. */
@@ -547,6 +698,93 @@ int sc_decode_number(const char *p, const char *end, double *out)
 
 /* ---- csv ---- */
 
+/* Moves [*a, *b) in past blanks at both ends. */
+static void sc_decode_csv_trim(const char **a, const char **b)
+{
+        while (*a < *b && (**a == ' ' || **a == '\t'))
+                (*a)++;
+        while (*b > *a && ((*b)[-1] == ' ' || (*b)[-1] == '\t'))
+                (*b)--;
+}
+
+/* The label in column col, [a, b) (trimmed): a class name or an integer. */
+static sc_decode_fault_t sc_decode_csv_label(const sc_decode_spec_t *spec, const char *a,
+                                             const char *b, size_t col, int32_t *label,
+                                             char *errstr, size_t errstr_size)
+{
+        char where[48];
+        snprintf(where, sizeof(where), "csv column %zu", col);
+        return sc_decode_label_text(spec, a, (size_t)(b - a), where, 1, SC_DECODE_NOT_NUMERIC,
+                                    label, errstr, errstr_size);
+}
+
+/* Field i's column in this spec's records (after an unlabelled spec took
+ * the label column out). */
+static size_t sc_decode_field_column(const sc_decode_spec_t *spec, size_t i)
+{
+        size_t c = (size_t)spec->fields->field[i].column;
+        return spec->csv_label_dropped > 0 && c >= (size_t)spec->csv_label_dropped ? c - 1 : c;
+}
+
+/* One line whose features are spec->fields (columns, extra columns ignored
+ * unless spec->columns is set). */
+static sc_decode_fault_t sc_decode_csv_fields(const sc_decode_spec_t *spec, const char *p,
+                                              const char *end, const sc_record_t *rec, float *x,
+                                              int32_t *label, char *errstr, size_t errstr_size)
+{
+        const sc_fields_t *fs = spec->fields;
+        const char d = spec->delimiter;
+        int want_label = spec->label_source == SC_DECODE_LABEL_FIELD;
+        size_t lc = (size_t)spec->label_column, col = 0, need = want_label ? lc + 1 : 0;
+        sc_fval_t vals[SC_FIELDS_MAX];
+        sc_decode_fault_t f;
+
+        for (size_t i = 0; i < fs->n; i++) {
+                vals[i].kind = SC_FVAL_ABSENT;
+                if (sc_decode_field_column(spec, i) + 1 > need)
+                        need = sc_decode_field_column(spec, i) + 1;
+        }
+        for (const char *q = p; (q = memchr(q, d, (size_t)(end - q))) != NULL; q++)
+                col++;
+        col++;
+        if (spec->columns > 0 ? col != (size_t)spec->columns : col < need) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: expected %s%zu columns, got %zu",
+                        spec->columns > 0 ? "" : "at least ",
+                        spec->columns > 0 ? (size_t)spec->columns : need, col);
+                return SC_DECODE_BAD_CSV;
+        }
+        const char *field = p;
+        for (col = 0;; col++) {
+                const char *fe = memchr(field, d, (size_t)(end - field));
+                if (!fe)
+                        fe = end;
+                const char *a = field, *b = fe;
+                sc_decode_csv_trim(&a, &b);
+                if (want_label && col == lc &&
+                    (f = sc_decode_csv_label(spec, a, b, col, label, errstr, errstr_size)) !=
+                        SC_DECODE_OK)
+                        return f;
+                for (size_t i = 0; i < fs->n; i++) {
+                        if (sc_decode_field_column(spec, i) != col)
+                                continue;
+                        if (a == b)
+                                vals[i].kind = SC_FVAL_NULL;
+                        else
+                                sc_field_read_text(&fs->field[i], a, (size_t)(b - a),
+                                                   sc_fnv1a(a, (size_t)(b - a)), &vals[i]);
+                }
+                if (fe == end)
+                        break;
+                field = fe + 1;
+        }
+        if (!want_label) {
+                f = sc_decode_label_meta(spec, rec, label, errstr, errstr_size);
+                if (f != SC_DECODE_OK)
+                        return f;
+        }
+        return sc_fields_encode(fs, vals, 1, x, errstr, errstr_size);
+}
+
 static sc_decode_fault_t sc_decode_csv(const sc_decode_spec_t *spec, const sc_record_t *rec,
                                        float *x, int32_t *label, char *errstr, size_t errstr_size)
 {
@@ -571,6 +809,8 @@ static sc_decode_fault_t sc_decode_csv(const sc_decode_spec_t *spec, const sc_re
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: value holds more than one line");
                 return SC_DECODE_BAD_CSV;
         }
+        if (spec->fields)
+                return sc_decode_csv_fields(spec, p, end, rec, x, label, errstr, errstr_size);
         for (const char *q = p; (q = memchr(q, d, (size_t)(end - q))) != NULL; q++)
                 col++;
         if (++col != need) {
@@ -588,29 +828,27 @@ static sc_decode_fault_t sc_decode_csv(const sc_decode_spec_t *spec, const sc_re
                         double v;
                         int is_feat = col >= first && col < last;
                         int is_label = want_label && col == lc;
-                        if (is_feat || is_label) {
+                        if (is_label) {
+                                const char *a = field, *b = fe;
+                                sc_decode_csv_trim(&a, &b);
+                                f = sc_decode_csv_label(spec, a, b, col, label, errstr,
+                                                        errstr_size);
+                                if (f != SC_DECODE_OK)
+                                        return f;
+                                have_label = 1;
+                        } else if (is_feat) {
                                 if (sc_decode_number(field, fe, &v) < 0) {
                                         sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                                 "csv column %zu: not a number", col);
                                         return SC_DECODE_NOT_NUMERIC;
                                 }
-                                if (is_feat) {
-                                        float fv = (float)v;
-                                        if (!isfinite(fv)) {
-                                                sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                                                        "csv column %zu: not finite", col);
-                                                return SC_DECODE_NOT_FINITE;
-                                        }
-                                        x[col - first] = fv;
-                                } else {
-                                        char where[48];
-                                        snprintf(where, sizeof(where), "csv column %zu", col);
-                                        f = sc_decode_label_number(spec, v, where, label, errstr,
-                                                                   errstr_size);
-                                        if (f != SC_DECODE_OK)
-                                                return f;
-                                        have_label = 1;
+                                float fv = (float)v;
+                                if (!isfinite(fv)) {
+                                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                                "csv column %zu: not finite", col);
+                                        return SC_DECODE_NOT_FINITE;
                                 }
+                                x[col - first] = fv;
                         }
                 }
                 col++;

@@ -34,6 +34,26 @@ sc_decode_fault_t sc_decode_normalize(const sc_decode_spec_t *spec, float *x, si
  * 0 on success, -1 if it is not one. */
 int sc_decode_number(const char *p, const char *end, double *out);
 
+/* Reads a text of len bytes (a JSON string's unescaped bytes, a CSV column,
+ * a JSON number's or literal's text) as field's value into *out; s holds its
+ * first min(len, SC_FIELDS_TEXT_MAX) bytes and hash = sc_fnv1a of all of
+ * them. */
+void sc_field_read_text(const sc_field_t *field, const char *s, size_t len, uint64_t hash,
+                        sc_fval_t *out);
+
+/* Encodes the values (one per field, in order) into x (f->width floats);
+ * a fault names the field by its path (json) or column (csv). */
+sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals, int csv, float *x,
+                                   char *errstr, size_t errstr_size);
+
+/* A label given as text (a JSON string, a CSV column, an ASCII key or
+ * header): a class name of spec->labels, else (numeric_text) a decimal
+ * integer; not_label is the fault when it is neither and there are no names. */
+sc_decode_fault_t sc_decode_label_text(const sc_decode_spec_t *spec, const char *s, size_t len,
+                                       const char *where, int numeric_text,
+                                       sc_decode_fault_t not_label, int32_t *label, char *errstr,
+                                       size_t errstr_size);
+
 sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t *rec, float *x,
                                  int32_t *label, char *errstr, size_t errstr_size);
 

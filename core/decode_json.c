@@ -18,13 +18,20 @@
  * record with more open at once is refused as bad_json. */
 #define SC_JSON_KEYS_MAX 1024
 
+/* Targets matched in one pass: bit t of a mask is target t. */
+enum { SC_JSON_T_FEATURES = 0, SC_JSON_T_LABEL = 1, SC_JSON_T_FIELD0 = 2 };
+_Static_assert(SC_JSON_T_FIELD0 + SC_FIELDS_MAX <= 64, "a target mask is 64 bits");
+_Static_assert(SC_FIELDS_TEXT_MAX == SC_JSON_KEY_MAX && SC_FIELDS_PATH_MAX == SC_DECODE_PATH_MAX,
+               "a field's text and path fit the json decoder's buffers");
+
 typedef struct sc_json {
         const unsigned char *p, *start, *end;
         int depth;
         int bad;          /* syntax error */
         char bad_msg[64]; /* what, at bad_pos */
         size_t bad_pos;
-        const sc_decode_path_t *fpath, *lpath;
+        const sc_decode_path_t *tp[SC_JSON_T_FIELD0 + SC_FIELDS_MAX]; /* target paths */
+        const sc_fields_t *fields;
         /* features */
         float *x;
         size_t numel, n;
@@ -32,8 +39,12 @@ typedef struct sc_json {
         sc_decode_fault_t f_fault;
         char f_msg[96];
         /* label */
-        int l_found, l_number;
+        int l_found, l_number, l_text;
         double l_value;
+        size_t l_len;
+        unsigned char l_buf[SC_JSON_KEY_MAX];
+        /* named fields */
+        sc_fval_t vals[SC_FIELDS_MAX];
         /* member names of the open objects, innermost last */
         size_t nkeys;
         uint64_t keys[SC_JSON_KEYS_MAX];
@@ -141,9 +152,6 @@ static size_t sc_json_put_utf8(unsigned char *out, size_t at, size_t cap, long c
                         out[at + i] = b[i];
         return at + n;
 }
-
-#define SC_FNV_OFFSET 0xcbf29ce484222325ull
-#define SC_FNV_PRIME 0x100000001b3ull
 
 /* One unescaped byte of a string: kept in key (up to SC_JSON_KEY_MAX) and
  * hashed (h may be NULL: a value's bytes are not). */
@@ -374,7 +382,7 @@ static int sc_json_next(sc_json_t *j, char close)
         return -1;
 }
 
-static void sc_json_value(sc_json_t *j, int fm, int lm);
+static void sc_json_value(sc_json_t *j, int d, uint64_t mask);
 
 static void sc_json_feature_fault(sc_json_t *j, sc_decode_fault_t f, const char *what)
 {
@@ -399,7 +407,7 @@ static void sc_json_features(sc_json_t *j, int depth)
                                 snprintf(j->f_msg, sizeof(j->f_msg), "arrays nested deeper than %d",
                                          SC_JSON_FEAT_DEPTH);
                         }
-                        sc_json_value(j, -1, -1);
+                        sc_json_value(j, 0, 0);
                         return;
                 }
                 if (sc_json_open(j, ']'))
@@ -429,57 +437,137 @@ static void sc_json_features(sc_json_t *j, int depth)
                 return;
         }
         sc_json_feature_fault(j, SC_DECODE_NOT_NUMERIC, "is not a number");
-        sc_json_value(j, -1, -1);
+        sc_json_value(j, 0, 0);
 }
 
-/* Path step matching: the child's match depth for key / index. */
-static int sc_json_match_key(const sc_decode_path_t *path, int m, const unsigned char *key,
-                             size_t len)
+/* The targets of mask whose step d is the member name key / the index. */
+static uint64_t sc_json_match_key(const sc_json_t *j, int d, uint64_t mask,
+                                  const unsigned char *key, size_t len)
 {
-        if (m < 0 || m >= path->n || path->step[m].is_index || path->step[m].len != len ||
-            len > SC_JSON_KEY_MAX || memcmp(path->step[m].name, key, len))
-                return -1;
-        return m + 1;
+        uint64_t out = 0;
+        if (len > SC_JSON_KEY_MAX)
+                return 0;
+        for (uint64_t m = mask; m; m &= m - 1) {
+                int t = __builtin_ctzll(m);
+                const sc_decode_path_t *path = j->tp[t];
+                if (!path->step[d].is_index && path->step[d].len == len &&
+                    !memcmp(path->step[d].name, key, len))
+                        out |= 1ull << t;
+        }
+        return out;
 }
 
-static int sc_json_match_index(const sc_decode_path_t *path, int m, size_t index)
+static uint64_t sc_json_match_index(const sc_json_t *j, int d, uint64_t mask, size_t index)
 {
-        if (m < 0 || m >= path->n || !path->step[m].is_index || path->step[m].index != index)
-                return -1;
-        return m + 1;
+        uint64_t out = 0;
+        for (uint64_t m = mask; m; m &= m - 1) {
+                int t = __builtin_ctzll(m);
+                const sc_decode_path_t *path = j->tp[t];
+                if (path->step[d].is_index && path->step[d].index == index)
+                        out |= 1ull << t;
+        }
+        return out;
 }
 
-/* Any value at j->p; fm / lm: how many steps of the features / label path
- * lead here (-1: off the path). */
-static void sc_json_value(sc_json_t *j, int fm, int lm)
+/* The features array's value at j->p; rest: the other targets leading here. */
+static void sc_json_at_features(sc_json_t *j, int d, uint64_t rest)
+{
+        j->f_found = 1;
+        j->f_fault = SC_DECODE_OK;
+        j->n = 0;
+        if (*j->p == '[' || (j->numel == 1 && (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')))) {
+                sc_json_features(j, 0);
+                return;
+        }
+        int num = *j->p == '-' || (*j->p >= '0' && *j->p <= '9');
+        j->f_fault = num ? SC_DECODE_WRONG_LENGTH : SC_DECODE_NOT_NUMERIC;
+        snprintf(j->f_msg, sizeof(j->f_msg), "expected an array of numbers");
+        sc_json_value(j, d, rest);
+}
+
+/* The label's value at j->p: a number or a string (a class name). */
+static void sc_json_at_label(sc_json_t *j, int d, uint64_t rest)
+{
+        j->l_found = 1;
+        j->l_number = *j->p == '-' || (*j->p >= '0' && *j->p <= '9');
+        j->l_text = *j->p == '"';
+        if (j->l_number)
+                sc_json_number(j, &j->l_value);
+        else if (j->l_text)
+                sc_json_string(j, j->l_buf, &j->l_len, NULL);
+        else
+                sc_json_value(j, d, rest);
+}
+
+/* Named field i's value at j->p. */
+static void sc_json_at_field(sc_json_t *j, size_t i)
+{
+        const sc_field_t *f = &j->fields->field[i];
+        sc_fval_t *v = &j->vals[i];
+        int text = f->kind == SC_FIELD_CATEGORICAL || f->kind == SC_FIELD_HASHED;
+        const unsigned char *s = j->p;
+
+        memset(v, 0, sizeof(*v));
+        switch (*j->p) {
+        case '"': {
+                unsigned char buf[SC_JSON_KEY_MAX];
+                size_t len = 0;
+                uint64_t hash = 0;
+                if (sc_json_string(j, buf, &len, &hash) == 0)
+                        sc_field_read_text(f, (const char *)buf, len, hash, v);
+                return;
+        }
+        case 't':
+        case 'f':
+                if (sc_json_lit(j, *s == 't' ? "true" : "false", *s == 't' ? 4 : 5) < 0)
+                        return;
+                if (text)
+                        sc_field_read_text(f, (const char *)s, (size_t)(j->p - s),
+                                           sc_fnv1a(s, (size_t)(j->p - s)), v);
+                else
+                        v->kind = *s == 't' ? SC_FVAL_TRUE : SC_FVAL_FALSE;
+                return;
+        case 'n':
+                sc_json_lit(j, "null", 4);
+                v->kind = SC_FVAL_NULL;
+                return;
+        case '{':
+        case '[':
+                v->kind = SC_FVAL_OTHER;
+                sc_json_value(j, 0, 0);
+                return;
+        default:
+                if (sc_json_number(j, &v->num) < 0)
+                        return;
+                if (text)
+                        sc_field_read_text(f, (const char *)s, (size_t)(j->p - s),
+                                           sc_fnv1a(s, (size_t)(j->p - s)), v);
+                else
+                        v->kind = SC_FVAL_NUMBER;
+                return;
+        }
+}
+
+/* Any value at j->p, d steps below the root; mask: the targets whose first
+ * d steps lead here. */
+static void sc_json_value(sc_json_t *j, int d, uint64_t mask)
 {
         sc_json_ws(j);
         if (j->p >= j->end) {
                 sc_json_fail(j, "unexpected end");
                 return;
         }
-        if (fm == j->fpath->n) {
-                j->f_found = 1;
-                j->f_fault = SC_DECODE_OK;
-                j->n = 0;
-                if (*j->p == '[' ||
-                    (j->numel == 1 && (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')))) {
-                        sc_json_features(j, 0);
-                } else {
-                        int num = *j->p == '-' || (*j->p >= '0' && *j->p <= '9');
-                        j->f_fault = num ? SC_DECODE_WRONG_LENGTH : SC_DECODE_NOT_NUMERIC;
-                        snprintf(j->f_msg, sizeof(j->f_msg), "expected an array of numbers");
-                        sc_json_value(j, -1, lm);
-                }
-                return;
-        }
-        if (lm == j->lpath->n) {
-                j->l_found = 1;
-                j->l_number = *j->p == '-' || (*j->p >= '0' && *j->p <= '9');
-                if (j->l_number)
-                        sc_json_number(j, &j->l_value);
+        for (uint64_t m = mask; m; m &= m - 1) {
+                int t = __builtin_ctzll(m);
+                if (j->tp[t]->n != d)
+                        continue;
+                uint64_t rest = mask & ~(1ull << t);
+                if (t == SC_JSON_T_FEATURES)
+                        sc_json_at_features(j, d, rest);
+                else if (t == SC_JSON_T_LABEL)
+                        sc_json_at_label(j, d, rest);
                 else
-                        sc_json_value(j, fm, -1);
+                        sc_json_at_field(j, (size_t)(t - SC_JSON_T_FIELD0));
                 return;
         }
         switch (*j->p) {
@@ -495,9 +583,8 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                                 sc_json_fail(j, "expected a member name");
                                 return;
                         }
-                        int want = (fm >= 0 && fm < j->fpath->n) || (lm >= 0 && lm < j->lpath->n);
                         const unsigned char *name = j->p;
-                        if (sc_json_string(j, want ? key : NULL, &len, &hash) < 0)
+                        if (sc_json_string(j, mask ? key : NULL, &len, &hash) < 0)
                                 return;
                         for (size_t i = base; i < j->nkeys; i++)
                                 if (j->keys[i] == hash &&
@@ -519,8 +606,7 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                                 return;
                         }
                         j->p++;
-                        sc_json_value(j, want ? sc_json_match_key(j->fpath, fm, key, len) : -1,
-                                      want ? sc_json_match_key(j->lpath, lm, key, len) : -1);
+                        sc_json_value(j, d + 1, mask ? sc_json_match_key(j, d, mask, key, len) : 0);
                         int more = sc_json_next(j, '}');
                         if (more < 0)
                                 return;
@@ -535,8 +621,7 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
                 if (sc_json_open(j, ']'))
                         return;
                 for (;; index++) {
-                        sc_json_value(j, sc_json_match_index(j->fpath, fm, index),
-                                      sc_json_match_index(j->lpath, lm, index));
+                        sc_json_value(j, d + 1, mask ? sc_json_match_index(j, d, mask, index) : 0);
                         int more = sc_json_next(j, ']');
                         if (more < 0)
                                 return;
@@ -565,35 +650,58 @@ static void sc_json_value(sc_json_t *j, int fm, int lm)
         }
 }
 
+/* 1 if a field has no json path (a csv-only field list). */
+static int sc_json_paths_bad(const sc_fields_t *fs)
+{
+        for (size_t i = 0; i < fs->n; i++)
+                if (fs->paths[i].n < 1)
+                        return 1;
+        return 0;
+}
+
 sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t *rec, float *x,
                                  int32_t *label, char *errstr, size_t errstr_size)
 {
         sc_decode_path_t fpath, lpath;
         sc_json_t j;
         sc_decode_fault_t f;
+        const sc_fields_t *fs = spec->fields;
         int want_label = spec->label_source == SC_DECODE_LABEL_FIELD;
+        uint64_t mask = 0;
 
-        if (sc_decode_path_compile(spec->features_path, sizeof(spec->features_path), &fpath) ||
+        if ((!fs &&
+             sc_decode_path_compile(spec->features_path, sizeof(spec->features_path), &fpath)) ||
             (want_label &&
-             sc_decode_path_compile(spec->label_path, sizeof(spec->label_path), &lpath))) {
+             sc_decode_path_compile(spec->label_path, sizeof(spec->label_path), &lpath)) ||
+            (fs && (fs->n > SC_FIELDS_MAX || !fs->paths || sc_json_paths_bad(fs)))) {
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "decode: malformed json path");
                 return SC_DECODE_BAD_SPEC;
         }
-        if (!want_label)
-                lpath.n = SC_DECODE_PATH_STEPS + 1; /* never reached */
-        memset(&j, 0, offsetof(sc_json_t, keys));   /* keys[], key_at[]: written before read */
+        memset(&j, 0, offsetof(sc_json_t, keys)); /* keys[], key_at[]: written before read */
         j.p = j.start = rec->value;
         j.end = j.p + rec->value_size;
-        j.fpath = &fpath;
-        j.lpath = &lpath;
         j.x = x;
         j.numel = spec->numel;
+        j.fields = fs;
+        if (!fs) {
+                j.tp[SC_JSON_T_FEATURES] = &fpath;
+                mask |= 1ull << SC_JSON_T_FEATURES;
+        }
+        if (want_label) {
+                j.tp[SC_JSON_T_LABEL] = &lpath;
+                mask |= 1ull << SC_JSON_T_LABEL;
+        }
+        for (size_t i = 0; fs && i < fs->n; i++) {
+                j.tp[SC_JSON_T_FIELD0 + i] = &fs->paths[i];
+                mask |= 1ull << (SC_JSON_T_FIELD0 + i);
+                j.vals[i].kind = SC_FVAL_ABSENT;
+        }
 
         sc_json_ws(&j);
         if (j.p < j.end && *j.p != '{' && *j.p != '[')
                 sc_json_fail(&j, "expected an object or array");
         else
-                sc_json_value(&j, 0, want_label ? 0 : -1);
+                sc_json_value(&j, 0, mask);
         sc_json_ws(&j);
         if (!j.bad && j.p != j.end)
                 sc_json_fail(&j, "end of text expected");
@@ -602,18 +710,23 @@ sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t
                         j.bad_pos);
                 return SC_DECODE_BAD_JSON;
         }
-        if (!j.f_found) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing", spec->features_path);
-                return SC_DECODE_MISSING_FIELD;
-        }
-        if (j.f_fault != SC_DECODE_OK) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: %s", spec->features_path, j.f_msg);
-                return j.f_fault;
-        }
-        if (j.n != spec->numel) {
-                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected %zu numbers, got %zu",
-                        spec->features_path, spec->numel, j.n);
-                return SC_DECODE_WRONG_LENGTH;
+        if (!fs) {
+                if (!j.f_found) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing",
+                                spec->features_path);
+                        return SC_DECODE_MISSING_FIELD;
+                }
+                if (j.f_fault != SC_DECODE_OK) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: %s", spec->features_path,
+                                j.f_msg);
+                        return j.f_fault;
+                }
+                if (j.n != spec->numel) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                "%s: expected %zu numbers, got %zu", spec->features_path,
+                                spec->numel, j.n);
+                        return SC_DECODE_WRONG_LENGTH;
+                }
         }
         if (want_label) {
                 if (!j.l_found) {
@@ -621,17 +734,23 @@ sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t
                                 spec->label_path);
                         return SC_DECODE_MISSING_FIELD;
                 }
-                if (!j.l_number) {
-                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected a number",
-                                spec->label_path);
+                if (j.l_text && spec->labels)
+                        f = sc_decode_label_text(spec, (const char *)j.l_buf, j.l_len,
+                                                 spec->label_path, 0, SC_DECODE_NOT_NUMERIC, label,
+                                                 errstr, errstr_size);
+                else if (!j.l_number) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected a number%s",
+                                spec->label_path, spec->labels ? " or a class name" : "");
                         return SC_DECODE_NOT_NUMERIC;
-                }
-                f = sc_decode_label_number(spec, j.l_value, spec->label_path, label, errstr,
-                                           errstr_size);
+                } else
+                        f = sc_decode_label_number(spec, j.l_value, spec->label_path, label, errstr,
+                                                   errstr_size);
         } else {
                 f = sc_decode_label_meta(spec, rec, label, errstr, errstr_size);
         }
         if (f != SC_DECODE_OK)
                 return f;
+        if (fs)
+                return sc_fields_encode(fs, j.vals, 0, x, errstr, errstr_size);
         return sc_decode_normalize(spec, x, spec->numel, errstr, errstr_size);
 }

@@ -96,6 +96,7 @@ SCADLES_EXPORT scadles_conf_t *scadles_conf_dup(const scadles_conf_t *conf)
         if (!dup)
                 return NULL;
         *dup = *conf;
+        sc_conf_ref_values(&dup->sc);
         void **objs[] = {&dup->sc.kafka, &dup->sc.kafka_consumer, &dup->sc.kafka_producer};
         for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++)
                 *objs[i] = NULL;

@@ -21,14 +21,20 @@ void sc_ks_dlq_stats(sc_kafka_source_t *src)
 
 /* ---- streams and partitions ---- */
 
-/* The decoder of topic: its source.topics element, else streams.*. */
-void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
-                       sc_decode_spec_t *ds)
+const sc_conf_decode_t *sc_ks_topic_decode(const sc_conf_t *conf, const char *topic)
 {
         const sc_conf_decode_t *d = &conf->streams.decode;
         for (int i = 0; i < conf->source.n_topics; i++)
                 if (!strcmp(conf->source.topics[i].topic, topic))
                         d = &conf->source.topics[i].decode;
+        return d;
+}
+
+/* The decoder of topic: its source.topics element, else streams.*. */
+void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
+                       sc_decode_spec_t *ds)
+{
+        const sc_conf_decode_t *d = sc_ks_topic_decode(conf, topic);
         sc_decode_spec_defaults(ds, d->format);
         ds->numel = numel;
         ds->n_classes = n_classes;
@@ -62,6 +68,8 @@ void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, i
         ds->dtype = d->dtype;
         ds->data_offset = (size_t)d->data_offset;
         ds->label_offset = (size_t)d->label_offset;
+        ds->fields = d->fields;
+        ds->labels = d->labels;
 }
 
 sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic)

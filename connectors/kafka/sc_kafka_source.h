@@ -38,6 +38,8 @@ typedef struct sc_kafka_source_s sc_kafka_source_t;
  * (kafka_source.c; the workers' pushed records and the eval set use it too). */
 void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
                        sc_decode_spec_t *ds);
+/* The configured decoder of topic (its source.topics element, else streams). */
+const sc_conf_decode_t *sc_ks_topic_decode(const sc_conf_t *conf, const char *topic);
 
 #include "sc_log.h"
 

@@ -94,6 +94,8 @@ typedef struct sc_conf_decode {
         sc_decode_dtype_t dtype;
         long data_offset, label_offset;
         double scale, mean, std;
+        const sc_fields_t *fields; /* named fields; NULL = none (shared, counted) */
+        const sc_vocab_t *labels;  /* class names; NULL = none (shared, counted) */
 } sc_conf_decode_t;
 
 /* One element of source.topics: a topic and its decoder (keys not given
@@ -283,8 +285,14 @@ sc_err_t sc_conf_set_plugin(sc_conf_t *conf, const char *name, const char *value
 /* Cross-property checks (run by parse and set; call it after editing the
  * struct by hand). Also applies model.init to layers without their own. */
 sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size);
-/* Releases what conf holds (the kafka object). Accepts NULL. */
+/* Releases what conf holds (the kafka objects, the decoders' field lists
+ * and class names). Accepts NULL. */
 void sc_conf_free(sc_conf_t *conf);
+/* After a struct copy of a configuration (*copy = *conf), takes one more
+ * reference to each of its shared decoder values (streams.fields,
+ * streams.labels and the topics'), so that both are freed by sc_conf_free.
+ * The kafka objects are not touched. */
+void sc_conf_ref_values(sc_conf_t *copy);
 
 /* Every property with type, default, range and meaning: plain text
  * (markdown = 0) or the docs/CONFIG.md page (markdown = 1). Caller frees;

@@ -3,8 +3,11 @@
  * int32 label, classifying every malformed record by kind.
  *
  * Decoding is a pure function of (spec, record): no allocation, no state,
- * safe on any byte string. Normalization is
- * x' = (x * scale - mean) / std, applied to every feature. */
+ * safe on any byte string. The features are either one numeric array (json:
+ * features_path; csv: numel columns from first_feature_column; raw: the
+ * tensor), normalized as x' = (x * scale - mean) / std, or named fields
+ * (spec.fields, sc_fields.h) with their own missing-value rules and
+ * standardization. */
 #ifndef SC_DECODE_H
 #define SC_DECODE_H
 
@@ -12,6 +15,7 @@
 #include <stdint.h>
 
 #include "sc_err.h"
+#include "sc_fields.h"
 
 #define SC_DECODE_PATH_MAX 128
 #define SC_DECODE_NAME_MAX 64
@@ -76,6 +80,16 @@ typedef struct sc_decode_spec {
         size_t data_offset;      /* byte of the value where the tensor starts; default 0 */
         size_t label_offset;     /* label_source offset: byte of the value holding the
                                     uint8 label, outside the tensor; default 0 */
+        /* json and csv: the features are these fields (their width must be
+         * numel; scale, mean and std stay 1, 0, 1) instead of features_path
+         * or the feature columns; NULL = none (default). Borrowed. */
+        const sc_fields_t *fields;
+        /* Class names, index = label (n_classes of them): a label given as
+         * text may be a name; NULL = labels are integers (default). Borrowed. */
+        const sc_vocab_t *labels;
+        /* csv with fields: label column + 1 that sc_decode_spec_unlabelled took
+         * out (the field columns after it move down by one); 0 = none. */
+        int csv_label_dropped;
 } sc_decode_spec_t;
 
 /* Kinds of malformed record. Names (sc_decode_fault_name) are stable
@@ -94,6 +108,7 @@ typedef enum sc_decode_fault {
         SC_DECODE_BAD_HEADER,       /* "bad_header": label header missing or not a label */
         SC_DECODE_BAD_SPEC,         /* "bad_spec": the spec fails sc_decode_spec_check */
         SC_DECODE_TOO_MANY_HEADERS, /* "too_many_headers": over SC_DECODE_MAX_HEADERS headers */
+        SC_DECODE_WRONG_TYPE,       /* "wrong_type": a field's value has a type it cannot take */
         SC_DECODE_FAULT__END
 } sc_decode_fault_t;
 

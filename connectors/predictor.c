@@ -29,6 +29,8 @@
  * offset (20), label (11), true_label (11) and model_version (20). */
 #define SC_PRED_JSON_ROW 190
 #define SC_PRED_JSON_PROB 12 /* a probability (at most 11 bytes) and its comma */
+/* "class" and "true_class": a class name escaped (6 bytes a byte at most) and its key */
+#define SC_PRED_JSON_CLASS (2 * (6 * SC_VOCAB_ENTRY_MAX + 20))
 
 /* One scored batch whose predictions await their delivery reports. The
  * delivery counter's address is each message's opaque: the ring never
@@ -314,8 +316,9 @@ sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, 
             (err = sc_batch_new(&p->batch, spec->batch, p->numel)) ||
             !(p->out = malloc((size_t)spec->batch * (size_t)p->n_classes * sizeof(float))) ||
             !(p->rows = malloc((size_t)spec->batch * sizeof(*p->rows))) ||
-            !(p->text = malloc(p->text_cap = SC_PRED_JSON_ROW + SC_CONF_TOPIC_MAX +
-                                             (size_t)p->n_classes * SC_PRED_JSON_PROB))) {
+            !(p->text =
+                  malloc(p->text_cap = SC_PRED_JSON_ROW + SC_CONF_TOPIC_MAX + SC_PRED_JSON_CLASS +
+                                       (size_t)p->n_classes * SC_PRED_JSON_PROB))) {
                 if (!err)
                         err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                 goto fail;
@@ -408,9 +411,32 @@ static int sc_pred_prob(char *s, float v)
         return n;
 }
 
-/* Writes one prediction's JSON for row r of the batch into p->text;
- * returns its length. */
-static size_t sc_pred_json(sc_predictor_t *p, int r, const char *topic, int *label)
+/* Writes ,"key":"name" (name escaped as a JSON string) at s; its length. */
+static size_t sc_pred_class(char *s, const char *key, const char *name)
+{
+        static const char hex[] = "0123456789abcdef";
+        size_t n = (size_t)sprintf(s, ",\"%s\":\"", key);
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+                if (*c == '"' || *c == '\\') {
+                        s[n++] = '\\';
+                        s[n++] = (char)*c;
+                } else if (*c < 0x20 || *c == 0x7f) {
+                        memcpy(s + n, "\\u00", 4);
+                        s[n + 4] = hex[*c >> 4];
+                        s[n + 5] = hex[*c & 15];
+                        n += 6;
+                } else {
+                        s[n++] = (char)*c;
+                }
+        }
+        s[n++] = '"';
+        return n;
+}
+
+/* Writes one prediction's JSON for row r of the batch into p->text (names:
+ * the topic's class names, or NULL); returns its length. */
+static size_t sc_pred_json(sc_predictor_t *p, int r, const char *topic, const sc_vocab_t *names,
+                           int *label)
 {
         float *z = p->out + (size_t)r * (size_t)p->n_classes;
         const sc_stream_ref_t *ref = &p->batch->refs[r];
@@ -419,11 +445,16 @@ static size_t sc_pred_json(sc_predictor_t *p, int r, const char *topic, int *lab
         char *s = p->text, *end = p->text + p->text_cap;
         s += snprintf(s, (size_t)(end - s),
                       "{\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64
-                      ",\"label\":%d,",
+                      ",\"label\":%d",
                       topic, ref->partition, ref->offset, arg);
-        if (truth >= 0) /* the record's own label (not --unlabelled) */
-                s += snprintf(s, (size_t)(end - s), "\"true_label\":%" PRId32 ",", truth);
-        s += snprintf(s, (size_t)(end - s), "\"probabilities\":[");
+        if (sc_vocab_name(names, (size_t)arg))
+                s += sc_pred_class(s, "class", sc_vocab_name(names, (size_t)arg));
+        if (truth >= 0) { /* the record's own label (not --unlabelled) */
+                s += snprintf(s, (size_t)(end - s), ",\"true_label\":%" PRId32, truth);
+                if (sc_vocab_name(names, (size_t)truth))
+                        s += sc_pred_class(s, "true_class", sc_vocab_name(names, (size_t)truth));
+        }
+        s += snprintf(s, (size_t)(end - s), ",\"probabilities\":[");
         for (int j = 0; j < p->n_classes; j++) {
                 if (j)
                         *s++ = ',';
@@ -458,7 +489,8 @@ static sc_err_t sc_pred_score(sc_predictor_t *p, char *errstr, size_t errstr_siz
                 int r = p->rows[i].row;
                 const char *topic = sc_kafka_source_stream(p->src, b->streams[r], NULL);
                 int label;
-                size_t len = sc_pred_json(p, r, topic, &label);
+                size_t len =
+                    sc_pred_json(p, r, topic, sc_ks_topic_decode(&p->conf, topic)->labels, &label);
                 /* The input record's key and headers; "<topic>:<partition>"
                  * for a record without a key. */
                 sc_pred_origin_t o = {0, NULL, 0, NULL};

@@ -133,6 +133,13 @@ char *sc_worker_stats_json(sc_worker_t *w)
                         json_decref(tm);
                 }
         }
+        const sc_vocab_t *names = w->conf->streams.decode.labels;
+        if (names) { /* class i of the per-class figures and predictions */
+                json_t *cls = json_array();
+                for (size_t k = 0; cls && k < sc_vocab_size(names); k++)
+                        json_array_append_new(cls, json_string(sc_vocab_name(names, k)));
+                json_object_set_new(j, "classes", cls);
+        }
         if (w->conf->train.checkpoint[0])
                 json_object_set_new(j, "checkpoints", json_integer((json_int_t)w->checkpoints));
         json_t *pq = sc_metrics_json(w->preq);

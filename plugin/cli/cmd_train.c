@@ -194,7 +194,8 @@ static int sc_run_print_accuracy(sc_run_t *run)
 }
 
 /* `eval`'s per-class figures on stderr: "metrics: {JSON}" (sc_metrics_json:
- * accuracy, loss, per_class_accuracy, confusion). */
+ * accuracy, loss, per_class_accuracy, confusion; classes: the held-out
+ * decoder's class names, when it has them). */
 static void sc_run_print_metrics(sc_run_t *run)
 {
         char err[256];
@@ -209,6 +210,16 @@ static void sc_run_print_metrics(sc_run_t *run)
         json_object_del(j, "window_samples");
         json_object_del(j, "window_accuracy");
         json_object_del(j, "window_loss");
+        if (j && sc_eval_set_configured(&run->conf)) {
+                sc_decode_spec_t ds;
+                sc_eval_set_decoder(&run->conf, sc_shape_numel(run->conf.model.input),
+                                    run->test.n_classes, &ds);
+                json_t *cls = ds.labels ? json_array() : NULL;
+                for (size_t k = 0; cls && k < sc_vocab_size(ds.labels); k++)
+                        json_array_append_new(cls, json_string(sc_vocab_name(ds.labels, k)));
+                if (cls)
+                        json_object_set_new(j, "classes", cls);
+        }
         char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
         if (text)
                 fprintf(stderr, "metrics: %s\n", text);

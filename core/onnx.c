@@ -293,6 +293,19 @@ static void write_norm(graph_t *g, const sc_onnx_norm_t *n)
         }
 }
 
+/* x * mul + add, one factor and offset per feature (named fields). */
+static void write_affine(graph_t *g, const sc_onnx_affine_t *f)
+{
+        const int64_t dims[1] = {(int64_t)f->n};
+        const char *ea[1] = {"input.fields_scale"}, *eb[1] = {"input.fields_shift"};
+        if (!f->mul)
+                return;
+        write_floats(g->pb, ea[0], dims, 1, f->mul, f->n);
+        step(g, "Mul", "input.fields_scaled", ea, 1, NULL, 0);
+        write_floats(g->pb, eb[0], dims, 1, f->add, f->n);
+        step(g, "Add", "input.standardized", eb, 1, NULL, 0);
+}
+
 static void write_graph(sc_pb_t *pb, sc_model_t *model, const sc_onnx_opts_t *opts)
 {
         const sc_model_spec_t *spec = sc_model_spec(model);
@@ -310,6 +323,7 @@ static void write_graph(sc_pb_t *pb, sc_model_t *model, const sc_onnx_opts_t *op
         write_value_info(pb, GRAPH_INPUT, SC_ONNX_INPUT, g.rank == 2 ? in2 : in4,
                          g.rank == 2 ? 1 : 3);
         write_norm(&g, &opts->norm);
+        write_affine(&g, &opts->affine);
         for (int i = 0; i < spec->n_layers; i++) {
                 const sc_layer_spec_t *ls = sc_model_layer_spec(model, i);
                 const float *w = NULL, *b = NULL;
@@ -350,6 +364,19 @@ sc_err_t sc_onnx_encode(sc_model_t *model, const sc_onnx_opts_t *opts, sc_buf_t 
                                "onnx: normalization scale %g, mean %g, std %g: expected finite "
                                "numbers and std != 0",
                                (double)n->scale, (double)n->mean, (double)n->std);
+        const sc_onnx_affine_t *af = &opts->affine;
+        if (af->mul) {
+                const sc_model_spec_t *ms = sc_model_spec(model);
+                int ok = ms->input.h == 1 && ms->input.w == 1 && af->add &&
+                         af->n == sc_shape_numel(ms->input);
+                for (size_t i = 0; ok && i < af->n; i++)
+                        ok = isfinite(af->mul[i]) && isfinite(af->add[i]);
+                if (!ok)
+                        return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                                       "onnx: per-feature standardization of %zu features does "
+                                       "not fit the model's input, or is not finite",
+                                       af->n);
+        }
         const size_t len0 = out->len;
         sc_pb_init(&pb, out);
         sc_pb_int(&pb, MODEL_IR_VERSION, SC_ONNX_IR_VERSION);
@@ -368,6 +395,8 @@ sc_err_t sc_onnx_encode(sc_model_t *model, const sc_onnx_opts_t *opts, sc_buf_t 
         write_entry(&pb, "scadles.normalization.mean", v);
         snprintf(v, sizeof(v), "%.9g", (double)n->std);
         write_entry(&pb, "scadles.normalization.std", v);
+        if (af->features)
+                write_entry(&pb, "scadles.input.features", af->features);
 
         sc_err_t err = sc_pb_err(&pb);
         if (!err && out->len - len0 > SC_PB_MAX_LEN)

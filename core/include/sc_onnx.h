@@ -7,7 +7,9 @@
  *     (N, C, H, W); raw feature values, N free.
  *   normalization: Mul by scale / std, then Add -mean / std (the decoder's
  *     x' = (x * scale - mean) / std, computed as the decoder does); a step
- *     that changes nothing (factor 1, offset 0) is left out.
+ *     that changes nothing (factor 1, offset 0) is left out. Then, for
+ *     named fields, Mul by a vector and Add a vector ("input.fields_scale",
+ *     "input.fields_shift": each feature's 1 / std and -mean / std).
  *   one node per layer: dense -> Gemm (transB = 1, weight (out, in)),
  *     conv2d -> Conv (weight (F, C, k, k)), maxpool2d -> MaxPool, relu,
  *     tanh, sigmoid -> Relu, Tanh, Sigmoid, flatten -> Flatten (axis 1),
@@ -39,15 +41,25 @@ typedef struct sc_onnx_norm {
         float scale, mean, std; /* std != 0; {1, 0, 1} = none */
 } sc_onnx_norm_t;
 
+/* Per-feature standardization (named fields): x'[i] = x[i] * mul[i] + add[i]
+ * for a flat input of n features, after the scalar normalization. */
+typedef struct sc_onnx_affine {
+        const float *mul, *add; /* n each; NULL = none */
+        size_t n;
+        const char *features; /* metadata "scadles.input.features" (JSON); NULL = none */
+} sc_onnx_affine_t;
+
 typedef struct sc_onnx_opts {
         sc_onnx_norm_t norm;
+        sc_onnx_affine_t affine;
         const char *producer_version; /* ModelProto.producer_version; NULL = none */
         const char *doc;              /* ModelProto.doc_string; NULL = none */
 } sc_onnx_opts_t;
 
 /* Appends the ONNX model of model (its parameters and batchnorm running
  * statistics, read only) to out. SC_ERR_INVAL for a non-finite or zero
- * normalization or a model over protobuf's 2 GiB limit, SC_ERR_NOMEM; on
+ * normalization, a per-feature one whose n is not the flat input's numel,
+ * or a model over protobuf's 2 GiB limit, SC_ERR_NOMEM; on
  * error out holds what it held before (length restored). */
 sc_err_t sc_onnx_encode(sc_model_t *model, const sc_onnx_opts_t *opts, sc_buf_t *out, char *errstr,
                         size_t errstr_size);

@@ -80,8 +80,8 @@ static int sc_export_parse_numbers(const char *s, sc_onnx_norm_t *n)
 
 /* Resolves --normalize FROM into n and a description of where it came
  * from; returns 0, or 2 after printing the error. */
-static int sc_export_norm(const sc_conf_t *conf, const char *from, sc_onnx_norm_t *n, char *what,
-                          size_t what_size)
+static int sc_export_norm(const sc_conf_t *conf, const char *from, sc_onnx_norm_t *n,
+                          const sc_conf_decode_t **dec, char *what, size_t what_size)
 {
         const sc_conf_source_t *src = &conf->source;
         if (!strcmp(from, "auto")) {
@@ -101,9 +101,11 @@ static int sc_export_norm(const sc_conf_t *conf, const char *from, sc_onnx_norm_
                         return 2;
                 }
                 sc_export_from_decode(&src->topics[i].decode, n);
+                *dec = &src->topics[i].decode;
                 snprintf(what, what_size, "$.source.topics[%d] (%s)", i, src->topics[i].topic);
         } else if (!strcmp(from, "streams")) {
                 sc_export_from_decode(&conf->streams.decode, n);
+                *dec = &conf->streams.decode;
                 snprintf(what, what_size, "$.streams");
         } else if (!strcmp(from, "data")) {
                 int fm = !strcmp(conf->data.source, "fashion-mnist");
@@ -129,6 +131,39 @@ static int sc_export_norm(const sc_conf_t *conf, const char *from, sc_onnx_norm_
                         what, (double)n->scale, (double)n->mean, (double)n->std);
                 return 2;
         }
+        return 0;
+}
+
+/* The named fields' per-feature standardization and feature names into af;
+ * 0, or 1 after printing the error. */
+static int sc_export_fields(const sc_fields_t *fs, const sc_conf_t *conf, sc_onnx_affine_t *af)
+{
+        size_t numel = sc_shape_numel(conf->model.input);
+        if (fs->width != numel) {
+                fprintf(stderr,
+                        "scadles export: %s: the named fields encode %zu features, model.input "
+                        "takes %zu\n",
+                        conf->origin, fs->width, numel);
+                return 2;
+        }
+        float *mul = malloc(numel * sizeof(float)), *add = malloc(numel * sizeof(float));
+        json_t *names = json_array();
+        char name[2 * SC_FIELDS_PATH_MAX];
+        for (size_t i = 0; names && i < numel; i++) {
+                sc_fields_feature_name(fs, i, name, sizeof(name));
+                json_array_append_new(names, json_string(name));
+        }
+        char *text = names ? json_dumps(names, JSON_COMPACT) : NULL;
+        json_decref(names);
+        if (!mul || !add || !text) {
+                free(mul);
+                free(add);
+                free(text);
+                fprintf(stderr, "scadles export: out of memory\n");
+                return 1;
+        }
+        sc_fields_affine(fs, mul, add);
+        *af = (sc_onnx_affine_t){mul, add, numel, text};
         return 0;
 }
 
@@ -195,6 +230,7 @@ int sc_cmd_export(int argc, char **argv)
         sc_conf_t conf;
         sc_model_t *model = NULL;
         sc_onnx_opts_t oo = {.producer_version = SC_VERSION_STR};
+        const sc_conf_decode_t *dec = NULL;
         size_t size = 0;
         int rc;
 
@@ -202,18 +238,28 @@ int sc_cmd_export(int argc, char **argv)
                 return rc;
         if ((rc = sc_cli_conf_load("export", &conf, &o.co)))
                 return rc;
-        if ((rc = sc_export_norm(&conf, o.normalize, &oo.norm, what, sizeof(what))))
+        if ((rc = sc_export_norm(&conf, o.normalize, &oo.norm, &dec, what, sizeof(what))))
                 goto out;
         if ((rc = sc_cli_model_load("export", &conf, o.checkpoint, &model)))
+                goto out;
+        if (dec && dec->fields && (rc = sc_export_fields(dec->fields, &conf, &oo.affine)))
                 goto out;
         if (sc_onnx_save(o.onnx, model, &oo, &size, err, sizeof(err))) {
                 fprintf(stderr, "scadles export: %s\n", err);
                 rc = 1;
                 goto out;
         }
-        fprintf(stderr,
-                "scadles export: input normalization from %s: x' = (x * %.9g - %.9g) / %.9g\n",
-                what, (double)oo.norm.scale, (double)oo.norm.mean, (double)oo.norm.std);
+        if (oo.affine.mul)
+                fprintf(stderr,
+                        "scadles export: input standardization from %s: %zu features of %zu "
+                        "named fields, each x' = (x - mean) / std (metadata "
+                        "scadles.input.features names them)\n",
+                        what, oo.affine.n, dec->fields->n);
+        else
+                fprintf(stderr,
+                        "scadles export: input normalization from %s: x' = (x * %.9g - %.9g) / "
+                        "%.9g\n",
+                        what, (double)oo.norm.scale, (double)oo.norm.mean, (double)oo.norm.std);
         const sc_shape_t in = conf.model.input;
         sc_shape_t out = sc_model_output_shape(model);
         if (in.h == 1 && in.w == 1)
@@ -228,6 +274,9 @@ int sc_cmd_export(int argc, char **argv)
                 printf(", output %s (%zu values per sample)\n", SC_ONNX_OUTPUT_VALUES,
                        sc_shape_numel(out));
 out:
+        free((void *)oo.affine.mul);
+        free((void *)oo.affine.add);
+        free((void *)oo.affine.features);
         sc_model_destroy(model);
         sc_conf_free(&conf);
         return rc;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -354,12 +355,59 @@ static void test_errors(void **state)
         sc_model_destroy(m);
 }
 
+/* named fields: a per-feature Mul and Add by vectors after the scalar
+ * normalization, and the feature names as metadata; refused when the
+ * vectors do not fit the flat input */
+static void test_fields_affine(void **state)
+{
+        (void)state;
+        sc_model_spec_t s;
+        memset(&s, 0, sizeof(s));
+        s.input = (sc_shape_t){3, 1, 1};
+        s.n_layers = 1;
+        s.layers[0] = (sc_layer_spec_t){.kind = SC_LAYER_DENSE, .units = 2};
+        s.loss = SC_LOSS_SOFTMAX_XENT;
+        sc_model_t *m = build(&s);
+        const float mul[3] = {0.5f, 1.0f, 0.25f}, add[3] = {-1.0f, 0.0f, 2.0f};
+        sc_onnx_opts_t opts = {.norm = {1.0f, 0.0f, 1.0f},
+                               .affine = {mul, add, 3, "[\"a\",\"a.missing\",\"b\"]"}};
+        onnx_t o;
+        char err[256], got[256];
+        sc_buf_init(&o.buf);
+        assert_int_equal(sc_onnx_encode(m, &opts, &o.buf, err, sizeof(err)), SC_OK);
+        o.model = (msg_t){o.buf.data, o.buf.len};
+        o.graph = sub(o.model, 7, 0);
+        ops(&o, got, sizeof(got));
+        assert_string_equal(got, "Mul Add Gemm Softmax");
+        const int64_t d[1] = {3};
+        check_floats(init_named(&o, "input.fields_scale"), d, 1, mul, 3);
+        check_floats(init_named(&o, "input.fields_shift"), d, 1, add, 3);
+        assert_true(str_is(node(&o, 1), 2, 0, "input.standardized"));
+        assert_true(str_is(node(&o, 2), 1, 0, "input.standardized"));
+        assert_int_equal(count(o.model, 14), 4);
+        assert_true(str_is(sub(o.model, 14, 3), 1, 0, "scadles.input.features"));
+        assert_true(str_is(sub(o.model, 14, 3), 2, 0, "[\"a\",\"a.missing\",\"b\"]"));
+        sc_buf_free(&o.buf);
+
+        opts.affine.n = 4;
+        sc_buf_init(&o.buf);
+        assert_int_equal(sc_onnx_encode(m, &opts, &o.buf, err, sizeof(err)), SC_ERR_INVAL);
+        assert_non_null(strstr(err, "per-feature"));
+        assert_int_equal(o.buf.len, 0);
+        const float bad[3] = {1.0f, NAN, 1.0f};
+        opts.affine = (sc_onnx_affine_t){bad, add, 3, NULL};
+        assert_int_equal(sc_onnx_encode(m, &opts, &o.buf, err, sizeof(err)), SC_ERR_INVAL);
+        sc_buf_free(&o.buf);
+        sc_model_destroy(m);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_mlp),
             cmocka_unit_test(test_adapters_mse),
             cmocka_unit_test(test_errors),
+            cmocka_unit_test(test_fields_affine),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

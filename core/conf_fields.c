@@ -238,8 +238,8 @@ json_t *sc_conf_fields_json(const void *at)
                 json_t *o = json_object();
                 if (!o)
                         break;
-                if (f->path[0])
-                        json_object_set_new(o, "path", json_string(f->path));
+                if (f->given[0])
+                        json_object_set_new(o, "path", json_string(f->given));
                 if (f->column >= 0)
                         json_object_set_new(o, "column", json_integer(f->column));
                 json_object_set_new(o, "type", json_string(sc_field_kind_name(f->kind)));

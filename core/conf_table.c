@@ -831,7 +831,7 @@ const sc_conf_prop_t sc_conf_props[] = {
              "slot for any other value) or \"hashed\" (one-hot over \"buckets\" slots by a "
              "64-bit FNV-1a hash of the value's text)), \"missing\" (what an absent or null "
              "value becomes: \"mean\" (numeric/boolean default: the field's mean, so 0 after "
-             "standardization), \"zero\" (categorical/hashed default: no slot set), "
+             "standardization, to float rounding), \"zero\" (categorical/hashed default: no slot set), "
              "\"constant\" (\"fill\") or \"error\" (the record is refused as "
              "missing_field)), \"indicator\" (numeric/boolean: one more feature, 1 when the "
              "value was missing), \"mean\" and \"std\" (numeric/boolean: the feature is "

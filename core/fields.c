@@ -228,6 +228,7 @@ int sc_fields_add(sc_fields_t *f, sc_field_t *field, char *errstr, size_t errstr
                 sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "path: too long");
                 return -1;
         }
+        memcpy(field->given, field->path, sizeof(field->given));
         if (field->path[0] && field->path[0] != '$') {
                 char full[sizeof(field->path)];
                 if ((size_t)snprintf(full, sizeof(full), "$.%s", field->path) >= sizeof(full)) {

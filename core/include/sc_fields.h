@@ -62,8 +62,9 @@ typedef enum sc_field_missing {
 } sc_field_missing_t;
 
 typedef struct sc_field {
-        char path[SC_FIELDS_PATH_MAX]; /* json: "$" then .name / [index] steps */
-        int column;                    /* csv: zero-based column; -1 = none */
+        char path[SC_FIELDS_PATH_MAX];  /* json: "$" then .name / [index] steps */
+        char given[SC_FIELDS_PATH_MAX]; /* set by sc_fields_add: path as given ("temp") */
+        int column;                     /* csv: zero-based column; -1 = none */
         sc_field_kind_t kind;
         sc_field_missing_t missing;
         int indicator;        /* numeric/boolean: one more feature, 1 when missing */

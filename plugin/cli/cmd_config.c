@@ -1,5 +1,7 @@
 /* cmd_config.c — `scadles config`: lists the configuration properties, writes
- * docs/CONFIG.md, or checks a configuration file (with overrides). */
+ * docs/CONFIG.md, or checks a configuration file (with overrides), and
+ * decodes sample records with it. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include "cmd.h"
 #include "sc_conf.h"
 #include "sc_file.h"
+#include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
 
 static void sc_config_usage(FILE *out)
@@ -18,6 +21,7 @@ static void sc_config_usage(FILE *out)
                 "       scadles config --markdown\n"
                 "       scadles config --markdown-sections SECTION[,SECTION...]\n"
                 "       scadles config --check [-c FILE] [--set PROPERTY=VALUE ...]\n"
+                "                      [--sample FILE [--topic NAME]]\n"
                 "\n"
                 "  --list            every property with type, range, default and meaning\n"
                 "  --markdown        the same as the docs/CONFIG.md page\n"
@@ -29,6 +33,12 @@ static void sc_config_usage(FILE *out)
                 "                    source.pattern, build the model to check its shapes, and\n"
                 "                    print the resolved configuration as JSON (secrets such as\n"
                 "                    kafka.sasl.password print as \"(redacted)\")\n"
+                "  --sample FILE     with --check: decode each line of FILE (a record: JSON\n"
+                "                    or CSV text) with the decoder of --topic and print what\n"
+                "                    it becomes (label and features, by name for named\n"
+                "                    fields) or why it is refused; exit 2 if one is\n"
+                "  --topic NAME      the topic whose decoder reads the sample (default: the\n"
+                "                    first of source.topics, else streams.*)\n"
                 "  -c, --config FILE configuration file (JSON)\n"
                 "  --set P=V         override property P (V is JSON, or else a string);\n"
                 "                    e.g. --set optim.lr=0.05 --set model.layers[0].units=128\n"
@@ -51,7 +61,8 @@ static int sc_config_print(char *text)
 typedef struct sc_config_opts {
         enum { SC_CONFIG_NONE, SC_CONFIG_LIST, SC_CONFIG_MARKDOWN, SC_CONFIG_CHECK } mode;
         const char *sections;
-        sc_cli_conf_opts_t co; /* -c and --set */
+        const char *sample, *topic; /* --sample, --topic */
+        sc_cli_conf_opts_t co;      /* -c and --set */
 } sc_config_opts_t;
 
 /* Returns -1 to go on, else an exit code. */
@@ -62,6 +73,8 @@ static int sc_config_args(int argc, char **argv, sc_config_opts_t *o)
             {"markdown", no_argument, NULL, 'M'},
             {"markdown-sections", required_argument, NULL, 'S'},
             {"check", no_argument, NULL, 'C'},
+            {"sample", required_argument, NULL, 'P'},
+            {"topic", required_argument, NULL, 'T'},
             {"config", required_argument, NULL, 'c'},
             {"set", required_argument, NULL, 's'},
             {"help", no_argument, NULL, 'h'},
@@ -90,12 +103,23 @@ static int sc_config_args(int argc, char **argv, sc_config_opts_t *o)
                 case 'C':
                         o->mode = SC_CONFIG_CHECK;
                         break;
+                case 'P':
+                        o->sample = optarg;
+                        break;
+                case 'T':
+                        o->topic = optarg;
+                        break;
                 default:
                         return sc_cli_opt_other("config", c, argv, sc_config_usage);
                 }
         }
         if (sc_cli_no_operands("config", argc, argv, sc_config_usage))
                 return 2;
+        if ((o->sample || o->topic) && (o->mode != SC_CONFIG_CHECK || !o->sample)) {
+                fprintf(stderr, "scadles config: --sample FILE goes with --check, --topic with "
+                                "--sample\n");
+                return 2;
+        }
         return -1;
 }
 
@@ -144,9 +168,98 @@ static sc_err_t sc_config_clients(const sc_conf_t *conf, char *why, size_t why_s
         return SC_OK;
 }
 
-/* --check: the file (or the defaults) with the overrides, checked. */
-static int sc_config_check(const sc_cli_conf_opts_t *co)
+/* One decoded sample's label and features, on one line of stderr. */
+static void sc_config_sample_ok(const sc_decode_spec_t *ds, const char *where, int32_t label,
+                                const float *x)
 {
+        char name[2 * SC_FIELDS_PATH_MAX];
+        const char *cls = label >= 0 ? sc_vocab_name(ds->labels, (size_t)label) : NULL;
+        fprintf(stderr, "scadles config: sample %s: ok, label %d%s%s%s; %zu features:", where,
+                (int)label, cls ? " (" : "", cls ? cls : "", cls ? ")" : "", ds->numel);
+        size_t shown = 0;
+        for (size_t i = 0; i < ds->numel && shown < 64; i++) {
+                if (ds->fields) { /* by name; one-hot slots only when set */
+                        const sc_field_t *fd = NULL;
+                        for (size_t k = 0; k < ds->fields->n; k++)
+                                if (i >= ds->fields->field[k].offset &&
+                                    i < ds->fields->field[k].offset + ds->fields->field[k].width)
+                                        fd = &ds->fields->field[k];
+                        int slot =
+                            fd && (fd->kind == SC_FIELD_CATEGORICAL || fd->kind == SC_FIELD_HASHED);
+                        if (slot && x[i] == 0.0f)
+                                continue;
+                        sc_fields_feature_name(ds->fields, i, name, sizeof(name));
+                        fprintf(stderr, " %s=%.6g", name, (double)x[i]);
+                } else {
+                        fprintf(stderr, " %.6g", (double)x[i]);
+                }
+                shown++;
+        }
+        fprintf(stderr, "%s\n", shown == 64 ? " ..." : "");
+}
+
+/* --sample: each non-blank line of path decoded by topic's decoder.
+ * Returns 0 when every line decodes, 2 when one does not, 1 on I/O. */
+static int sc_config_sample(const sc_conf_t *conf, const char *path, const char *topic,
+                            int n_classes)
+{
+        char why[512], where[64];
+        sc_decode_spec_t ds;
+        if (!topic)
+                topic = conf->source.n_topics ? conf->source.topics[0].topic : "";
+        sc_ks_decode_spec(conf, topic, sc_shape_numel(conf->model.input), n_classes, &ds);
+        if (conf->source.unlabelled)
+                sc_decode_spec_unlabelled(&ds);
+        if (sc_decode_spec_check(&ds, why, sizeof(why))) {
+                fprintf(stderr, "scadles config: --sample: the decoder of %s%s: %s\n",
+                        topic[0] ? "topic " : "streams.*", topic, why);
+                return 2;
+        }
+        FILE *f = fopen(path, "r");
+        if (!f) {
+                fprintf(stderr, "scadles config: --sample %s: %s\n", path, strerror(errno));
+                return 1;
+        }
+        float *x = malloc(ds.numel * sizeof(float));
+        char *line = NULL;
+        size_t cap = 0, lines = 0, bad = 0;
+        ssize_t n;
+        while (x && (n = getline(&line, &cap, f)) >= 0) {
+                lines++;
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                        n--;
+                if (n == 0)
+                        continue;
+                sc_record_t rec = {.value = line, .value_size = (size_t)n};
+                int32_t label = -1;
+                snprintf(where, sizeof(where), "%s:%zu", path, lines);
+                sc_decode_fault_t fault = sc_decode_record(&ds, &rec, x, &label, why, sizeof(why));
+                if (fault == SC_DECODE_OK) {
+                        sc_config_sample_ok(&ds, where, label, x);
+                } else {
+                        bad++;
+                        fprintf(stderr, "scadles config: sample %s: refused (%s): %s\n", where,
+                                sc_decode_fault_name(fault), why);
+                }
+        }
+        int rc = !x ? 1 : ferror(f) ? 1 : bad ? 2 : 0;
+        if (!x)
+                fprintf(stderr, "scadles config: --sample: out of memory\n");
+        else if (ferror(f))
+                fprintf(stderr, "scadles config: --sample %s: read error\n", path);
+        else
+                fprintf(stderr, "scadles config: sample %s: %zu line(s), %zu refused\n", path,
+                        lines, bad);
+        free(line);
+        free(x);
+        fclose(f);
+        return rc;
+}
+
+/* --check: the file (or the defaults) with the overrides, checked. */
+static int sc_config_check(const sc_cli_conf_opts_t *co, const char *sample, const char *topic)
+{
+        int n_classes = 0;
         char errstr[1024], why[768];
         sc_conf_t conf;
         sc_err_t err;
@@ -187,6 +300,7 @@ static int sc_config_check(const sc_cli_conf_opts_t *co)
                         return err == SC_ERR_NOMEM ? 1 : 2;
                 }
                 sc_shape_t out = sc_model_output_shape(model);
+                n_classes = (int)sc_shape_numel(out);
                 fprintf(stderr,
                         "scadles config: %s: ok; model of %d layers, %zu parameters, "
                         "output %dx%dx%d\n",
@@ -197,6 +311,8 @@ static int sc_config_check(const sc_cli_conf_opts_t *co)
         int rc = sc_config_print(sc_conf_dump(&conf));
         if (!rc)
                 putchar('\n');
+        if (!rc && sample)
+                rc = sc_config_sample(&conf, sample, topic, n_classes ? n_classes : 10);
         sc_conf_free(&conf);
         return rc;
 }
@@ -222,7 +338,7 @@ int sc_cmd_config(int argc, char **argv)
         if (o.mode == SC_CONFIG_MARKDOWN)
                 return sc_config_print(sc_conf_describe(1));
         if (o.mode == SC_CONFIG_CHECK)
-                return sc_config_check(&o.co);
+                return sc_config_check(&o.co, o.sample, o.topic);
         sc_config_usage(stderr);
         return 2;
 }

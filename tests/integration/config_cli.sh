@@ -128,4 +128,30 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=t
 [ $? -eq 2 ] && ! grep -q 'pw-s3cret' "$T/out2" || fail "a refused key: $(cat "$T/out2")"
 [ "$(grep -c '"(redacted)"' "$T/out")" -eq 4 ] || fail "4 redacted values expected: $(cat "$T/out")"
 grep -qF '"sasl.username": "u"' "$T/out" || fail "non-secret values stay"
+# --sample: records decoded by the configured decoder (named fields here),
+# each refused one with its reason; exit 2 when one is refused.
+cat > "$T/sample.jsonl" <<'JSON'
+{"device":"m-0001","kind":"fan","temp":70,"vib":null,"status":"leak"}
+
+{"device":"m-0001","kind":"mixer","temp":"hot","status":"ok"}
+{"device":"m-0001","kind":"pump","status":"exploded"}
+JSON
+"$S" config --check -c examples/iot/worker.json --sample "$T/sample.jsonl" > /dev/null 2> "$T/sample.err"
+[ $? -eq 2 ] || fail "--sample with refused records should exit 2: $(cat "$T/sample.err")"
+grep -qF 'sample '"$T"'/sample.jsonl:1: ok, label 3 (leak); 33 features:' "$T/sample.err" &&
+	grep -qF ' kind=fan=1 temp=1 temp.missing=0 vib=' "$T/sample.err" &&
+	grep -qF ' vib.missing=1 pressure=' "$T/sample.err" ||
+	fail "--sample: line 1: $(cat "$T/sample.err")"
+grep -qF 'sample.jsonl:3: refused (not_numeric): $.temp: expected a number' "$T/sample.err" ||
+	fail "--sample: line 3: $(cat "$T/sample.err")"
+grep -qF 'sample.jsonl:4: refused (label_range): $.status: label "exploded" is not a class name' "$T/sample.err" ||
+	fail "--sample: line 4: $(cat "$T/sample.err")"
+grep -qF 'sample.jsonl: 4 line(s), 2 refused' "$T/sample.err" || fail "--sample: $(cat "$T/sample.err")"
+head -n 1 "$T/sample.jsonl" > "$T/one.jsonl"
+"$S" config --check -c examples/iot/worker.json --sample "$T/one.jsonl" >/dev/null 2>&1 ||
+	fail "--sample of a good record should exit 0"
+"$S" config --check --sample "$T/one.jsonl" --topic nope >/dev/null 2> "$T/sample2.err"
+[ $? -eq 2 ] && grep -q 'refused (missing_field): \$.features: missing' "$T/sample2.err" ||
+	fail "--sample with the default decoder: $(cat "$T/sample2.err")"
+"$S" config --sample "$T/one.jsonl" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--sample without --check"
 echo "config_cli: ok"

@@ -34,15 +34,18 @@ void sc_conf_defaults(sc_conf_t *conf)
         }
 }
 
+void sc_conf_elem_refs(const sc_conf_list_t *l, void *elem, int take)
+{
+        for (size_t j = 0; j < l->nprops; j++)
+                if (l->props[j].ref)
+                        l->props[j].ref((char *)elem + l->props[j].offset, take);
+}
+
 void sc_conf_list_refs(const sc_conf_prop_t *p, void *base, int count, int take)
 {
-        const sc_conf_list_t *l = p->list;
-        for (int e = 0; e < count; e++) {
-                char *elem = (char *)base + p->offset + (size_t)e * l->elem_size;
-                for (size_t j = 0; j < l->nprops; j++)
-                        if (l->props[j].ref)
-                                l->props[j].ref(elem + l->props[j].offset, take);
-        }
+        for (int e = 0; e < count; e++)
+                sc_conf_elem_refs(p->list,
+                                  (char *)base + p->offset + (size_t)e * p->list->elem_size, take);
 }
 
 /* Takes or releases the references of every shared value of conf. */

@@ -118,12 +118,17 @@ static sc_err_t sc_conf_field(json_t *obj, sc_field_t *field, const char *origin
                 if (!strcmp(key, "type"))
                         continue;
                 if (!strcmp(key, "path")) {
+                        /* a member name takes "$." in front */
+                        size_t max = json_is_string(v) && json_string_value(v)[0] == '$'
+                                         ? sizeof(field->path) - 1
+                                         : sizeof(field->path) - 3;
                         if (!json_is_string(v) || json_string_length(v) == 0 ||
-                            json_string_length(v) >= sizeof(field->path))
+                            json_string_length(v) > max)
                                 return sc_conf_fail(errstr, errstr_size, origin, kpath,
-                                                    "expected a JSON path or member name of 1 to "
-                                                    "%zu bytes",
-                                                    sizeof(field->path) - 1);
+                                                    "expected a JSON path (\"$...\", at most "
+                                                    "%zu bytes) or a member name (at most %zu)",
+                                                    sizeof(field->path) - 1,
+                                                    sizeof(field->path) - 3);
                         memcpy(field->path, json_string_value(v), json_string_length(v) + 1);
                 } else if (!strcmp(key, "column")) {
                         if (sc_conf_field_int(v, 0, 1 << 20, &n) < 0)

@@ -133,7 +133,9 @@ sc_err_t sc_conf_labels(json_t *v, void *at, const char *origin, const char *jpa
 json_t *sc_conf_labels_json(const void *at);
 void sc_conf_labels_ref(void *at, int take);
 /* conf.c: takes (take = 1) or releases (0) the references of the shared
- * values of every element of list p at base. */
+ * values of one element of list l / of the first count elements of list
+ * property p at base (a released slot is cleared). */
+void sc_conf_elem_refs(const sc_conf_list_t *l, void *elem, int take);
 void sc_conf_list_refs(const sc_conf_prop_t *p, void *base, int count, int take);
 const sc_conf_prop_t *sc_conf_find(const sc_conf_prop_t *props, size_t n, const char *path);
 

@@ -565,6 +565,7 @@ static sc_err_t sc_conf_parse_elem(sc_conf_ctx_t *ctx, const sc_conf_list_t *l, 
         if (!json_is_object(obj))
                 return FAIL(ctx, jpath, "expected %s object, got %s", l->elem_name,
                             sc_conf_json_type(obj));
+        sc_conf_elem_refs(l, elem, 0); /* an element given again lets go of its values */
         memset(elem, 0, l->elem_size);
         *given = 0;
         if (l->tag) {

@@ -821,24 +821,25 @@ const sc_conf_prop_t sc_conf_props[] = {
      .parse = sc_conf_fields,
      .json = sc_conf_fields_json,
      .ref = sc_conf_fields_ref,
-     .desc = "json and csv: the features are these named fields, in order, instead of "
-             "features_path or the feature columns; [] = none. Each field is an object: "
-             "\"path\" (json: a member name such as \"temp\", or a path \"$.a.b[0]\"), "
-             "\"column\" (csv: zero-based column; extra columns are ignored unless "
-             "streams.columns is set), \"type\" (\"numeric\" (default; a number, or a "
-             "string holding one), \"boolean\" (true/false as 1/0), \"categorical\" "
-             "(one-hot over \"vocab\", a list of strings, integers or booleans, plus one "
-             "slot for any other value) or \"hashed\" (one-hot over \"buckets\" slots by a "
-             "64-bit FNV-1a hash of the value's text)), \"missing\" (what an absent or null "
-             "value becomes: \"mean\" (numeric/boolean default: the field's mean, so 0 after "
-             "standardization, to float rounding), \"zero\" (categorical/hashed default: no slot set), "
-             "\"constant\" (\"fill\") or \"error\" (the record is refused as "
-             "missing_field)), \"indicator\" (numeric/boolean: one more feature, 1 when the "
-             "value was missing), \"mean\" and \"std\" (numeric/boolean: the feature is "
-             "(value - mean) / std; default 0 and 1). A numeric or boolean field takes 1 "
-             "feature (2 with the indicator), a categorical one its vocab's size + 1, a hashed "
-             "one its buckets; model.input must be [the sum]. streams.scale, mean and std are "
-             "not used with fields."},
+     .desc =
+         "json and csv: the features are these named fields, in order, instead of "
+         "features_path or the feature columns; [] = none. Each field is an object: "
+         "\"path\" (json: a member name such as \"temp\", or a path \"$.a.b[0]\"), "
+         "\"column\" (csv: zero-based column; extra columns are ignored unless "
+         "streams.columns is set), \"type\" (\"numeric\" (default; a number, or a "
+         "string holding one), \"boolean\" (true/false as 1/0), \"categorical\" "
+         "(one-hot over \"vocab\", a list of strings, integers or booleans, plus one "
+         "slot for any other value) or \"hashed\" (one-hot over \"buckets\" slots by a "
+         "64-bit FNV-1a hash of the value's text)), \"missing\" (what an absent or null "
+         "value becomes: \"mean\" (numeric/boolean default: the field's mean, so 0 after "
+         "standardization, to float rounding), \"zero\" (categorical/hashed default: no slot set), "
+         "\"constant\" (\"fill\") or \"error\" (the record is refused as "
+         "missing_field)), \"indicator\" (numeric/boolean: one more feature, 1 when the "
+         "value was missing), \"mean\" and \"std\" (numeric/boolean: the feature is "
+         "(value - mean) / std; default 0 and 1). A numeric or boolean field takes 1 "
+         "feature (2 with the indicator), a categorical one its vocab's size + 1, a hashed "
+         "one its buckets; model.input must be [the sum]. streams.scale, mean and std are "
+         "not used with fields."},
     {.path = "streams.labels",
      .type = SC_CONF_CUSTOM,
      .offset = C(streams.decode.labels),
@@ -848,9 +849,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      .json = sc_conf_labels_json,
      .ref = sc_conf_labels_ref,
      .desc = "Class names, label i = the i-th (as many as the model's classes): a label given "
-             "as text (a json string, a csv column, an ascii key or header) may be a name as "
-             "well as an index; predictions and evaluation reports name the class. [] = "
-             "labels are integers."},
+             "as text may be a name (a json string is a name, a json number an index; a csv "
+             "column or an ascii key or header is a name, else an index); predictions and "
+             "evaluation reports name the class. [] = labels are integers."},
     {.path = "streams.policy",
      .type = SC_CONF_ENUM,
      .offset = C(streams.buffer.policy),

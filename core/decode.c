@@ -208,6 +208,14 @@ static sc_err_t sc_decode_check_raw(const sc_decode_spec_t *spec, char *errstr, 
         return SC_OK;
 }
 
+/* Field i's column in this spec's records (after an unlabelled spec took
+ * the label column out). */
+static size_t sc_decode_field_column(const sc_decode_spec_t *spec, size_t i)
+{
+        size_t c = (size_t)spec->fields->field[i].column;
+        return spec->csv_label_dropped > 0 && c >= (size_t)spec->csv_label_dropped ? c - 1 : c;
+}
+
 /* 1 if path a is path b or leads into it (compiled, from the root). */
 static int sc_decode_path_prefix(const sc_decode_path_t *a, const sc_decode_path_t *b)
 {
@@ -258,7 +266,8 @@ static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errst
                                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                                "decode.fields[%zu].column: %d is the label column",
                                                i, f->column);
-                        if (spec->columns > 0 && f->column >= spec->columns)
+                        if (spec->columns > 0 &&
+                            sc_decode_field_column(spec, i) >= (size_t)spec->columns)
                                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                                "decode.fields[%zu].column: %d is not below "
                                                "decode.columns (%d)",
@@ -295,8 +304,8 @@ static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errst
         if (spec->format == SC_DECODE_CSV) {
                 int need = label_field ? spec->label_column + 1 : 0;
                 for (size_t i = 0; i < fs->n; i++)
-                        if (fs->field[i].column + 1 > need)
-                                need = fs->field[i].column + 1;
+                        if ((int)sc_decode_field_column(spec, i) + 1 > need)
+                                need = (int)sc_decode_field_column(spec, i) + 1;
                 if (spec->columns > 0 && spec->columns < need)
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                        "decode.columns: expected 0 or >= %d, got %d", need,
@@ -400,7 +409,7 @@ static sc_decode_fault_t sc_decode_label_bytes(const sc_decode_spec_t *spec, con
                 return fault;
         }
         if (spec->label_encoding == SC_DECODE_ENC_ASCII && spec->labels)
-                return sc_decode_label_text(spec, bytes, size, what, 1, fault, label, errstr,
+                return sc_decode_label_text(spec, bytes, size, what, 2, fault, label, errstr,
                                             errstr_size);
         if (spec->label_encoding == SC_DECODE_ENC_BYTE) {
                 if (size != 1) {
@@ -517,8 +526,17 @@ sc_decode_fault_t sc_decode_label_text(const sc_decode_spec_t *spec, const char 
                 *label = i;
                 return SC_DECODE_OK;
         }
-        if (numeric_text && len < SC_FIELDS_TEXT_MAX && sc_decode_number(s, s + len, &v) == 0)
+        if (numeric_text == 2) { /* a key or header: [+-]digits, as without names */
+                size_t k = len && (s[0] == '-' || s[0] == '+');
+                int digits = len > k && len - k <= 10;
+                for (size_t q = k; digits && q < len; q++)
+                        digits = s[q] >= '0' && s[q] <= '9';
+                if (digits && sc_decode_number(s, s + len, &v) == 0)
+                        return sc_decode_label_number(spec, v, where, label, errstr, errstr_size);
+        } else if (numeric_text && len < SC_FIELDS_TEXT_MAX &&
+                   sc_decode_number(s, s + len, &v) == 0) {
                 return sc_decode_label_number(spec, v, where, label, errstr, errstr_size);
+        }
         if (spec->labels) {
                 char shown[44];
                 size_t n = len < 40 ? len : 40;
@@ -718,14 +736,6 @@ static sc_decode_fault_t sc_decode_csv_label(const sc_decode_spec_t *spec, const
                                     label, errstr, errstr_size);
 }
 
-/* Field i's column in this spec's records (after an unlabelled spec took
- * the label column out). */
-static size_t sc_decode_field_column(const sc_decode_spec_t *spec, size_t i)
-{
-        size_t c = (size_t)spec->fields->field[i].column;
-        return spec->csv_label_dropped > 0 && c >= (size_t)spec->csv_label_dropped ? c - 1 : c;
-}
-
 /* One line whose features are spec->fields (columns, extra columns ignored
  * unless spec->columns is set). */
 static sc_decode_fault_t sc_decode_csv_fields(const sc_decode_spec_t *spec, const char *p,
@@ -781,8 +791,11 @@ static sc_decode_fault_t sc_decode_csv_fields(const sc_decode_spec_t *spec, cons
                 f = sc_decode_label_meta(spec, rec, label, errstr, errstr_size);
                 if (f != SC_DECODE_OK)
                         return f;
+        } else if (col < lc) {
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size, "csv: no label column");
+                return SC_DECODE_BAD_CSV;
         }
-        return sc_fields_encode(fs, vals, 1, x, errstr, errstr_size);
+        return sc_fields_encode(fs, vals, spec, x, errstr, errstr_size);
 }
 
 static sc_decode_fault_t sc_decode_csv(const sc_decode_spec_t *spec, const sc_record_t *rec,
@@ -871,7 +884,9 @@ sc_decode_fault_t sc_decode_record(const sc_decode_spec_t *spec, const sc_record
                                    int32_t *label, char *errstr, size_t errstr_size)
 {
         if (!spec || !rec || !x || !label || spec->numel == 0 ||
-            spec->numel > SC_DECODE_NUMEL_MAX || !(spec->std != 0.0f)) {
+            spec->numel > SC_DECODE_NUMEL_MAX || !(spec->std != 0.0f) ||
+            (spec->fields && (spec->fields->width != spec->numel ||
+                              spec->fields->n > SC_FIELDS_MAX || spec->fields->n == 0))) {
                 sc_errf(SC_ERR_INVAL, errstr, errstr_size, "decode: spec not checked");
                 return SC_DECODE_BAD_SPEC;
         }

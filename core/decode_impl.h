@@ -42,13 +42,17 @@ void sc_field_read_text(const sc_field_t *field, const char *s, size_t len, uint
                         sc_fval_t *out);
 
 /* Encodes the values (one per field, in order) into x (f->width floats);
- * a fault names the field by its path (json) or column (csv). */
-sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals, int csv, float *x,
-                                   char *errstr, size_t errstr_size);
+ * a fault names the field by its path (json) or its column in spec's
+ * records (csv). */
+sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals,
+                                   const sc_decode_spec_t *spec, float *x, char *errstr,
+                                   size_t errstr_size);
 
 /* A label given as text (a JSON string, a CSV column, an ASCII key or
- * header): a class name of spec->labels, else (numeric_text) a decimal
- * integer; not_label is the fault when it is neither and there are no names. */
+ * header): a class name of spec->labels, else an index written as a number
+ * (numeric_text 1: any decimal number with an integer value, as a csv
+ * column; 2: [+-] and 1 to 10 digits, as a key or header; 0: none);
+ * not_label is the fault when it is neither and there are no names. */
 sc_decode_fault_t sc_decode_label_text(const sc_decode_spec_t *spec, const char *s, size_t len,
                                        const char *where, int numeric_text,
                                        sc_decode_fault_t not_label, int32_t *label, char *errstr,

@@ -751,6 +751,6 @@ sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t
         if (f != SC_DECODE_OK)
                 return f;
         if (fs)
-                return sc_fields_encode(fs, j.vals, 0, x, errstr, errstr_size);
+                return sc_fields_encode(fs, j.vals, spec, x, errstr, errstr_size);
         return sc_decode_normalize(spec, x, spec->numel, errstr, errstr_size);
 }

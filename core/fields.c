@@ -362,13 +362,19 @@ void sc_field_read_text(const sc_field_t *field, const char *s, size_t len, uint
         }
 }
 
-/* "$.temp" or "csv column 3", for messages. */
-static const char *sc_field_where(const sc_field_t *field, int csv, char *buf, size_t size)
+/* "$.temp" or "csv column 3" (in the spec's records: after an unlabelled
+ * spec took the label column out), for messages. */
+static const char *sc_field_where(const sc_field_t *field, const sc_decode_spec_t *spec, char *buf,
+                                  size_t size)
 {
-        if (csv)
-                snprintf(buf, size, "csv column %d", field->column);
-        else
+        int c = field->column;
+        if (spec->format != SC_DECODE_CSV) {
                 snprintf(buf, size, "%s", field->path);
+                return buf;
+        }
+        if (spec->csv_label_dropped > 0 && c >= spec->csv_label_dropped)
+                c--;
+        snprintf(buf, size, "csv column %d", c);
         return buf;
 }
 
@@ -387,8 +393,9 @@ static const char *sc_fval_kind_text(sc_fval_kind_t k)
         }
 }
 
-sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals, int csv, float *x,
-                                   char *errstr, size_t errstr_size)
+sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals,
+                                   const sc_decode_spec_t *spec, float *x, char *errstr,
+                                   size_t errstr_size)
 {
         char where[SC_FIELDS_PATH_MAX + 16];
         for (size_t i = 0; i < f->n; i++) {
@@ -398,7 +405,7 @@ sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals, 
                 int missing = v->kind == SC_FVAL_ABSENT || v->kind == SC_FVAL_NULL;
                 if (missing && fd->missing == SC_MISSING_ERROR) {
                         sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: %s",
-                                sc_field_where(fd, csv, where, sizeof(where)),
+                                sc_field_where(fd, spec, where, sizeof(where)),
                                 v->kind == SC_FVAL_NULL ? "null (the field's missing rule is "
                                                           "\"error\")"
                                                         : "missing");
@@ -412,7 +419,7 @@ sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals, 
                                 sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                         "%s: expected a string, number or boolean, got an object "
                                         "or array",
-                                        sc_field_where(fd, csv, where, sizeof(where)));
+                                        sc_field_where(fd, spec, where, sizeof(where)));
                                 return SC_DECODE_WRONG_TYPE;
                         }
                         if (fd->kind == SC_FIELD_CATEGORICAL)
@@ -434,7 +441,7 @@ sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals, 
                 } else {
                         sc_errf(
                             SC_ERR_DECODE, errstr, errstr_size, "%s: expected %s, got %s",
-                            sc_field_where(fd, csv, where, sizeof(where)),
+                            sc_field_where(fd, spec, where, sizeof(where)),
                             fd->kind == SC_FIELD_BOOLEAN ? "true, false or a number" : "a number",
                             v->kind == SC_FVAL_TEXT && v->bad_number ? "a string that is not one"
                                                                      : sc_fval_kind_text(v->kind));
@@ -443,9 +450,11 @@ sc_decode_fault_t sc_fields_encode(const sc_fields_t *f, const sc_fval_t *vals, 
                 }
                 float y = (float)raw * fd->mul + fd->add;
                 if (!isfinite(raw) || !isfinite(y)) {
-                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: not finite%s",
-                                sc_field_where(fd, csv, where, sizeof(where)),
-                                isfinite(raw) ? " after standardization" : "");
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: %s",
+                                sc_field_where(fd, spec, where, sizeof(where)),
+                                !isfinite(raw)          ? "not finite"
+                                : !isfinite((float)raw) ? "outside the range of a float"
+                                                        : "not finite after standardization");
                         return SC_DECODE_NOT_FINITE;
                 }
                 out[0] = y;

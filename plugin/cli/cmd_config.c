@@ -168,6 +168,28 @@ static sc_err_t sc_config_clients(const sc_conf_t *conf, char *why, size_t why_s
         return SC_OK;
 }
 
+/* Each decoder's class names against the model's classes; 0, or -1 after
+ * printing the mismatch. */
+static int sc_config_class_names(const sc_conf_t *conf, int n_classes)
+{
+        const sc_vocab_t *names = conf->streams.decode.labels;
+        char where[64] = "$.streams.labels";
+        for (int i = -1; i < conf->source.n_topics; i++) {
+                if (i >= 0) {
+                        names = conf->source.topics[i].decode.labels;
+                        snprintf(where, sizeof(where), "$.source.topics[%d].labels", i);
+                }
+                if (names && sc_vocab_size(names) != (size_t)n_classes) {
+                        fprintf(stderr,
+                                "scadles config: %s: %s: %zu class names, the model has %d "
+                                "classes\n",
+                                conf->origin, where, sc_vocab_size(names), n_classes);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 /* One decoded sample's label and features, on one line of stderr. */
 static void sc_config_sample_ok(const sc_decode_spec_t *ds, const char *where, int32_t label,
                                 const float *x)
@@ -301,6 +323,11 @@ static int sc_config_check(const sc_cli_conf_opts_t *co, const char *sample, con
                 }
                 sc_shape_t out = sc_model_output_shape(model);
                 n_classes = (int)sc_shape_numel(out);
+                if (sc_config_class_names(&conf, n_classes)) {
+                        sc_model_destroy(model);
+                        sc_conf_free(&conf);
+                        return 2;
+                }
                 fprintf(stderr,
                         "scadles config: %s: ok; model of %d layers, %zu parameters, "
                         "output %dx%dx%d\n",

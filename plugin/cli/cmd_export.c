@@ -27,8 +27,8 @@ static void sc_export_usage(FILE *out)
                 "The first nodes normalize the input as a decoder does, x' = (x * scale -\n"
                 "mean) / std, with the settings FROM names:\n"
                 "  auto         (default) the first source.topics element's decoder keys;\n"
-                "               without source.topics, streams.* when source.pattern is\n"
-                "               set, else data.*\n"
+                "               without source.topics, streams.* when source.pattern or\n"
+                "               streams.fields is set, else data.*\n"
                 "  topic        the first source.topics element's scale/mean/std\n"
                 "  topic:NAME   the source.topics element of topic NAME\n"
                 "  streams      streams.scale/mean/std (every topic without its own keys)\n"
@@ -37,7 +37,10 @@ static void sc_export_usage(FILE *out)
                 "  none         no normalization (the input is already normalized)\n"
                 "  S,M,D        scale S, mean M, std D\n"
                 "The choice is printed on stderr and stored in the file's metadata\n"
-                "(scadles.normalization.*). docs/EXPORT.md shows the graph and how to run\n"
+                "(scadles.normalization.*). A decoder with named fields (streams.fields)\n"
+                "adds each feature's standardization: the model then takes the encoded\n"
+                "features before it (metadata scadles.input.features names them).\n"
+                "docs/EXPORT.md shows the graph and how to run\n"
                 "it with onnxruntime.\n"
                 "\n"
                 "options:\n"
@@ -85,7 +88,9 @@ static int sc_export_norm(const sc_conf_t *conf, const char *from, sc_onnx_norm_
 {
         const sc_conf_source_t *src = &conf->source;
         if (!strcmp(from, "auto")) {
-                from = src->n_topics ? "topic" : src->pattern[0] ? "streams" : "data";
+                from = src->n_topics                                    ? "topic"
+                       : src->pattern[0] || conf->streams.decode.fields ? "streams"
+                                                                        : "data";
         }
         if (!strcmp(from, "topic") || !strncmp(from, "topic:", 6)) {
                 int i = 0;
@@ -135,7 +140,8 @@ static int sc_export_norm(const sc_conf_t *conf, const char *from, sc_onnx_norm_
 }
 
 /* The named fields' per-feature standardization and feature names into af;
- * 0, or 1 after printing the error. */
+ * 0, else an exit status after printing the error (2: the fields do not fit
+ * model.input, 1: out of memory). */
 static int sc_export_fields(const sc_fields_t *fs, const sc_conf_t *conf, sc_onnx_affine_t *af)
 {
         size_t numel = sc_shape_numel(conf->model.input);

@@ -154,4 +154,10 @@ head -n 1 "$T/sample.jsonl" > "$T/one.jsonl"
 [ $? -eq 2 ] && grep -q 'refused (missing_field): \$.features: missing' "$T/sample2.err" ||
 	fail "--sample with the default decoder: $(cat "$T/sample2.err")"
 "$S" config --sample "$T/one.jsonl" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--sample without --check"
+"$S" config --check -c examples/iot/worker.json --set 'streams.labels=["a","b"]' >/dev/null 2>"$T/names.err"
+[ $? -eq 2 ] && grep -qF '$.streams.labels: 2 class names, the model has 4 classes' "$T/names.err" ||
+	fail "class names that are not the model's classes: $(cat "$T/names.err")"
+"$S" config --check -c examples/iot/worker.json --set 'model.input=[32]' >/dev/null 2>"$T/width.err"
+[ $? -eq 2 ] && grep -qF '$.streams.fields: the fields encode 33 features, model.input takes 32' "$T/width.err" ||
+	fail "fields wider than model.input: $(cat "$T/width.err")"
 echo "config_cli: ok"

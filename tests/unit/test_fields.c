@@ -460,13 +460,84 @@ static void conf_field_errors(void **state)
         sc_conf_free(&conf);
 }
 
+/* Findings of a review: an unchecked spec whose fields do not fit numel,
+ * an unlabelled csv spec with fixed columns, the columns messages name,
+ * key labels with class names, a number outside float's range. */
+static void review_cases(void **state)
+{
+        sc_fields_t *fs = machine_fields(1);
+        sc_vocab_t *names = status_names();
+        sc_decode_spec_t s = spec_with(SC_DECODE_CSV, fs, names);
+        float x[16];
+        int32_t label = -1;
+        char err[256];
+        sc_record_t r;
+
+        s.numel = 4; /* unchecked: the fields take 11 */
+        r = rec_of("ok,p-17,pump,71.2,,true");
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_BAD_SPEC);
+
+        s = spec_with(SC_DECODE_CSV, fs, names);
+        s.columns = 6;
+        sc_decode_spec_unlabelled(&s);
+        assert_int_equal(s.columns, 5);
+        assert_int_equal(sc_decode_spec_check(&s, err, sizeof(err)), SC_OK);
+        r = rec_of("p-17,pump,71.2,,true");
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        r = rec_of("p-17,pump,hot,,true");
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)),
+                         SC_DECODE_NOT_NUMERIC);
+        assert_non_null(strstr(err, "csv column 2:")); /* the column in these records */
+
+        s = spec_with(SC_DECODE_CSV, fs, names);
+        s.label_source = SC_DECODE_LABEL_KEY;
+        s.label_column = 0;
+        assert_int_equal(sc_decode_spec_check(&s, err, sizeof(err)), SC_OK);
+        const char *keys[] = {"leak", "2", " 1", "1e0", "0x1", "+1", "7"};
+        const sc_decode_fault_t want[] = {
+            SC_DECODE_OK,          SC_DECODE_OK, SC_DECODE_LABEL_RANGE, SC_DECODE_LABEL_RANGE,
+            SC_DECODE_LABEL_RANGE, SC_DECODE_OK, SC_DECODE_LABEL_RANGE};
+        const int32_t want_label[] = {2, 2, -1, -1, -1, 1, -1};
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                r = rec_of("x,p-17,pump,71.2,,true");
+                r.key = keys[i];
+                r.key_size = strlen(keys[i]);
+                label = -1;
+                sc_decode_fault_t f = sc_decode_record(&s, &r, x, &label, err, sizeof(err));
+                if (f != want[i] || (f == SC_DECODE_OK && label != want_label[i]))
+                        fail_msg("key \"%s\": %s label %d (%s)", keys[i], sc_decode_fault_name(f),
+                                 (int)label, err);
+        }
+
+        sc_fields_t *js = machine_fields(0);
+        s = spec_with(SC_DECODE_JSON, js, names);
+        r = rec_of("{\"temp\":1e39,\"on\":true,\"status\":\"ok\"}");
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)),
+                         SC_DECODE_NOT_FINITE);
+        assert_non_null(strstr(err, "$.temp: outside the range of a float"));
+        sc_fields_unref(js);
+        sc_fields_unref(fs);
+        sc_vocab_unref(names);
+
+        /* a whole topic given again by an override lets go of its inherited values */
+        sc_conf_t conf;
+        assert_int_equal(sc_conf_parse(&conf, machine_conf, "t", err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_conf_set(&conf, "source.topics[0]={\"topic\":\"z\"}", err, sizeof(err)),
+                         SC_OK);
+        assert_ptr_equal(conf.source.topics[0].decode.fields, conf.streams.decode.fields);
+        assert_int_equal(
+            sc_conf_set(&conf, "source.topics[1]={\"topic\":\"y\",\"bad\":1}", err, sizeof(err)),
+            SC_ERR_CONFIG);
+        sc_conf_free(&conf);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(vocab_finds_by_content), cmocka_unit_test(json_named_fields),
             cmocka_unit_test(json_field_faults),      cmocka_unit_test(csv_named_columns),
             cmocka_unit_test(spec_checks_fields),     cmocka_unit_test(conf_fields_and_labels),
-            cmocka_unit_test(conf_field_errors),
+            cmocka_unit_test(conf_field_errors),      cmocka_unit_test(review_cases),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

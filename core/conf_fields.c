@@ -131,10 +131,21 @@ static sc_err_t sc_conf_field(json_t *obj, sc_field_t *field, const char *origin
                                                     sizeof(field->path) - 3);
                         memcpy(field->path, json_string_value(v), json_string_length(v) + 1);
                 } else if (!strcmp(key, "column")) {
+                        if (json_is_string(v) && json_string_length(v) > 0 &&
+                            json_string_length(v) < sizeof(field->column_name) &&
+                            !memchr(json_string_value(v), '\0', json_string_length(v))) {
+                                memcpy(field->column_name, json_string_value(v),
+                                       json_string_length(v) + 1);
+                                field->column = -1;
+                                continue;
+                        }
                         if (sc_conf_field_int(v, 0, 1 << 20, &n) < 0)
                                 return sc_conf_fail(errstr, errstr_size, origin, kpath,
-                                                    "expected an integer in [0, %d]", 1 << 20);
+                                                    "expected an integer in [0, %d] or a column "
+                                                    "name of streams.header (1 to %zu bytes)",
+                                                    1 << 20, sizeof(field->column_name) - 1);
                         field->column = (int)n;
+                        field->column_name[0] = '\0';
                 } else if (!strcmp(key, "missing")) {
                         int m =
                             json_is_string(v) ? sc_field_missing_parse(json_string_value(v)) : -1;
@@ -247,6 +258,8 @@ json_t *sc_conf_fields_json(const void *at)
                         json_object_set_new(o, "path", json_string(f->given));
                 if (f->column >= 0)
                         json_object_set_new(o, "column", json_integer(f->column));
+                else if (f->column_name[0])
+                        json_object_set_new(o, "column", json_string(f->column_name));
                 json_object_set_new(o, "type", json_string(sc_field_kind_name(f->kind)));
                 json_object_set_new(o, "missing", json_string(sc_field_missing_name(f->missing)));
                 if (f->kind == SC_FIELD_NUMERIC || f->kind == SC_FIELD_BOOLEAN) {

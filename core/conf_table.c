@@ -339,6 +339,16 @@ static const sc_conf_prop_t sc_conf_topic_props[] = {
      .inherit = "streams.labels",
      .def_doc = "= streams.labels",
      .desc = "This topic's streams.labels."},
+    {.path = "header",
+     .type = SC_CONF_CUSTOM,
+     .offset = T(decode.header),
+     .expect = "list of column names",
+     .parse = sc_conf_labels,
+     .json = sc_conf_labels_json,
+     .ref = sc_conf_labels_ref,
+     .inherit = "streams.header",
+     .def_doc = "= streams.header",
+     .desc = "This topic's streams.header."},
 };
 
 _Static_assert(sizeof(sc_conf_topic_props) / sizeof(sc_conf_topic_props[0]) <= 32,
@@ -825,8 +835,9 @@ const sc_conf_prop_t sc_conf_props[] = {
          "json and csv: the features are these named fields, in order, instead of "
          "features_path or the feature columns; [] = none. Each field is an object: "
          "\"path\" (json: a member name such as \"temp\", or a path \"$.a.b[0]\"), "
-         "\"column\" (csv: zero-based column; extra columns are ignored unless "
-         "streams.columns is set), \"type\" (\"numeric\" (default; a number, or a "
+         "\"column\" (csv: zero-based column, or a name of streams.header; extra columns "
+         "are ignored unless streams.columns is set), \"type\" (\"numeric\" (default; a number, or "
+         "a "
          "string holding one), \"boolean\" (true/false as 1/0), \"categorical\" "
          "(one-hot over \"vocab\", a list of strings, integers or booleans, plus one "
          "slot for any other value) or \"hashed\" (one-hot over \"buckets\" slots by a "
@@ -852,6 +863,17 @@ const sc_conf_prop_t sc_conf_props[] = {
              "as text may be a name (a json string is a name, a json number an index; a csv "
              "column or an ascii key or header is a name, else an index); predictions and "
              "evaluation reports name the class. [] = labels are integers."},
+    {.path = "streams.header",
+     .type = SC_CONF_CUSTOM,
+     .offset = C(streams.decode.header),
+     .def = "[]",
+     .expect = "list of distinct column names",
+     .parse = sc_conf_labels,
+     .json = sc_conf_labels_json,
+     .ref = sc_conf_labels_ref,
+     .desc = "csv: the names of the columns, in order, as a header line would give them; a "
+             "field of streams.fields may then give its column by name (\"column\": "
+             "\"temp\"). [] = none."},
     {.path = "streams.policy",
      .type = SC_CONF_ENUM,
      .offset = C(streams.buffer.policy),

@@ -212,7 +212,10 @@ static sc_err_t sc_decode_check_raw(const sc_decode_spec_t *spec, char *errstr, 
  * the label column out). */
 static size_t sc_decode_field_column(const sc_decode_spec_t *spec, size_t i)
 {
-        size_t c = (size_t)spec->fields->field[i].column;
+        const sc_field_t *f = &spec->fields->field[i];
+        size_t c = f->column >= 0 ? (size_t)f->column
+                                  : (size_t)sc_vocab_find(spec->header, f->column_name,
+                                                          strlen(f->column_name));
         return spec->csv_label_dropped > 0 && c >= (size_t)spec->csv_label_dropped ? c - 1 : c;
 }
 
@@ -257,27 +260,37 @@ static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errst
         for (size_t i = 0; i < fs->n; i++) {
                 const sc_field_t *f = &fs->field[i];
                 if (spec->format == SC_DECODE_CSV) {
-                        if (f->column < 0)
+                        if (f->column < 0 && !f->column_name[0])
                                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                                "decode.fields[%zu].column: a csv field needs its "
-                                               "zero-based column",
+                                               "zero-based column or column name",
                                                i);
-                        if (label_field && f->column == spec->label_column)
+                        if (f->column < 0 &&
+                            sc_vocab_find(spec->header, f->column_name, strlen(f->column_name)) < 0)
+                                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                               "decode.fields[%zu].column: \"%s\" is not a "
+                                               "column of decode.header%s",
+                                               i, f->column_name,
+                                               spec->header ? "" : " (none is given)");
+                        if (label_field &&
+                            (int)sc_decode_field_column(spec, i) == spec->label_column)
                                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                                "decode.fields[%zu].column: %d is the label column",
-                                               i, f->column);
+                                               i, spec->label_column);
                         if (spec->columns > 0 &&
                             sc_decode_field_column(spec, i) >= (size_t)spec->columns)
                                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                                "decode.fields[%zu].column: %d is not below "
                                                "decode.columns (%d)",
-                                               i, f->column, spec->columns);
+                                               i, (int)sc_decode_field_column(spec, i),
+                                               spec->columns);
                         for (size_t k = 0; k < i; k++)
-                                if (fs->field[k].column == f->column)
+                                if (sc_decode_field_column(spec, k) ==
+                                    sc_decode_field_column(spec, i))
                                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                                        "decode.fields[%zu].column: %d is also "
                                                        "fields[%zu]'s",
-                                                       i, f->column, k);
+                                                       i, (int)sc_decode_field_column(spec, i), k);
                         continue;
                 }
                 sc_decode_path_t a, b;

@@ -247,9 +247,13 @@ int sc_fields_add(sc_fields_t *f, sc_field_t *field, char *errstr, size_t errstr
                         field->path);
                 return -1;
         }
-        if (!field->path[0] && field->column < 0) {
+        if (!field->path[0] && field->column < 0 && !field->column_name[0]) {
                 sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                         "path/column: a field needs its path (json) or column (csv)");
+                return -1;
+        }
+        if (!memchr(field->column_name, '\0', sizeof(field->column_name))) {
+                sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "column: name too long");
                 return -1;
         }
         switch (field->kind) {
@@ -372,6 +376,10 @@ static const char *sc_field_where(const sc_field_t *field, const sc_decode_spec_
                 snprintf(buf, size, "%s", field->path);
                 return buf;
         }
+        if (field->column_name[0]) {
+                snprintf(buf, size, "csv column \"%s\"", field->column_name);
+                return buf;
+        }
         if (spec->csv_label_dropped > 0 && c >= spec->csv_label_dropped)
                 c--;
         snprintf(buf, size, "csv column %d", c);
@@ -486,6 +494,8 @@ void sc_fields_feature_name(const sc_fields_t *f, size_t i, char *buf, size_t si
                 if (fd->path[0])
                         snprintf(base, sizeof(base), "%s",
                                  !strncmp(fd->path, "$.", 2) ? fd->path + 2 : fd->path);
+                else if (fd->column_name[0])
+                        snprintf(base, sizeof(base), "%s", fd->column_name);
                 else
                         snprintf(base, sizeof(base), "column%d", fd->column);
                 switch (fd->kind) {

@@ -70,6 +70,7 @@ void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, i
         ds->label_offset = (size_t)d->label_offset;
         ds->fields = d->fields;
         ds->labels = d->labels;
+        ds->header = d->header;
 }
 
 sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic)

@@ -96,6 +96,7 @@ typedef struct sc_conf_decode {
         double scale, mean, std;
         const sc_fields_t *fields; /* named fields; NULL = none (shared, counted) */
         const sc_vocab_t *labels;  /* class names; NULL = none (shared, counted) */
+        const sc_vocab_t *header;  /* csv column names; NULL = none (shared, counted) */
 } sc_conf_decode_t;
 
 /* One element of source.topics: a topic and its decoder (keys not given

@@ -87,6 +87,9 @@ typedef struct sc_decode_spec {
         /* Class names, index = label (n_classes of them): a label given as
          * text may be a name; NULL = labels are integers (default). Borrowed. */
         const sc_vocab_t *labels;
+        /* csv: the names of the columns, in order (a field's column_name is
+         * looked up here); NULL = none (default). Borrowed. */
+        const sc_vocab_t *header;
         /* csv with fields: label column + 1 that sc_decode_spec_unlabelled took
          * out (the field columns after it move down by one); 0 = none. */
         int csv_label_dropped;

@@ -64,7 +64,9 @@ typedef enum sc_field_missing {
 typedef struct sc_field {
         char path[SC_FIELDS_PATH_MAX];  /* json: "$" then .name / [index] steps */
         char given[SC_FIELDS_PATH_MAX]; /* set by sc_fields_add: path as given ("temp") */
-        int column;                     /* csv: zero-based column; -1 = none */
+        int column;                     /* csv: zero-based column; -1 = none (or by name) */
+        char column_name[SC_VOCAB_ENTRY_MAX + 1]; /* csv: the column of this name in the
+                                                     decoder's header; "" = by index */
         sc_field_kind_t kind;
         sc_field_missing_t missing;
         int indicator;        /* numeric/boolean: one more feature, 1 when missing */

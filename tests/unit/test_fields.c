@@ -531,6 +531,46 @@ static void review_cases(void **state)
         sc_conf_free(&conf);
 }
 
+/* csv columns by name: streams.header names them, a field's "column" may be
+ * a name; the dump keeps the name; a name outside the header is refused. */
+static void csv_columns_by_name(void **state)
+{
+        static const char *conf_text =
+            "{\"model\":{\"input\":[4],\"layers\":[{\"type\":\"dense\",\"units\":3}]},"
+            "\"streams\":{\"format\":\"csv\",\"label_column\":0,"
+            "\"header\":[\"status\",\"device\",\"kind\",\"temp\"],"
+            "\"labels\":[\"ok\",\"overheat\",\"leak\"],"
+            "\"fields\":[{\"column\":\"temp\",\"mean\":70,\"std\":2},"
+            "{\"column\":\"kind\",\"type\":\"categorical\",\"vocab\":[\"pump\",\"fan\"]}]}}";
+        sc_conf_t conf;
+        sc_decode_spec_t ds;
+        char err[512];
+        float x[4];
+        int32_t label;
+        assert_int_equal(sc_conf_parse(&conf, conf_text, "t", err, sizeof(err)), SC_OK);
+        sc_ks_decode_spec(&conf, "any", 4, 3, &ds);
+        assert_int_equal(sc_decode_spec_check(&ds, err, sizeof(err)), SC_OK);
+        sc_record_t r = rec_of("overheat,p-17,fan,72");
+        assert_int_equal(sc_decode_record(&ds, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_int_equal(label, 1);
+        float want[4] = {1, 0, 1, 0};
+        for (int i = 0; i < 4; i++)
+                assert_float_equal(x[i], want[i], 1e-6);
+        r = rec_of("ok,p-17,fan,hot");
+        assert_int_equal(sc_decode_record(&ds, &r, x, &label, err, sizeof(err)),
+                         SC_DECODE_NOT_NUMERIC);
+        assert_non_null(strstr(err, "csv column \"temp\": expected a number"));
+        char *dump = sc_conf_dump(&conf);
+        assert_non_null(strstr(dump, "\"column\": \"temp\""));
+        free(dump);
+        assert_int_equal(
+            sc_conf_set(&conf, "streams.header=[\"status\",\"device\"]", err, sizeof(err)),
+            SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.streams.fields[0].column: \"temp\" is not a column of "
+                                    "$.streams.header"));
+        sc_conf_free(&conf);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -538,6 +578,7 @@ int main(void)
             cmocka_unit_test(json_field_faults),      cmocka_unit_test(csv_named_columns),
             cmocka_unit_test(spec_checks_fields),     cmocka_unit_test(conf_fields_and_labels),
             cmocka_unit_test(conf_field_errors),      cmocka_unit_test(review_cases),
+            cmocka_unit_test(csv_columns_by_name),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

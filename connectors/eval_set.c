@@ -39,6 +39,34 @@ static int sc_es_blank(const char *s, size_t n)
         return 1;
 }
 
+/* 1 if none of the columns of the csv line [p, p + n) is a number (a
+ * header line: names). */
+static int sc_es_csv_names(const char *p, size_t n, char delimiter)
+{
+        const char *end = p + n;
+        while (p <= end) {
+                const char *e = memchr(p, delimiter, (size_t)(end - p));
+                if (!e)
+                        e = end;
+                const char *a = p, *b = e;
+                while (b > a && (b[-1] == '\r' || b[-1] == ' ' || b[-1] == '\t'))
+                        b--;
+                char num[64], *stop;
+                size_t len = (size_t)(b - a);
+                if (len == 0)
+                        return 0;
+                if (len < sizeof(num)) {
+                        memcpy(num, a, len);
+                        num[len] = '\0';
+                        (void)strtod(num, &stop);
+                        if (stop == num + len)
+                                return 0;
+                }
+                p = e + 1;
+        }
+        return 1;
+}
+
 /* Decodes every non-blank line of text with dspec into ds. */
 static sc_err_t sc_es_lines(const char *path, const char *text, size_t len,
                             const sc_decode_spec_t *dspec, const sc_conf_t *conf, sc_dataset_t *ds,
@@ -61,8 +89,8 @@ static sc_err_t sc_es_lines(const char *path, const char *text, size_t len,
                         sc_record_t rec = {.value = p, .value_size = ll};
                         sc_decode_fault_t f = sc_decode_record(dspec, &rec, ds->x + n * numel,
                                                                ds->y + n, why, sizeof(why));
-                        if (f == SC_DECODE_NOT_NUMERIC && dspec->format == SC_DECODE_CSV &&
-                            n == 0 && lineno == 1) {
+                        if (f != SC_DECODE_OK && dspec->format == SC_DECODE_CSV && n == 0 &&
+                            lineno == 1 && sc_es_csv_names(p, ll, dspec->delimiter)) {
                                 /* a header line */
                         } else if (f != SC_DECODE_OK) {
                                 sc_dataset_free(ds);

@@ -165,6 +165,67 @@ static void sc_conf_inherit_scalars(sc_conf_t *conf)
         }
 }
 
+void sc_conf_decode_spec(const sc_conf_decode_t *d, size_t numel, int n_classes,
+                         sc_decode_spec_t *ds)
+{
+        static const sc_decode_label_source_t sources[] = {
+            [SC_CONF_LABEL_FIELD] = SC_DECODE_LABEL_FIELD,
+            [SC_CONF_LABEL_KEY] = SC_DECODE_LABEL_KEY,
+            [SC_CONF_LABEL_HEADER] = SC_DECODE_LABEL_HEADER,
+            [SC_CONF_LABEL_OFFSET] = SC_DECODE_LABEL_OFFSET,
+        };
+        sc_decode_spec_defaults(ds, d->format);
+        ds->numel = numel;
+        ds->n_classes = n_classes;
+        ds->scale = (float)d->scale;
+        ds->mean = (float)d->mean;
+        ds->std = (float)d->std;
+        if (d->label != SC_CONF_LABEL_AUTO && (int)d->label > 0 && d->label <= SC_CONF_LABEL_OFFSET)
+                ds->label_source = sources[d->label]; /* auto: the format's default */
+        ds->label_encoding = d->label_encoding;
+        snprintf(ds->label_header, sizeof(ds->label_header), "%s", d->label_header);
+        snprintf(ds->features_path, sizeof(ds->features_path), "%s", d->features_path);
+        snprintf(ds->label_path, sizeof(ds->label_path), "%s", d->label_path);
+        ds->delimiter = d->delimiter[0];
+        ds->label_column = d->label_column;
+        ds->first_feature_column = d->first_feature_column;
+        ds->columns = d->columns;
+        ds->dtype = d->dtype;
+        ds->data_offset = (size_t)d->data_offset;
+        ds->label_offset = (size_t)d->label_offset;
+        ds->fields = d->fields;
+        ds->labels = d->labels;
+        ds->header = d->header;
+}
+
+/* A decoder with named fields as the decode module checks it (paths that
+ * overlap, a json field without a path, csv columns against the label's and
+ * the header), its message's "decode.<key>" turned into the key's JSON path
+ * (fields, labels and header under $.streams when a topic inherits them). */
+static sc_err_t sc_conf_check_fields_spec(const sc_conf_t *conf, const sc_conf_decode_t *d,
+                                          const char *where, char *errstr, size_t errstr_size)
+{
+        char why[512], path[SC_CONF_PATH_MAX];
+        sc_decode_spec_t s;
+        if (!d->fields || d->format == SC_DECODE_RAW)
+                return SC_OK;
+        sc_conf_decode_spec(d, d->fields->width,
+                            d->labels ? (int)sc_vocab_size(d->labels) : 1 << 20, &s);
+        if (conf->source.unlabelled)
+                sc_decode_spec_unlabelled(&s);
+        if (!sc_decode_spec_check(&s, why, sizeof(why)))
+                return SC_OK;
+        const char *key = !strncmp(why, "decode.", 7) ? why + 7 : why;
+        const sc_conf_decode_t *st = &conf->streams.decode;
+        int inherited = (!strncmp(key, "fields", 6) && d->fields == st->fields) ||
+                        (!strncmp(key, "labels", 6) && d->labels == st->labels) ||
+                        (!strncmp(key, "header", 6) && d->header == st->header);
+        size_t klen = strcspn(key, ":");
+        snprintf(path, sizeof(path), "%s.%.*s", inherited ? "$.streams" : where, (int)klen, key);
+        return sc_conf_fail(errstr, errstr_size, conf->origin, path, "%s",
+                            key[klen] ? key + klen + (key[klen + 1] == ' ' ? 2 : 1) : "invalid");
+}
+
 /* Checks one decoder as configured; where is its JSON path. */
 static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode_t *d,
                                      const char *where, char *errstr, size_t errstr_size)
@@ -210,6 +271,9 @@ static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode
                                             where, d->header ? "" : " (none is given)");
                 }
         }
+        sc_err_t e = sc_conf_check_fields_spec(conf, d, where, errstr, errstr_size);
+        if (e)
+                return e;
         if (d->fields && d->format == SC_DECODE_RAW) {
                 snprintf(path, sizeof(path), "%s.fields", where);
                 return sc_conf_fail(errstr, errstr_size, conf->origin, path,
@@ -341,7 +405,7 @@ static sc_err_t sc_conf_validate_streaming(const sc_conf_t *conf, char *errstr, 
         const char *o = conf->origin;
         const sc_stream_spec_t *st = &conf->streams.buffer;
         const sc_batch_spec_t *w = &conf->worker.batch;
-        char path[SC_CONF_PATH_MAX];
+        char path[64]; /* "$.source.topics[i]" */
         sc_err_t err;
 
         if (st->low_watermark >= st->high_watermark)

@@ -293,6 +293,9 @@ static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errst
                                                        i, (int)sc_decode_field_column(spec, i), k);
                         continue;
                 }
+                if (!f->path[0])
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.fields[%zu].path: a json field needs its path", i);
                 sc_decode_path_t a, b;
                 if (sc_decode_path_compile(f->path, sizeof(f->path), &a) || a.n == 0)
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
@@ -556,9 +559,16 @@ sc_decode_fault_t sc_decode_label_text(const sc_decode_spec_t *spec, const char 
                 for (size_t k = 0; k < n; k++)
                         shown[k] = s[k] >= 0x20 && s[k] < 0x7f ? s[k] : '?';
                 snprintf(shown + n, sizeof(shown) - n, "%s", len > n ? "..." : "");
+                char names[96];
+                size_t at = 0;
+                for (size_t k = 0; k < sc_vocab_size(spec->labels) && at < sizeof(names); k++)
+                        at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
+                                               k ? ", " : "", sc_vocab_name(spec->labels, k));
+                if (at >= sizeof(names))
+                        snprintf(names + sizeof(names) - 4, 4, "...");
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size,
-                        "%s: label \"%s\" is not a class name (decode.labels)%s", where, shown,
-                        numeric_text ? " or index" : "");
+                        "%s: label \"%s\" is not a class name%s (%s)", where, shown,
+                        numeric_text ? " or index" : "", names);
                 return SC_DECODE_LABEL_RANGE;
         }
         sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: expected a number", where);

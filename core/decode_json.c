@@ -39,7 +39,7 @@ typedef struct sc_json {
         sc_decode_fault_t f_fault;
         char f_msg[96];
         /* label */
-        int l_found, l_number, l_text;
+        int l_found, l_number, l_text, l_null;
         double l_value;
         size_t l_len;
         unsigned char l_buf[SC_JSON_KEY_MAX];
@@ -491,6 +491,7 @@ static void sc_json_at_label(sc_json_t *j, int d, uint64_t rest)
         j->l_found = 1;
         j->l_number = *j->p == '-' || (*j->p >= '0' && *j->p <= '9');
         j->l_text = *j->p == '"';
+        j->l_null = *j->p == 'n';
         if (j->l_number)
                 sc_json_number(j, &j->l_value);
         else if (j->l_text)
@@ -731,6 +732,11 @@ sc_decode_fault_t sc_decode_json(const sc_decode_spec_t *spec, const sc_record_t
         if (want_label) {
                 if (!j.l_found) {
                         sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: missing",
+                                spec->label_path);
+                        return SC_DECODE_MISSING_FIELD;
+                }
+                if (j.l_null) {
+                        sc_errf(SC_ERR_DECODE, errstr, errstr_size, "%s: null (no label)",
                                 spec->label_path);
                         return SC_DECODE_MISSING_FIELD;
                 }

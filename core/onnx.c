@@ -397,6 +397,8 @@ sc_err_t sc_onnx_encode(sc_model_t *model, const sc_onnx_opts_t *opts, sc_buf_t 
         write_entry(&pb, "scadles.normalization.std", v);
         if (af->features)
                 write_entry(&pb, "scadles.input.features", af->features);
+        if (opts->classes)
+                write_entry(&pb, "scadles.output.classes", opts->classes);
 
         sc_err_t err = sc_pb_err(&pb);
         if (!err && out->len - len0 > SC_PB_MAX_LEN)

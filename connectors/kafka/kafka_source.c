@@ -34,43 +34,7 @@ const sc_conf_decode_t *sc_ks_topic_decode(const sc_conf_t *conf, const char *to
 void sc_ks_decode_spec(const sc_conf_t *conf, const char *topic, size_t numel, int n_classes,
                        sc_decode_spec_t *ds)
 {
-        const sc_conf_decode_t *d = sc_ks_topic_decode(conf, topic);
-        sc_decode_spec_defaults(ds, d->format);
-        ds->numel = numel;
-        ds->n_classes = n_classes;
-        ds->scale = (float)d->scale;
-        ds->mean = (float)d->mean;
-        ds->std = (float)d->std;
-        switch (d->label) {
-        case SC_CONF_LABEL_FIELD:
-                ds->label_source = SC_DECODE_LABEL_FIELD;
-                break;
-        case SC_CONF_LABEL_KEY:
-                ds->label_source = SC_DECODE_LABEL_KEY;
-                break;
-        case SC_CONF_LABEL_HEADER:
-                ds->label_source = SC_DECODE_LABEL_HEADER;
-                break;
-        case SC_CONF_LABEL_OFFSET:
-                ds->label_source = SC_DECODE_LABEL_OFFSET;
-                break;
-        default:
-                break; /* auto: the format's default */
-        }
-        ds->label_encoding = d->label_encoding;
-        snprintf(ds->label_header, sizeof(ds->label_header), "%s", d->label_header);
-        snprintf(ds->features_path, sizeof(ds->features_path), "%s", d->features_path);
-        snprintf(ds->label_path, sizeof(ds->label_path), "%s", d->label_path);
-        ds->delimiter = d->delimiter[0];
-        ds->label_column = d->label_column;
-        ds->first_feature_column = d->first_feature_column;
-        ds->columns = d->columns;
-        ds->dtype = d->dtype;
-        ds->data_offset = (size_t)d->data_offset;
-        ds->label_offset = (size_t)d->label_offset;
-        ds->fields = d->fields;
-        ds->labels = d->labels;
-        ds->header = d->header;
+        sc_conf_decode_spec(sc_ks_topic_decode(conf, topic), numel, n_classes, ds);
 }
 
 sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic)

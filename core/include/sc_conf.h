@@ -289,6 +289,10 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size);
 /* Releases what conf holds (the kafka objects, the decoders' field lists
  * and class names). Accepts NULL. */
 void sc_conf_free(sc_conf_t *conf);
+/* The decoder spec of the configured decoder d for a model of numel inputs
+ * and n_classes classes (d's shared values borrowed). */
+void sc_conf_decode_spec(const sc_conf_decode_t *d, size_t numel, int n_classes,
+                         sc_decode_spec_t *ds);
 /* After a struct copy of a configuration (*copy = *conf), takes one more
  * reference to each of its shared decoder values (streams.fields,
  * streams.labels and the topics'), so that both are freed by sc_conf_free.

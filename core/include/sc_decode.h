@@ -102,7 +102,8 @@ typedef enum sc_decode_fault {
         SC_DECODE_EMPTY,            /* "empty": no value bytes (tombstone) */
         SC_DECODE_WRONG_LENGTH,     /* "wrong_length": value / feature count not as expected */
         SC_DECODE_BAD_JSON,         /* "bad_json": not valid JSON text */
-        SC_DECODE_MISSING_FIELD,    /* "missing_field": a path does not resolve */
+        SC_DECODE_MISSING_FIELD,    /* "missing_field": a path does not resolve, or the label
+                                       (or a field whose missing rule is error) is null */
         SC_DECODE_NOT_NUMERIC,      /* "not_numeric": a feature or label is not a number */
         SC_DECODE_NOT_FINITE,       /* "not_finite": NaN or infinity before or after scaling */
         SC_DECODE_LABEL_RANGE,      /* "label_range": label outside [0, n_classes) */

@@ -52,6 +52,7 @@ typedef struct sc_onnx_affine {
 typedef struct sc_onnx_opts {
         sc_onnx_norm_t norm;
         sc_onnx_affine_t affine;
+        const char *classes;          /* metadata "scadles.output.classes" (JSON); NULL = none */
         const char *producer_version; /* ModelProto.producer_version; NULL = none */
         const char *doc;              /* ModelProto.doc_string; NULL = none */
 } sc_onnx_opts_t;

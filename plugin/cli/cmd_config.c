@@ -196,8 +196,13 @@ static void sc_config_sample_ok(const sc_decode_spec_t *ds, const char *where, i
 {
         char name[2 * SC_FIELDS_PATH_MAX];
         const char *cls = label >= 0 ? sc_vocab_name(ds->labels, (size_t)label) : NULL;
-        fprintf(stderr, "scadles config: sample %s: ok, label %d%s%s%s; %zu features:", where,
-                (int)label, cls ? " (" : "", cls ? cls : "", cls ? ")" : "", ds->numel);
+        if (label < 0)
+                fprintf(stderr, "scadles config: sample %s: ok, no label; %zu features:", where,
+                        ds->numel);
+        else
+                fprintf(stderr,
+                        "scadles config: sample %s: ok, label %d%s%s%s; %zu features:", where,
+                        (int)label, cls ? " (" : "", cls ? cls : "", cls ? ")" : "", ds->numel);
         size_t shown = 0;
         for (size_t i = 0; i < ds->numel && shown < 64; i++) {
                 if (ds->fields) { /* by name; one-hot slots only when set */

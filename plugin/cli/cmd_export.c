@@ -250,6 +250,12 @@ int sc_cmd_export(int argc, char **argv)
                 goto out;
         if (dec && dec->fields && (rc = sc_export_fields(dec->fields, &conf, &oo.affine)))
                 goto out;
+        const sc_vocab_t *names = dec ? dec->labels : conf.streams.decode.labels;
+        json_t *cls = names ? json_array() : NULL;
+        for (size_t k = 0; cls && k < sc_vocab_size(names); k++)
+                json_array_append_new(cls, json_string(sc_vocab_name(names, k)));
+        oo.classes = cls ? json_dumps(cls, JSON_COMPACT) : NULL;
+        json_decref(cls);
         if (sc_onnx_save(o.onnx, model, &oo, &size, err, sizeof(err))) {
                 fprintf(stderr, "scadles export: %s\n", err);
                 rc = 1;
@@ -283,6 +289,7 @@ out:
         free((void *)oo.affine.mul);
         free((void *)oo.affine.add);
         free((void *)oo.affine.features);
+        free((void *)oo.classes);
         sc_model_destroy(model);
         sc_conf_free(&conf);
         return rc;

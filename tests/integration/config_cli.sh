@@ -157,6 +157,19 @@ head -n 1 "$T/sample.jsonl" > "$T/one.jsonl"
 "$S" config --check -c examples/iot/worker.json --set 'streams.labels=["a","b"]' >/dev/null 2>"$T/names.err"
 [ $? -eq 2 ] && grep -qF '$.streams.labels: 2 class names, the model has 4 classes' "$T/names.err" ||
 	fail "class names that are not the model's classes: $(cat "$T/names.err")"
+# What the decoders refuse, config --check refuses, under the key's own path.
+iot_check() { # JQ_FILTER: config --check of the iot example changed by the filter
+	jq "$1" examples/iot/worker.json >"$T/iot.json" && "$S" config --check -c "$T/iot.json" >/dev/null 2>"$T/iot.err"
+}
+iot_check '.streams.fields[1].path = "$.device"'
+[ $? -eq 2 ] && grep -qF '$.streams.fields[1].path: $.device overlaps fields[0]'"'"'s $.device' "$T/iot.err" ||
+	fail "two fields of one path: $(cat "$T/iot.err")"
+iot_check '.streams.fields[2].path = "status"'
+[ $? -eq 2 ] && grep -qF '$.streams.fields[2].path: $.status overlaps the label path $.status' "$T/iot.err" ||
+	fail "a field that is the label: $(cat "$T/iot.err")"
+iot_check '.streams.fields[2] = {"column": 3, "indicator": true}'
+[ $? -eq 2 ] && grep -qF '$.streams.fields[2].path: a json field needs its path' "$T/iot.err" ||
+	fail "a json field without a path: $(cat "$T/iot.err")"
 "$S" config --check -c examples/iot/worker.json --set 'model.input=[32]' >/dev/null 2>"$T/width.err"
 [ $? -eq 2 ] && grep -qF '$.streams.fields: the fields encode 33 features, model.input takes 32' "$T/width.err" ||
 	fail "fields wider than model.input: $(cat "$T/width.err")"

@@ -217,7 +217,7 @@ static void json_syntax_details(void **state)
             {"{\"x\": tru, \"features\": [1, 2], \"label\": 4}", SC_DECODE_BAD_JSON, NULL},
             {"\"features\"", SC_DECODE_BAD_JSON, NULL},
             {"{\"features\": [1, \"2\"], \"label\": 4 ", SC_DECODE_BAD_JSON, NULL},
-            {"{\"features\": [1, [2]], \"label\": null}", SC_DECODE_NOT_NUMERIC, NULL},
+            {"{\"features\": [1, [2]], \"label\": null}", SC_DECODE_MISSING_FIELD, NULL},
             {"{\"features\": [1, 2], \"label\": 1e999}", SC_DECODE_NOT_FINITE, NULL},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -66,6 +66,41 @@ static void test_csv_with_decoder_topic(void **state)
         sc_conf_free(&conf);
 }
 
+/* A csv file with a header line and class names in the label column: the
+ * header (no column a number) is skipped; a first data line with a label
+ * that is not a class is an error, not a header. */
+static void test_csv_header_with_class_names(void **state)
+{
+        (void)state;
+        char path[256], json[1024], err[512];
+        const char text[] = "temp,kind,status\n1,pump,ok\n3,fan,leak\n";
+        put("n.csv", text, sizeof(text) - 1, path, sizeof(path));
+        snprintf(json, sizeof(json),
+                 "{\"model\": {\"input\": [4], \"layers\": [{\"type\": \"dense\", "
+                 "\"units\": 2}]}, \"streams\": {\"format\": \"csv\", \"label_column\": 2, "
+                 "\"labels\": [\"ok\", \"leak\"], \"fields\": [{\"column\": 0}, "
+                 "{\"column\": 1, \"type\": \"categorical\", \"vocab\": [\"pump\", "
+                 "\"fan\"]}]}, \"eval\": {\"file\": \"%s\"}}",
+                 path);
+        sc_conf_t conf;
+        parse(&conf, json);
+        sc_dataset_t ds;
+        if (sc_eval_set_load(&conf, 2, &ds, err, sizeof(err)) != SC_OK)
+                fail_msg("%s", err);
+        assert_int_equal(ds.n, 2);
+        assert_int_equal(ds.y[0], 0);
+        assert_int_equal(ds.y[1], 1);
+        const float want[8] = {1, 1, 0, 0, 3, 0, 1, 0};
+        for (int i = 0; i < 8; i++)
+                assert_true(ds.x[i] == want[i]);
+        sc_dataset_free(&ds);
+        const char bad[] = "1,pump,boiling\n3,fan,leak\n";
+        put("n.csv", bad, sizeof(bad) - 1, path, sizeof(path));
+        assert_int_equal(sc_eval_set_load(&conf, 2, &ds, err, sizeof(err)), SC_ERR_DECODE);
+        assert_non_null(strstr(err, "n.csv:1: csv record (label_range)"));
+        sc_conf_free(&conf);
+}
+
 static void test_jsonl_and_bad_line(void **state)
 {
         (void)state;
@@ -176,8 +211,8 @@ static int teardown(void **state)
 {
         (void)state;
         char p[128];
-        static const char *const names[] = {"e.csv", "e.jsonl", "im.idx", "lb.idx"};
-        for (size_t i = 0; i < 4; i++) {
+        static const char *const names[] = {"e.csv", "e.jsonl", "im.idx", "lb.idx", "n.csv"};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
                 unlink(p);
         }
@@ -188,6 +223,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_csv_with_decoder_topic),
+            cmocka_unit_test(test_csv_header_with_class_names),
             cmocka_unit_test(test_jsonl_and_bad_line),
             cmocka_unit_test(test_idx_scale),
             cmocka_unit_test(test_conf_errors),

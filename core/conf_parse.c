@@ -773,28 +773,34 @@ static sc_err_t sc_conf_assign(sc_conf_ctx_t *ctx, const char *path, json_t *v)
         return err;
 }
 
-sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size_t errstr_size)
+/* One "path=value" override into the configuration of ctx. */
+static sc_err_t sc_conf_assign_text(sc_conf_ctx_t *ctx, const char *assignment)
 {
-        char path[SC_JPATH_MAX], origin[SC_CONF_ORIGIN_MAX];
+        char path[SC_JPATH_MAX];
         const char *eq = strchr(assignment, '=');
-        sc_conf_t *tmp;
-        sc_err_t err;
-
         if (!eq || eq == assignment || (size_t)(eq - assignment) >= sizeof(path))
-                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                return sc_errf(SC_ERR_CONFIG, ctx->errstr, ctx->errstr_size,
                                "override: \"%s\": expected <property>=<value>", assignment);
         snprintf(path, sizeof(path), "%.*s", (int)(eq - assignment), assignment);
         json_t *v = json_loads(eq + 1, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
         if (!v)
                 v = json_string(eq + 1);
         if (!v)
-                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                return sc_errf(SC_ERR_CONFIG, ctx->errstr, ctx->errstr_size,
                                "override: %s: value is not valid UTF-8", path);
-        tmp = malloc(sizeof(*tmp));
-        if (!tmp) {
-                json_decref(v);
+        sc_err_t err = sc_conf_assign(ctx, path, v);
+        json_decref(v);
+        return err;
+}
+
+sc_err_t sc_conf_set_all(sc_conf_t *conf, const char *const *assignments, int n, char *errstr,
+                         size_t errstr_size)
+{
+        char origin[SC_CONF_ORIGIN_MAX];
+        sc_err_t err = SC_OK;
+        sc_conf_t *tmp = malloc(sizeof(*tmp));
+        if (!tmp)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-        }
         *tmp = *conf;
         sc_conf_ref_values(tmp);
         json_incref((json_t *)tmp->kafka);
@@ -803,8 +809,8 @@ sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size
         memcpy(origin, conf->origin, sizeof(origin));
         snprintf(tmp->origin, sizeof(tmp->origin), "override");
         sc_conf_ctx_t ctx = {tmp, "override", errstr, errstr_size};
-        err = sc_conf_assign(&ctx, path, v);
-        json_decref(v);
+        for (int i = 0; !err && i < n; i++)
+                err = sc_conf_assign_text(&ctx, assignments[i]);
         if (!err)
                 err = sc_conf_validate(tmp, errstr, errstr_size);
         if (err) {
@@ -817,4 +823,9 @@ sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size
         *conf = *tmp;
         free(tmp);
         return SC_OK;
+}
+
+sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size_t errstr_size)
+{
+        return sc_conf_set_all(conf, &assignment, 1, errstr, errstr_size);
 }

@@ -268,6 +268,11 @@ sc_err_t sc_conf_parse_sim(sc_conf_t *conf, const char *json_text, const char *o
  * "model.layers[3]={...}"; index == count appends), or "kafka.<any.key>".
  * Atomic: on error conf is unchanged. */
 sc_err_t sc_conf_set(sc_conf_t *conf, const char *assignment, char *errstr, size_t errstr_size);
+/* Applies n overrides in order, then checks the result once (so one may
+ * rename what another refers to, as a topic and eval.decoder). Atomic: on
+ * error conf is unchanged. */
+sc_err_t sc_conf_set_all(sc_conf_t *conf, const char *const *assignments, int n, char *errstr,
+                         size_t errstr_size);
 /* 1 if the configuration named the top-level section (a "job" object in
  * the file, or a job.* override), 0 if it holds only its defaults. */
 int sc_conf_section_given(const sc_conf_t *conf, const char *section);

@@ -58,9 +58,9 @@ int sc_cli_conf_apply(const char *cmd, sc_conf_t *conf, const sc_cli_conf_opts_t
 {
         char err[1024], line[1200], buf[1024];
         const char *bootstrap = co->bootstrap;
-        for (int i = 0; i < co->n_sets; i++)
-                if (sc_conf_set(conf, co->sets[i], err, sizeof(err)))
-                        goto bad_set;
+        if (co->n_sets > 0 &&
+            sc_conf_set_all(conf, (const char *const *)co->sets, co->n_sets, err, sizeof(err)))
+                goto bad_set;
         if (co->bootstrap_file) {
                 if (sc_cli_bootstrap_read(cmd, co->bootstrap_file, buf, sizeof(buf))) {
                         sc_conf_free(conf);

@@ -158,6 +158,14 @@ head -n 1 "$T/sample.jsonl" > "$T/one.jsonl"
 [ $? -eq 2 ] && grep -qF '$.streams.labels: 2 class names, the model has 4 classes' "$T/names.err" ||
 	fail "class names that are not the model's classes: $(cat "$T/names.err")"
 # What the decoders refuse, config --check refuses, under the key's own path.
+# --set overrides are checked together: a topic renamed with eval.decoder.
+"$S" config --check -c examples/iot/worker.json --set 'source.topics=[{"topic":"tail.json"}]' \
+	--set eval.decoder=tail.json > "$T/ren.json" 2>"$T/ren.err" || fail "rename a topic and eval.decoder: $(cat "$T/ren.err")"
+[ "$(jq -r '.eval.decoder + " " + .source.topics[0].topic' "$T/ren.json")" = "tail.json tail.json" ] ||
+	fail "rename: $(jq -c '{e: .eval.decoder, t: .source.topics}' "$T/ren.json")"
+"$S" config --check -c examples/iot/worker.json --set 'source.topics=[{"topic":"tail.json"}]' >/dev/null 2>"$T/ren.err"
+[ $? -eq 2 ] && grep -qF '$.eval.decoder: "machines.json" is not a topic of source.topics' "$T/ren.err" ||
+	fail "a dangling eval.decoder: $(cat "$T/ren.err")"
 iot_check() { # JQ_FILTER: config --check of the iot example changed by the filter
 	jq "$1" examples/iot/worker.json >"$T/iot.json" && "$S" config --check -c "$T/iot.json" >/dev/null 2>"$T/iot.err"
 }

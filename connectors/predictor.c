@@ -485,12 +485,17 @@ static sc_err_t sc_pred_score(sc_predictor_t *p, char *errstr, size_t errstr_siz
                 p->rows[r] =
                     (sc_pred_row_t){b->streams[r], b->refs[r].partition, b->refs[r].offset, r};
         qsort(p->rows, (size_t)b->n, sizeof(*p->rows), sc_pred_row_cmp);
+        const char *names_of = NULL; /* the topic whose class names are in names */
+        const sc_vocab_t *names = NULL;
         for (int i = 0; i < b->n; i++) {
                 int r = p->rows[i].row;
                 const char *topic = sc_kafka_source_stream(p->src, b->streams[r], NULL);
                 int label;
-                size_t len =
-                    sc_pred_json(p, r, topic, sc_ks_topic_decode(&p->conf, topic)->labels, &label);
+                if (topic != names_of) { /* rows come sorted by stream */
+                        names = sc_ks_topic_decode(&p->conf, topic)->labels;
+                        names_of = topic;
+                }
+                size_t len = sc_pred_json(p, r, topic, names, &label);
                 /* The input record's key and headers; "<topic>:<partition>"
                  * for a record without a key. */
                 sc_pred_origin_t o = {0, NULL, 0, NULL};

@@ -255,22 +255,6 @@ static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode
                                     d->fields->width, sc_shape_numel(conf->model.input),
                                     d->fields->width);
         }
-        for (size_t i = 0; d->fields && d->format == SC_DECODE_CSV && i < d->fields->n; i++) {
-                const sc_field_t *f = &d->fields->field[i];
-                if (f->column < 0 && !f->column_name[0]) {
-                        snprintf(path, sizeof(path), "%s.fields[%zu]", where, i);
-                        return sc_conf_fail(errstr, errstr_size, conf->origin, path,
-                                            "a csv field needs its \"column\" (an index, or a "
-                                            "name of the header)");
-                }
-                if (f->column < 0 &&
-                    sc_vocab_find(d->header, f->column_name, strlen(f->column_name)) < 0) {
-                        snprintf(path, sizeof(path), "%s.fields[%zu].column", where, i);
-                        return sc_conf_fail(errstr, errstr_size, conf->origin, path,
-                                            "\"%s\" is not a column of %s.header%s", f->column_name,
-                                            where, d->header ? "" : " (none is given)");
-                }
-        }
         sc_err_t e = sc_conf_check_fields_spec(conf, d, where, errstr, errstr_size);
         if (e)
                 return e;

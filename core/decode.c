@@ -269,7 +269,7 @@ static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errst
                             sc_vocab_find(spec->header, f->column_name, strlen(f->column_name)) < 0)
                                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                                "decode.fields[%zu].column: \"%s\" is not a "
-                                               "column of decode.header%s",
+                                               "column of the header%s",
                                                i, f->column_name,
                                                spec->header ? "" : " (none is given)");
                         if (label_field &&
@@ -770,12 +770,14 @@ static sc_decode_fault_t sc_decode_csv_fields(const sc_decode_spec_t *spec, cons
         int want_label = spec->label_source == SC_DECODE_LABEL_FIELD;
         size_t lc = (size_t)spec->label_column, col = 0, need = want_label ? lc + 1 : 0;
         sc_fval_t vals[SC_FIELDS_MAX];
+        size_t fcol[SC_FIELDS_MAX]; /* each field's column, resolved once */
         sc_decode_fault_t f;
 
         for (size_t i = 0; i < fs->n; i++) {
                 vals[i].kind = SC_FVAL_ABSENT;
-                if (sc_decode_field_column(spec, i) + 1 > need)
-                        need = sc_decode_field_column(spec, i) + 1;
+                fcol[i] = sc_decode_field_column(spec, i);
+                if (fcol[i] + 1 > need)
+                        need = fcol[i] + 1;
         }
         for (const char *q = p; (q = memchr(q, d, (size_t)(end - q))) != NULL; q++)
                 col++;
@@ -798,7 +800,7 @@ static sc_decode_fault_t sc_decode_csv_fields(const sc_decode_spec_t *spec, cons
                         SC_DECODE_OK)
                         return f;
                 for (size_t i = 0; i < fs->n; i++) {
-                        if (sc_decode_field_column(spec, i) != col)
+                        if (fcol[i] != col)
                                 continue;
                         if (a == b)
                                 vals[i].kind = SC_FVAL_NULL;

@@ -256,27 +256,42 @@ static void sc_wk_cover_json(void *opaque, const char *topic, int32_t partition,
                 cv->failed = 1;
 }
 
+static void sc_wk_rate_json(void *opaque, const char *topic, double rate)
+{
+        sc_wk_covers_t *rv = opaque;
+        if (json_object_set_new(rv->list, topic, json_real(rate)))
+                rv->failed = 1;
+}
+
 /* The checkpoint's resume section (docs/STREAMS.md): which records the model
- * holds, per partition, and the prequential metrics of the samples it was
- * trained on. NULL with errstr filled on failure. */
+ * holds, per partition, the prequential metrics of the samples it was
+ * trained on, and each topic's arrival rate. NULL with errstr filled on
+ * failure. */
 static char *sc_wk_resume_json(sc_worker_t *w, char *errstr, size_t errstr_size)
 {
-        sc_wk_covers_t cv = {json_array(), 0};
+        sc_wk_covers_t cv = {json_array(), 0}, rv = {json_object(), 0};
         char *text = NULL;
-        if (!cv.list || sc_ingest_cover(w->ingest, sc_wk_cover_json, &cv, errstr, errstr_size))
+        if (!cv.list || !rv.list) {
+                snprintf(errstr, errstr_size, "out of memory for the resume section");
                 goto out;
-        json_t *j = cv.failed
-                        ? NULL
-                        : json_pack("{s:s, s:I, s:I, s:O, s:o*}", "format", "scadles-resume/1",
-                                    "step", (json_int_t)w->steps, "samples",
-                                    (json_int_t)(w->resumed_samples + w->samples), "covers",
-                                    cv.list, "prequential", sc_metrics_state(w->preq));
+        }
+        if (sc_ingest_cover(w->ingest, sc_wk_cover_json, &cv, errstr, errstr_size))
+                goto out;
+        sc_ingest_rates(w->ingest, w->t_now, sc_wk_rate_json, &rv);
+        json_t *j =
+            cv.failed || rv.failed
+                ? NULL
+                : json_pack("{s:s, s:I, s:I, s:O, s:o*, s:O}", "format", "scadles-resume/1", "step",
+                            (json_int_t)w->steps, "samples",
+                            (json_int_t)(w->resumed_samples + w->samples), "covers", cv.list,
+                            "prequential", sc_metrics_state(w->preq), "rates", rv.list);
         text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         if (!text)
                 snprintf(errstr, errstr_size, "out of memory for the resume section");
 out:
         json_decref(cv.list);
+        json_decref(rv.list);
         return text;
 }
 
@@ -375,6 +390,29 @@ static sc_err_t sc_wk_resume_covers(sc_worker_t *w, const char *text, size_t len
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "%s: resume section: prequential: %s", path, why);
         }
+        /* Each topic's arrival rate starts from the checkpoint's, so the
+         * first batches after a restart have the size the rates gave. */
+        json_t *rates = json_object_get(j, "rates"), *rv;
+        const char *topic;
+        if (rates && !json_is_object(rates))
+                err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                              "%s: resume section: $.rates: expected an object", path);
+        json_object_foreach(rates, topic, rv)
+        {
+                if (err)
+                        break;
+                if (!json_is_number(rv) || !(json_number_value(rv) >= 0))
+                        err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                      "%s: resume section: $.rates.%s: expected a rate >= 0", path,
+                                      topic);
+                else
+                        err = sc_ingest_rate_seed(w->ingest, topic, json_number_value(rv), errstr,
+                                                  errstr_size);
+        }
+        if (err) {
+                json_decref(j);
+                return err;
+        }
         for (size_t i = 0; !err && i < json_array_size(covers); i++) {
                 json_t *c = json_array_get(covers, i), *done = json_object_get(c, "done");
                 json_t *t = json_object_get(c, "topic"), *p = json_object_get(c, "partition"),
@@ -412,6 +450,19 @@ static sc_err_t sc_wk_resume_covers(sc_worker_t *w, const char *text, size_t len
         return err;
 }
 
+typedef struct sc_wk_rate_sum {
+        int n;
+        double sum;
+} sc_wk_rate_sum_t;
+
+static void sc_wk_rate_sum(void *opaque, const char *topic, double rate)
+{
+        sc_wk_rate_sum_t *rs = opaque;
+        (void)topic;
+        rs->n++;
+        rs->sum += rate;
+}
+
 /* A standalone worker whose train.checkpoint exists goes on from it (unless
  * train.resume is false): model, optimizer velocity, step, and the covers
  * of the records its model holds. A checkpoint that does not load is an
@@ -441,11 +492,13 @@ static sc_err_t sc_wk_resume(sc_worker_t *w, char *errstr, size_t errstr_size)
         w->resumed = 1;
         if (!w->src)
                 sc_ingest_cover(w->ingest, sc_wk_durable_cover, w, why, sizeof(why));
+        sc_wk_rate_sum_t rs = {0, 0};
+        sc_ingest_rates(w->ingest, w->t_now, sc_wk_rate_sum, &rs);
         sc_wk_logf(w, 6,
                    "resumed from %s: step %llu, %llu samples trained before, %zu partition(s) "
-                   "covered",
+                   "covered, arrival rates of %d topic(s) resumed (%.1f samples/s in all)",
                    path, (unsigned long long)meta.step, (unsigned long long)w->resumed_samples,
-                   ncovers);
+                   ncovers, rs.n, rs.sum);
         return SC_OK;
 }
 

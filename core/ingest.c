@@ -20,6 +20,12 @@ typedef struct sc_ingest_cover {
         int active; /* records at or below limit may still come */
 } sc_ingest_cover_t;
 
+/* A rate a resumed checkpoint measured for a topic (sc_ingest_rate_seed). */
+typedef struct sc_ingest_seed {
+        char *topic;
+        double rate;
+} sc_ingest_seed_t;
+
 struct sc_ingest_s {
         sc_ingest_spec_t spec;
         sc_ingest_stream_t streams[SC_BATCH_MAX_STREAMS];
@@ -27,6 +33,8 @@ struct sc_ingest_s {
         sc_batcher_t *batcher;
         sc_ingest_cover_t *covers;
         size_t n_covers, n_active;
+        sc_ingest_seed_t *seeds;
+        size_t n_seeds;
 };
 
 sc_err_t sc_ingest_new(sc_ingest_t **ingestp, const sc_ingest_spec_t *spec, char *errstr,
@@ -62,6 +70,9 @@ void sc_ingest_destroy(sc_ingest_t *ingest)
                 sc_free(ingest->covers[i].done);
         }
         sc_free(ingest->covers);
+        for (size_t i = 0; i < ingest->n_seeds; i++)
+                sc_free(ingest->seeds[i].topic);
+        sc_free(ingest->seeds);
         sc_free(ingest);
 }
 
@@ -103,6 +114,9 @@ sc_err_t sc_ingest_stream(sc_ingest_t *ingest, const char *topic, int *index, ch
                                                1, ingest->spec.seed, why, sizeof(why));
         if (err)
                 goto out_free_topic;
+        for (size_t k = 0; k < ingest->n_seeds; k++)
+                if (!strcmp(ingest->seeds[k].topic, topic))
+                        sc_stream_seed_rate(is->stream, ingest->seeds[k].rate);
         *index = ingest->n_streams++;
         return SC_OK;
 out_free_topic:
@@ -436,4 +450,39 @@ sc_err_t sc_ingest_record(sc_ingest_t *ingest, int index, int32_t partition, int
                          is->topic, partition, offset, sc_decode_fault_name(f), why,
                          sc_decode_fault_name(f));
         return SC_OK;
+}
+
+/* ---- resuming: rates ---- */
+
+sc_err_t sc_ingest_rate_seed(sc_ingest_t *ingest, const char *topic, double rate, char *errstr,
+                             size_t errstr_size)
+{
+        int i = sc_ingest_find(ingest, topic);
+        if (i >= 0) {
+                sc_stream_seed_rate(ingest->streams[i].stream, rate);
+                return SC_OK;
+        }
+        for (size_t k = 0; k < ingest->n_seeds; k++)
+                if (!strcmp(ingest->seeds[k].topic, topic)) {
+                        ingest->seeds[k].rate = rate;
+                        return SC_OK;
+                }
+        sc_ingest_seed_t *ns = sc_realloc(ingest->seeds, (ingest->n_seeds + 1) * sizeof(*ns));
+        if (ns)
+                ingest->seeds = ns;
+        char *t = ns ? sc_strdup(topic) : NULL;
+        if (!t)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "topic %s: out of memory for its resumed rate", topic);
+        ingest->seeds[ingest->n_seeds++] = (sc_ingest_seed_t){t, rate};
+        return SC_OK;
+}
+
+void sc_ingest_rates(sc_ingest_t *ingest, double t, sc_ingest_rate_fn fn, void *opaque)
+{
+        for (int i = 0; i < ingest->n_streams; i++)
+                fn(opaque, ingest->streams[i].topic, sc_stream_rate(ingest->streams[i].stream, t));
+        for (size_t k = 0; k < ingest->n_seeds; k++)
+                if (sc_ingest_find(ingest, ingest->seeds[k].topic) < 0)
+                        fn(opaque, ingest->seeds[k].topic, ingest->seeds[k].rate);
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #define SC_STREAM_CAP_MAX ((size_t)1 << 24)
+/* A seeded rate's history, in time constants (exp(-40) ~ 4e-18). */
+#define SC_RATE_SEED_TAUS 40.0
 
 /* ---- rate ---- */
 
@@ -26,12 +28,24 @@ void sc_rate_observe(sc_rate_t *rate, double t, double n)
         if (!rate->started) {
                 rate->started = 1;
                 rate->t0 = rate->t_last = t;
+                if (rate->prior > 0) {
+                        /* A history long enough that the start correction is
+                         * nil, whose decayed count reads prior. */
+                        rate->t0 = t - SC_RATE_SEED_TAUS * rate->tau;
+                        rate->acc = rate->prior * rate->tau;
+                }
         }
         if (t > rate->t_last) {
                 rate->acc *= exp(-(t - rate->t_last) / rate->tau);
                 rate->t_last = t;
         }
         rate->acc += n;
+}
+
+void sc_rate_seed(sc_rate_t *rate, double r)
+{
+        if (!rate->started && isfinite(r) && r > 0)
+                rate->prior = r;
 }
 
 double sc_rate_get(const sc_rate_t *rate, double t)
@@ -391,6 +405,11 @@ double sc_stream_rate(sc_stream_t *stream, double t)
         if (!stream->rate.started)
                 sc_rate_observe(&stream->rate, t, 0.0);
         return sc_rate_get(&stream->rate, t);
+}
+
+void sc_stream_seed_rate(sc_stream_t *stream, double rate)
+{
+        sc_rate_seed(&stream->rate, rate);
 }
 
 sc_err_t sc_stream_reserve(sc_stream_t *stream, size_t lend_max, char *errstr, size_t errstr_size)

@@ -118,4 +118,19 @@ typedef void (*sc_ingest_cover_fn)(void *opaque, const char *topic, int32_t part
 sc_err_t sc_ingest_cover(const sc_ingest_t *ingest, sc_ingest_cover_fn fn, void *opaque,
                          char *errstr, size_t errstr_size);
 
+/* ---- resuming: the streams' arrival rates ---- */
+
+/* Carries over a rate (samples/s) a checkpoint measured for topic: its
+ * stream starts its estimate from it (sc_stream_seed_rate), now if it exists
+ * or when it is made. A second seed of a topic replaces the first.
+ * SC_ERR_NOMEM. */
+sc_err_t sc_ingest_rate_seed(sc_ingest_t *ingest, const char *topic, double rate, char *errstr,
+                             size_t errstr_size);
+
+typedef void (*sc_ingest_rate_fn)(void *opaque, const char *topic, double rate);
+/* Calls fn with every stream's rate at time t, then with the seeded rate of
+ * each topic that has no stream yet (a checkpoint written before its first
+ * record keeps it). */
+void sc_ingest_rates(sc_ingest_t *ingest, double t, sc_ingest_rate_fn fn, void *opaque);
+
 #endif

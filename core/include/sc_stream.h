@@ -35,6 +35,7 @@ typedef struct sc_rate {
         double tau;
         double t0, t_last; /* first and latest time seen */
         double acc;        /* decayed arrival count at t_last */
+        double prior;      /* samples/s carried over (sc_rate_seed); 0: none */
         int started;
 } sc_rate_t;
 
@@ -45,6 +46,11 @@ void sc_rate_observe(sc_rate_t *rate, double t, double n);
 /* Samples/s at time t (>= 0; 0 until time has passed since the first
  * observation). Does not change rate. */
 double sc_rate_get(const sc_rate_t *rate, double t);
+/* Starts the estimate from r samples/s measured before (a resumed
+ * checkpoint's): the first observation finds a history that reads r, which
+ * new arrivals then replace with time constant tau. No effect once started
+ * or for r not finite or <= 0. */
+void sc_rate_seed(sc_rate_t *rate, double r);
 
 /* ---- stream ---- */
 
@@ -157,6 +163,8 @@ size_t sc_stream_count(const sc_stream_t *stream);
 /* Arrival rate (samples/s of pushed samples) at time t; starts the
  * estimator's clock if nothing was seen yet. */
 double sc_stream_rate(sc_stream_t *stream, double t);
+/* The rate a resumed checkpoint measured for this stream (sc_rate_seed). */
+void sc_stream_seed_rate(sc_stream_t *stream, double rate);
 /* Truncate policy: drops the oldest samples beyond
  * clamp(ceil(rate(t) * window), keep_min, cap); returns how many. Persist: 0. */
 size_t sc_stream_truncate(sc_stream_t *stream, double t);

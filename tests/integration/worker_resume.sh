@@ -6,8 +6,8 @@
 # buffer so records finish out of order). Each start goes on from the
 # checkpoint: its model, optimizer and step, and the records that model
 # holds (each partition resumed at the checkpoint's offset, records it had
-# finished out of order skipped). Required: the last run's summary counts
-# every produced record trained exactly once into the surviving model
+# finished out of order skipped) and each topic's arrival rate. Required:
+# the last run's summary counts every produced record trained exactly once into the surviving model
 # (samples_total) and scored once by the prequential metrics (carried on
 # in the checkpoint), every partition committed to its end, the accounting
 # exact; and the final test accuracy no more than 0.5 points below an
@@ -57,6 +57,9 @@ for r in $(seq 1 "$runs"); do
 	wait "$wpid" || fail "run $r: the last start exited $?"
 	s() { summary "$tmp/k$r.end.out" "$1"; }
 	grep -q "resumed from $tmp/k$r.ckpt" "$tmp/k$r.end.err" || fail "run $r: the last start did not resume"
+	# Both topics' arrival rates came back with the checkpoint.
+	grep "resumed from $tmp/k$r.ckpt" "$tmp/k$r.end.err" | grep -Eq 'arrival rates of 2 topic\(s\) resumed \([1-9][0-9.]* samples/s' ||
+		fail "run $r: rates not resumed: $(grep "resumed from" "$tmp/k$r.end.err")"
 	[ "$(s .identity_ok)" = true ] || fail "run $r: accounting: $(s .identity_error)"
 	check_committed "$tmp/k$r.end.out"
 	[ "$(s .samples_total)" -eq "$produced" ] ||

@@ -246,6 +246,33 @@ static void covers_merge_and_survive_a_revocation(void **state)
         sc_ingest_destroy(in);
 }
 
+static void collect_rate(void *opaque, const char *topic, double rate)
+{
+        char *seen = opaque;
+        size_t len = strlen(seen);
+        snprintf(seen + len, 256 - len, "%s=%.1f ", topic, rate);
+}
+
+/* Resumed rates: a topic seeded before its stream is made starts from the
+ * seed when it is made; one made already is seeded at once; a seed of a
+ * topic never read is still reported (the next checkpoint keeps it). */
+static void resumed_rates_seed_the_streams(void **state)
+{
+        (void)state;
+        char err[256], seen[256] = "";
+        int calls = 0, a, b;
+        sc_ingest_t *in = new_ingest(&calls, 16);
+        assert_int_equal(sc_ingest_rate_seed(in, "a", 40, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ingest_rate_seed(in, "c", 7, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ingest_rate_seed(in, "a", 30, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ingest_stream(in, "a", &a, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ingest_stream(in, "b", &b, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_ingest_rate_seed(in, "b", 12, err, sizeof(err)), SC_OK);
+        sc_ingest_rates(in, 5.0, collect_rate, seen);
+        assert_string_equal(seen, "a=30.0 b=12.0 c=7.0 ");
+        sc_ingest_destroy(in);
+}
+
 /* For n = 1, 2, ...: the n-th allocation fails, from the ingest's creation
  * through two topics and their records; each run ends in SC_ERR_NOMEM with
  * nothing made half (ASan's leak check) until one needs fewer. */
@@ -264,6 +291,10 @@ static void every_allocation_failure_is_clean(void **state)
                 sc_ingest_result_t res;
                 sc_alloc_fail_after(n);
                 sc_err_t rc = sc_ingest_new(&in, &spec, err, sizeof(err));
+                if (rc == SC_OK)
+                        rc = sc_ingest_rate_seed(in, "a", 5, err, sizeof(err));
+                if (rc == SC_OK)
+                        rc = sc_ingest_rate_seed(in, "z", 5, err, sizeof(err));
                 for (int t = 0; t < 2 && rc == SC_OK; t++) {
                         rc = sc_ingest_stream(in, t ? "b" : "a", &idx, err, sizeof(err));
                         for (int64_t off = 0; off < 40 && rc == SC_OK; off++)
@@ -294,6 +325,7 @@ int main(void)
             cmocka_unit_test(records_are_buffered_or_rejected),
             cmocka_unit_test(covers_skip_what_the_model_holds),
             cmocka_unit_test(covers_merge_and_survive_a_revocation),
+            cmocka_unit_test(resumed_rates_seed_the_streams),
             cmocka_unit_test(every_allocation_failure_is_clean),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,38 @@ static void rate_tracks_steady_and_changing_streams(void **state)
         assert_true(isfinite(sc_rate_get(&r, 0.5)));
 }
 
+/* A resumed rate reads from the first arrival on and gives way to the
+ * stream's own with the time constant; a started estimator ignores a seed. */
+static void rate_seeded_from_a_checkpoint(void **state)
+{
+        sc_rate_t r;
+        sc_rate_init(&r, 1.0);
+        sc_rate_seed(&r, 200);
+        assert_true(sc_rate_get(&r, 3.0) == 0); /* nothing observed yet */
+        sc_rate_observe(&r, 3.0, 0);
+        assert_float_equal(sc_rate_get(&r, 3.0), 200, 1e-6);
+        assert_float_equal(sc_rate_get(&r, 3.5), 200 * exp(-0.5), 1e-3); /* no arrivals */
+        /* 20/s from then on: after 5 time constants the seed is spent */
+        for (int i = 1; i <= 100; i++)
+                sc_rate_observe(&r, 3.0 + i * 0.05, 1);
+        assert_float_equal(sc_rate_get(&r, 8.025), 20, 2);
+        sc_rate_seed(&r, 1000);
+        assert_float_equal(sc_rate_get(&r, 8.025), 20, 2);
+        /* Not finite or not positive: no seed (an unseeded estimator reads 0
+         * until time has passed). */
+        sc_rate_t z;
+        sc_rate_init(&z, 1.0);
+        sc_rate_seed(&z, NAN);
+        sc_rate_seed(&z, -5);
+        sc_rate_observe(&z, 1.0, 0);
+        assert_true(sc_rate_get(&z, 1.0) == 0);
+        /* Through a stream: the seed is the stream's rate at its first reading. */
+        sc_stream_t *s = mk(SC_STREAM_TRUNCATE, 64);
+        sc_stream_seed_rate(s, 50);
+        assert_float_equal(sc_stream_rate(s, 10.0), 50, 1e-6);
+        sc_stream_destroy(s);
+}
+
 static void fifo_order_across_wrap(void **state)
 {
         sc_stream_t *s = mk(SC_STREAM_PERSIST, 5);
@@ -434,6 +466,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(rate_tracks_steady_and_changing_streams),
+            cmocka_unit_test(rate_seeded_from_a_checkpoint),
             cmocka_unit_test(fifo_order_across_wrap),
             cmocka_unit_test(persist_pauses_with_hysteresis_and_never_drops),
             cmocka_unit_test(truncate_keeps_newest_window_and_commits_drops),

@@ -18,6 +18,9 @@
 #include "sc_nn.h"
 #include "sc_server.h"
 
+/* Stale updates logged one by one; further ones are only counted. */
+#define SC_AGG_STALE_LOGGED 20
+
 /* Why a record was not applied. */
 typedef enum sc_agg_rej {
         SC_REJ_CORRUPT, /* framing, CRC, sizes */

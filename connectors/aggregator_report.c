@@ -57,6 +57,13 @@ void sc_agg_limits(sc_aggregator_t *agg, int p, int64_t offset, uint32_t worker,
         }
         if (res->status == SC_APPLY_REJECTED) {
                 sc_agg_reject(agg, SC_REJ_LIMIT, topic, p, offset, why);
+        } else if (res->status == SC_APPLY_STALE) {
+                if (agg->stale < SC_AGG_STALE_LOGGED)
+                        sc_agg_log(agg, 5, "stale update at %s [%d] offset %lld: %s%s", topic, p,
+                                   (long long)offset, why,
+                                   agg->stale + 1 == SC_AGG_STALE_LOGGED
+                                       ? " (further stale updates are counted, not logged)"
+                                       : "");
         } else if (res->status == SC_APPLY_AHEAD) {
                 agg->rej[SC_REJ_AHEAD]++;
                 if (worker < (uint32_t)agg->nworkers && !agg->ahead_logged[worker]) {

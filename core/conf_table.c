@@ -1112,8 +1112,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_IN(0, 1 << 20),
      .desc = "Round policies (bsp, scadles, localsgd): an update computed at most this many "
              "versions behind the round (a worker that rejoined while a round closed without "
-             "it) joins the current round as the worker's turn; further behind, or 0, it is "
-             "consumed as stale."},
+             "it) is added to the current round beside the worker's own update for it; further "
+             "behind, or 0, it is consumed as stale."},
     {.path = "job.sync.local_steps",
      .type = SC_CONF_INT,
      .offset = C(job.sync.local_steps),

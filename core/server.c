@@ -182,7 +182,7 @@ static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
                 turns += srv->got[w] != 0;
         if (turns == 0 || !sc_server_round_complete(srv))
                 return 0;
-        if (srv->n_got > 0) {
+        if (srv->n_got > 0 || srv->acc_weight > 0) { /* turns, or late updates */
                 sc_server_save(srv);
                 if (srv->rows)
                         sc_server_robust_acc(srv);
@@ -204,8 +204,10 @@ static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
 }
 
 /* Adds u to the round sum; 0 (nothing changed) if the sum would not stay
- * finite. */
-static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
+ * finite. As the worker's turn (turn != 0), or beside it (a late update:
+ * the worker's own update for this round is still to come, and the round
+ * waits for it). acc_weight counts both; got and n_got only turns. */
+static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u, int turn)
 {
         float wgt = (float)srv->pol->round_weight(u);
         if (!sc_server_round_add_ok(srv, u, wgt))
@@ -217,9 +219,11 @@ static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u)
                 for (size_t i = 0; i < srv->n; i++)
                         srv->acc[i] += wgt * u->values[i];
         }
+        srv->acc_weight += wgt;
+        if (!turn)
+                return 1;
         if (srv->rows)
                 sc_server_robust_add(srv, u);
-        srv->acc_weight += wgt;
         srv->got[u->worker] = SC_GOT_CONTRIBUTED;
         srv->n_got++;
         return 1;
@@ -375,25 +379,42 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
         r.gap = sc_seqwin_gap(sw, u->seq);
         /* A round update computed on an older version comes from a worker the
          * rounds since did not wait for (a rejoiner whose join crossed a
-         * round's close): up to sync.late_rounds versions behind it joins the
-         * current round as the worker's turn there. */
+         * round's close): up to sync.late_rounds versions behind it is added
+         * to the current round beside the worker's own update for it, which
+         * the worker sends once it sees this round's version (robust rounds,
+         * which keep one row per turn, take it as the worker's turn). */
         uint64_t behind =
             srv->pol->round_based && u->t_read < srv->version ? srv->version - u->t_read : 0;
         int late = behind > 0 && behind <= (uint64_t)srv->spec.sync.late_rounds;
+        int turn = !late || srv->rows; /* a late update takes no turn (above) */
         if (srv->pol->round_based && ((behind > 0 && !late) || srv->got[u->worker])) {
                 r.status = SC_APPLY_STALE;
                 srv->stats.stale++;
+                if (srv->got[u->worker])
+                        sc_errf(SC_OK, errstr, errstr_size,
+                                "shard %u: worker %u seq %llu is its second update of the round "
+                                "at v%llu",
+                                srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                                (unsigned long long)srv->version);
+                else
+                        sc_errf(SC_OK, errstr, errstr_size,
+                                "shard %u: worker %u seq %llu was computed on v%llu, %llu "
+                                "versions behind v%llu (sync.late_rounds %d)",
+                                srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                                (unsigned long long)u->t_read, (unsigned long long)behind,
+                                (unsigned long long)srv->version, srv->spec.sync.late_rounds);
         } else if (sc_server_limit(srv, u0, &lu, &r.clipped, errstr, errstr_size)) {
                 r.status = SC_APPLY_REJECTED;
         } else if (srv->pol->round_based) {
                 u = &lu;
-                if (!sc_server_round_add(srv, u)) {
+                if (!sc_server_round_add(srv, u, turn)) {
                         sc_errf(SC_OK, errstr, errstr_size,
                                 "shard %u: worker %u seq %llu would make the round sum "
                                 "non-finite",
                                 srv->spec.shard, u->worker, (unsigned long long)u->seq);
                         r.status = SC_APPLY_REJECTED;
-                        srv->got[u->worker] = SC_GOT_REFUSED;
+                        if (turn)
+                                srv->got[u->worker] = SC_GOT_REFUSED;
                 }
                 srv->live[u->worker] = 1;
                 r.late = late;
@@ -414,7 +435,7 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
         }
         if (r.status == SC_APPLY_REJECTED) {
                 srv->stats.rejected++;
-                if (srv->pol->round_based && !srv->got[u->worker] && !r.stepped) {
+                if (srv->pol->round_based && turn && !srv->got[u->worker] && !r.stepped) {
                         srv->got[u->worker] = SC_GOT_REFUSED;
                         srv->live[u->worker] = 1;
                         r.stepped = sc_server_round_close(srv, &r.rolled_back);

@@ -50,12 +50,12 @@ typedef enum sc_apply_status {
         SC_APPLY_DUPLICATE, /* (worker, seq) was applied before: ignored */
         SC_APPLY_STALE,     /* round policies: the worker's second update of the round, or
                                one more than sync.late_rounds versions behind; consumed (its
-                               seq is marked applied) but not aggregated */
+                               seq is marked applied) but not aggregated; errstr says why */
         SC_APPLY_REJECTED,  /* refused by the limits (a non-finite value, samples over b_max,
                                norm over max_norm without clip, a step that would make the
                                shard non-finite):
-                               consumed (seq marked; in a round it is the worker's turn)
-                               but nothing changed; errstr says why */
+                               consumed (seq marked; in a round it is the worker's turn,
+                               unless it was late) but nothing changed; errstr says why */
         SC_APPLY_AHEAD,     /* seq limits.seq_window or more ahead: refused, not marked,
                                nothing changed; errstr says why */
 } sc_apply_status_t;
@@ -67,7 +67,8 @@ typedef struct sc_apply_result {
         uint64_t lost;   /* seqs given up as lost (more than 64 ahead) */
         int clipped;     /* the update was scaled down to limits.max_norm */
         int rolled_back; /* the round it closed was undone (non-finite step) */
-        int late;        /* a round update computed on an older version, applied */
+        int late;        /* a round update computed on an older version, added to the
+                            current round beside the worker's own update for it */
 } sc_apply_result_t;
 
 typedef struct sc_server_stats {

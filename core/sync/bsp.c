@@ -9,10 +9,11 @@ static void sc_bsp_resume(sc_sync_worker_t *w, double now)
         w->local_steps = 0;
 }
 
-/* acc holds sum_i g_i over n_got workers: step with their mean. */
+/* acc holds sum_i g_i over the round's updates (acc_weight of them: one per
+ * worker's turn, and the late ones): step with their mean. */
 static void sc_bsp_finish(sc_server_t *srv)
 {
-        float inv = 1.0f / (float)srv->n_got;
+        float inv = (float)(1.0 / srv->acc_weight);
         for (size_t i = 0; i < srv->n; i++)
                 srv->acc[i] *= inv;
         sc_sgd_step(&srv->sgd, srv->params, srv->acc, (float)sc_server_lr(srv));

@@ -26,10 +26,11 @@ static void sc_localsgd_resume(sc_sync_worker_t *w, double now)
         w->local_steps = 0;
 }
 
-/* acc holds the sum of n_got deltas (w += mean) or models (w = mean). */
+/* acc holds the sum of acc_weight deltas (w += mean) or models (w = mean):
+ * one per worker's turn, and the late ones. */
 static void sc_localsgd_finish(sc_server_t *srv)
 {
-        float inv = 1.0f / (float)srv->n_got;
+        float inv = (float)(1.0 / srv->acc_weight);
         if (srv->spec.sync.send_models) {
                 for (size_t i = 0; i < srv->n; i++)
                         srv->params[i] = srv->acc[i] * inv;

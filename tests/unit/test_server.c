@@ -320,6 +320,19 @@ static void localsgd_worker_sends_after_tau(void **state)
         sc_sync_worker_destroy(w);
 }
 
+/* Applies worker w's round gradient (seq, t_read) and checks it was applied,
+ * late or not, closing the round or not. */
+static void apply_applied(sc_server_t *srv, uint32_t w, uint64_t seq, uint64_t t_read, float *g,
+                          int late, int stepped)
+{
+        sc_apply_result_t res;
+        sc_update_t u = dense_update(w, seq, t_read, 16, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_APPLIED);
+        assert_int_equal(res.late, late);
+        assert_int_equal(res.stepped, stepped);
+}
+
 static void membership_closes_round(void **state)
 {
         sc_server_t *srv = new_server(SC_SYNC_BSP, 3, 0.1, 0);
@@ -337,26 +350,29 @@ static void membership_closes_round(void **state)
         assert_int_equal(sc_server_version(srv), 1);
         assert_true(fabsf(sc_server_params(srv)[0] + 0.1f) < 1e-7f);
         /* Worker 2's late gradient for round 0 (its rejoin crossed the close)
-         * is its turn in round 1; a second update of it there is stale. */
-        sc_update_t late = dense_update(2, 1, 0, 16, SC_UPDATE_GRAD, g);
-        assert_int_equal(sc_server_apply(srv, &late, &res, NULL, 0), SC_OK);
-        assert_int_equal(res.status, SC_APPLY_APPLIED);
-        assert_true(res.late);
-        assert_false(res.stepped);
+         * is added to round 1 beside its own update for round 1, which is
+         * applied too (not stale), and the round waits for it. */
+        float h[D];
+        for (int i = 0; i < D; i++)
+                h[i] = 5.0f;
+        apply_applied(srv, 2, 1, 0, h, 1, 0);
         assert_int_equal(sc_server_applied_seq(srv, 2), 1);
-        sc_update_t twice = dense_update(2, 2, 1, 16, SC_UPDATE_GRAD, g);
+        apply_applied(srv, 0, 2, 1, g, 0, 0);
+        apply_applied(srv, 1, 2, 1, g, 0, 0); /* worker 2's turn is still to come */
+        apply_applied(srv, 2, 2, 1, g, 0, 1);
+        assert_int_equal(sc_server_applied_seq(srv, 2), 2);
+        /* the mean over the round's four updates: (1 + 1 + 1 + 5) / 4 = 2 */
+        assert_int_equal(sc_server_version(srv), 2);
+        assert_true(fabsf(sc_server_params(srv)[0] + 0.1f + 0.2f) < 1e-6f);
+        sc_server_stats_t st;
+        sc_server_stats(srv, &st);
+        assert_int_equal(st.stale, 0);
+        /* A second update of one worker in a round is still stale. */
+        sc_update_t a = dense_update(0, 3, 2, 16, SC_UPDATE_GRAD, g);
+        sc_update_t twice = dense_update(0, 4, 2, 16, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &a, &res, NULL, 0), SC_OK);
         assert_int_equal(sc_server_apply(srv, &twice, &res, NULL, 0), SC_OK);
         assert_int_equal(res.status, SC_APPLY_STALE);
-        assert_int_equal(sc_server_applied_seq(srv, 2), 2);
-        for (uint32_t k = 0; k < 2; k++) {
-                sc_update_t u = dense_update(k, 2, 1, 16, SC_UPDATE_GRAD, g);
-                assert_int_equal(sc_server_apply(srv, &u, &res, NULL, 0), SC_OK);
-                assert_false(res.late);
-                assert_int_equal(res.stepped, k == 1);
-        }
-        /* the mean over the round's three contributions */
-        assert_int_equal(sc_server_version(srv), 2);
-        assert_true(fabsf(sc_server_params(srv)[0] + 0.2f) < 1e-6f);
         /* A future round is a state error. */
         sc_update_t fut = dense_update(0, 2, 5, 16, SC_UPDATE_GRAD, g);
         assert_int_equal(sc_server_apply(srv, &fut, &res, NULL, 0), SC_ERR_STATE);

@@ -447,6 +447,11 @@ size_t sc_batcher_pending(const sc_batcher_t *batcher)
         return batcher->n_pending;
 }
 
+size_t sc_batcher_drop_revoked(sc_batcher_t *batcher)
+{
+        return batcher->pool ? sc_mix_pool_drop_revoked(batcher->pool) : 0;
+}
+
 size_t sc_batcher_pooled(const sc_batcher_t *batcher)
 {
         return sc_mix_pool_count(batcher->pool);

@@ -193,6 +193,26 @@ size_t sc_mix_pool_fill(sc_mix_pool_t *pool, sc_stream_t *stream, int index, siz
         return n;
 }
 
+size_t sc_mix_pool_drop_revoked(sc_mix_pool_t *pool)
+{
+        size_t kept = 0, dropped = 0;
+        for (size_t j = 0; j < pool->count; j++) {
+                if (sc_stream_ref_revoked(pool->src[j], &pool->refs[j])) {
+                        sc_stream_unlend(pool->src[j], pool->slots[j], &pool->refs[j]);
+                        dropped++;
+                        continue;
+                }
+                pool->src[kept] = pool->src[j];
+                pool->slots[kept] = pool->slots[j];
+                pool->labels[kept] = pool->labels[j];
+                pool->refs[kept] = pool->refs[j];
+                pool->streams[kept] = pool->streams[j];
+                kept++;
+        }
+        pool->count = kept;
+        return dropped;
+}
+
 void sc_mix_pool_draw(sc_mix_pool_t *pool, sc_rng_t *rng, size_t n, float *x, int32_t *labels,
                       sc_stream_ref_t *refs, int *streams)
 {

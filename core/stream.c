@@ -509,6 +509,23 @@ static int sc_stream_epoch_revoked(const sc_stream_t *s, uint32_t epoch)
         return 0;
 }
 
+int sc_stream_ref_revoked(const sc_stream_t *stream, const sc_stream_ref_t *ref)
+{
+        return stream->stats.orphaned > 0 && sc_stream_epoch_revoked(stream, ref->epoch);
+}
+
+void sc_stream_unlend(sc_stream_t *stream, uint32_t slot, const sc_stream_ref_t *ref)
+{
+        sc_stream_t *s = stream;
+        if (!sc_stream_ref_revoked(s, ref))
+                return;
+        sc_stream_release(s, slot);
+        if (--s->stats.orphaned == 0)
+                s->n_revoked = 0; /* no sample of a revoked epoch is left */
+        s->stats.inflight--;
+        s->stats.revoked++;
+}
+
 sc_err_t sc_stream_done(sc_stream_t *stream, const sc_stream_ref_t *ref, char *errstr,
                         size_t errstr_size)
 {

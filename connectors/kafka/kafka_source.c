@@ -422,6 +422,17 @@ static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                 p->paused = 0;
                 src->stats.ks_partitions--;
         }
+        /* Samples of the revoked partitions drawn into the shuffle buffer are
+         * not trained here: the next owner reads them again. */
+        sc_batcher_t *bt = src->ingest ? sc_ingest_batcher(src->ingest) : NULL;
+        size_t pooled = bt ? sc_batcher_drop_revoked(bt) : 0;
+        if (pooled) {
+                src->stats.ks_orphaned -= pooled <= src->stats.ks_orphaned ? pooled : 0;
+                sc_ks_logf(src, 6,
+                           "rebalance: %zu sample(s) of the revoked partitions left the shuffle "
+                           "buffer untrained (the next owner reads them again)",
+                           pooled);
+        }
         src->stats.ks_revokes++;
         src->stats.ks_awaiting = src->stats.ks_partitions == 0;
 }

@@ -132,6 +132,11 @@ void sc_batcher_drain(sc_batcher_t *batcher, int on);
  * partial batch are trained. */
 void sc_batcher_flush(sc_batcher_t *batcher);
 
+/* After a revocation (sc_stream_revoke): the shuffle buffer gives back,
+ * untrained, the samples of revoked partitions (sc_mix_pool_drop_revoked);
+ * returns how many. */
+size_t sc_batcher_drop_revoked(sc_batcher_t *batcher);
+
 /* The update trained on batch id was acknowledged: its samples count as
  * trained and their offsets finish. SC_ERR_STATE for an unknown id. */
 sc_err_t sc_batcher_ack(sc_batcher_t *batcher, uint64_t id, char *errstr, size_t errstr_size);

@@ -41,6 +41,12 @@ size_t sc_mix_pool_cap(const sc_mix_pool_t *pool);
  * many (see sc_stream_lend). No row is copied. */
 size_t sc_mix_pool_fill(sc_mix_pool_t *pool, sc_stream_t *stream, int index, size_t n, double t);
 
+/* Gives back, untrained, the samples whose partitions were revoked since
+ * they were lent (sc_stream_unlend): the partitions' new owners read them
+ * again, so training them here too would train them twice. Returns how
+ * many. The others keep their places. */
+size_t sc_mix_pool_drop_revoked(sc_mix_pool_t *pool);
+
 /* Moves n samples (n <= count) chosen uniformly at random without replacement
  * out of the pool: x (n, numel) gathered from the streams' slots (which are
  * released), labels (n), refs (n), streams (n). */

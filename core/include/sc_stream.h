@@ -193,6 +193,13 @@ size_t sc_stream_lend(sc_stream_t *stream, size_t n, uint32_t *slots, int32_t *l
 const float *sc_stream_row(const sc_stream_t *stream, uint32_t slot);
 /* Gives a lent slot back (its row was read). */
 void sc_stream_release(sc_stream_t *stream, uint32_t slot);
+/* 1 when the sample of ref, taken or lent, belongs to a partition revoked
+ * since (its offsets are forgotten: it is orphaned). */
+int sc_stream_ref_revoked(const sc_stream_t *stream, const sc_stream_ref_t *ref);
+/* Gives back a lent slot whose partition was revoked (sc_stream_ref_revoked)
+ * without training it: the new owner reads the record again, so it counts
+ * as revoked, no longer inflight or orphaned. */
+void sc_stream_unlend(sc_stream_t *stream, uint32_t slot, const sc_stream_ref_t *ref);
 
 /* The update that used a taken sample was acknowledged: trained, and its
  * offset finished. A sample of a revoked partition is counted trained but
@@ -215,7 +222,8 @@ const sc_offsets_t *sc_stream_offsets(const sc_stream_t *stream);
 
 /* The partition was revoked: its buffered samples are discarded (counted
  * revoked, not committed: the new owner reads them again), its offsets
- * forgotten; its inflight samples become orphaned. Returns samples
+ * forgotten; its inflight samples become orphaned (a shuffle buffer gives
+ * back those it holds untrained: sc_stream_unlend). Returns samples
  * discarded. */
 size_t sc_stream_revoke(sc_stream_t *stream, int32_t partition);
 

@@ -106,6 +106,54 @@ static void pool_draw_is_a_permutation(void **state)
         sc_stream_destroy(s);
 }
 
+/* A revocation while samples of the partition sit in the shuffle buffer:
+ * they leave it untrained (the new owner reads them again) and count as
+ * revoked, not orphaned; the other partition's samples stay. */
+static void pool_drops_revoked_partitions(void **state)
+{
+        sc_stream_spec_t sp;
+        sc_stream_t *s;
+        sc_mix_pool_t *pool;
+        sc_rng_t rng;
+        float x[32];
+        int32_t labels[32];
+        sc_stream_ref_t refs[32];
+        int streams[32];
+        char err[200];
+
+        sc_stream_spec_defaults(&sp);
+        sp.cap = 64;
+        assert_int_equal(sc_stream_new(&s, &sp, NUMEL, NULL, 0), SC_OK);
+        for (int i = 0; i < 40; i++) {
+                float v = (float)i;
+                assert_int_equal(sc_stream_push(s, &v, i % 10, i % 2, i, 0, NULL, 0), SC_OK);
+        }
+        assert_int_equal(sc_stream_reserve(s, 32, NULL, 0), SC_OK);
+        assert_int_equal(sc_mix_pool_new(&pool, 32, NUMEL), SC_OK);
+        assert_int_equal(sc_mix_pool_fill(pool, s, 0, 32, 0), 32); /* 16 of each partition */
+        assert_int_equal(sc_mix_pool_drop_revoked(pool), 0);       /* nothing revoked yet */
+        assert_int_equal(sc_stream_revoke(s, 0), 4);               /* the 4 still buffered */
+        assert_int_equal(sc_stream_stats(s)->orphaned, 16);
+        assert_int_equal(sc_mix_pool_drop_revoked(pool), 16);
+        assert_int_equal(sc_mix_pool_count(pool), 16);
+        const sc_stream_stats_t *st = sc_stream_stats(s);
+        assert_int_equal(st->orphaned, 0);
+        assert_int_equal(st->revoked, 20);
+        assert_int_equal(st->inflight, 16);
+        assert_int_equal(sc_stream_check(s, err, sizeof(err)), SC_OK);
+        sc_rng_seed(&rng, 3);
+        sc_mix_pool_draw(pool, &rng, 16, x, labels, refs, streams);
+        for (int i = 0; i < 16; i++) {
+                assert_int_equal(refs[i].partition, 1);
+                assert_int_equal((int)x[i], (int)refs[i].offset);
+                assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+        }
+        assert_int_equal(sc_stream_stats(s)->trained, 16);
+        assert_int_equal(sc_stream_check(s, err, sizeof(err)), SC_OK);
+        sc_mix_pool_destroy(pool);
+        sc_stream_destroy(s);
+}
+
 static sc_stream_t *mk_stream(size_t cap)
 {
         sc_stream_spec_t sp;
@@ -478,6 +526,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(allocate_proportional_capped_and_fallback),
             cmocka_unit_test(pool_draw_is_a_permutation),
+            cmocka_unit_test(pool_drops_revoked_partitions),
             cmocka_unit_test(two_streams_disjoint_labels_mix_by_rate),
             cmocka_unit_test(shuffle_buffer_breaks_label_bursts),
             cmocka_unit_test(same_seed_same_batches),

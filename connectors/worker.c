@@ -191,6 +191,10 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         w->durable_commits = !w->job && w->src && conf->train.checkpoint[0] && conf->train.resume;
         if (w->durable_commits)
                 sc_kafka_source_durable(w->src, 1);
+        /* A job member's finished records are in the job's model: a
+         * partition's next owner skips those its commits name. */
+        if (w->job && w->src)
+                sc_kafka_source_commit_covers(w->src, 1);
         if (w->durable_commits && conf->train.checkpoint_interval <= 0)
                 sc_wk_logf(w, 5,
                            "commits follow checkpoints: with train.checkpoint_interval 0 the "

@@ -181,9 +181,9 @@ static sc_ingest_cover_t *sc_ingest_cover_find(sc_ingest_t *ingest, const char *
         return NULL;
 }
 
-sc_err_t sc_ingest_cover_add(sc_ingest_t *ingest, const char *topic, int32_t partition,
-                             int64_t next, const int64_t *done, size_t ndone, char *errstr,
-                             size_t errstr_size)
+static sc_err_t sc_ingest_cover_check(const char *topic, int32_t partition, int64_t next,
+                                      const int64_t *done, size_t ndone, char *errstr,
+                                      size_t errstr_size)
 {
         if (partition < 0 || next < 0)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
@@ -195,6 +195,45 @@ sc_err_t sc_ingest_cover_add(sc_ingest_t *ingest, const char *topic, int32_t par
                                        "%s [%" PRId32 "]: finished offsets must increase above "
                                        "the next offset %" PRId64 " (got %" PRId64 ")",
                                        topic, partition, next, done[k]);
+        return SC_OK;
+}
+
+sc_err_t sc_ingest_cover_set(sc_ingest_t *ingest, const char *topic, int32_t partition,
+                             int64_t next, const int64_t *done, size_t ndone, char *errstr,
+                             size_t errstr_size)
+{
+        sc_ingest_cover_t *c = sc_ingest_cover_find(ingest, topic, partition);
+        if (!c)
+                return sc_ingest_cover_add(ingest, topic, partition, next, done, ndone, errstr,
+                                           errstr_size);
+        sc_err_t err =
+            sc_ingest_cover_check(topic, partition, next, done, ndone, errstr, errstr_size);
+        if (err)
+                return err;
+        int64_t *d = ndone ? sc_malloc(ndone * sizeof(int64_t)) : NULL;
+        if (ndone && !d)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "ingest: out of memory");
+        if (ndone)
+                memcpy(d, done, ndone * sizeof(int64_t));
+        sc_free(c->done);
+        c->done = d;
+        c->ndone = ndone;
+        c->next = next;
+        c->limit = ndone ? done[ndone - 1] : next - 1;
+        if (!c->active)
+                ingest->n_active++;
+        c->active = 1;
+        return SC_OK;
+}
+
+sc_err_t sc_ingest_cover_add(sc_ingest_t *ingest, const char *topic, int32_t partition,
+                             int64_t next, const int64_t *done, size_t ndone, char *errstr,
+                             size_t errstr_size)
+{
+        sc_err_t err =
+            sc_ingest_cover_check(topic, partition, next, done, ndone, errstr, errstr_size);
+        if (err)
+                return err;
         if (sc_ingest_cover_find(ingest, topic, partition))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "%s [%" PRId32 "]: covered twice",
                                topic, partition);

@@ -200,6 +200,115 @@ static void sc_ks_flow(sc_kafka_source_t *src)
 
 /* ---- commits ---- */
 
+/* ---- finished offsets in commit metadata (shared-model mode) ----
+ *
+ * "scadles-done/1" then, for each run of finished offsets above the
+ * committed one, " D+L": offsets next + D .. next + D + L - 1 (D >= 1,
+ * runs increasing and apart). At most SC_KS_META_MAX bytes (Kafka refuses
+ * metadata over offset.metadata.max.bytes, 4096 by default): runs that do
+ * not fit are left out, and their records are read and trained again. */
+
+/* The metadata for partition committed at next, malloc'd (*lenp bytes;
+ * librdkafka frees it with the list), or NULL when nothing above next is
+ * finished (or out of memory: the commit goes without it). */
+void *sc_ks_meta_encode(const sc_offsets_t *o, int32_t partition, int64_t next, size_t *lenp)
+{
+        *lenp = 0;
+        size_t nf = sc_offsets_finished(o, partition, NULL, 0);
+        if (!nf)
+                return NULL;
+        int64_t *f = malloc(nf * sizeof(int64_t));
+        char *m = f ? malloc(SC_KS_META_MAX) : NULL;
+        if (!m) {
+                free(f);
+                return NULL;
+        }
+        sc_offsets_finished(o, partition, f, nf);
+        size_t len = (size_t)snprintf(m, SC_KS_META_MAX, "%s", SC_KS_META_PREFIX);
+        for (size_t i = 0; i < nf;) {
+                size_t j = i + 1;
+                while (j < nf && f[j] == f[j - 1] + 1)
+                        j++;
+                char run[48];
+                int k = snprintf(run, sizeof(run), " %" PRId64 "+%zu", f[i] - next, j - i);
+                if (f[i] <= next || k <= 0 || len + (size_t)k > SC_KS_META_MAX)
+                        break;
+                memcpy(m + len, run, (size_t)k);
+                len += (size_t)k;
+                i = j;
+        }
+        free(f);
+        *lenp = len;
+        return m;
+}
+
+/* Reads one decimal integer >= 1 at *p (below 2^62); 0 when there is none. */
+static int sc_ks_meta_int(const char **p, const char *end, int64_t *v)
+{
+        int64_t x = 0;
+        const char *q = *p;
+        while (q < end && *q >= '0' && *q <= '9' && x < ((int64_t)1 << 58))
+                x = x * 10 + (*q++ - '0');
+        if (q == *p || x < 1 || (q < end && *q >= '0' && *q <= '9'))
+                return 0;
+        *p = q;
+        *v = x;
+        return 1;
+}
+
+/* The finished offsets a commit at next names (*donep malloc'd, *ndonep of
+ * them; none for metadata that is empty or not ours; donep NULL: only
+ * counted). Metadata is what any member of the group wrote: SC_ERR_CORRUPT
+ * with why filled for a malformed one (the caller ignores it: those records
+ * are read again). */
+sc_err_t sc_ks_meta_decode(const char *meta, size_t len, int64_t next, int64_t **donep,
+                           size_t *ndonep, char *why, size_t why_size)
+{
+        size_t pl = strlen(SC_KS_META_PREFIX);
+        int64_t total = 0, prev_end = next + 1;
+        if (donep)
+                *donep = NULL;
+        *ndonep = 0;
+        if (!meta || len < pl || memcmp(meta, SC_KS_META_PREFIX, pl))
+                return SC_OK;
+        const char *p = meta + pl, *end = meta + len;
+        /* first pass: check and count */
+        while (p < end) {
+                int64_t d, l;
+                if (*p++ != ' ' || !sc_ks_meta_int(&p, end, &d) || p >= end || *p++ != '+' ||
+                    !sc_ks_meta_int(&p, end, &l))
+                        return sc_errf(SC_ERR_CORRUPT, why, why_size, "malformed at byte %zu",
+                                       (size_t)(p - meta));
+                if (next + d < prev_end || l > SC_KS_META_OFFSETS_MAX - total)
+                        return sc_errf(SC_ERR_CORRUPT, why, why_size,
+                                       "runs overlap, go backwards or name more than %" PRId64
+                                       " offsets",
+                                       SC_KS_META_OFFSETS_MAX);
+                prev_end = next + d + l + 1;
+                total += l;
+        }
+        if (!total || !donep) {
+                *ndonep = (size_t)total;
+                return SC_OK;
+        }
+        int64_t *done = malloc((size_t)total * sizeof(int64_t));
+        if (!done)
+                return sc_errf(SC_ERR_NOMEM, why, why_size, "out of memory");
+        size_t k = 0;
+        for (p = meta + pl; p < end;) {
+                int64_t d = 0, l = 0;
+                p++;
+                sc_ks_meta_int(&p, end, &d);
+                p++;
+                sc_ks_meta_int(&p, end, &l);
+                for (int64_t x = 0; x < l; x++)
+                        done[k++] = next + d + x;
+        }
+        *donep = done;
+        *ndonep = k;
+        return SC_OK;
+}
+
 /* Notes the offsets of l the broker accepted. */
 static void sc_ks_committed(sc_kafka_source_t *src, const rd_kafka_topic_partition_list_t *l)
 {
@@ -207,8 +316,17 @@ static void sc_ks_committed(sc_kafka_source_t *src, const rd_kafka_topic_partiti
                 const rd_kafka_topic_partition_t *tp = &l->elems[i];
                 sc_ks_stream_t *ks = tp->err ? NULL : sc_ks_find(src, tp->topic);
                 sc_ks_part_t *p = ks ? sc_ks_part(ks, tp->partition, 0) : NULL;
-                if (p && tp->offset > p->committed)
-                        p->committed = tp->offset;
+                if (!p || tp->offset < p->committed)
+                        continue;
+                p->committed = tp->offset;
+                size_t named = 0;
+                char why[8];
+                if (src->commit_covers &&
+                    !sc_ks_meta_decode(tp->metadata, tp->metadata_size, tp->offset, NULL, &named,
+                                       why, sizeof(why)))
+                        p->named = named;
+                else
+                        p->named = 0;
         }
 }
 
@@ -236,8 +354,20 @@ void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 /* Adds what ks can commit to l: every changed position (all = 0), or every
  * assigned partition's position (all = 1); durable: the positions the last
  * checkpoint covers instead (sc_kafka_source_durable). */
+/* Adds a partition at offset to a commit list, with the metadata of its
+ * finished offsets in shared-model mode. */
+static void sc_ks_commit_add(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_t *l,
+                             int32_t partition, int64_t offset, int covers)
+{
+        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(l, ks->topic, partition);
+        tp->offset = offset;
+        if (covers)
+                tp->metadata = sc_ks_meta_encode(sc_stream_offsets(ks->stream), partition, offset,
+                                                 &tp->metadata_size);
+}
+
 static void sc_ks_commit_list(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_t *l, int all,
-                              int durable)
+                              int durable, int covers)
 {
         sc_offsets_commit_t c[SC_KS_COMMIT_BATCH];
         size_t n;
@@ -254,8 +384,7 @@ static void sc_ks_commit_list(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_
         do {
                 n = sc_stream_commits(ks->stream, c, SC_KS_COMMIT_BATCH);
                 for (size_t i = 0; !all && i < n; i++)
-                        rd_kafka_topic_partition_list_add(l, ks->topic, c[i].partition)->offset =
-                            c[i].offset;
+                        sc_ks_commit_add(ks, l, c[i].partition, c[i].offset, covers);
         } while (n == SC_KS_COMMIT_BATCH);
         for (size_t i = 0; all && i < ks->n_parts; i++) {
                 int64_t next;
@@ -263,8 +392,7 @@ static void sc_ks_commit_list(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_
                     sc_offsets_position(sc_stream_offsets(ks->stream), ks->parts[i].partition,
                                         &next) != SC_OK)
                         continue;
-                rd_kafka_topic_partition_list_add(l, ks->topic, ks->parts[i].partition)->offset =
-                    next;
+                sc_ks_commit_add(ks, l, ks->parts[i].partition, next, covers);
         }
 }
 
@@ -274,7 +402,7 @@ sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr, s
         if (!l)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "commit: out of memory");
         for (int i = 0; i < src->n_streams; i++)
-                sc_ks_commit_list(&src->streams[i], l, all, src->keep_covers);
+                sc_ks_commit_list(&src->streams[i], l, all, src->keep_covers, src->commit_covers);
         sc_err_t err = SC_OK;
         if (l->cnt > 0) {
                 rd_kafka_resp_err_t e = rd_kafka_commit(src->rk, l, !sync);
@@ -307,6 +435,38 @@ sc_err_t sc_kafka_source_commit(sc_kafka_source_t *src, int sync, char *errstr, 
 }
 
 /* ---- rebalance ---- */
+
+/* Shared-model mode: the finished offsets the group's commit of partition
+ * at start names become its cover (replacing an older one), so this owner
+ * skips those records: the job's model holds them. */
+static void sc_ks_meta_cover(sc_kafka_source_t *src, sc_ks_part_t *p, const char *topic,
+                             int32_t partition, int64_t start, const void *meta, size_t len)
+{
+        char why[256];
+        int64_t *done = NULL;
+        size_t ndone = 0;
+        int64_t at;
+        sc_err_t err = sc_ks_meta_decode(meta, len, start, &done, &ndone, why, sizeof(why));
+        if (err)
+                sc_ks_logf(src, 4,
+                           "rebalance: %s [%" PRId32 "]: the committed offset's metadata is "
+                           "ignored (%s): the records above offset %" PRId64
+                           " are read and trained again",
+                           topic, partition, why, start);
+        p->resumed = 1; /* never a checkpoint's cover: no seek to it */
+        p->named = err ? 0 : ndone;
+        if (!err && (ndone || sc_ingest_cover_next(src->ingest, topic, partition, &at)) &&
+            sc_ingest_cover_set(src->ingest, topic, partition, start, done, ndone, why,
+                                sizeof(why)))
+                sc_ks_logf(src, 4, "rebalance: %s", why);
+        else if (ndone)
+                sc_ks_logf(src, 6,
+                           "rebalance: %s [%" PRId32 "]: %zu record(s) above the committed "
+                           "offset %" PRId64 " are finished (the job's model holds them): "
+                           "skipped when read",
+                           topic, partition, ndone, start);
+        free(done);
+}
 
 static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t *parts)
 {
@@ -349,6 +509,10 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                                            tp->topic, tp->partition, at);
                         start = at;
                 }
+                p->named = 0;
+                if (src->commit_covers && c && start >= 0 && start == c->elems[i].offset)
+                        sc_ks_meta_cover(src, p, tp->topic, tp->partition, start,
+                                         c->elems[i].metadata, c->elems[i].metadata_size);
                 sc_kafka_gap_init(&p->gap, start);
                 p->start = start;
                 p->committed = start;
@@ -364,8 +528,10 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
 static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t *parts)
 {
         char why[512];
-        /* What was finished is committed before the partitions go. */
-        if (sc_ks_commit(src, 1, 0, why, sizeof(why)))
+        /* What was finished is committed before the partitions go (in
+         * shared-model mode every partition, with what finished above its
+         * position). */
+        if (sc_ks_commit(src, 1, src->commit_covers, why, sizeof(why)))
                 sc_ks_logf(src, 4, "rebalance: %s", why);
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
@@ -393,6 +559,10 @@ static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                                        : 0;
                 int64_t again = consumed - (int64_t)sc_offsets_outstanding(
                                                sc_stream_offsets(ks->stream), tp->partition);
+                /* In shared-model mode the last commit that went through named
+                 * some of them: the next owner skips those. */
+                if (src->commit_covers)
+                        again -= (int64_t)p->named;
                 if (again > 0) {
                         src->stats.ks_redelivered += (uint64_t)again;
                         sc_ks_logf(src, 4,

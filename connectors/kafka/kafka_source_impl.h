@@ -20,6 +20,8 @@ typedef struct sc_ks_part {
         int paused;
         int64_t start;        /* committed offset at assignment, -1 if none */
         int64_t committed;    /* highest offset known committed, -1 if none */
+        size_t named;         /* finished offsets above it its commit's metadata names
+                                 (shared-model mode) */
         int64_t received;     /* offset after the last one received, -1 if none */
         int resumed;          /* started at a resumed checkpoint's offset */
         int64_t durable;      /* the last checkpoint's position, -1 if none (durable mode) */
@@ -51,6 +53,7 @@ struct sc_kafka_source_s {
                                 made with the first topic */
         int own_ingest;      /* ingest is the source's own */
         int keep_covers;     /* sc_kafka_source_durable: keep covers, commit durable */
+        int commit_covers;   /* sc_kafka_source_commit_covers: finished offsets in commits */
         sc_ks_stream_t streams[SC_BATCH_MAX_STREAMS]; /* same indices as the ingest's */
         int n_streams;
         sc_batch_spec_t bspec;
@@ -78,6 +81,19 @@ void sc_ks_dlq_stats(sc_kafka_source_t *src);
 sc_ks_stream_t *sc_ks_find(sc_kafka_source_t *src, const char *topic);
 /* Commits changed positions (all = 0) or every assigned partition's (all = 1). */
 sc_err_t sc_ks_commit(sc_kafka_source_t *src, int sync, int all, char *errstr, size_t errstr_size);
+
+/* Finished offsets in commit metadata (shared-model mode; kafka_source.c
+ * describes the format): the metadata for partition committed at next,
+ * malloc'd, *lenp bytes (NULL: nothing finished above next); and the
+ * offsets a commit at next names (*donep malloc'd, *ndonep of them; donep
+ * NULL counts only; SC_ERR_CORRUPT for malformed metadata, none named for
+ * empty or foreign metadata). */
+#define SC_KS_META_PREFIX "scadles-done/1"
+#define SC_KS_META_MAX 4000
+#define SC_KS_META_OFFSETS_MAX ((int64_t)1 << 20)
+void *sc_ks_meta_encode(const sc_offsets_t *o, int32_t partition, int64_t next, size_t *lenp);
+sc_err_t sc_ks_meta_decode(const char *meta, size_t len, int64_t next, int64_t **donep,
+                           size_t *ndonep, char *why, size_t why_size);
 void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                      rd_kafka_topic_partition_list_t *offsets, void *opaque);
 void sc_ks_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,

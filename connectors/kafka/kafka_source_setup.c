@@ -308,6 +308,11 @@ void sc_kafka_source_durable(sc_kafka_source_t *src, int on)
         src->keep_covers = on != 0;
 }
 
+void sc_kafka_source_commit_covers(sc_kafka_source_t *src, int on)
+{
+        src->commit_covers = on != 0;
+}
+
 sc_batcher_t *sc_kafka_source_batcher(sc_kafka_source_t *src)
 {
         return src->ingest ? sc_ingest_batcher(src->ingest) : NULL;

@@ -122,6 +122,13 @@ void sc_kafka_source_durable(sc_kafka_source_t *src, int on);
 void sc_kafka_source_durable_at(sc_kafka_source_t *src, const char *topic, int32_t partition,
                                 int64_t next);
 
+/* Shared-model mode, for a job member: every commit carries in the
+ * offset's metadata the partition's finished offsets above it, and a
+ * partition's new owner (another member, or this one restarted) skips the
+ * records that metadata names when it reads them, because the job's model
+ * holds them already (docs/DISTRIBUTED.md, "Records at a rebalance"). */
+void sc_kafka_source_commit_covers(sc_kafka_source_t *src, int on);
+
 /* The source's consumer (for sc_kafka_waker_watch). Borrowed. */
 rd_kafka_t *sc_kafka_source_handle(sc_kafka_source_t *src);
 

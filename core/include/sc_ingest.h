@@ -99,6 +99,12 @@ sc_err_t sc_ingest_record(sc_ingest_t *ingest, int index, int32_t partition, int
 sc_err_t sc_ingest_cover_add(sc_ingest_t *ingest, const char *topic, int32_t partition,
                              int64_t next, const int64_t *done, size_t ndone, char *errstr,
                              size_t errstr_size);
+/* Like sc_ingest_cover_add, but replaces the partition's cover if it has
+ * one (a new owner's view of what a job's model holds: the group's
+ * committed offset and the finished offsets its metadata names). */
+sc_err_t sc_ingest_cover_set(sc_ingest_t *ingest, const char *topic, int32_t partition,
+                             int64_t next, const int64_t *done, size_t ndone, char *errstr,
+                             size_t errstr_size);
 /* 1 and *next for a partition a resumed cover names (where a reader seeks
  * to), else 0. */
 int sc_ingest_cover_next(const sc_ingest_t *ingest, const char *topic, int32_t partition,

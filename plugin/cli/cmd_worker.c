@@ -264,10 +264,11 @@ static void sc_wcli_accounting(json_t *j, const char *reason)
                 (long long)json_integer_value(json_object_get(j, "batches")));
         json_int_t skipped = json_integer_value(json_object_get(j, "skipped"));
         if (skipped)
-                fprintf(stderr,
-                        "worker: %lld record(s) skipped: the checkpoint it resumed from had "
-                        "trained them\n",
-                        (long long)skipped);
+                fprintf(stderr, "worker: %lld record(s) skipped: %s had trained them\n",
+                        (long long)skipped,
+                        json_object_get(j, "job")
+                            ? "the job's model (the group's commits name them)"
+                            : "the checkpoint it resumed from");
         if (!json_is_true(ok))
                 fprintf(stderr, "scadles worker: accounting does not add up: %s\n",
                         json_string_value(json_object_get(j, "identity_error")));

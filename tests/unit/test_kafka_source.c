@@ -18,7 +18,9 @@
 
 #include "sc_broker.h"
 #include "sc_conf.h"
+#include "kafka_source_impl.h"
 #include "sc_kafka_source.h"
+#include "sc_offsets.h"
 #include "sc_kafka_util.h"
 
 #define NUMEL 16
@@ -285,10 +287,89 @@ static void config_errors(void **state)
         sc_kafka_source_destroy(NULL);
 }
 
+/* A job member's commit metadata names the finished offsets above the
+ * committed one (runs), decodes to the same offsets, stays within
+ * SC_KS_META_MAX (leaving out runs that do not fit), and what another
+ * member might write is refused or ignored, never trusted. */
+static void commit_metadata_names_finished_offsets(void **state)
+{
+        (void)state;
+        sc_offsets_t *o = NULL;
+        uint32_t ep;
+        char why[256];
+        int64_t *done = NULL;
+        size_t len = 0, n = 0;
+        assert_int_equal(sc_offsets_new(&o), SC_OK);
+        for (int64_t off = 100; off < 120; off++)
+                assert_int_equal(sc_offsets_track(o, 3, off, &ep, NULL, 0), SC_OK);
+        /* 100 outstanding; 102-104, 107 and 110-111 finished */
+        int64_t fin[] = {102, 103, 104, 107, 110, 111};
+        for (size_t i = 0; i < 6; i++)
+                assert_int_equal(sc_offsets_done(o, 3, fin[i], ep, NULL, 0), SC_OK);
+        char *m = sc_ks_meta_encode(o, 3, 100, &len);
+        assert_non_null(m);
+        assert_int_equal(len, strlen(SC_KS_META_PREFIX " 2+3 7+1 10+2"));
+        assert_memory_equal(m, SC_KS_META_PREFIX " 2+3 7+1 10+2", len);
+        assert_int_equal(sc_ks_meta_decode(m, len, 100, &done, &n, why, sizeof(why)), SC_OK);
+        assert_int_equal(n, 6);
+        for (size_t i = 0; i < 6; i++)
+                assert_int_equal(done[i], fin[i]);
+        free(done);
+        assert_int_equal(sc_ks_meta_decode(m, len, 100, NULL, &n, why, sizeof(why)), SC_OK);
+        assert_int_equal(n, 6);
+        free(m);
+        /* nothing finished above: no metadata */
+        assert_null(sc_ks_meta_encode(o, 4, 0, &len));
+        assert_int_equal(len, 0);
+        sc_offsets_destroy(o);
+
+        /* Many runs: the metadata stops at SC_KS_META_MAX, every run in it whole. */
+        assert_int_equal(sc_offsets_new(&o), SC_OK);
+        for (int64_t off = 0; off < 4000; off++)
+                assert_int_equal(sc_offsets_track(o, 0, off, &ep, NULL, 0), SC_OK);
+        for (int64_t off = 2; off < 4000; off += 2)
+                assert_int_equal(sc_offsets_done(o, 0, off, ep, NULL, 0), SC_OK);
+        m = sc_ks_meta_encode(o, 0, 0, &len);
+        assert_non_null(m);
+        assert_true(len <= SC_KS_META_MAX && len > SC_KS_META_MAX - 16);
+        assert_int_equal(sc_ks_meta_decode(m, len, 0, &done, &n, why, sizeof(why)), SC_OK);
+        assert_true(n > 300 && n < 1999);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(done[i], 2 * (int64_t)(i + 1));
+        free(done);
+        free(m);
+        sc_offsets_destroy(o);
+
+        /* Other metadata: empty or foreign is nothing; malformed is refused. */
+        assert_int_equal(sc_ks_meta_decode(NULL, 0, 5, &done, &n, why, sizeof(why)), SC_OK);
+        assert_int_equal(n, 0);
+        assert_int_equal(sc_ks_meta_decode("hello", 5, 5, &done, &n, why, sizeof(why)), SC_OK);
+        assert_int_equal(n, 0);
+        const char *bad[] = {
+            SC_KS_META_PREFIX " 0+3",                    /* at the committed offset itself */
+            SC_KS_META_PREFIX " 5+2 6+1",                /* overlapping runs */
+            SC_KS_META_PREFIX " 5+2 3+1",                /* going back */
+            SC_KS_META_PREFIX " 2+",                     /* cut short */
+            SC_KS_META_PREFIX " 2+0",                    /* an empty run */
+            SC_KS_META_PREFIX "2+1",                     /* no separator */
+            SC_KS_META_PREFIX " 1+1048577",              /* more offsets than allowed */
+            SC_KS_META_PREFIX " 99999999999999999999+1", /* overflow */
+            SC_KS_META_PREFIX " 2+1x",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                done = NULL;
+                if (sc_ks_meta_decode(bad[i], strlen(bad[i]), 5, &done, &n, why, sizeof(why)) !=
+                    SC_ERR_CORRUPT)
+                        fail_msg("accepted: %s", bad[i]);
+                assert_null(done);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(config_errors),
+            cmocka_unit_test(commit_metadata_names_finished_offsets),
             cmocka_unit_test(records_trained_rejected_committed),
             cmocka_unit_test(persist_pauses_and_resumes),
         };

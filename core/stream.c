@@ -271,8 +271,29 @@ static double sc_stream_time(sc_stream_t *s, double t)
         return s->t_now;
 }
 
+void sc_stream_shrink(sc_stream_t *stream)
+{
+        sc_stream_t *s = stream;
+        if (s->count || s->lent || !s->nslots)
+                return;
+        sc_free(s->x);
+        sc_free(s->labels);
+        sc_free(s->refs);
+        sc_free(s->free_slots);
+        s->x = NULL;
+        s->labels = NULL;
+        s->refs = NULL;
+        s->free_slots = NULL;
+        s->nslots = 0;
+        s->n_free = 0;
+}
+
 float *sc_stream_slot(sc_stream_t *stream)
 {
+        /* A shrunk slab is made again for the next sample (out of memory:
+         * the caller holds the record and retries). */
+        if (!stream->nslots && sc_stream_slab(stream, stream->spec.cap + 1 + stream->lend_max) != 0)
+                return NULL;
         if ((stream->spec.policy == SC_STREAM_PERSIST && stream->count >= stream->spec.cap) ||
             stream->n_free == 0)
                 return NULL;

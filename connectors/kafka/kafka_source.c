@@ -603,6 +603,15 @@ static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                            "buffer untrained (the next owner reads them again)",
                            pooled);
         }
+        /* A topic left with no partition gives its buffer's memory back. */
+        for (int i = 0; i < src->n_streams; i++) {
+                sc_ks_stream_t *ks = &src->streams[i];
+                size_t held = 0;
+                for (size_t k = 0; k < ks->n_parts; k++)
+                        held += ks->parts[k].assigned != 0;
+                if (!held)
+                        sc_stream_shrink(ks->stream);
+        }
         src->stats.ks_revokes++;
         src->stats.ks_awaiting = src->stats.ks_partitions == 0;
 }

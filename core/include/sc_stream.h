@@ -227,6 +227,11 @@ const sc_offsets_t *sc_stream_offsets(const sc_stream_t *stream);
  * discarded. */
 size_t sc_stream_revoke(sc_stream_t *stream, int32_t partition);
 
+/* Gives the slab's memory back when nothing is buffered or lent (a stream
+ * whose partitions were all revoked: its slab stays as large as its busiest
+ * moment otherwise); the next sc_stream_slot makes it again. */
+void sc_stream_shrink(sc_stream_t *stream);
+
 const sc_stream_stats_t *sc_stream_stats(const sc_stream_t *stream);
 /* Checks the accounting identity and that it matches the buffer and the
  * offset tracker; SC_ERR_STATE with the numbers in errstr if not. */

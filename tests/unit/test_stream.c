@@ -285,6 +285,51 @@ static void revoke_discards_partition_and_orphans_inflight(void **state)
         sc_stream_destroy(s);
 }
 
+/* A stream with nothing buffered or lent gives its slab back and makes it
+ * again for the next sample; one still holding samples keeps it. */
+static void shrink_gives_the_slab_back(void **state)
+{
+        sc_stream_t *s = mk(SC_STREAM_PERSIST, 32);
+        int64_t off = 0;
+        float x[4 * NUMEL];
+        int32_t labels[4];
+        sc_stream_ref_t refs[4];
+        push_n(s, 0, &off, 3, 0, 0.01);
+        sc_stream_shrink(s); /* holds 3: kept */
+        assert_int_equal(sc_stream_count(s), 3);
+        assert_int_equal(sc_stream_take(s, 3, x, labels, refs, 1), 3);
+        assert_float_equal(x[2 * NUMEL], 2.0f, 0);
+        check(s);
+        sc_stream_shrink(s); /* empty (the 3 are inflight, copied out) */
+        check(s);
+        push_n(s, 0, &off, 4, 2, 0.01); /* made again */
+        assert_int_equal(sc_stream_count(s), 4);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+        assert_int_equal(sc_stream_take(s, 4, x, labels, refs, 3), 4);
+        assert_float_equal(x[3 * NUMEL], 6.0f, 0);
+        assert_int_equal(refs[3].offset, 6);
+        check(s);
+        sc_stream_destroy(s);
+        /* Lent samples keep it too; a reserve after a shrink makes it whole. */
+        s = mk(SC_STREAM_TRUNCATE, 8);
+        uint32_t slots[4];
+        assert_int_equal(sc_stream_reserve(s, 4, NULL, 0), SC_OK);
+        off = 0;
+        push_n(s, 1, &off, 2, 0, 0.01);
+        assert_int_equal(sc_stream_lend(s, 2, slots, labels, refs, 1), 2);
+        sc_stream_shrink(s);
+        assert_float_equal(sc_stream_row(s, slots[1])[0], 1.0f, 0);
+        sc_stream_release(s, slots[0]);
+        sc_stream_release(s, slots[1]);
+        sc_stream_shrink(s);
+        check(s);
+        assert_int_equal(sc_stream_reserve(s, 6, NULL, 0), SC_OK);
+        push_n(s, 1, &off, 9, 2, 0.01); /* truncate keeps the newest */
+        check(s);
+        sc_stream_destroy(s);
+}
+
 static void spec_errors_name_fields(void **state)
 {
         sc_stream_spec_t sp;
@@ -467,6 +512,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(rate_tracks_steady_and_changing_streams),
             cmocka_unit_test(rate_seeded_from_a_checkpoint),
+            cmocka_unit_test(shrink_gives_the_slab_back),
             cmocka_unit_test(fifo_order_across_wrap),
             cmocka_unit_test(persist_pauses_with_hysteresis_and_never_drops),
             cmocka_unit_test(truncate_keeps_newest_window_and_commits_drops),

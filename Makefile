@@ -100,7 +100,7 @@ SHARED := $(BUILD)/libscadles.so.$(VERSION)
 CLI    := $(BUILD)/scadles
 DEPS_STAMP := $(BUILD)/.deps
 
-.PHONY: all deps test unit integration bench demo install uninstall clean style style-check \
+.PHONY: all deps test unit integration bench soak demo install uninstall clean style style-check \
 	reproduce results check-results docs check-docs
 all: $(STATIC) $(SHARED) $(CLI) $(TOOL_BIN)
 
@@ -182,6 +182,11 @@ test: unit integration
 bench: $(BENCH_BIN) $(CLI) $(TOOL_BIN)
 	@scripts/deps.sh python3-torch
 	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
+
+# A 20-minute run with crashes on Apache Kafka (bench/soak.sh); by hand, not
+# in CI. Writes its figures into docs/SOAK.md.
+soak: $(CLI) $(TOOL_BIN)
+	@BUILD=$(CURDIR)/$(BUILD) SOAK_DOC=docs/SOAK.md bench/soak.sh
 
 reproduce: $(CLI)
 	SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce examples/reproduce/run-all.sh

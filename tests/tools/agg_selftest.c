@@ -17,7 +17,14 @@
  *   agg_selftest bad-model -c CONFIG (-b ADDR | -B FILE)
  *     garbage and another shard's record on every J.model partition;
  *   agg_selftest ctl join|heartbeat|leave --worker W -c CONFIG (-b ADDR | -B FILE)
- *     one control message on J.ctl.
+ *     one control message on J.ctl;
+ *   agg_selftest ledger -c CONFIG (-b ADDR | -B FILE)
+ *     an audit of a job that ran (bench/soak.sh): reads each J.grad
+ *     partition from its start to its end and each shard's newest J.model
+ *     record, and prints per shard "ledger: {...}" with the updates on
+ *     J.grad (distinct (worker, seq) and repeated ones), the samples behind
+ *     the distinct ones, seqs missing below a worker's highest, and updates
+ *     above the seq the shard's model says it applied (unapplied).
  * produce, bad-model and ctl create the job's topics unless --no-create;
  * --set KEY=VALUE overrides the configuration as for the commands. */
 #include <getopt.h>
@@ -54,7 +61,7 @@ typedef struct sc_st_opts {
 
 static void sc_st_usage(FILE *out)
 {
-        fprintf(out, "usage: agg_selftest produce|check|bad-model|ctl KIND -c CONFIG\n"
+        fprintf(out, "usage: agg_selftest produce|check|bad-model|ledger|ctl KIND -c CONFIG\n"
                      "                    (-b ADDR | -B FILE) [--set KEY=VALUE ...] [options]\n"
                      "(tests/tools/agg_selftest.c describes the modes and their options)\n");
 }
@@ -511,6 +518,173 @@ out:
         return rc;
 }
 
+/* ---- ledger ---- */
+
+#define SC_LEDGER_MAX_WORKERS 1024
+
+typedef struct sc_ledger {
+        int workers;
+        uint64_t records, bad, other, repeated, samples;
+        uint8_t **seen;  /* [worker] bitmap of seqs seen, grown as needed */
+        uint64_t *nbits; /* [worker] bits in seen[worker] */
+        uint64_t *max;   /* [worker] highest seq seen */
+        uint64_t *count; /* [worker] distinct seqs */
+} sc_ledger_t;
+
+static int sc_ledger_on(void *opaque, const rd_kafka_message_t *m)
+{
+        sc_ledger_t *l = opaque;
+        sc_wire_msg_t wm;
+        char why[256];
+        l->records++;
+        if (sc_wire_decode(m->payload, m->len, &wm, why, sizeof(why))) {
+                l->bad++;
+                return 0;
+        }
+        if (wm.type != SC_WIRE_UPDATE) {
+                l->other++;
+                return 0;
+        }
+        const sc_wire_update_t *u = &wm.u.update;
+        if (u->worker >= (uint32_t)l->workers || u->seq == 0 || u->seq > ((uint64_t)1 << 32)) {
+                l->bad++;
+                return 0;
+        }
+        int w = (int)u->worker;
+        if (u->seq >= l->nbits[w]) {
+                uint64_t nb = l->nbits[w] ? l->nbits[w] : 4096;
+                while (nb <= u->seq)
+                        nb *= 2;
+                uint8_t *g = realloc(l->seen[w], (size_t)(nb / 8));
+                if (!g)
+                        return 1;
+                memset(g + l->nbits[w] / 8, 0, (size_t)((nb - l->nbits[w]) / 8));
+                l->seen[w] = g;
+                l->nbits[w] = nb;
+        }
+        uint8_t bit = (uint8_t)(1u << (u->seq % 8));
+        if (l->seen[w][u->seq / 8] & bit) {
+                l->repeated++;
+                return 0;
+        }
+        l->seen[w][u->seq / 8] |= bit;
+        l->count[w]++;
+        l->samples += u->samples;
+        if (u->seq > l->max[w])
+                l->max[w] = u->seq;
+        return 0;
+}
+
+static void sc_ledger_free(sc_ledger_t *l)
+{
+        for (int w = 0; l->seen && w < l->workers; w++)
+                free(l->seen[w]);
+        free(l->seen);
+        free(l->nbits);
+        free(l->max);
+        free(l->count);
+}
+
+/* Shard s's ledger: J.grad [s] start to end, then its newest J.model record. */
+static int sc_st_ledger_shard(rd_kafka_t *rk, const sc_kafka_topic_spec_t *topics,
+                              const sc_fake_t *f, int s, char *err, size_t errsz)
+{
+        int64_t lo = 0, hi = 0;
+        sc_kafka_model_rec_t rec;
+        int found = 0, rc = -1;
+        sc_ledger_t l = {.workers = f->workers};
+        if (f->workers > SC_LEDGER_MAX_WORKERS) {
+                snprintf(err, errsz, "more than %d workers", SC_LEDGER_MAX_WORKERS);
+                return -1;
+        }
+        size_t nw = (size_t)f->workers;
+        if (!(l.seen = calloc(nw, sizeof(*l.seen))) || !(l.nbits = calloc(nw, sizeof(uint64_t))) ||
+            !(l.max = calloc(nw, sizeof(uint64_t))) || !(l.count = calloc(nw, sizeof(uint64_t)))) {
+                snprintf(err, errsz, "out of memory");
+                goto out;
+        }
+        const char *grad = topics[SC_JOB_GRAD].name;
+        if (sc_kafka_end_offsets(rk, grad, s, 30000, &lo, &hi, err, errsz) ||
+            (hi > lo &&
+             sc_kafka_read_range(rk, grad, s, lo, hi, 30000, sc_ledger_on, &l, err, errsz)))
+                goto out;
+        if (l.records < (uint64_t)(hi - lo)) {
+                snprintf(err, errsz, "%s [%d]: read %llu of the %lld records in [%lld, %lld)", grad,
+                         s, (unsigned long long)l.records, (long long)(hi - lo), (long long)lo,
+                         (long long)hi);
+                goto out;
+        }
+        if (sc_kafka_model_read_latest(rk, topics[SC_JOB_MODEL].name, s, 30000, &f->auth, NULL,
+                                       NULL, NULL, &rec, &found, err, errsz))
+                goto out;
+        uint64_t missing = 0, unapplied = 0, updates = 0;
+        printf("ledger: {\"shard\":%d,\"log_start\":%lld,\"end\":%lld,\"records\":%llu,"
+               "\"workers\":[",
+               s, (long long)lo, (long long)hi, (unsigned long long)l.records);
+        for (int w = 0; w < f->workers; w++) {
+                uint64_t applied = 0;
+                for (uint32_t i = 0; found && i < rec.mr_model.napplied; i++) {
+                        sc_wire_applied_t a;
+                        sc_wire_get_applied(&rec.mr_model, i, &a);
+                        if (a.worker == (uint32_t)w)
+                                applied = a.seq;
+                }
+                /* Seqs below the first one in the log went before the log
+                 * start (retention): only gaps above it are missing. */
+                uint64_t first = 0;
+                for (uint64_t q = 1; q <= l.max[w] && !first; q++)
+                        if (l.seen[w][q / 8] & (1u << (q % 8)))
+                                first = q;
+                uint64_t span = first ? l.max[w] - first + 1 : 0;
+                missing += span - l.count[w];
+                unapplied += l.max[w] > applied ? l.max[w] - applied : 0;
+                updates += l.count[w];
+                printf("%s{\"worker\":%d,\"updates\":%llu,\"first_seq\":%llu,"
+                       "\"last_seq\":%llu,\"applied_seq\":%llu}",
+                       w ? "," : "", w, (unsigned long long)l.count[w], (unsigned long long)first,
+                       (unsigned long long)l.max[w], (unsigned long long)applied);
+        }
+        printf("],\"updates\":%llu,\"repeated\":%llu,\"samples\":%llu,\"missing\":%llu,"
+               "\"unapplied\":%llu,\"undecodable\":%llu,\"other\":%llu,\"model_found\":%s,"
+               "\"model_version\":%llu}\n",
+               (unsigned long long)updates, (unsigned long long)l.repeated,
+               (unsigned long long)l.samples, (unsigned long long)missing,
+               (unsigned long long)unapplied, (unsigned long long)l.bad,
+               (unsigned long long)l.other, found ? "true" : "false",
+               found ? (unsigned long long)rec.mr_model.version : 0ULL);
+        if (found)
+                sc_kafka_model_rec_free(&rec);
+        rc = 0;
+out:
+        sc_ledger_free(&l);
+        return rc;
+}
+
+static int sc_st_ledger(const sc_conf_t *conf)
+{
+        sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
+        rd_kafka_t *rk = NULL;
+        sc_fake_t f;
+        char err[1024] = "out of memory";
+        int rc = 1;
+        if (sc_fake_init(&f, conf, err, sizeof(err)) ||
+            sc_kafka_admin_job_topics(conf->job.name, conf->job.shards, conf->job.replication,
+                                      topics, err, sizeof(err)) ||
+            !(rk = sc_st_consumer(conf, err, sizeof(err))))
+                goto out;
+        for (int s = 0; s < f.shards; s++)
+                if (sc_st_ledger_shard(rk, topics, &f, s, err, sizeof(err)))
+                        goto out;
+        rc = 0;
+out:
+        if (rc)
+                fprintf(stderr, "agg_selftest ledger: %s\n", err);
+        if (rk)
+                rd_kafka_destroy(rk);
+        sc_fake_free(&f);
+        return rc;
+}
+
 /* An integer option's value into *out; -1 after printing the error. */
 static int sc_st_long(const char *opt, const char *s, long long lo, long *out)
 {
@@ -583,7 +757,7 @@ static int sc_st_parse(int argc, char **argv, sc_st_opts_t *o)
                         return 2;
                 }
         } else if (strcmp(o->mode, "produce") && strcmp(o->mode, "check") &&
-                   strcmp(o->mode, "bad-model")) {
+                   strcmp(o->mode, "bad-model") && strcmp(o->mode, "ledger")) {
                 sc_st_usage(stderr);
                 return 2;
         }
@@ -625,7 +799,9 @@ int main(int argc, char **argv)
                 goto out;
         sc_kafka_log_set_sink(sc_cli_kafka_log, "agg_selftest");
         sc_cli_signals();
-        rc = !strcmp(o.mode, "check") ? sc_st_check(&conf, &o) : sc_st_produce(&conf, &o);
+        rc = !strcmp(o.mode, "check")    ? sc_st_check(&conf, &o)
+             : !strcmp(o.mode, "ledger") ? sc_st_ledger(&conf)
+                                         : sc_st_produce(&conf, &o);
 out:
         fflush(stdout);
         sc_kafka_log_set_sink(NULL, NULL);

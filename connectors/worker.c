@@ -240,15 +240,17 @@ void sc_worker_destroy(sc_worker_t *w)
 
 /* ---- checkpoint and resume ---- */
 
-typedef struct sc_wk_covers {
+/* A JSON array or object a callback fills (covers, rates); failed once an
+ * element could not be added. */
+typedef struct sc_wk_jfill {
         json_t *list;
         int failed;
-} sc_wk_covers_t;
+} sc_wk_jfill_t;
 
 static void sc_wk_cover_json(void *opaque, const char *topic, int32_t partition, int64_t next,
                              const int64_t *done, size_t ndone)
 {
-        sc_wk_covers_t *cv = opaque;
+        sc_wk_jfill_t *cv = opaque;
         json_t *d = json_array();
         for (size_t i = 0; d && i < ndone; i++)
                 if (json_array_append_new(d, json_integer((json_int_t)done[i])))
@@ -262,7 +264,7 @@ static void sc_wk_cover_json(void *opaque, const char *topic, int32_t partition,
 
 static void sc_wk_rate_json(void *opaque, const char *topic, double rate)
 {
-        sc_wk_covers_t *rv = opaque;
+        sc_wk_jfill_t *rv = opaque;
         if (json_object_set_new(rv->list, topic, json_real(rate)))
                 rv->failed = 1;
 }
@@ -273,7 +275,7 @@ static void sc_wk_rate_json(void *opaque, const char *topic, double rate)
  * failure. */
 static char *sc_wk_resume_json(sc_worker_t *w, char *errstr, size_t errstr_size)
 {
-        sc_wk_covers_t cv = {json_array(), 0}, rv = {json_object(), 0};
+        sc_wk_jfill_t cv = {json_array(), 0}, rv = {json_object(), 0};
         char *text = NULL;
         if (!cv.list || !rv.list) {
                 snprintf(errstr, errstr_size, "out of memory for the resume section");

@@ -351,9 +351,6 @@ void sc_ks_on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         }
 }
 
-/* Adds what ks can commit to l: every changed position (all = 0), or every
- * assigned partition's position (all = 1); durable: the positions the last
- * checkpoint covers instead (sc_kafka_source_durable). */
 /* Adds a partition at offset to a commit list, with the metadata of its
  * finished offsets in shared-model mode. */
 static void sc_ks_commit_add(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_t *l,
@@ -365,6 +362,11 @@ static void sc_ks_commit_add(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_t
                 tp->metadata = sc_ks_meta_encode(sc_stream_offsets(ks->stream), partition, offset,
                                                  &tp->metadata_size);
 }
+
+/* Adds what ks can commit to l: every changed position (all = 0), or every
+ * assigned partition's position (all = 1); durable: the positions the last
+ * checkpoint covers instead (sc_kafka_source_durable); covers: with the
+ * finished offsets above each (sc_kafka_source_commit_covers). */
 
 static void sc_ks_commit_list(sc_ks_stream_t *ks, rd_kafka_topic_partition_list_t *l, int all,
                               int durable, int covers)
@@ -443,28 +445,32 @@ static void sc_ks_meta_cover(sc_kafka_source_t *src, sc_ks_part_t *p, const char
                              int32_t partition, int64_t start, const void *meta, size_t len)
 {
         char why[256];
-        int64_t *done = NULL;
+        int64_t *done = NULL, at;
         size_t ndone = 0;
-        int64_t at;
-        sc_err_t err = sc_ks_meta_decode(meta, len, start, &done, &ndone, why, sizeof(why));
-        if (err)
+        p->resumed = 1; /* never a checkpoint's cover: no seek to it */
+        p->named = 0;
+        if (sc_ks_meta_decode(meta, len, start, &done, &ndone, why, sizeof(why))) {
                 sc_ks_logf(src, 4,
                            "rebalance: %s [%" PRId32 "]: the committed offset's metadata is "
                            "ignored (%s): the records above offset %" PRId64
                            " are read and trained again",
                            topic, partition, why, start);
-        p->resumed = 1; /* never a checkpoint's cover: no seek to it */
-        p->named = err ? 0 : ndone;
-        if (!err && (ndone || sc_ingest_cover_next(src->ingest, topic, partition, &at)) &&
-            sc_ingest_cover_set(src->ingest, topic, partition, start, done, ndone, why,
-                                sizeof(why)))
+                return;
+        }
+        /* A cover of an earlier assignment is replaced, by none if need be. */
+        if (!ndone && !sc_ingest_cover_next(src->ingest, topic, partition, &at))
+                return;
+        if (sc_ingest_cover_set(src->ingest, topic, partition, start, done, ndone, why,
+                                sizeof(why))) {
                 sc_ks_logf(src, 4, "rebalance: %s", why);
-        else if (ndone)
+        } else if (ndone) {
+                p->named = ndone;
                 sc_ks_logf(src, 6,
                            "rebalance: %s [%" PRId32 "]: %zu record(s) above the committed "
                            "offset %" PRId64 " are finished (the job's model holds them): "
                            "skipped when read",
                            topic, partition, ndone, start);
+        }
         free(done);
 }
 
@@ -509,7 +515,7 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                                            tp->topic, tp->partition, at);
                         start = at;
                 }
-                p->named = 0;
+                p->named = 0; /* sc_ks_meta_cover sets it */
                 if (src->commit_covers && c && start >= 0 && start == c->elems[i].offset)
                         sc_ks_meta_cover(src, p, tp->topic, tp->partition, start,
                                          c->elems[i].metadata, c->elems[i].metadata_size);
@@ -597,7 +603,8 @@ static void sc_ks_revoke(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
         sc_batcher_t *bt = src->ingest ? sc_ingest_batcher(src->ingest) : NULL;
         size_t pooled = bt ? sc_batcher_drop_revoked(bt) : 0;
         if (pooled) {
-                src->stats.ks_orphaned -= pooled <= src->stats.ks_orphaned ? pooled : 0;
+                src->stats.ks_orphaned -=
+                    pooled < src->stats.ks_orphaned ? pooled : src->stats.ks_orphaned;
                 sc_ks_logf(src, 6,
                            "rebalance: %zu sample(s) of the revoked partitions left the shuffle "
                            "buffer untrained (the next owner reads them again)",

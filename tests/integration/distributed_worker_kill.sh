@@ -47,4 +47,15 @@ echo "$ends"
 [ "$(echo "$ends" | awk '$2 == $3' | cut -d' ' -f1 | sort -u | wc -l)" -eq 4 ] ||
 	fail "not every partition committed to its end"
 check_exactly_once "$tmp/a.out" "$tmp/w0.out" "$tmp/w1b.out"
+# The gradient topic itself (agg_selftest ledger): per shard, each update
+# once, none missing or left unapplied, nothing bad, as many as the
+# workers' last seqs say.
+"$AGG_SELFTEST" ledger -c "$tmp/j0.json" --bootstrap "$bs" >"$tmp/ledger.out" 2>"$tmp/ledger.err" ||
+	fail "ledger: $(cat "$tmp/ledger.err")"
+cat "$tmp/ledger.out"
+want=$(($(summary "$tmp/w0.out" .job.seq_last) + $(summary "$tmp/w1b.out" .job.seq_last)))
+[ "$(sed 's/^ledger: //' "$tmp/ledger.out" | jq -s --argjson n "$want" \
+	'length == 2 and all(.[]; .updates == $n and .missing == 0 and .unapplied == 0 and .bad == 0
+	                   and .model_found and .samples > 0)')" = true ] ||
+	fail "ledger: expected $want updates per shard, none missing, unapplied or bad"
 echo "ok: killed worker resumed from committed offsets, nothing skipped, updates exactly once"

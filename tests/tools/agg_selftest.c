@@ -23,8 +23,10 @@
  *     partition from its start to its end and each shard's newest J.model
  *     record, and prints per shard "ledger: {...}" with the updates on
  *     J.grad (distinct (worker, seq) and repeated ones), the samples behind
- *     the distinct ones, seqs missing below a worker's highest, and updates
- *     above the seq the shard's model says it applied (unapplied).
+ *     the distinct ones, seqs missing below a worker's highest, updates
+ *     above the seq the shard's model says it applied (unapplied), and
+ *     records that do not decode or name a worker or seq out of range
+ *     (bad).
  * produce, bad-model and ctl create the job's topics unless --no-create;
  * --set KEY=VALUE overrides the configuration as for the commands. */
 #include <getopt.h>
@@ -521,14 +523,21 @@ out:
 /* ---- ledger ---- */
 
 #define SC_LEDGER_MAX_WORKERS 1024
+/* Seqs a worker's bitmap can hold (8 MiB): a record with a higher seq is
+ * counted out of range, not trusted for an allocation. */
+#define SC_LEDGER_MAX_SEQ ((uint64_t)1 << 26)
+
+/* One worker's updates seen on a J.grad partition. */
+typedef struct sc_ledger_worker {
+        uint8_t *seen;              /* bitmap of seqs seen, grown as needed */
+        uint64_t nbits;             /* bits in seen */
+        uint64_t first, last, seqs; /* lowest and highest seq seen, distinct ones */
+} sc_ledger_worker_t;
 
 typedef struct sc_ledger {
         int workers;
         uint64_t records, bad, other, repeated, samples;
-        uint8_t **seen;  /* [worker] bitmap of seqs seen, grown as needed */
-        uint64_t *nbits; /* [worker] bits in seen[worker] */
-        uint64_t *max;   /* [worker] highest seq seen */
-        uint64_t *count; /* [worker] distinct seqs */
+        sc_ledger_worker_t *w; /* (workers) */
 } sc_ledger_t;
 
 static int sc_ledger_on(void *opaque, const rd_kafka_message_t *m)
@@ -546,43 +555,42 @@ static int sc_ledger_on(void *opaque, const rd_kafka_message_t *m)
                 return 0;
         }
         const sc_wire_update_t *u = &wm.u.update;
-        if (u->worker >= (uint32_t)l->workers || u->seq == 0 || u->seq > ((uint64_t)1 << 32)) {
+        if (u->worker >= (uint32_t)l->workers || u->seq == 0 || u->seq >= SC_LEDGER_MAX_SEQ) {
                 l->bad++;
                 return 0;
         }
-        int w = (int)u->worker;
-        if (u->seq >= l->nbits[w]) {
-                uint64_t nb = l->nbits[w] ? l->nbits[w] : 4096;
+        sc_ledger_worker_t *w = &l->w[u->worker];
+        if (u->seq >= w->nbits) {
+                uint64_t nb = w->nbits ? w->nbits : 4096;
                 while (nb <= u->seq)
                         nb *= 2;
-                uint8_t *g = realloc(l->seen[w], (size_t)(nb / 8));
+                uint8_t *g = realloc(w->seen, (size_t)(nb / 8));
                 if (!g)
-                        return 1;
-                memset(g + l->nbits[w] / 8, 0, (size_t)((nb - l->nbits[w]) / 8));
-                l->seen[w] = g;
-                l->nbits[w] = nb;
+                        return 1; /* the read stops short: an error */
+                memset(g + w->nbits / 8, 0, (size_t)((nb - w->nbits) / 8));
+                w->seen = g;
+                w->nbits = nb;
         }
         uint8_t bit = (uint8_t)(1u << (u->seq % 8));
-        if (l->seen[w][u->seq / 8] & bit) {
+        if (w->seen[u->seq / 8] & bit) {
                 l->repeated++;
                 return 0;
         }
-        l->seen[w][u->seq / 8] |= bit;
-        l->count[w]++;
+        w->seen[u->seq / 8] |= bit;
+        w->seqs++;
         l->samples += u->samples;
-        if (u->seq > l->max[w])
-                l->max[w] = u->seq;
+        if (!w->first || u->seq < w->first)
+                w->first = u->seq;
+        if (u->seq > w->last)
+                w->last = u->seq;
         return 0;
 }
 
 static void sc_ledger_free(sc_ledger_t *l)
 {
-        for (int w = 0; l->seen && w < l->workers; w++)
-                free(l->seen[w]);
-        free(l->seen);
-        free(l->nbits);
-        free(l->max);
-        free(l->count);
+        for (int i = 0; l->w && i < l->workers; i++)
+                free(l->w[i].seen);
+        free(l->w);
 }
 
 /* Shard s's ledger: J.grad [s] start to end, then its newest J.model record. */
@@ -597,9 +605,7 @@ static int sc_st_ledger_shard(rd_kafka_t *rk, const sc_kafka_topic_spec_t *topic
                 snprintf(err, errsz, "more than %d workers", SC_LEDGER_MAX_WORKERS);
                 return -1;
         }
-        size_t nw = (size_t)f->workers;
-        if (!(l.seen = calloc(nw, sizeof(*l.seen))) || !(l.nbits = calloc(nw, sizeof(uint64_t))) ||
-            !(l.max = calloc(nw, sizeof(uint64_t))) || !(l.count = calloc(nw, sizeof(uint64_t)))) {
+        if (!(l.w = calloc((size_t)f->workers, sizeof(*l.w)))) {
                 snprintf(err, errsz, "out of memory");
                 goto out;
         }
@@ -622,6 +628,7 @@ static int sc_st_ledger_shard(rd_kafka_t *rk, const sc_kafka_topic_spec_t *topic
                "\"workers\":[",
                s, (long long)lo, (long long)hi, (unsigned long long)l.records);
         for (int w = 0; w < f->workers; w++) {
+                const sc_ledger_worker_t *x = &l.w[w];
                 uint64_t applied = 0;
                 for (uint32_t i = 0; found && i < rec.mr_model.napplied; i++) {
                         sc_wire_applied_t a;
@@ -631,21 +638,16 @@ static int sc_st_ledger_shard(rd_kafka_t *rk, const sc_kafka_topic_spec_t *topic
                 }
                 /* Seqs below the first one in the log went before the log
                  * start (retention): only gaps above it are missing. */
-                uint64_t first = 0;
-                for (uint64_t q = 1; q <= l.max[w] && !first; q++)
-                        if (l.seen[w][q / 8] & (1u << (q % 8)))
-                                first = q;
-                uint64_t span = first ? l.max[w] - first + 1 : 0;
-                missing += span - l.count[w];
-                unapplied += l.max[w] > applied ? l.max[w] - applied : 0;
-                updates += l.count[w];
+                missing += x->first ? x->last - x->first + 1 - x->seqs : 0;
+                unapplied += x->last > applied ? x->last - applied : 0;
+                updates += x->seqs;
                 printf("%s{\"worker\":%d,\"updates\":%llu,\"first_seq\":%llu,"
                        "\"last_seq\":%llu,\"applied_seq\":%llu}",
-                       w ? "," : "", w, (unsigned long long)l.count[w], (unsigned long long)first,
-                       (unsigned long long)l.max[w], (unsigned long long)applied);
+                       w ? "," : "", w, (unsigned long long)x->seqs, (unsigned long long)x->first,
+                       (unsigned long long)x->last, (unsigned long long)applied);
         }
         printf("],\"updates\":%llu,\"repeated\":%llu,\"samples\":%llu,\"missing\":%llu,"
-               "\"unapplied\":%llu,\"undecodable\":%llu,\"other\":%llu,\"model_found\":%s,"
+               "\"unapplied\":%llu,\"bad\":%llu,\"other\":%llu,\"model_found\":%s,"
                "\"model_version\":%llu}\n",
                (unsigned long long)updates, (unsigned long long)l.repeated,
                (unsigned long long)l.samples, (unsigned long long)missing,

@@ -28,7 +28,7 @@ else
 BUILD ?= build-$(SANITIZER)
 endif
 
-PKGS      := openblas jansson rdkafka zlib
+PKGS      := openblas jansson rdkafka zlib libmicrohttpd
 CORE_PKGS := openblas jansson
 # pkg-config is only asked once the deps stamp exists (it may be missing before).
 PKG_CFLAGS      = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

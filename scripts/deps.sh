@@ -3,11 +3,13 @@
 # Usage: scripts/deps.sh [extra-package ...]
 set -eu
 pkgs=(build-essential pkg-config librdkafka-dev libjansson-dev libopenblas-dev libcmocka-dev
-      zlib1g-dev dataset-fashion-mnist clang-format gnuplot-nox kcat jq valgrind
-      python3-confluent-kafka python3-venv openssl "$@")
+      zlib1g-dev libmicrohttpd-dev dataset-fashion-mnist clang-format gnuplot-nox kcat jq valgrind
+      python3-confluent-kafka python3-venv openssl prometheus curl "$@")
 # jq reads the summaries in tests/integration/*.sh and bench/*.sh; openssl
 # makes the CA and broker certificate of the TLS/SASL broker
-# (scripts/kafka.sh with KAFKA_SECURITY=sasl_ssl).
+# (scripts/kafka.sh with KAFKA_SECURITY=sasl_ssl); libmicrohttpd serves
+# /metrics and /healthz (metrics.listen); prometheus (with promtool) and curl
+# scrape and check them in tests/integration/metrics_prometheus.sh.
 # Java 17+ and Maven run the real Apache Kafka broker of the integration tests
 # (scripts/kafka.sh); any installed JDK will do.
 command -v java >/dev/null || pkgs+=(openjdk-17-jre-headless)

@@ -173,6 +173,7 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
         sc_agg_apply_live(agg, s);
         sc_kafka_gap_init(&s->gap, s->next);
         s->held = s->seen = 1;
+        s->t_step = sc_clock_mono();
         s->parked = 0;
         s->pub_next = found ? s->next : -1;
         s->pub_version = sc_server_version(s->srv);
@@ -455,6 +456,10 @@ static void sc_agg_on_ctl(sc_aggregator_t *agg, const rd_kafka_message_t *msg, d
         }
         if (wm.u.control.kind == SC_WIRE_CTL_JOIN)
                 sc_agg_log(agg, 6, "worker %u joined", wm.u.control.worker);
+        if (wm.u.control.kind == SC_WIRE_CTL_DRIFT) {
+                sc_agg_drift(agg, &wm.u.control);
+                return; /* a report, not a sign of life */
+        }
         /* At once, not at the next tick: an update read right after a join
          * must find the round waiting for the joiner. */
         sc_agg_set_live(agg, (int)wm.u.control.worker, now);
@@ -567,8 +572,11 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
                 sc_agg_reject(agg, SC_REJ_PAYLOAD, topic, p, msg->offset, why);
                 return;
         }
-        if ((err = sc_server_apply(s->srv, &u, &res, why, sizeof(why))) == SC_ERR_STATE &&
-            agg->round_based) {
+        uint64_t v_before = sc_server_version(s->srv);
+        double t_apply = sc_clock_mono();
+        err = sc_server_apply(s->srv, &u, &res, why, sizeof(why));
+        sc_prom_hist_add(&agg->h_apply, sc_clock_mono() - t_apply);
+        if (err == SC_ERR_STATE && agg->round_based) {
                 sc_agg_park(agg, p, msg->offset, why);
                 agg->records--;
                 agg->bytes_in -= msg->len;
@@ -583,6 +591,8 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         if (res.status == SC_APPLY_AHEAD)
                 return; /* not the worker's: no sign of life, no publication */
         if (res.status == SC_APPLY_APPLIED) {
+                sc_prom_hist_add(&agg->h_stale,
+                                 v_before > u.t_read ? (double)(v_before - u.t_read) : 0.0);
                 agg->late += (uint64_t)res.late;
                 if (!agg->applied++)
                         agg->first_update = now;
@@ -592,6 +602,10 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         else if (res.status == SC_APPLY_STALE)
                 agg->stale++;
         agg->steps += (uint64_t)res.stepped;
+        if (res.stepped) {
+                sc_prom_hist_add(&agg->h_round, now - s->t_step);
+                s->t_step = now;
+        }
         sc_job_members_heard(agg->job, (int)wu->worker, wu->seq, now);
         sc_agg_set_live(agg, (int)wu->worker, now);
         if (res.stepped && agg->publish_every)
@@ -674,6 +688,10 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
         if (spec->create_topics &&
             (err = sc_kafka_admin_ensure(agg->producer, agg->topics, SC_JOB__NTOPICS, 10000, NULL,
                                          errstr, errstr_size)))
+                goto out;
+        sc_agg_metrics_init(agg);
+        if ((err = sc_monitor_new(&agg->mon, conf, "aggregator", spec->log, spec->opaque, errstr,
+                                  errstr_size)))
                 goto out;
         *aggp = agg;
         return SC_OK;
@@ -858,6 +876,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                     now - agg->last_progress >= job->progress_interval)
                         sc_agg_progress(agg, now);
                 sc_agg_ckpt_tick(agg, now);
+                sc_agg_metrics(agg, now);
                 if (sc_agg_done(agg, now))
                         break;
         }
@@ -876,6 +895,7 @@ void sc_aggregator_destroy(sc_aggregator_t *agg)
 {
         if (!agg)
                 return;
+        sc_monitor_destroy(agg->mon);
         for (int p = 0; agg->shards && p < agg->nshards; p++) {
                 sc_server_destroy(agg->shards[p].srv);
                 sc_bcast_pub_destroy(agg->shards[p].bpub);

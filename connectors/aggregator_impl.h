@@ -15,10 +15,12 @@
 #include "sc_job.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_util.h"
+#include "sc_monitor.h"
 #include "sc_nn.h"
 #include "sc_server.h"
 
-/* Stale updates logged one by one; further ones are only counted. */
+/* Stale updates (and workers' drift reports) logged one by one; further
+ * ones are only counted. */
 #define SC_AGG_STALE_LOGGED 20
 
 /* Why a record was not applied. */
@@ -54,6 +56,7 @@ typedef struct sc_agg_shard {
         sc_kafka_delivery_t bdv;
         int key_pending; /* a keyframe awaits its delivery report (its offset) */
         double bcast_time;
+        double t_step; /* monotonic time of the last version advance (or the assignment) */
         /* A round update ahead of the shard's version waits (partition
          * paused, re-read from its offset) until the version moves. */
         int parked;
@@ -91,9 +94,14 @@ struct sc_aggregator {
         sc_auth_t auth;
         uint8_t *ahead_logged; /* (nworkers) a refused seq jump of the worker was logged */
         uint64_t clipped, rolled_back;
+        uint64_t drift_reports; /* workers' drift events read on J.ctl */
         sc_err_t fatal;
         char fatal_str[1024];
         struct sc_agg_ckpt *ckpt; /* train.checkpoint state (aggregator_ckpt.c); NULL before */
+        sc_monitor_t *mon;        /* the Prometheus endpoint; NULL without metrics.listen */
+        sc_prom_hist_t h_stale;   /* versions between an applied update's read and the shard's */
+        sc_prom_hist_t h_round;   /* seconds between a shard's version advances */
+        sc_prom_hist_t h_apply;   /* seconds one update's apply took */
 };
 
 #define sc_agg_log(agg, level, ...) sc_logf((agg)->spec.log, (agg)->spec.opaque, level, __VA_ARGS__)
@@ -106,6 +114,13 @@ void sc_agg_progress(sc_aggregator_t *agg, double now);
 /* Counts and logs what the shard server refused or undid (limits). */
 void sc_agg_limits(sc_aggregator_t *agg, int p, int64_t offset, uint32_t worker,
                    const sc_apply_result_t *res, const char *why);
+
+/* aggregator_metrics.c: the histograms' bounds, and a snapshot of the
+ * Prometheus families when one is due. */
+void sc_agg_metrics_init(sc_aggregator_t *agg);
+void sc_agg_metrics(sc_aggregator_t *agg, double now);
+/* Counts and logs a worker's drift report (J.ctl). */
+void sc_agg_drift(sc_aggregator_t *agg, const sc_wire_control_t *c);
 
 /* aggregator_ckpt.c: train.checkpoint, the job's model assembled from
  * J.model and the shards held here. tick writes it every

@@ -21,6 +21,7 @@
 #include "sc_kafka_model.h"
 #include "sc_kafka_util.h"
 #include "sc_model_out.h"
+#include "sc_monitor.h"
 #include "sc_nn.h"
 
 #define SC_PRED_PENDING 64 /* batches produced and not yet acknowledged */
@@ -99,6 +100,7 @@ struct sc_predictor_s {
         double t_commit;
         sc_pred_origins_t *orig; /* per input partition */
         size_t n_orig;
+        sc_monitor_t *mon; /* the Prometheus endpoint; NULL without metrics.listen */
 };
 
 #define sc_pred_logf(p, level, ...) sc_logf((p)->spec.log, (p)->spec.log_opaque, level, __VA_ARGS__)
@@ -329,6 +331,9 @@ sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, 
                                      spec->log, spec->log_opaque, errstr, errstr_size)))
                 goto fail;
         sc_kafka_source_on_record(p->src, sc_pred_keep_origin, p);
+        if ((err = sc_monitor_new(&p->mon, spec->conf, "predict", spec->log, spec->log_opaque,
+                                  errstr, errstr_size)))
+                goto fail;
         *pp = p;
         return SC_OK;
 fail:
@@ -340,6 +345,7 @@ void sc_predictor_destroy(sc_predictor_t *p)
 {
         if (!p)
                 return;
+        sc_monitor_destroy(p->mon);
         sc_kafka_source_destroy(p->src);
         if (p->prod) {
                 rd_kafka_flush(p->prod, 10000);
@@ -359,6 +365,33 @@ void sc_predictor_destroy(sc_predictor_t *p)
         }
         free(p->orig);
         free(p);
+}
+
+/* A snapshot of the predictor's Prometheus families when one is due
+ * (docs/OPERATIONS.md). */
+static void sc_pred_metrics(sc_predictor_t *p, double t)
+{
+        if (!sc_monitor_due(p->mon, t))
+                return;
+        sc_stream_stats_t sum;
+        sc_prom_t *m = sc_monitor_begin(p->mon, t);
+        sc_monitor_reach(p->mon, t, sc_kafka_source_reachable(p->src));
+        sc_kafka_source_totals(p->src, &sum);
+        sc_prom_one(m, "scadles_records_consumed_total", "counter",
+                    "Records read and counted (decoded or malformed).", (double)sum.consumed);
+        sc_monitor_rejected(m, &sum.faults);
+        sc_monitor_source(m, p->src);
+        sc_prom_one(m, "scadles_predictions_total", "counter", "Predictions produced.",
+                    (double)p->st.predicted);
+        sc_prom_one(m, "scadles_predictions_acked_total", "counter",
+                    "Predictions acknowledged by the broker.", (double)p->st.acked);
+        sc_prom_one(m, "scadles_prediction_batches_total", "counter", "Batches scored.",
+                    (double)p->st.batches);
+        sc_prom_one(m, "scadles_model_version", "gauge", "Version of the model scoring now.",
+                    (double)p->st.model_version);
+        sc_prom_one(m, "scadles_model_swaps_total", "counter",
+                    "Models installed from the job after the first.", (double)p->st.model_swaps);
+        sc_monitor_publish(p->mon, t, sc_monitor_finite(sc_model_params(p->model), p->nparams));
 }
 
 /* Records waiting to be scored: buffered, or held for room in a stream (a
@@ -597,6 +630,7 @@ sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *er
                 if ((err = sc_kafka_source_commit(p->src, 0, errstr, errstr_size)))
                         sc_pred_logf(p, 4, "commit: %s", errstr);
         }
+        sc_pred_metrics(p, t);
         return SC_OK;
 }
 

@@ -152,6 +152,8 @@ typedef struct sc_worker_counters {
         uint64_t preq_samples;              /* prequential: samples scored before training */
         double preq_acc, preq_loss;         /* ... their accuracy and mean loss since start */
         double preq_window_acc;             /* ... accuracy over the last eval.window samples */
+        uint64_t drift_events;              /* rises of the prequential error (drift.*) */
+        uint64_t drift_last;                /* prequential sample of the last one (0: none) */
 } sc_worker_counters_t;
 void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c);
 

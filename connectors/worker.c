@@ -207,6 +207,14 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
                                          errstr_size)) ||
              (err = sc_wk_job_watch(w, w->waker, errstr, errstr_size))))
                 goto fail;
+        sc_drift_spec_t ds = {.delta = conf->drift.delta,
+                              .threshold = conf->drift.threshold,
+                              .min_samples = (uint64_t)conf->drift.min_samples,
+                              .alpha = conf->drift.alpha};
+        sc_drift_init(&w->drift, &ds);
+        if ((err = sc_monitor_new(&w->mon, conf, "worker", spec->log, spec->log_opaque, errstr,
+                                  errstr_size)))
+                goto fail;
         *wp = w;
         return SC_OK;
 fail:
@@ -218,6 +226,7 @@ void sc_worker_destroy(sc_worker_t *w)
 {
         if (!w)
                 return;
+        sc_monitor_destroy(w->mon);
         sc_kafka_waker_destroy(w->waker);
         sc_wk_job_destroy(w);
         sc_kafka_source_destroy(w->src);
@@ -717,6 +726,7 @@ sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr
                 sc_wk_progress(w, now);
                 w->t_prog = now;
         }
+        sc_wk_metrics(w, now);
         sc_wk_check_stop(w, now);
         return SC_OK;
 }

@@ -1,8 +1,9 @@
 /* worker_impl.h — the worker runtime's state, shared by its files, each
  * calling only those below it: the loop (worker.c: start, poll, stop,
- * checkpoint and resume, push mode) over its summary (worker_stats.c), its
- * distributed half (worker_job.c), and its own step (worker_step.c: the
- * ingest path it owns, one training step). Internal to connectors/. */
+ * checkpoint and resume, push mode) over its Prometheus families
+ * (worker_metrics.c), its summary (worker_stats.c), its distributed half
+ * (worker_job.c), and its own step (worker_step.c: the ingest path it owns,
+ * one training step, the drift detector). Internal to connectors/. */
 #ifndef SC_WORKER_IMPL_H
 #define SC_WORKER_IMPL_H
 
@@ -17,6 +18,7 @@
 #include "sc_codec.h"
 #include "sc_data.h"
 #include "sc_decode.h"
+#include "sc_drift.h"
 #include "sc_ingest.h"
 #include "sc_job.h"
 #include "sc_job_auth.h"
@@ -26,6 +28,7 @@
 #include "sc_kafka_util.h"
 #include "sc_metrics.h"
 #include "sc_mix.h"
+#include "sc_monitor.h"
 #include "sc_nn.h"
 #include "sc_optim.h"
 #include "sc_rng.h"
@@ -88,6 +91,7 @@ struct sc_wk_job {
         uint64_t sent, acked, failed, bytes_up, dense_bytes, msgs_out;
         uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
         uint64_t ctl_sent, waits, inj_auth;
+        uint64_t drift_sent; /* drift events reported on J.ctl */
         char first_err[256];
         /* latency: produce -> acknowledged, produce -> visible in J.model */
         uint64_t ring_seq[SC_WJ_LAT_RING];
@@ -155,7 +159,12 @@ struct sc_worker_s {
         size_t n_durable;
         uint64_t resumed_samples; /* samples trained before the resume */
         sc_wk_job_t *job;         /* NULL = standalone */
-        sc_kafka_waker_t *waker;  /* distributed with a source: wakes on any client */
+        sc_monitor_t *mon;        /* the Prometheus endpoint; NULL without metrics.listen */
+        sc_drift_t drift;         /* on the prequential error (drift.*) */
+        uint64_t drift_events;
+        uint64_t drift_last;     /* prequential sample of the last drift event */
+        uint64_t boost_left;     /* drift.action boost: samples still trained at the raised rate */
+        sc_kafka_waker_t *waker; /* distributed with a source: wakes on any client */
 };
 
 /* worker_step.c: the worker's own step (calls nothing above it). */
@@ -184,6 +193,9 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
 /* Watches the job's clients (producer, J.model and J.inject readers). */
 sc_err_t sc_wk_job_watch(sc_worker_t *w, sc_kafka_waker_t *wk, char *errstr, size_t errstr_size);
 sc_err_t sc_wk_job_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t errstr_size);
+
+/* worker_metrics.c: a snapshot of the Prometheus families when one is due. */
+void sc_wk_metrics(sc_worker_t *w, double now);
 
 /* worker_stats.c (sc_worker_counters and sc_worker_stats_json too) */
 void sc_wk_progress(sc_worker_t *w, double now);

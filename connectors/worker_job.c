@@ -141,6 +141,13 @@ static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr,
         };
         c.nfields = sizeof(f) / sizeof(f[0]);
         memcpy(c.fields, f, sizeof(f));
+        if (kind == SC_WIRE_CTL_DRIFT) {
+                sc_metrics_summary_t ps;
+                sc_metrics_summary(w->preq, &ps);
+                c.fields[c.nfields++] =
+                    (sc_wire_field_t){SC_WIRE_F_PREQ_SAMPLE, (double)w->drift_last};
+                c.fields[c.nfields++] = (sc_wire_field_t){SC_WIRE_F_ACCURACY, ps.window_accuracy};
+        }
         j->msg.len = 0;
         sc_err_t err = sc_wire_encode_control(&j->msg, &c, errstr, errstr_size);
         if (!err)
@@ -704,6 +711,7 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
         sc_wk_job_t *j = w->job;
         sc_err_t err;
         int changed = 0;
+        char why[512];
         rd_kafka_poll(j->prod, 0);
         if ((err = sc_wj_reap(w, errstr, errstr_size)))
                 return err;
@@ -730,6 +738,11 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
                 if ((err = sc_wj_ctl(w, SC_WIRE_CTL_HEARTBEAT, errstr, errstr_size)))
                         return err;
                 j->t_hb = now;
+        }
+        if (j->drift_sent != w->drift_events) { /* a report, not a sign of life */
+                j->drift_sent = w->drift_events;
+                if (sc_wj_ctl(w, SC_WIRE_CTL_DRIFT, why, sizeof(why)))
+                        sc_wk_logf(w, 4, "drift report on %s: %s", j->topics[SC_JOB_CTL].name, why);
         }
         if (!j->ready)
                 return SC_OK;

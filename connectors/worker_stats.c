@@ -22,6 +22,8 @@ void sc_worker_counters(const sc_worker_t *w, sc_worker_counters_t *c)
         c->preq_acc = ps.accuracy;
         c->preq_loss = ps.loss;
         c->preq_window_acc = ps.window_accuracy;
+        c->drift_events = w->drift_events;
+        c->drift_last = w->drift_last;
         if (w->job)
                 sc_wk_job_counters(w, c);
 }
@@ -145,6 +147,10 @@ char *sc_worker_stats_json(sc_worker_t *w)
         json_t *pq = sc_metrics_json(w->preq);
         if (pq)
                 json_object_set_new(j, "prequential", pq);
+        if (w->conf->drift.on)
+                json_object_set_new(j, "drift",
+                                    json_pack("{s:I, s:I}", "events", (json_int_t)w->drift_events,
+                                              "last_sample", (json_int_t)w->drift_last));
         json_t *streams = json_array();
         int ns = sc_ingest_count(w->ingest);
         for (int i = 0; streams && i < ns; i++) {

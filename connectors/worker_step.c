@@ -4,7 +4,9 @@
  * training step. Calls nothing of the files above it. */
 #include "worker_impl.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 sc_batcher_t *sc_wk_batcher(sc_worker_t *w)
 {
@@ -14,6 +16,40 @@ sc_batcher_t *sc_wk_batcher(sc_worker_t *w)
 sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size)
 {
         return sc_batcher_ack(sc_wk_batcher(w), id, errstr, errstr_size);
+}
+
+/* Feeds the drift detector the prequential error of the batch's n own
+ * samples (scored in w->plogits) and acts on an alarm (drift.action). */
+static void sc_wk_drift(sc_worker_t *w, int n)
+{
+        const sc_conf_drift_t *dc = &w->conf->drift;
+        if (!dc->on)
+                return;
+        for (int i = 0; i < n; i++) {
+                const float *z = w->plogits + (size_t)i * (size_t)w->n_classes;
+                int pred = 0;
+                for (int k = 1; k < w->n_classes; k++)
+                        if (z[k] > z[pred])
+                                pred = k;
+                if (!sc_drift_add(&w->drift, pred != w->ty[i]))
+                        continue;
+                w->drift_events++;
+                sc_metrics_summary_t ps;
+                sc_metrics_summary(w->preq, &ps);
+                w->drift_last = ps.n - (uint64_t)(n - 1 - i);
+                if (dc->action == SC_CONF_DRIFT_RESET && w->have_sgd)
+                        memset(w->sgd.velocity, 0, w->sgd.n * sizeof(float));
+                if (dc->action == SC_CONF_DRIFT_BOOST)
+                        w->boost_left = (uint64_t)dc->boost_samples;
+                sc_wk_logf(w, 4,
+                           "drift: the prequential error rose (Page-Hinkley statistic above "
+                           "drift.threshold %g) at prequential sample %" PRIu64
+                           "; recent accuracy %.4f; action %s",
+                           dc->threshold, w->drift_last, ps.window_accuracy,
+                           dc->action == SC_CONF_DRIFT_RESET   ? "reset (momentum forgotten)"
+                           : dc->action == SC_CONF_DRIFT_BOOST ? "boost (learning rate raised)"
+                                                               : "none");
+        }
 }
 
 sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, sc_wk_mix_fn mix, uint64_t *idp,
@@ -30,20 +66,29 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, sc_wk_mix_fn mi
          * trains; the training pass's own outputs when they are the model's
          * predictions (no dropout, no batchnorm), else one inference pass. */
         int same = sc_model_train_is_eval(w->model);
-        if (!same && !isnan(sc_model_eval_batch(w->model, w->tx, NULL, NULL, n, NULL, w->plogits)))
+        if (!same &&
+            !isnan(sc_model_eval_batch(w->model, w->tx, NULL, NULL, n, NULL, w->plogits))) {
                 sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
+                sc_wk_drift(w, n);
+        }
         if (mix)
                 m = mix(w, w->batch, w->tx + (size_t)n * w->numel, w->ty + n, w->tcap - n);
         float loss = sc_model_train_batch_out(w->model, w->tx, w->ty, NULL, n + m, &w->rng,
                                               &correct, same ? w->plogits : NULL);
-        if (same)
+        if (same) {
                 sc_metrics_add_logits(w->preq, w->plogits, w->ty, n);
+                sc_wk_drift(w, n);
+        }
         if (!isfinite(loss))
                 return sc_errf(SC_ERR_DIVERGED, errstr, errstr_size,
                                "loss diverged at step %llu: it is %s (lower optim.lr)",
                                (unsigned long long)w->steps, isnan(loss) ? "NaN" : "infinite");
         if (local_step) {
                 double lr = sc_step_lr(&w->sched, (long)w->steps, n + m, w->conf->optim.base_batch);
+                if (w->boost_left > 0) { /* drift.action boost */
+                        lr *= w->conf->drift.boost;
+                        w->boost_left -= w->boost_left < (uint64_t)n ? w->boost_left : (uint64_t)n;
+                }
                 w->lr = lr;
                 sc_sgd_step(&w->sgd, sc_model_params(w->model), sc_model_grads(w->model),
                             (float)lr);

@@ -499,6 +499,25 @@ static sc_err_t sc_conf_validate_job(const sc_conf_t *conf, char *errstr, size_t
         return SC_OK;
 }
 
+/* metrics.listen: "" or [host]:port with a port of 0..65535 (whether the
+ * host resolves is checked when the endpoint starts). */
+static sc_err_t sc_conf_validate_listen(const sc_conf_t *conf, char *errstr, size_t errstr_size)
+{
+        const char *l = conf->metrics.listen;
+        if (!l[0])
+                return SC_OK;
+        const char *colon = strrchr(l, ':');
+        char *end = NULL;
+        long port = colon ? strtol(colon + 1, &end, 10) : -1;
+        if (!colon || !colon[1] || *end || port < 0 || port > 65535 ||
+            (l[0] != '[' && memchr(l, ':', (size_t)(colon - l))))
+                return sc_conf_fail(errstr, errstr_size, conf->origin, "$.metrics.listen",
+                                    "\"%s\" is not host:port (port 0-65535; [v6]:port; :port "
+                                    "for every interface)",
+                                    l);
+        return SC_OK;
+}
+
 /* The eval section: one held-out source, labels only for IDX, a decoder
  * that names a listed topic. */
 static sc_err_t sc_conf_validate_eval(const sc_conf_t *conf, char *errstr, size_t errstr_size)
@@ -542,6 +561,8 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
                 return sc_conf_fail(errstr, errstr_size, o, "$.job.auth.key_env",
                                     "give job.auth.key_file or job.auth.key_env, not both");
         if (sc_conf_validate_eval(conf, errstr, errstr_size))
+                return SC_ERR_CONFIG;
+        if (sc_conf_validate_listen(conf, errstr, errstr_size))
                 return SC_ERR_CONFIG;
         if (s->warmup_steps > 0 && op->warmup_epochs > 0)
                 return sc_conf_fail(errstr, errstr_size, o, "$.optim.schedule.warmup_epochs",

@@ -21,6 +21,7 @@
 #include "conf_impl.h"
 #include "sc_codec.h"
 #include "sc_decode.h"
+#include "sc_drift.h"
 #include "sc_mix.h"
 
 #define C(f) offsetof(sc_conf_t, f)
@@ -62,6 +63,8 @@ static const char *const sc_conf_robust_names[] = {"none", "trimmed_mean", "medi
 static const char *const sc_conf_buffer_names[] = {"persistence", "truncation", NULL};
 static const char *const sc_conf_draw_names[] = {"balanced", "pooled", NULL};
 /* Embedding: index = sc_conf_embed_t.queue_drop. */
+/* Index = sc_conf_drift_action_t. */
+static const char *const sc_conf_drift_action_names[] = {"none", "reset", "boost", NULL};
 static const char *const sc_conf_queue_full_names[] = {"block", "drop", NULL};
 _Static_assert(SC_MIX_DRAW_BALANCED == 0 && SC_MIX_DRAW_POOLED == 1,
                "draw names above follow sc_mix_draw_t");
@@ -648,6 +651,92 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_IN(1, 1 << 24),
      .desc = "Prequential evaluation (every batch scored by the current model before it "
              "trains): samples of the sliding window reported next to the since-start figures."},
+
+    /* metrics */
+    {.path = "metrics.listen",
+     .type = SC_CONF_STRING,
+     .offset = C(metrics.listen),
+     .def = "\"\"",
+     .size = SC_CONF_LISTEN_MAX,
+     .desc = "Address of the process's Prometheus endpoint: \"host:port\" (\"[v6]:port\"; "
+             "\":port\" for every interface; port 0 = a free one, logged at start) serving GET "
+             "/metrics (text format 0.0.4) and GET /healthz (200 ok, or 503 with the reason) "
+             "from a thread of its own; \"\" = off (docs/OPERATIONS.md)."},
+    {.path = "metrics.interval",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(metrics.interval),
+     .def = "1",
+     R_IN(0.05, 3600),
+     .desc = "Seconds between the snapshots a scrape reads (each is made by the process's own "
+             "loop, between two steps)."},
+    {.path = "metrics.broker_down",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(metrics.broker_down),
+     .def = "60",
+     R_GT(0),
+     .desc = "Seconds without a reachable broker after which /healthz says 503. /healthz also "
+             "says 503 while the model is not finite, and once the loop has made no snapshot for "
+             "30 s (or 10 metrics.interval, the longer)."},
+
+    /* drift */
+    {.path = "drift.detector",
+     .type = SC_CONF_BOOL,
+     .offset = C(drift.on),
+     .def = "true",
+     .desc = "Watch each worker's prequential error (1 for a sample the model got wrong before "
+             "training on it, else 0) with a Page-Hinkley test for a rise of its mean: a drift "
+             "event is a log line, scadles_drift_events_total, a drift record on the job's "
+             "control topic (a job member; the aggregators log and count it) and "
+             "drift.action."},
+    {.path = "drift.delta",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(drift.delta),
+     .def = SC_DRIFT_DEF_DELTA_S,
+     R_GE(0),
+     .desc = "Rise of the error rate tolerated before it counts (Page-Hinkley's delta)."},
+    {.path = "drift.threshold",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(drift.threshold),
+     .def = SC_DRIFT_DEF_THRESHOLD_S,
+     R_GT(0),
+     .desc = "Alarm level of the cumulative statistic (Page-Hinkley's lambda): higher means "
+             "fewer false alarms and later detection."},
+    {.path = "drift.min_samples",
+     .type = SC_CONF_LONG,
+     .offset = C(drift.min_samples),
+     .def = SC_DRIFT_DEF_MIN_SAMPLES_S,
+     R_IN(1, 1L << 40),
+     .desc = "Samples after the start or an alarm before the next alarm can fire."},
+    {.path = "drift.alpha",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(drift.alpha),
+     .def = SC_DRIFT_DEF_ALPHA_S,
+     R_IN(0, 1),
+     .flags = SC_CONF_F_MIN_EXCL,
+     .desc = "Forgetting factor of the cumulative sum per sample; 1 = none."},
+    {.path = "drift.action",
+     .type = SC_CONF_ENUM,
+     .offset = C(drift.action),
+     .def = "\"none\"",
+     .names = sc_conf_drift_action_names,
+     .desc = "What a drift event does besides being reported: none, reset (forget the "
+             "optimizer's momentum, so old gradients stop pushing the model) or boost (multiply "
+             "the learning rate by drift.boost for drift.boost_samples samples). Both act on the "
+             "worker's own optimizer: a standalone worker's, or a job member's local steps "
+             "(localsgd, adsp); where updates are gradients the aggregators' optimizer steps "
+             "and the action changes nothing."},
+    {.path = "drift.boost",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(drift.boost),
+     .def = "3",
+     R_IN(1, 100),
+     .desc = "drift.action boost: the learning-rate factor."},
+    {.path = "drift.boost_samples",
+     .type = SC_CONF_LONG,
+     .offset = C(drift.boost_samples),
+     .def = "2000",
+     R_IN(1, 1L << 40),
+     .desc = "drift.action boost: samples trained at the raised rate."},
 
     /* kafka */
     {.path = "kafka",
@@ -1901,6 +1990,15 @@ const sc_conf_section_t sc_conf_sections[] = {
      "the same decoder as a stream, docs/STREAMS.md) used by `train`, `eval`, `worker`, "
      "the plugin and the demo, and the window of the prequential metrics every worker "
      "reports.",
+     0},
+    {"metrics",
+     "The Prometheus endpoint of every process (`worker`, `aggregator`, `predict`, the "
+     "plugin and embedded workers): `/metrics` and `/healthz` on `metrics.listen`, off by "
+     "default (docs/OPERATIONS.md).",
+     0},
+    {"drift",
+     "Concept-drift detection on each worker's prequential error (Page-Hinkley) and what "
+     "an alarm does (docs/OPERATIONS.md).",
      0},
     {"kafka",
      "librdkafka client properties, passed through unchanged. The runtime's own "

@@ -410,20 +410,18 @@ int64_t sc_kafka_source_lag(sc_kafka_source_t *src)
         return sc_kafka_source_lag_ends(src, NULL);
 }
 
-int64_t sc_kafka_source_lag_ends(sc_kafka_source_t *src, int64_t *ends)
+int sc_kafka_source_lags(sc_kafka_source_t *src, sc_kafka_lag_fn fn, void *opaque)
 {
         rd_kafka_topic_partition_list_t *a = NULL;
-        int64_t lag = 0;
-        if (ends)
-                *ends = 0;
         if (rd_kafka_assignment(src->rk, &a) || !a)
                 return -1;
+        int n = a->cnt;
         for (int i = 0; i < a->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &a->elems[i];
                 int64_t lo = -1, hi = -1, pos = -1;
                 if (sc_ks_watermarks(src, tp->topic, tp->partition, -1, &lo, &hi)) {
-                        lag = -1;
-                        break;
+                        fn(opaque, tp->topic, tp->partition, -1, -1);
+                        continue;
                 }
                 /* The next offset expected: after the last one consumed, or
                  * the committed start of the assignment. */
@@ -433,13 +431,38 @@ int64_t sc_kafka_source_lag_ends(sc_kafka_source_t *src, int64_t *ends)
                                 pos = ks->parts[k].gap.gp_next;
                 if (pos < 0 || pos < lo)
                         pos = lo < 0 ? 0 : lo; /* nothing read or committed: from the log start */
-                if (hi > pos)
-                        lag += hi - pos;
-                if (ends)
-                        *ends += hi;
+                fn(opaque, tp->topic, tp->partition, hi > pos ? hi - pos : 0, hi);
         }
         rd_kafka_topic_partition_list_destroy(a);
-        return lag;
+        return n;
+}
+
+typedef struct sc_ks_lag_sum {
+        int64_t lag, ends;
+} sc_ks_lag_sum_t;
+
+static void sc_ks_lag_add(void *opaque, const char *topic, int32_t partition, int64_t lag,
+                          int64_t end)
+{
+        sc_ks_lag_sum_t *t = opaque;
+        (void)topic;
+        (void)partition;
+        if (lag < 0 || t->lag < 0) {
+                t->lag = -1;
+                return;
+        }
+        t->lag += lag;
+        t->ends += end;
+}
+
+int64_t sc_kafka_source_lag_ends(sc_kafka_source_t *src, int64_t *ends)
+{
+        sc_ks_lag_sum_t t = {0, 0};
+        if (sc_kafka_source_lags(src, sc_ks_lag_add, &t) < 0)
+                t.lag = -1;
+        if (ends)
+                *ends = t.lag < 0 ? 0 : t.ends;
+        return t.lag;
 }
 
 json_t *sc_kafka_source_partitions(sc_kafka_source_t *src, int timeout_ms)

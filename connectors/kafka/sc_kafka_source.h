@@ -168,6 +168,12 @@ int64_t sc_kafka_source_lag(sc_kafka_source_t *src);
 /* The same, and in *ends (may be NULL) the sum of the assigned partitions'
  * end offsets (0 for partitions that never held a record). */
 int64_t sc_kafka_source_lag_ends(sc_kafka_source_t *src, int64_t *ends);
+/* The same per assigned partition: fn(opaque, topic, partition, lag, end)
+ * for each, lag and end -1 while the partition has had no fetch response.
+ * Returns the partitions assigned, -1 when the assignment cannot be read. */
+typedef void (*sc_kafka_lag_fn)(void *opaque, const char *topic, int32_t partition, int64_t lag,
+                                int64_t end);
+int sc_kafka_source_lags(sc_kafka_source_t *src, sc_kafka_lag_fn fn, void *opaque);
 
 /* 1 when the consumer's last statistics event (within 5 s) showed a broker
  * UP; 0 when none was, or no event came (the broker may be down or

@@ -152,6 +152,33 @@ typedef struct sc_conf_eval {
         long window;                     /* prequential sliding window, samples */
 } sc_conf_eval_t;
 
+/* ---- monitoring: the Prometheus endpoint of every process, drift detection ---- */
+
+#define SC_CONF_LISTEN_MAX 256
+
+typedef struct sc_conf_metrics {
+        char listen[SC_CONF_LISTEN_MAX]; /* "host:port" of /metrics and /healthz; "" = off */
+        double interval;                 /* s between snapshots of the served text */
+        double broker_down;              /* s without a reachable broker before 503 */
+} sc_conf_metrics_t;
+
+typedef enum sc_conf_drift_action {
+        SC_CONF_DRIFT_NONE,  /* report only */
+        SC_CONF_DRIFT_RESET, /* forget the optimizer's momentum */
+        SC_CONF_DRIFT_BOOST, /* multiply the learning rate for a window of samples */
+} sc_conf_drift_action_t;
+
+typedef struct sc_conf_drift {
+        int on;             /* Page-Hinkley on the prequential error */
+        double delta;       /* tolerated rise of the error rate */
+        double threshold;   /* alarm level of the cumulative statistic */
+        long min_samples;   /* samples after a (re)start before an alarm */
+        double alpha;       /* forgetting factor of the cumulative sum */
+        int action;         /* sc_conf_drift_action_t */
+        double boost;       /* boost: learning-rate factor */
+        long boost_samples; /* boost: samples it lasts */
+} sc_conf_drift_t;
+
 /* ---- distributed training: the job shared by workers and aggregators ---- */
 
 #define SC_CONF_JOB_NAME_MAX 200 /* topic names "<name>.grad" etc. stay below 249 */
@@ -228,6 +255,8 @@ typedef struct sc_conf {
         sc_conf_worker_t worker;
         sc_conf_job_t job;
         sc_conf_eval_t eval;
+        sc_conf_metrics_t metrics;
+        sc_conf_drift_t drift;
         sc_sim_spec_t sim; /* the simulator's section (scadles sim) */
         /* 1 = read for the simulator (sc_conf_parse_sim): the sim.* properties
          * are read, checked and dumped; 0 = $.sim is an unknown property, as

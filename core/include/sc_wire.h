@@ -159,20 +159,23 @@ typedef enum sc_wire_ctl_kind {
         SC_WIRE_CTL_HEARTBEAT = 2,
         SC_WIRE_CTL_LEAVE = 3,
         SC_WIRE_CTL_COMMIT_RATE = 4,
+        SC_WIRE_CTL_DRIFT = 5, /* the worker's drift detector fired (drift.*) */
         SC_WIRE__CTL_END
 } sc_wire_ctl_kind_t;
 
 typedef enum sc_wire_field_key {
-        SC_WIRE_F_RATE = 1,        /* stream rate, samples/s */
-        SC_WIRE_F_BATCH = 2,       /* batch size */
-        SC_WIRE_F_COMMIT_RATE = 3, /* ADSP DeltaC, commits per Gamma */
-        SC_WIRE_F_LOSS = 4,        /* training loss */
-        SC_WIRE_F_CLOCK = 5,       /* updates sent */
-        SC_WIRE_F_VERSION = 6,     /* model version held */
-        SC_WIRE_F_VOTE = 7,        /* adaptive codec vote (0 / 1) */
-        SC_WIRE_F_OVERHEAD = 8,    /* commit overhead, s */
-        SC_WIRE_F_LAG = 9,         /* input backlog, records */
-        SC_WIRE_F_DROPPED = 10,    /* samples dropped by truncation */
+        SC_WIRE_F_RATE = 1,         /* stream rate, samples/s */
+        SC_WIRE_F_BATCH = 2,        /* batch size */
+        SC_WIRE_F_COMMIT_RATE = 3,  /* ADSP DeltaC, commits per Gamma */
+        SC_WIRE_F_LOSS = 4,         /* training loss */
+        SC_WIRE_F_CLOCK = 5,        /* updates sent */
+        SC_WIRE_F_VERSION = 6,      /* model version held */
+        SC_WIRE_F_VOTE = 7,         /* adaptive codec vote (0 / 1) */
+        SC_WIRE_F_OVERHEAD = 8,     /* commit overhead, s */
+        SC_WIRE_F_LAG = 9,          /* input backlog, records */
+        SC_WIRE_F_DROPPED = 10,     /* samples dropped by truncation */
+        SC_WIRE_F_PREQ_SAMPLE = 11, /* drift: the prequential sample it fired at */
+        SC_WIRE_F_ACCURACY = 12,    /* drift: recent prequential accuracy */
 } sc_wire_field_key_t;
 
 #define SC_WIRE_CTL_MAX_FIELDS 32

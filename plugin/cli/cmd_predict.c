@@ -76,7 +76,9 @@ static void sc_pcli_usage(FILE *out)
                 "model version) goes to stderr; at exit \"summary: {JSON}\" goes to stdout\n"
                 "(consumed, predicted, acknowledged, bad, dead_letters, model_version,\n"
                 "model_swaps, records_per_s, cpu_s, committed and end offsets per input\n"
-                "partition).\n"
+                "partition). With metrics.listen (--set metrics.listen=HOST:PORT) it\n"
+                "serves Prometheus metrics on /metrics and its health on /healthz\n"
+                "(docs/OPERATIONS.md).\n"
                 "SIGINT/SIGTERM stop cleanly: what is buffered is scored, delivered and\n"
                 "committed. exit status: 0 stopped, 1 runtime error (Kafka, undelivered\n"
                 "predictions, checkpoint), 2 usage or configuration error.\n");

@@ -47,6 +47,40 @@ grep -q 'preq acc ' "$tmp/kcat.err" || fail "no prequential figures in the progr
 grep -q "^test accuracy: $(printf '%.4f' "$acc") " "$tmp/eval.out" || fail "plugin checkpoint: $(cat "$tmp/eval.out"), summary $acc"
 echo "kcat: 6000 consumed, $(s .trained) trained, test accuracy $acc, prequential $(s .prequential.accuracy)"
 
+# 1b) The plugin's worker serves /metrics and /healthz with
+# scadles.metrics.listen (off by default): kcat, left running, is scraped.
+kcat -C -b "$bs" -t pk -o beginning -q -f '' "${plug[@]}" -X scadles.log.level=6 \
+	-X scadles.metrics.listen=127.0.0.1:0 -X scadles.worker.eval=false >/dev/null 2>"$tmp/kcat_m.err" &
+km=$!
+pids="$pids $km"
+maddr=""
+for _ in $(seq 1 100); do
+	maddr=$(grep -o 'metrics on http://[0-9.]*:[0-9]*' "$tmp/kcat_m.err" | head -n 1 | sed 's|.*http://||')
+	[ -n "$maddr" ] && break
+	kill -0 $km 2>/dev/null || fail "kcat with scadles.metrics.listen exited: $(tail -n 3 "$tmp/kcat_m.err")"
+	sleep 0.1
+done
+[ -n "$maddr" ] || fail "the plugin logged no metrics address"
+trained=0
+for _ in $(seq 1 150); do
+	curl -s -m 5 "http://$maddr/metrics" >"$tmp/plugin.prom" || true
+	trained=$(awk '$1 == "scadles_train_samples_total" {print $2}' "$tmp/plugin.prom")
+	[ "${trained:-0}" -ge 5000 ] && break
+	sleep 0.2
+done
+[ "${trained:-0}" -ge 5000 ] || fail "plugin's /metrics: scadles_train_samples_total ${trained:-absent} after 30 s"
+[ "$(curl -s -m 5 "http://$maddr/healthz")" = ok ] || fail "plugin's /healthz: $(curl -s -m 5 "http://$maddr/healthz")"
+grep -q '^scadles_info{role="worker"' "$tmp/plugin.prom" || fail "plugin's /metrics has no scadles_info"
+check_documented "$tmp/plugin.prom"
+if command -v promtool >/dev/null; then
+	out=$(promtool check metrics <"$tmp/plugin.prom" 2>&1) || fail "promtool check metrics: $out"
+	[ -z "$out" ] || fail "promtool check metrics: $out"
+fi
+kill -TERM $km
+wait $km 2>/dev/null || true
+echo "plugin: /metrics on $maddr (scadles_train_samples_total $trained), /healthz ok"
+if grep -q 'metrics on' "$tmp/kcat.err"; then fail "the plugin served metrics without scadles.metrics.listen"; fi
+
 # 2) Bad properties: kcat's config call fails with the plugin's message.
 bad() { # expected-substring kcat-args...
 	local want=$1

@@ -19,13 +19,28 @@ predict_carries_origin "$bs" porig porig.out
 f=$!
 pids="$pids $f"
 "$SCADLES" predict -c "$tmp/p.json" --bootstrap "$bs" --in plive --out plive.out \
-	--checkpoint "$tmp/m.ckpt" --group plg --progress 0 >"$tmp/t1.out" 2>"$tmp/t1.err" &
+	--checkpoint "$tmp/m.ckpt" --group plg --progress 0 --set metrics.listen=127.0.0.1:0 \
+	>"$tmp/t1.out" 2>"$tmp/t1.err" &
 p=$!
 for _ in $(seq 1 300); do
 	grep -q 'rebalance: assigned' "$tmp/t1.err" && break
 	sleep 0.1
 done
 sleep 2
+# Its Prometheus endpoint (docs/OPERATIONS.md) while it predicts.
+maddr=$(grep -o 'metrics on http://[0-9.]*:[0-9]*' "$tmp/t1.err" | head -n 1 | sed 's|.*http://||')
+[ -n "$maddr" ] || fail "predict logged no metrics address"
+curl -s -m 5 "http://$maddr/metrics" >"$tmp/predict.prom" || fail "GET /metrics of predict"
+grep -q '^scadles_info{role="predict"' "$tmp/predict.prom" || fail "predict's /metrics: no scadles_info"
+np=$(awk '$1 == "scadles_predictions_total" {print $2}' "$tmp/predict.prom")
+[ "${np:-0}" -gt 0 ] || fail "predict's /metrics: scadles_predictions_total ${np:-absent}"
+[ "$(curl -s -m 5 "http://$maddr/healthz")" = ok ] || fail "predict's /healthz"
+check_documented "$tmp/predict.prom"
+if command -v promtool >/dev/null; then
+	out=$(promtool check metrics <"$tmp/predict.prom" 2>&1) || fail "promtool check metrics: $out"
+	[ -z "$out" ] || fail "promtool check metrics: $out"
+fi
+echo "predict: /metrics on $maddr, scadles_predictions_total $np, /healthz ok"
 kill -TERM "$p"
 wait "$p" || fail "predict exited $? on SIGTERM"
 [ "$(summary "$tmp/t1.out" .stop_reason)" = signal ] || fail "stop reason"

@@ -7,13 +7,25 @@
  *            training): the record path alone;
  *   worker   sc_worker_push + sc_worker_poll of a standalone worker
  *            (softmax regression 784-10, fixed batches of 64, shuffle 256):
- *            the record path with a light model's training.
- * Each case runs `rounds` times; the best and the median are printed.
+ *            the record path with a light model's training;
+ *   metrics  the same worker with its Prometheus endpoint on
+ *            (metrics.listen; metrics.interval 1 on the bench's clock of
+ *            1e-4 s per record, a snapshot every 10,000 records) and a
+ *            thread of this process scraping /metrics every 50 ms: the
+ *            endpoint's whole cost, the scraping client's included.
+ * Each case runs `rounds` times, worker and metrics alternating; the best
+ * and the median are printed, and the median of the per-round ratios
+ * metrics / worker.
  * Usage: bench_worker [records per round, default 200000] [rounds, default 5]. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sc_batch.h"
 #include "sc_conf.h"
@@ -111,25 +123,78 @@ static const char worker_conf[] =
     " \"worker\": {\"batch\": \"fixed\", \"b\": 64, \"shuffle\": 256, \"eval\": false,"
     "  \"progress_interval\": 0}}";
 
-/* A standalone push-fed worker: push, poll (trains and acknowledges). */
-static double run_worker(long n)
+/* The scraper: GET /metrics on port every 50 ms until stop. */
+typedef struct scraper {
+        int port;
+        volatile int stop;
+        long scrapes, bytes;
+} scraper_t;
+
+static void *scrape(void *arg)
+{
+        scraper_t *sc = arg;
+        static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+        char buf[8192];
+        while (!sc->stop) {
+                struct sockaddr_in a = {.sin_family = AF_INET,
+                                        .sin_port = htons((uint16_t)sc->port)};
+                a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                int fd = socket(AF_INET, SOCK_STREAM, 0);
+                if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+                    write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1)) {
+                        ssize_t got;
+                        while ((got = read(fd, buf, sizeof(buf))) > 0)
+                                sc->bytes += got;
+                        sc->scrapes++;
+                }
+                if (fd >= 0)
+                        close(fd);
+                usleep(50000);
+        }
+        return NULL;
+}
+
+/* Takes the endpoint's port from the worker's "metrics on http://..." line. */
+static void on_log(void *opaque, int level, const char *line)
+{
+        const char *at = strstr(line, "metrics on http://");
+        const char *colon = at ? strchr(at + 18, ':') : NULL;
+        (void)level;
+        if (colon)
+                ((scraper_t *)opaque)->port = atoi(colon + 1);
+}
+
+/* A standalone push-fed worker: push, poll (trains and acknowledges); with
+ * metrics, its endpoint on and scraped. */
+static double run_worker(long n, int metrics, long *scrapes)
 {
         sc_conf_t conf;
         sc_worker_spec_t spec;
         sc_worker_t *w = NULL;
         char err[512];
         double rate = 0;
+        scraper_t sc = {0};
+        pthread_t th;
+        int started = 0;
 
         memset(&conf, 0, sizeof(conf));
-        if (sc_conf_parse(&conf, worker_conf, "bench", err, sizeof(err))) {
+        if (sc_conf_parse(&conf, worker_conf, "bench", err, sizeof(err)) ||
+            (metrics && (sc_conf_set(&conf, "metrics.listen=\"127.0.0.1:0\"", err, sizeof(err)) ||
+                         sc_conf_set(&conf, "metrics.interval=1", err, sizeof(err))))) {
                 fprintf(stderr, "bench_worker: %s\n", err);
                 return 0;
         }
         sc_worker_spec_defaults(&spec);
         spec.conf = &conf;
         spec.input = SC_WORKER_INPUT_PUSH;
+        spec.log = on_log;
+        spec.log_opaque = &sc;
         if (sc_worker_new(&w, &spec, err, sizeof(err))) {
                 fprintf(stderr, "bench_worker: %s\n", err);
+                goto out;
+        }
+        if (metrics && !(started = sc.port > 0 && !pthread_create(&th, NULL, scrape, &sc))) {
+                fprintf(stderr, "bench_worker: the metrics endpoint did not start\n");
                 goto out;
         }
         double t = 1, c0 = cpu_s();
@@ -150,6 +215,11 @@ static double run_worker(long n)
 fail:
         fprintf(stderr, "bench_worker: %s\n", err);
 out:
+        if (started) {
+                sc.stop = 1;
+                pthread_join(th, NULL);
+                *scrapes += sc.scrapes;
+        }
         sc_worker_destroy(w);
         sc_conf_free(&conf);
         return rate;
@@ -165,7 +235,8 @@ int main(int argc, char **argv)
 {
         long n = argc > 1 ? strtol(argv[1], NULL, 10) : 200000;
         int rounds = argc > 2 ? atoi(argv[2]) : 5;
-        double r[2][64];
+        double r[3][64], ratio[64];
+        long scrapes = 0;
 
         if (n < 1000)
                 n = 1000;
@@ -174,16 +245,21 @@ int main(int argc, char **argv)
         make_records();
         for (int k = 0; k < rounds; k++) {
                 r[0][k] = run_ingest(n);
-                r[1][k] = run_worker(n);
+                r[1][k] = run_worker(n, 0, &scrapes);
+                r[2][k] = run_worker(n, 1, &scrapes);
+                ratio[k] = r[1][k] > 0 ? r[2][k] / r[1][k] : 0;
         }
         printf("standalone worker path, %d features per record, records/s of CPU time over %ld "
                "records, %d rounds\n",
                NUMEL, n, rounds);
         printf("%-8s %12s %12s\n", "case", "best", "median");
-        for (int c = 0; c < 2; c++) {
+        const char *names[] = {"ingest", "worker", "metrics"};
+        for (int c = 0; c < 3; c++) {
                 qsort(r[c], (size_t)rounds, sizeof(double), cmp_double);
-                printf("%-8s %12.0f %12.0f\n", c ? "worker" : "ingest", r[c][rounds - 1],
-                       r[c][rounds / 2]);
+                printf("%-8s %12.0f %12.0f\n", names[c], r[c][rounds - 1], r[c][rounds / 2]);
         }
+        qsort(ratio, (size_t)rounds, sizeof(double), cmp_double);
+        printf("metrics on / off: median ratio %.3f (rounds %.3f .. %.3f), %ld scrapes\n",
+               ratio[rounds / 2], ratio[0], ratio[rounds - 1], scrapes);
         return 0;
 }

@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,13 @@
 #include "sc_clock.h"
 
 #define SC_MSERVER_REASON_MAX 256
+/* Connections at once, from one address, and seconds a connection may stay
+ * idle: a client that opens connections and trickles bytes holds at most
+ * SC_MS_PER_IP of them for SC_MS_TIMEOUT s, so a probe from another
+ * address still gets through. */
+#define SC_MS_CONNECTIONS (unsigned)64
+#define SC_MS_PER_IP (unsigned)8
+#define SC_MS_TIMEOUT (unsigned)3
 
 struct sc_mserver {
         struct MHD_Daemon *d;
@@ -27,6 +35,7 @@ struct sc_mserver {
         int healthy;
         char reason[SC_MSERVER_REASON_MAX];
         double t_pub; /* monotonic time of the last publication; 0 = none */
+        int final;    /* the process stopped: /healthz says reason for good */
         sc_mserver_stats_t st;
 };
 
@@ -54,15 +63,28 @@ static enum MHD_Result sc_ms_reply(struct MHD_Connection *c, unsigned code, cons
             MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY));
 }
 
+/* The last text and, after it, how old it is (computed now, so that a loop
+ * that stopped publishing shows in the metrics, not only on /healthz). */
 static enum MHD_Result sc_ms_metrics(sc_mserver_t *s, struct MHD_Connection *c)
 {
+        static const char age_fam[] =
+            "# HELP scadles_snapshot_age_seconds Seconds since the process's loop took the "
+            "snapshot served.\n# TYPE scadles_snapshot_age_seconds gauge\n";
         pthread_mutex_lock(&s->lock);
         s->st.metrics++;
-        /* The copy is made under the lock: the loop may replace the text. */
-        struct MHD_Response *r = MHD_create_response_from_buffer(
-            s->len, s->text ? s->text : (char *)"", MHD_RESPMEM_MUST_COPY);
+        size_t cap = s->len + sizeof(age_fam) + 64, len = s->len;
+        char *body = malloc(cap);
+        if (body) { /* copied under the lock: the loop may replace the text */
+                memcpy(body, s->text ? s->text : "", s->len);
+                if (s->t_pub > 0)
+                        len += (size_t)snprintf(body + len, cap - len,
+                                                "%sscadles_snapshot_age_seconds %.3f\n", age_fam,
+                                                sc_clock_mono() - s->t_pub);
+        }
         pthread_mutex_unlock(&s->lock);
-        return sc_ms_send(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", r);
+        return sc_ms_send(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+                          body ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
+                               : NULL);
 }
 
 static enum MHD_Result sc_ms_healthz(sc_mserver_t *s, struct MHD_Connection *c)
@@ -75,6 +97,9 @@ static enum MHD_Result sc_ms_healthz(sc_mserver_t *s, struct MHD_Connection *c)
         if (s->t_pub <= 0) {
                 code = MHD_HTTP_SERVICE_UNAVAILABLE;
                 snprintf(body, sizeof(body), "starting\n");
+        } else if (s->final) {
+                code = MHD_HTTP_SERVICE_UNAVAILABLE;
+                snprintf(body, sizeof(body), "%s\n", s->reason);
         } else if (age > s->stale_s) {
                 code = MHD_HTTP_SERVICE_UNAVAILABLE;
                 snprintf(body, sizeof(body), "no report from the process's loop for %.1f s\n", age);
@@ -133,6 +158,23 @@ static int sc_ms_err(int code, char *errstr, size_t errstr_size, const char *fmt
         return code;
 }
 
+/* The daemon on addr (NULL: every interface, on port) with the extra
+ * flags; NULL when it cannot listen. */
+static struct MHD_Daemon *sc_ms_start(sc_mserver_t *s, unsigned extra, const struct sockaddr *addr,
+                                      uint16_t port)
+{
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | extra;
+        if (addr)
+                return MHD_start_daemon(flags, 0, NULL, NULL, sc_ms_handle, s, MHD_OPTION_SOCK_ADDR,
+                                        addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
+                                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                        MHD_OPTION_END);
+        return MHD_start_daemon(flags, port, NULL, NULL, sc_ms_handle, s,
+                                MHD_OPTION_CONNECTION_LIMIT, SC_MS_CONNECTIONS,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, SC_MS_PER_IP,
+                                MHD_OPTION_CONNECTION_TIMEOUT, SC_MS_TIMEOUT, MHD_OPTION_END);
+}
+
 /* Splits "host:port", "[v6]:port" or ":port" into host (empty = every
  * interface) and port. */
 static int sc_ms_split(const char *listen, char *host, size_t hs, char *port, size_t ps)
@@ -172,28 +214,29 @@ int sc_mserver_new(sc_mserver_t **sp, const char *listen, double stale_s, char *
                                  "\"%s\" is not host:port (port 0-65535; [v6]:port; :port for "
                                  "every interface)",
                                  listen);
-        memset(&hints, 0, sizeof(hints));
-        hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-        int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
-        if (gai)
-                return sc_ms_err(SC_MSERVER_EADDR, errstr, errstr_size, "\"%s\": %s", listen,
-                                 gai_strerror(gai));
         sc_mserver_t *s = calloc(1, sizeof(*s));
-        if (!s) {
-                freeaddrinfo(ai);
+        if (!s)
                 return sc_ms_err(SC_MSERVER_ENOMEM, errstr, errstr_size, "out of memory");
-        }
         pthread_mutex_init(&s->lock, NULL);
         s->stale_s = stale_s;
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
-        if (ai->ai_family == AF_INET6)
-                flags |= MHD_USE_IPv6;
-        s->d = MHD_start_daemon(flags, 0, NULL, NULL, sc_ms_handle, s, MHD_OPTION_SOCK_ADDR,
-                                ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-        freeaddrinfo(ai);
+        if (!host[0]) { /* every interface: IPv6 and IPv4 on one socket, else IPv4 */
+                s->d = sc_ms_start(s, MHD_USE_DUAL_STACK, NULL, (uint16_t)atoi(port));
+                if (!s->d)
+                        s->d = sc_ms_start(s, 0, NULL, (uint16_t)atoi(port));
+        } else {
+                memset(&hints, 0, sizeof(hints));
+                hints.ai_family = AF_UNSPEC;
+                hints.ai_socktype = SOCK_STREAM;
+                hints.ai_flags = AI_NUMERICSERV;
+                int gai = getaddrinfo(host, port, &hints, &ai);
+                if (gai) {
+                        sc_mserver_destroy(s);
+                        return sc_ms_err(SC_MSERVER_EADDR, errstr, errstr_size, "\"%s\": %s",
+                                         listen, gai_strerror(gai));
+                }
+                s->d = sc_ms_start(s, ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0, ai->ai_addr, 0);
+                freeaddrinfo(ai);
+        }
         if (!s->d) {
                 sc_mserver_destroy(s);
                 return sc_ms_err(SC_MSERVER_EBIND, errstr, errstr_size,
@@ -232,11 +275,13 @@ void sc_mserver_publish(sc_mserver_t *s, const char *text, size_t len, int healt
         }
         char *old = NULL;
         pthread_mutex_lock(&s->lock);
-        if (copy) {
-                old = s->text;
-                s->text = copy;
-                s->len = len;
+        if (!copy) { /* the previous text stays, and ages */
+                pthread_mutex_unlock(&s->lock);
+                return;
         }
+        old = s->text;
+        s->text = copy;
+        s->len = len;
         s->healthy = healthy;
         snprintf(s->reason, sizeof(s->reason), "%s",
                  healthy               ? ""
@@ -245,6 +290,17 @@ void sc_mserver_publish(sc_mserver_t *s, const char *text, size_t len, int healt
         s->t_pub = sc_clock_mono();
         pthread_mutex_unlock(&s->lock);
         free(old);
+}
+
+void sc_mserver_final(sc_mserver_t *s, const char *reason)
+{
+        pthread_mutex_lock(&s->lock);
+        s->final = 1;
+        s->healthy = 0;
+        snprintf(s->reason, sizeof(s->reason), "%s", reason && reason[0] ? reason : "stopped");
+        if (s->t_pub <= 0)
+                s->t_pub = sc_clock_mono();
+        pthread_mutex_unlock(&s->lock);
 }
 
 void sc_mserver_stats(sc_mserver_t *s, sc_mserver_stats_t *st)

@@ -1,9 +1,10 @@
 /* sc_mserver.h — the metrics endpoint of a process: GET /metrics serves
  * the last Prometheus text the process published, GET /healthz 200 "ok" or
- * 503 with the reason it published (or "no report for N s" when the
- * publishing loop stopped publishing). Served by libmicrohttpd on a thread of
- * its own: publishing copies the text under a lock, so a scrape never
- * waits for the training loop nor the loop for a scrape (docs/OPERATIONS.md). */
+ * 503 with the reason it published (or "no report from the process's loop
+ * for N s" when the loop stopped publishing). /metrics ends with
+ * scadles_snapshot_age_seconds, the age of the text it serves. Served by libmicrohttpd on a thread
+ * of its own: publishing copies the text under a lock, so a scrape never waits for the training
+ * loop nor the loop for a scrape (docs/OPERATIONS.md). */
 #ifndef SC_MSERVER_H
 #define SC_MSERVER_H
 
@@ -28,9 +29,13 @@ void sc_mserver_destroy(sc_mserver_t *s);
 /* The bound port. */
 int sc_mserver_port(const sc_mserver_t *s);
 /* Replaces the served text (copied) and the health: healthy = 1, or 0 with
- * reason (a line, copied). Out of memory keeps the previous text. */
+ * reason (a line, copied). Out of memory keeps the previous text, which
+ * then ages. */
 void sc_mserver_publish(sc_mserver_t *s, const char *text, size_t len, int healthy,
                         const char *reason);
+/* The process stopped (reason: why, a line): /healthz says 503 and reason
+ * from now on, /metrics keeps the last text. */
+void sc_mserver_final(sc_mserver_t *s, const char *reason);
 /* Requests served since the start: GET or HEAD /metrics, /healthz, and
  * the others (404 and 405). */
 typedef struct sc_mserver_stats {

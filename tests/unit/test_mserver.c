@@ -34,6 +34,24 @@ typedef struct resp {
         size_t blen;
 } resp_t;
 
+#define AGE_FAMILY                                                                                 \
+        "# HELP scadles_snapshot_age_seconds Seconds since the process's loop took the snapshot "  \
+        "served.\n# TYPE scadles_snapshot_age_seconds gauge\nscadles_snapshot_age_seconds "
+
+/* The body of a /metrics response after a publication: the text, then the
+ * age of the snapshot; the age (>= 0) is returned. */
+static double served(const resp_t *r, const char *text)
+{
+        size_t n = strlen(text), na = strlen(AGE_FAMILY);
+        assert_true(r->blen > n + na);
+        assert_memory_equal(r->body, text, n);
+        assert_memory_equal(r->body + n, AGE_FAMILY, na);
+        char *end = NULL;
+        double age = strtod(r->body + n + na, &end);
+        assert_true(end && end[0] == '\n' && end[1] == 0 && age >= 0);
+        return age;
+}
+
 static void resp_free(resp_t *r)
 {
         free(r->body);
@@ -167,8 +185,7 @@ static void test_serve(void **state)
         get(port, "/metrics", &r);
         assert_int_equal(r.code, 200);
         assert_string_equal(r.ctype, PROM_TYPE);
-        assert_int_equal(r.blen, strlen(text));
-        assert_string_equal(r.body, text);
+        served(&r, text);
         resp_free(&r);
         get(port, "/healthz", &r);
         assert_int_equal(r.code, 200);
@@ -182,7 +199,7 @@ static void test_serve(void **state)
                                   &r),
                          0);
         assert_int_equal(r.code, 200);
-        assert_string_equal(r.body, text);
+        served(&r, text);
         resp_free(&r);
 
         /* HEAD: the status without a body. */
@@ -200,7 +217,7 @@ static void test_serve(void **state)
         resp_free(&r);
         get(port, "/metrics", &r);
         assert_int_equal(r.code, 200);
-        assert_string_equal(r.body, text2);
+        served(&r, text2);
         resp_free(&r);
 
         /* Healthy again; only len bytes of the text are served. */
@@ -210,7 +227,7 @@ static void test_serve(void **state)
         assert_string_equal(r.body, "ok\n");
         resp_free(&r);
         get(port, "/metrics", &r);
-        assert_string_equal(r.body, "c 2\n");
+        served(&r, "c 2\n");
         resp_free(&r);
 
         /* Other paths. */
@@ -246,7 +263,7 @@ static void test_serve(void **state)
         /* The server still serves after those. */
         get(port, "/metrics", &r);
         assert_int_equal(r.code, 200);
-        assert_string_equal(r.body, "c 2\n");
+        served(&r, "c 2\n");
         resp_free(&r);
         sc_mserver_stats(s, &st);
         assert_int_equal(st.metrics, 6);
@@ -274,7 +291,7 @@ static void test_stale(void **state)
         /* The last text is still served. */
         get(port, "/metrics", &r);
         assert_int_equal(r.code, 200);
-        assert_string_equal(r.body, "a 1\n");
+        assert_true(served(&r, "a 1\n") > 0.5); /* the age shows the stall */
         resp_free(&r);
 
         /* Stale outranks an unhealthy reason too. */
@@ -374,7 +391,7 @@ static void test_ipv6(void **state)
         sc_mserver_publish(s, "v6 1\n", 5, 1, NULL);
         assert_int_equal(http_raw(1, port, "GET /metrics HTTP/1.0\r\n\r\n", &r), 0);
         assert_int_equal(r.code, 200);
-        assert_string_equal(r.body, "v6 1\n");
+        served(&r, "v6 1\n");
         resp_free(&r);
         sc_mserver_destroy(s);
 }
@@ -403,7 +420,10 @@ static void *hammer_run(void *arg)
                 }
                 int match = 0;
                 for (int t = 0; t < NTEXT; t++)
-                        match |= r.blen == strlen(texts[t]) && !memcmp(r.body, texts[t], r.blen);
+                        match |=
+                            r.blen > strlen(texts[t]) &&
+                            !memcmp(r.body, texts[t], strlen(texts[t])) &&
+                            !strncmp(r.body + strlen(texts[t]), AGE_FAMILY, strlen(AGE_FAMILY));
                 h->torn += !match;
                 resp_free(&r);
         }
@@ -455,6 +475,28 @@ static void test_no_torn_body(void **state)
                 free(texts[t]);
 }
 
+/* A final verdict stays: 503 and its reason however old the text is, and
+ * /metrics keeps serving the last text. */
+static void test_final(void **state)
+{
+        (void)state;
+        resp_t r;
+        sc_mserver_t *s = start("127.0.0.1:0", 0.2);
+        int port = sc_mserver_port(s);
+        sc_mserver_publish(s, "f 1\n", 4, 1, NULL);
+        sc_mserver_final(s, "stopped (duration)");
+        sleep_s(0.4);
+        get(port, "/healthz", &r);
+        assert_int_equal(r.code, 503);
+        assert_string_equal(r.body, "stopped (duration)\n");
+        resp_free(&r);
+        get(port, "/metrics", &r);
+        assert_int_equal(r.code, 200);
+        served(&r, "f 1\n");
+        resp_free(&r);
+        sc_mserver_destroy(s);
+}
+
 static void test_destroy_null(void **state)
 {
         (void)state;
@@ -466,10 +508,10 @@ static void test_destroy_null(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_serve),        cmocka_unit_test(test_stale),
-            cmocka_unit_test(test_bad_address),  cmocka_unit_test(test_bind_in_use),
-            cmocka_unit_test(test_ipv6),         cmocka_unit_test(test_no_torn_body),
-            cmocka_unit_test(test_destroy_null),
+            cmocka_unit_test(test_serve),       cmocka_unit_test(test_stale),
+            cmocka_unit_test(test_bad_address), cmocka_unit_test(test_bind_in_use),
+            cmocka_unit_test(test_ipv6),        cmocka_unit_test(test_no_torn_body),
+            cmocka_unit_test(test_final),       cmocka_unit_test(test_destroy_null),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,7 +81,7 @@ sc_err_t sc_monitor_new(sc_monitor_t **mp, const sc_conf_t *conf, const char *ro
         if (rc) {
                 free(m);
                 return sc_errf(rc == SC_MSERVER_EADDR ? SC_ERR_CONFIG : SC_ERR_IO, errstr,
-                               errstr_size, "%s: $.metrics.listen: %s", conf->origin, why);
+                               errstr_size, "metrics.listen: %s", why);
         }
         m->conf = conf;
         m->role = role;
@@ -93,8 +93,10 @@ sc_err_t sc_monitor_new(sc_monitor_t **mp, const sc_conf_t *conf, const char *ro
         const char *host = conf->metrics.listen;
         const char *colon = strrchr(host, ':');
         int hl = (int)(colon - host);
-        sc_logf(log, log_opaque, 6, "metrics on http://%.*s:%d/metrics (%s; /healthz beside it)",
-                hl ? hl : 7, hl ? host : "0.0.0.0", sc_mserver_port(m->srv), role);
+        /* Notice, not info: a host that shows only notices (the plugin's
+         * default) learns the port too. */
+        sc_logf(log, log_opaque, 5, "metrics on http://%.*s:%d/metrics (%s; /healthz beside it)",
+                hl ? hl : 9, hl ? host : "localhost", sc_mserver_port(m->srv), role);
         *mp = m;
         return SC_OK;
 }
@@ -162,6 +164,8 @@ void sc_monitor_publish(sc_monitor_t *m, double now, int model_finite)
                 sc_logf(m->log, m->log_opaque, 3, "metrics: %s in the snapshot after \"%s\"",
                         m->prom.oom ? "out of memory" : "an invalid name", m->prom.fam);
         }
+        if (m->prom.oom) /* a cut text would fail the whole scrape: the last one ages */
+                return;
         sc_mserver_publish(m->srv, m->prom.buf ? m->prom.buf : "", m->prom.len, !why[0], why);
 }
 
@@ -215,6 +219,12 @@ void sc_monitor_source(sc_prom_t *p, sc_kafka_source_t *src)
                        "Records of an assigned partition beyond the next one to read, from the "
                        "high watermark of the consumer's last fetch response.");
         sc_kafka_source_lags(src, sc_mon_lag, p);
+}
+
+void sc_monitor_final(sc_monitor_t *m, const char *reason)
+{
+        if (m)
+                sc_mserver_final(m->srv, reason);
 }
 
 int sc_monitor_finite(const float *v, size_t n)

@@ -49,6 +49,9 @@ void sc_monitor_rejected(sc_prom_t *p, const sc_decode_stats_t *faults);
  * commit errors, assigned and paused partitions, and
  * scadles_consumer_lag_records{topic, partition}. */
 void sc_monitor_source(sc_prom_t *p, sc_kafka_source_t *src);
+/* The process stopped or failed (reason: a line): /healthz says 503 and
+ * reason from now on. Accepts NULL. */
+void sc_monitor_final(sc_monitor_t *m, const char *reason);
 /* 1 when every value is finite. */
 int sc_monitor_finite(const float *v, size_t n);
 

@@ -504,6 +504,7 @@ static sc_err_t sc_wk_resume(sc_worker_t *w, char *errstr, size_t errstr_size)
                                "away, or set train.resume false to start afresh",
                                why);
         w->steps = meta.step;
+        w->steps0 = meta.step;
         w->resumed = 1;
         if (!w->src)
                 sc_ingest_cover(w->ingest, sc_wk_durable_cover, w, why, sizeof(why));
@@ -647,8 +648,25 @@ void sc_worker_clock(sc_worker_t *w, double now)
         w->t_now = now;
 }
 
+static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,
+                           size_t errstr_size);
+
 sc_err_t sc_worker_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,
                         size_t errstr_size)
+{
+        sc_err_t err = sc_wk_poll(w, now, timeout_ms, errstr, errstr_size);
+        char why[600];
+        /* The endpoint outlives the loop (a plugin's host goes on): it says
+         * why the worker no longer trains (a stop: sc_worker_stop). */
+        if (err) {
+                snprintf(why, sizeof(why), "the worker failed: %s", errstr);
+                sc_monitor_final(w->mon, why);
+        }
+        return err;
+}
+
+static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,
+                           size_t errstr_size)
 {
         const sc_conf_worker_t *wc = &w->conf->worker;
         sc_err_t err = SC_OK;
@@ -744,6 +762,9 @@ void sc_worker_stop(sc_worker_t *w, const char *reason)
                 return;
         w->stopped = 1;
         w->reason = reason;
+        char why[128];
+        snprintf(why, sizeof(why), "the worker stopped (%s)", reason ? reason : "asked to");
+        sc_monitor_final(w->mon, why);
 }
 
 /* A graceful stop trains what the shuffle pool holds (its samples pin their

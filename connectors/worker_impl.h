@@ -142,6 +142,7 @@ struct sc_worker_s {
         size_t in_since;
         /* counters */
         uint64_t steps, samples, batches;
+        uint64_t steps0; /* steps a resumed checkpoint had taken (the schedule's) */
         double loss_sum, hits, last_loss;
         uint64_t seen;
         double last_acc, last_test_loss, t_last_acc;
@@ -168,6 +169,8 @@ struct sc_worker_s {
 };
 
 /* worker_step.c: the worker's own step (calls nothing above it). */
+/* Drift events logged one by one; later ones every 100th. */
+#define SC_WK_DRIFT_LOGGED 20
 #define sc_wk_logf(w, level, ...) sc_logf((w)->spec.log, (w)->spec.log_opaque, level, __VA_ARGS__)
 /* The batcher of the worker's ingest path. */
 sc_batcher_t *sc_wk_batcher(sc_worker_t *w);

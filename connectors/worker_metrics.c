@@ -41,7 +41,9 @@ static void sc_wkm_records(sc_worker_t *w, sc_prom_t *p)
         sc_wkm_gauge(p, "scadles_buffered_samples", "Samples buffered, waiting to be trained.",
                      (double)s.buffered);
         sc_wkm_gauge(p, "scadles_inflight_samples",
-                     "Samples trained whose update is not yet acknowledged.", (double)s.inflight);
+                     "Samples taken from the buffers and not yet finished: in the shuffle pool, in "
+                     "a batch, or trained with their update not yet acknowledged.",
+                     (double)s.inflight);
 }
 
 /* Training, prequential and held-out figures, the distributed half's. */
@@ -51,11 +53,15 @@ static void sc_wkm_training(sc_worker_t *w, sc_prom_t *p)
         sc_worker_counters(w, &c);
         sc_metrics_summary_t ps;
         sc_metrics_summary(w->preq, &ps);
-        sc_wkm_counter(p, "scadles_train_steps_total", "Training steps (batches) taken.",
-                       (double)c.steps);
+        sc_wkm_counter(p, "scadles_train_steps_total",
+                       "Training steps (batches) taken by this process.",
+                       (double)(c.steps - w->steps0));
         sc_wkm_counter(p, "scadles_train_samples_total", "Samples trained.", (double)c.samples);
         sc_wkm_gauge(p, "scadles_train_loss", "Mean training loss of the last batch.", c.loss);
-        sc_wkm_gauge(p, "scadles_learning_rate", "Learning rate of the last local step.", w->lr);
+        sc_prom_family(p, "scadles_learning_rate", "gauge",
+                       "Learning rate of the last local step (none where the aggregators step).");
+        if (w->lr > 0)
+                sc_prom_sample(p, NULL, NULL, w->lr);
         sc_wkm_counter(p, "scadles_prequential_samples_total",
                        "Samples scored by the model before it trained on them.",
                        (double)c.preq_samples);

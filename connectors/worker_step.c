@@ -41,14 +41,19 @@ static void sc_wk_drift(sc_worker_t *w, int n)
                         memset(w->sgd.velocity, 0, w->sgd.n * sizeof(float));
                 if (dc->action == SC_CONF_DRIFT_BOOST)
                         w->boost_left = (uint64_t)dc->boost_samples;
+                if (w->drift_events > SC_WK_DRIFT_LOGGED && w->drift_events % 100)
+                        continue; /* counted, logged every 100th */
                 sc_wk_logf(w, 4,
                            "drift: the prequential error rose (Page-Hinkley statistic above "
                            "drift.threshold %g) at prequential sample %" PRIu64
-                           "; recent accuracy %.4f; action %s",
+                           "; recent accuracy %.4f; action %s%s",
                            dc->threshold, w->drift_last, ps.window_accuracy,
                            dc->action == SC_CONF_DRIFT_RESET   ? "reset (momentum forgotten)"
                            : dc->action == SC_CONF_DRIFT_BOOST ? "boost (learning rate raised)"
-                                                               : "none");
+                                                               : "none",
+                           w->drift_events == SC_WK_DRIFT_LOGGED
+                               ? " (further events are logged every 100th)"
+                               : "");
         }
 }
 
@@ -85,9 +90,10 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, sc_wk_mix_fn mi
                                (unsigned long long)w->steps, isnan(loss) ? "NaN" : "infinite");
         if (local_step) {
                 double lr = sc_step_lr(&w->sched, (long)w->steps, n + m, w->conf->optim.base_batch);
-                if (w->boost_left > 0) { /* drift.action boost */
+                if (w->boost_left > 0) { /* drift.action boost, for the samples trained */
+                        uint64_t k = (uint64_t)(n + m);
                         lr *= w->conf->drift.boost;
-                        w->boost_left -= w->boost_left < (uint64_t)n ? w->boost_left : (uint64_t)n;
+                        w->boost_left -= w->boost_left < k ? w->boost_left : k;
                 }
                 w->lr = lr;
                 sc_sgd_step(&w->sgd, sc_model_params(w->model), sc_model_grads(w->model),

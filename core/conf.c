@@ -499,8 +499,8 @@ static sc_err_t sc_conf_validate_job(const sc_conf_t *conf, char *errstr, size_t
         return SC_OK;
 }
 
-/* metrics.listen: "" or [host]:port with a port of 0..65535 (whether the
- * host resolves is checked when the endpoint starts). */
+/* metrics.listen: "" or [host]:port with a port of 0..65535, no blanks,
+ * no URL (whether the host resolves is checked when the endpoint starts). */
 static sc_err_t sc_conf_validate_listen(const sc_conf_t *conf, char *errstr, size_t errstr_size)
 {
         const char *l = conf->metrics.listen;
@@ -509,8 +509,12 @@ static sc_err_t sc_conf_validate_listen(const sc_conf_t *conf, char *errstr, siz
         const char *colon = strrchr(l, ':');
         char *end = NULL;
         long port = colon ? strtol(colon + 1, &end, 10) : -1;
-        if (!colon || !colon[1] || *end || port < 0 || port > 65535 ||
-            (l[0] != '[' && memchr(l, ':', (size_t)(colon - l))))
+        int v6 = l[0] == '[';
+        if (!colon || !colon[1] || *end || port < 0 || port > 65535 || strpbrk(l, " \t\n/") ||
+            (!v6 && memchr(l, ':', (size_t)(colon - l))) ||
+            (v6 &&
+             (colon - l < 3 || colon[-1] != ']' || memchr(l + 1, ']', (size_t)(colon - l - 2)) ||
+              memchr(l + 1, '[', (size_t)(colon - l - 2)))))
                 return sc_conf_fail(errstr, errstr_size, conf->origin, "$.metrics.listen",
                                     "\"%s\" is not host:port (port 0-65535; [v6]:port; :port "
                                     "for every interface)",

@@ -62,9 +62,9 @@ static const char *const sc_conf_robust_names[] = {"none", "trimmed_mean", "medi
  * follow sc_mix_draw_t. */
 static const char *const sc_conf_buffer_names[] = {"persistence", "truncation", NULL};
 static const char *const sc_conf_draw_names[] = {"balanced", "pooled", NULL};
-/* Embedding: index = sc_conf_embed_t.queue_drop. */
-/* Index = sc_conf_drift_action_t. */
+/* Drift: index = sc_conf_drift_action_t. */
 static const char *const sc_conf_drift_action_names[] = {"none", "reset", "boost", NULL};
+/* Embedding: index = sc_conf_embed_t.queue_drop. */
 static const char *const sc_conf_queue_full_names[] = {"block", "drop", NULL};
 _Static_assert(SC_MIX_DRAW_BALANCED == 0 && SC_MIX_DRAW_POOLED == 1,
                "draw names above follow sc_mix_draw_t");

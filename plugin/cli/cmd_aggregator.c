@@ -43,7 +43,7 @@ static void sc_agg_usage(FILE *out)
                 "record) is saved there every train.checkpoint_interval seconds and at stop\n"
                 "(docs/MODEL.md).\n"
                 "\n"
-                "With metrics.listen (e.g. --set metrics.listen=127.0.0.1:9465) it serves\n"
+                "With metrics.listen (e.g. --set metrics.listen=127.0.0.1:9470) it serves\n"
                 "Prometheus metrics on /metrics and its health on /healthz\n"
                 "(docs/OPERATIONS.md).\n"
                 "\n"

@@ -4,7 +4,9 @@
 # aggregator, two workers (scadles policy, top-k 25% with error feedback,
 # following J.model). Worker 0's model must reach 82% test accuracy on the
 # 10,000 test images, with every update acknowledged, exact record
-# accounting, nothing lost, every data partition committed to its end.
+# accounting, nothing lost, every data partition committed to its end. The
+# aggregator and worker 0 serve Prometheus metrics (metrics.listen): both
+# expositions pass promtool with their counters moving.
 . "$(dirname "$0")/distributed_real.inc"
 data=/usr/share/datasets/fashion-mnist
 [ -e "$data" ] || { echo "Fashion-MNIST not installed"; exit 77; }
@@ -32,16 +34,21 @@ done
 "$SCADLES" feed --bootstrap "$bs" --prefix "$run.d" --topics 2 --count 30000 --rate 4000 \
 	--data fmnist --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"
 real_create_job "$tmp/j0.json"
-"$SCADLES" aggregator -c "$tmp/j0.json" --idle-exit 20 >"$tmp/a.out" 2>"$tmp/a.err" &
+"$SCADLES" aggregator -c "$tmp/j0.json" --idle-exit 20 --set metrics.listen=127.0.0.1:0 \
+	>"$tmp/a.out" 2>"$tmp/a.err" &
 a=$!
 pids="$pids $a"
 sleep 2
 for w in 0 1; do
-	"$SCADLES" worker -c "$tmp/j$w.json" --id $w --idle-exit 6 \
+	"$SCADLES" worker -c "$tmp/j$w.json" --id $w --idle-exit 6 --set metrics.listen=127.0.0.1:0 \
 		>"$tmp/w$w.out" 2>"$tmp/w$w.err" &
 	eval "w$w=$!"
 	pids="$pids $!"
 done
+scrape_until worker0 "$tmp/w0.err" "$w0" scadles_train_samples_total
+echo "worker 0: /metrics clean, scadles_train_samples_total $scraped"
+scrape_until aggregator "$tmp/a.err" "$a" scadles_updates_applied_total
+echo "aggregator: /metrics clean, scadles_updates_applied_total $scraped"
 wait "$w0" || fail "worker 0 exited $?"
 wait "$w1" || fail "worker 1 exited $?"
 wait "$a" || fail "aggregator exited $?"

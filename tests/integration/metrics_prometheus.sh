@@ -140,9 +140,38 @@ tests:
         alertname: ScadlesStaleUpdates
         exp_alerts:
           - exp_labels: {severity: warning, job: scadles-aggregators, instance: "a:1"}
+  # w:1's loop stops snapshotting at 2m (the age grows from then); w:2's does
+  # not. Above 60 s at 4m, firing a minute later.
+  - interval: 1m
+    input_series:
+      - series: 'scadles_snapshot_age_seconds{job="scadles-workers",instance="w:1"}'
+        values: '0.5 0.5 0 60 120 180 240'
+      - series: 'scadles_snapshot_age_seconds{job="scadles-workers",instance="w:2"}'
+        values: '0.5x6'
+    alert_rule_test:
+      - eval_time: 4m
+        alertname: ScadlesLoopStalled
+      - eval_time: 5m
+        alertname: ScadlesLoopStalled
+        exp_alerts:
+          - exp_labels: {severity: critical, job: scadles-workers, instance: "w:1"}
+  # w:1 paused for 20 minutes, w:2 pausing and resuming.
+  - interval: 1m
+    input_series:
+      - series: 'scadles_paused_partitions{job="scadles-workers",instance="w:1"}'
+        values: '2x20'
+      - series: 'scadles_paused_partitions{job="scadles-workers",instance="w:2"}'
+        values: '2 0 2 0 2 0 2 0 2 0 2 0 2 0 2 0 2 0 2 0 2'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: ScadlesBackpressure
+      - eval_time: 15m
+        alertname: ScadlesBackpressure
+        exp_alerts:
+          - exp_labels: {severity: warning, job: scadles-workers, instance: "w:1"}
 EOF
-[ "$(grep -c '^      - alert: ' "$mon/alerts.yml")" -eq 6 ] ||
-	fail "alerts.yml has $(grep -c '^      - alert: ' "$mon/alerts.yml") alerts; the rule tests know 6"
+[ "$(grep -c '^      - alert: ' "$mon/alerts.yml")" -eq 8 ] ||
+	fail "alerts.yml has $(grep -c '^      - alert: ' "$mon/alerts.yml") alerts; the rule tests know 8"
 (cd "$tmp" && promtool test rules alerts_test.yml) >"$tmp/test_rules.out" 2>&1 ||
 	fail "promtool test rules: $(cat "$tmp/test_rules.out")"
 echo "promtool test rules: $(grep -c 'alertname:' "$tmp/alerts_test.yml") alert checks on synthetic series pass"
@@ -380,11 +409,11 @@ for _ in $(seq 1 100); do
 	[ "$(jq '[.data.groups[].rules[] | select(.health == "unknown")] | length' "$tmp/rules.json" 2>/dev/null)" = 0 ] && break
 	sleep 0.1
 done
-[ "$(jq '[.data.groups[].rules[]] | length' "$tmp/rules.json")" -eq 6 ] ||
-	fail "Prometheus loaded $(jq '[.data.groups[].rules[]] | length' "$tmp/rules.json") rules of alerts.yml, not 6"
+[ "$(jq '[.data.groups[].rules[]] | length' "$tmp/rules.json")" -eq 8 ] ||
+	fail "Prometheus loaded $(jq '[.data.groups[].rules[]] | length' "$tmp/rules.json") rules of alerts.yml, not 8"
 [ "$(jq '[.data.groups[].rules[] | select(.health != "ok")] | length' "$tmp/rules.json")" -eq 0 ] ||
 	fail "alert rules not ok: $(jq -c '[.data.groups[].rules[] | select(.health != "ok") | {name, health, lastError}]' "$tmp/rules.json")"
-echo "alerts.yml on the live series: 6 rules evaluated, all ok; alerts pending or firing:" \
+echo "alerts.yml on the live series: 8 rules evaluated, all ok; alerts pending or firing:" \
 	"$(jq -r '[.data.groups[].rules[] | select(.state != "inactive") | .name] | join(", ") | if . == "" then "none" else . end' "$tmp/rules.json")"
 kill "$prom" 2>/dev/null || true
 wait "$prom" 2>/dev/null || true

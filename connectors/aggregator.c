@@ -856,6 +856,8 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
         agg->t0 = agg->last_progress = agg->last_record = now = sc_clock_mono();
         sc_agg_warn_momentum(agg);
         sc_agg_warn_pacing(agg);
+        if (!agg->auth.on)
+                sc_agg_log(agg, 4, "job %s: %s", agg->conf->job.name, SC_JOB_AUTH_OFF);
         sc_job_members_start(agg->job, now);
         for (int w = 0; w < agg->nworkers; w++)
                 agg->live[w] = 1;

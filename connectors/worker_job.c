@@ -257,9 +257,12 @@ static sc_err_t sc_wj_state(sc_worker_t *w, char *errstr, size_t errstr_size)
                 memcpy(sc_model_params(w->model), sc_model_params(sc_job_model(j->job)),
                        j->n * sizeof(float));
         memcpy(j->sync_params, sc_model_params(w->model), j->n * sizeof(float));
-        if ((err = sc_wj_codecs(w, errstr, errstr_size)))
+        if ((err = sc_wj_codecs(w, errstr, errstr_size)) ||
+            (err = sc_job_auth_load(&j->auth, conf, errstr, errstr_size)))
                 return err;
-        return sc_job_auth_load(&j->auth, conf, errstr, errstr_size);
+        if (!j->auth.on)
+                sc_wk_logf(w, 4, "job %s: %s", conf->job.name, SC_JOB_AUTH_OFF);
+        return SC_OK;
 }
 
 /* The idempotent J.grad producer; the job's topics are made if J.grad has

@@ -40,6 +40,8 @@ typedef struct sc_wk_job sc_wk_job_t;
 /* The distributed half's state (worker_job.c; counters read by
  * worker_stats.c). */
 #define SC_WJ_MAX_UNSENT 4096
+/* Seconds of waiting for a model before the worker says so (and between). */
+#define SC_WJ_WAIT_SAY 15.0
 /* Update latency: send times of the last steps (a ring) and the first
  * latency samples kept for the summary's percentiles (ms). */
 #define SC_WJ_LAT_RING 1024
@@ -91,7 +93,8 @@ struct sc_wk_job {
         uint64_t sent, acked, failed, bytes_up, dense_bytes, msgs_out;
         uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
         uint64_t ctl_sent, waits, inj_auth;
-        uint64_t drift_sent; /* drift events reported on J.ctl */
+        uint64_t drift_sent;        /* drift events reported on J.ctl */
+        double t_wait, t_wait_said; /* since when the policy waits for a model; last said */
         char first_err[256];
         /* latency: produce -> acknowledged, produce -> visible in J.model */
         uint64_t ring_seq[SC_WJ_LAT_RING];

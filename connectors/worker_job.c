@@ -709,6 +709,26 @@ sc_err_t sc_wk_job_watch(sc_worker_t *w, sc_kafka_waker_t *wk, char *errstr, siz
         return sc_kafka_waker_watch(wk, sc_job_model_handle(j->jm), errstr, errstr_size);
 }
 
+/* The policy waits for a model: says so once it lasted SC_WJ_WAIT_SAY s
+ * (and every SC_WJ_WAIT_SAY s after), naming the version awaited, so that a
+ * job whose aggregators are not running does not stall in silence. */
+static void sc_wj_waited(sc_worker_t *w, double now)
+{
+        sc_wk_job_t *j = w->job;
+        if (j->t_wait <= 0) {
+                j->t_wait = j->t_wait_said = now;
+                return;
+        }
+        if (now - j->t_wait_said < SC_WJ_WAIT_SAY)
+                return;
+        j->t_wait_said = now;
+        sc_wk_logf(w, 5,
+                   "waiting %.0f s for the job's model after version %llu (held: %llu): no "
+                   "aggregator has published the next one; are aggregators of job %s running?",
+                   now - j->t_wait, (unsigned long long)sc_sync_worker_version(j->sync),
+                   (unsigned long long)sc_job_model_min_version(j->jm), w->conf->job.name);
+}
+
 sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
@@ -760,8 +780,10 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
                 j->waiting = act.kind == SC_ACT_WAIT;
                 if (act.kind == SC_ACT_WAIT) {
                         j->waits++;
+                        sc_wj_waited(w, now);
                         break;
                 }
+                j->t_wait = 0;
                 if (act.kind == SC_ACT_COMPUTE) {
                         uint64_t id;
                         int n;

@@ -154,6 +154,7 @@ char *sc_aggregator_summary(const sc_aggregator_t *agg)
         json_object_set_new(o, "rolled_back", json_integer((json_int_t)agg->rolled_back));
         json_object_set_new(o, "authenticated", json_boolean(agg->auth.on));
         json_object_set_new(o, "ctl_records", json_integer((json_int_t)agg->ctl_records));
+        json_object_set_new(o, "drift_reports", json_integer((json_int_t)agg->drift_reports));
         json_object_set_new(o, "published", json_integer((json_int_t)agg->publishes));
         json_object_set_new(o, "publish_failed", json_integer((json_int_t)agg->publish_failed));
         json_object_set_new(o, "broadcasts", json_integer((json_int_t)agg->bcasts));

@@ -282,11 +282,13 @@ void sc_mserver_publish(sc_mserver_t *s, const char *text, size_t len, int healt
         old = s->text;
         s->text = copy;
         s->len = len;
-        s->healthy = healthy;
-        snprintf(s->reason, sizeof(s->reason), "%s",
-                 healthy               ? ""
-                 : reason && reason[0] ? reason
-                                       : "unhealthy");
+        if (!s->final) { /* a final verdict stays */
+                s->healthy = healthy;
+                snprintf(s->reason, sizeof(s->reason), "%s",
+                         healthy               ? ""
+                         : reason && reason[0] ? reason
+                                               : "unhealthy");
+        }
         s->t_pub = sc_clock_mono();
         pthread_mutex_unlock(&s->lock);
         free(old);

@@ -292,8 +292,12 @@ pids="$pids $a"
 sleep 1
 # Throttled and stopped after 30 s: they train all along the scrapes below.
 for w in 0 1; do
+	# Worker 1's drift detector fires at any rise of its error (threshold
+	# 0.5, no tolerance): its drift records must reach the aggregator.
+	trigger=()
+	[ $w = 1 ] && trigger=(--set drift.threshold=0.5 --set drift.delta=0)
 	"$SCADLES" worker -c "$tmp/j$w.json" --bootstrap "$bs" --id $w --throttle 200 --duration 30 \
-		>"$tmp/w$w.out" 2>"$tmp/w$w.err" &
+		"${trigger[@]}" >"$tmp/w$w.out" 2>"$tmp/w$w.err" &
 	eval "w$w=$!"
 	pids="$pids $!"
 done
@@ -435,6 +439,15 @@ awk -v s="$seen" -v t="$(summary "$tmp/a.out" .applied)" 'BEGIN {exit !(s + 0 > 
 	fail "aggregator: Prometheus saw scadles_updates_applied_total $seen, the summary says applied $(summary "$tmp/a.out" .applied)"
 echo "aggregator: applied $(summary "$tmp/a.out" .applied), stale $(summary "$tmp/a.out" .stale), duplicates $(summary "$tmp/a.out" .duplicates)"
 check_exactly_once "$tmp/a.out" "$tmp/w0.out" "$tmp/w1.out"
+# Drift records on J.ctl: worker 1's events reached the aggregator (at most
+# one record a turn of the worker's loop, so no more records than events).
+ev1=$(summary "$tmp/w1.out" .drift.events)
+dr=$(summary "$tmp/a.out" .drift_reports)
+ev=$((ev1 + $(summary "$tmp/w0.out" .drift.events)))
+[ "$ev1" -ge 1 ] || fail "worker 1 (drift.threshold 0.5) had no drift event"
+[ "$dr" -ge 1 ] && [ "$dr" -le "$ev" ] || fail "aggregator: $dr drift records for $ev events"
+grep -q 'worker 1: drift: its prequential error rose' "$tmp/a.err" || fail "aggregator: no drift line of worker 1"
+echo "drift: worker 1 had $ev1 events (threshold 0.5), the aggregator read $dr drift records for the $ev events"
 
 # ---- /healthz without a broker ----
 write_config "$tmp/sa.json" '[{"topic": "mpsa"}]' \

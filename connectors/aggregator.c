@@ -343,7 +343,7 @@ static void sc_agg_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t rerr,
                              rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
         sc_aggregator_t *agg = opaque;
-        int coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+        int coop = sc_kafka_cooperative(rk);
         char errstr[512];
 
         if (rerr == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {

@@ -627,7 +627,7 @@ void sc_ks_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
         sc_kafka_source_t *src = opaque;
-        int coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+        int coop = sc_kafka_cooperative(rk);
         rd_kafka_error_t *error = NULL;
         rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
 

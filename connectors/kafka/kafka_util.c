@@ -421,6 +421,12 @@ const char *sc_kafka_reach_event(sc_kafka_reach_t *r, const char *json, size_t l
         return NULL;
 }
 
+int sc_kafka_cooperative(rd_kafka_t *rk)
+{
+        const char *proto = rd_kafka_rebalance_protocol(rk);
+        return proto && !strcmp(proto, "COOPERATIVE");
+}
+
 int sc_kafka_reach_ok(const sc_kafka_reach_t *r)
 {
         if (!r->on)

@@ -255,6 +255,11 @@ const char *sc_kafka_reach_event(sc_kafka_reach_t *r, const char *json, size_t l
  * off); 0 when it showed none, or no event came for 5 s (or none yet). */
 int sc_kafka_reach_ok(const sc_kafka_reach_t *r);
 
+/* 1 when rk's group uses the cooperative rebalance protocol (incremental
+ * assign/unassign), 0 for eager or when the protocol is not known: a member
+ * the group no longer knows (its last revocation, at close) has none. */
+int sc_kafka_cooperative(rd_kafka_t *rk);
+
 /* A file descriptor that turns readable when any watched client has
  * something to serve (a message, a delivery report, a rebalance), so that a
  * loop over several clients sleeps until the first of them has work instead

@@ -195,6 +195,30 @@ static void log_bridge_forwards(void **state)
         assert_int_equal(log_confwarn, 1);
 }
 
+/* The rebalance protocol is "NONE" before a group is joined and unknown
+ * (NULL) without a group, as for a member the group forgot, whose close
+ * revokes: neither is cooperative, and neither crashes. */
+static void cooperative_without_protocol(void **state)
+{
+        (void)state;
+        char why[256];
+        for (int grouped = 0; grouped < 2; grouped++) {
+                rd_kafka_conf_t *conf = rd_kafka_conf_new();
+                if (grouped)
+                        assert_int_equal(rd_kafka_conf_set(conf, "group.id", "g", why, sizeof(why)),
+                                         RD_KAFKA_CONF_OK);
+                rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
+                assert_non_null(rk);
+                const char *proto = rd_kafka_rebalance_protocol(rk);
+                if (grouped)
+                        assert_string_equal(proto, "NONE");
+                else
+                        assert_null(proto);
+                assert_int_equal(sc_kafka_cooperative(rk), 0);
+                rd_kafka_destroy(rk);
+        }
+}
+
 static void gap_observe_counts_skips(void **state)
 {
         sc_kafka_gap_t gp;
@@ -428,6 +452,7 @@ int main(void)
             cmocka_unit_test(conf_set_kv),
             cmocka_unit_test(client_conf_per_type),
             cmocka_unit_test(log_bridge_forwards),
+            cmocka_unit_test(cooperative_without_protocol),
             cmocka_unit_test(gap_observe_counts_skips),
             cmocka_unit_test(produce_sync_and_probe),
             cmocka_unit_test(retention_loss_is_counted),

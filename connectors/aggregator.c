@@ -122,6 +122,7 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
         sc_agg_shard_t *s = &agg->shards[p];
         sc_kafka_model_rec_t rec;
         sc_agg_restore_t r = {.agg = agg};
+        int64_t lo = 0, hi = 0;
         int found = 0, resume;
         sc_err_t err;
 
@@ -135,6 +136,14 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
                                                  agg->spec.model_timeout_ms, &agg->auth,
                                                  sc_agg_accept, sc_agg_model_reject, &r, &rec,
                                                  &found, errstr, errstr_size);
+                /* This owner's broadcast generation: the J.bcast end offset
+                 * now, above every earlier owner's (docs/DISTRIBUTED.md). */
+                if (!err && (err = sc_kafka_end_offsets(agg->reader, agg->topics[SC_JOB_BCAST].name,
+                                                        p, agg->spec.model_timeout_ms, &lo, &hi,
+                                                        errstr, errstr_size))) {
+                        sc_kafka_model_rec_free(&rec);
+                        found = 0;
+                }
                 if (err != SC_ERR_IO || tries == SC_AGG_TAKE_TRIES)
                         break;
                 sc_agg_log(agg, 4, "shard %d: %s; reading again (%d of %d)", p, errstr, tries + 1,
@@ -167,6 +176,7 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
                 s->srv = NULL;
                 return err;
         }
+        sc_bcast_pub_generation(s->bpub, hi > 0 ? (uint64_t)hi : 0);
         sc_kafka_delivery_init(&s->bdv);
         s->key_pending = 0;
         s->bcast_time = 0;
@@ -532,6 +542,58 @@ static void sc_agg_unpark(sc_aggregator_t *agg, int p, double now)
 
 /* ---- updates ------------------------------------------------------------- */
 
+/* After an update or a turn of shard p: the open round's start, and after a
+ * version advance (res->stepped) the round's duration and the broadcast
+ * when it goes out at once. Rolled-back rounds are counted by the caller. */
+static void sc_agg_stepped(sc_aggregator_t *agg, int p, const sc_apply_result_t *res, double now)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        if (!s->t_round && sc_server_round_turns(s->srv) > 0)
+                s->t_round = now;
+        if (!res->stepped)
+                return;
+        agg->steps++;
+        sc_prom_hist_add(&agg->h_round, now - s->t_step);
+        s->t_step = now;
+        s->t_round = sc_server_round_turns(s->srv) > 0 ? now : 0;
+        if (agg->publish_every)
+                sc_agg_bcast(agg, p);
+}
+
+/* job.sync.round_timeout: a round open that long with a turn taken closes
+ * with the turns it has, naming the live workers it did not wait for. */
+static void sc_agg_round_timeout(sc_aggregator_t *agg, int p, double now)
+{
+        sc_agg_shard_t *s = &agg->shards[p];
+        double limit = agg->conf->job.round_timeout;
+        uint32_t miss[8];
+        char names[128] = "";
+        int n = 0;
+        if (!agg->round_based || limit <= 0 || !s->t_round || now - s->t_round < limit)
+                return;
+        uint64_t v = sc_server_version(s->srv);
+        sc_apply_result_t res;
+        if (!sc_server_round_close_now(s->srv, miss, 8, &n, &res)) {
+                s->t_round = 0;
+                return;
+        }
+        for (int i = 0, off = 0; i < n && i < 8 && off < (int)sizeof(names) - 16; i++)
+                off += snprintf(names + off, sizeof(names) - (size_t)off, "%s%u", i ? ", " : "",
+                                miss[i]);
+        agg->rounds_timed_out++;
+        if (agg->rounds_timed_out <= SC_AGG_STALE_LOGGED)
+                sc_agg_log(agg, 4,
+                           "shard %d: round at v%llu closed after %.1f s without worker(s) %s%s "
+                           "(job.sync.round_timeout %g s)%s",
+                           p, (unsigned long long)v, now - s->t_round, names, n > 8 ? ", ..." : "",
+                           limit,
+                           agg->rounds_timed_out == SC_AGG_STALE_LOGGED
+                               ? "; further ones are counted, not logged"
+                               : "");
+        agg->rolled_back += (uint64_t)res.rolled_back;
+        sc_agg_stepped(agg, p, &res, now);
+}
+
 static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, double now)
 {
         const char *topic = agg->topics[SC_JOB_GRAD].name;
@@ -576,7 +638,10 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         double t_apply = sc_clock_mono();
         err = sc_server_apply(s->srv, &u, &res, why, sizeof(why));
         sc_prom_hist_add(&agg->h_apply, sc_clock_mono() - t_apply);
-        if (err == SC_ERR_STATE && agg->round_based) {
+        /* a round update from a version to come waits for it, unless it
+         * claims one job.limits.model_jump or more ahead (no owner lags so far) */
+        if (err == SC_ERR_STATE && agg->round_based &&
+            u.t_read - v_before < agg->conf->job.model_jump) {
                 sc_agg_park(agg, p, msg->offset, why);
                 agg->records--;
                 agg->bytes_in -= msg->len;
@@ -585,11 +650,20 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
         if (err) {
                 sc_agg_reject(agg, err == SC_ERR_STATE ? SC_REJ_FUTURE : SC_REJ_UPDATE, topic, p,
                               msg->offset, why);
+                /* the worker's (it decoded as its update): its turn in the round */
+                sc_server_refused_turn(s->srv, wu->worker, &res);
+                agg->rolled_back += (uint64_t)res.rolled_back;
+                sc_agg_stepped(agg, p, &res, now);
                 return;
         }
         sc_agg_limits(agg, p, msg->offset, wu->worker, &res, why);
-        if (res.status == SC_APPLY_AHEAD)
-                return; /* not the worker's: no sign of life, no publication */
+        if (res.status == SC_APPLY_AHEAD) {
+                /* no sign of life (its seqs did not move), but its turn is taken */
+                sc_server_refused_turn(s->srv, wu->worker, &res);
+                agg->rolled_back += (uint64_t)res.rolled_back;
+                sc_agg_stepped(agg, p, &res, now);
+                return;
+        }
         if (res.status == SC_APPLY_APPLIED) {
                 sc_prom_hist_add(&agg->h_stale,
                                  v_before > u.t_read ? (double)(v_before - u.t_read) : 0.0);
@@ -601,15 +675,9 @@ static void sc_agg_on_grad(sc_aggregator_t *agg, const rd_kafka_message_t *msg, 
                 agg->duplicates++;
         else if (res.status == SC_APPLY_STALE)
                 agg->stale++;
-        agg->steps += (uint64_t)res.stepped;
-        if (res.stepped) {
-                sc_prom_hist_add(&agg->h_round, now - s->t_step);
-                s->t_step = now;
-        }
         sc_job_members_heard(agg->job, (int)wu->worker, wu->seq, now);
         sc_agg_set_live(agg, (int)wu->worker, now);
-        if (res.stepped && agg->publish_every)
-                sc_agg_bcast(agg, p);
+        sc_agg_stepped(agg, p, &res, now);
 }
 
 /* ---- life cycle ---------------------------------------------------------- */
@@ -815,8 +883,10 @@ static int sc_agg_tick(sc_aggregator_t *agg, double now)
         sc_agg_membership(agg, now);
         for (int p = 0; p < agg->nshards; p++) {
                 sc_agg_shard_t *s = &agg->shards[p];
-                if (s->held)
+                if (s->held) {
                         sc_agg_unpark(agg, p, now);
+                        sc_agg_round_timeout(agg, p, now);
+                }
                 if (s->held && !agg->publish_every && now - s->bcast_time >= job->snapshot_interval)
                         waiting |= sc_agg_bcast(agg, p);
                 if (!sc_agg_changed(s))

@@ -56,7 +56,8 @@ typedef struct sc_agg_shard {
         sc_kafka_delivery_t bdv;
         int key_pending; /* a keyframe awaits its delivery report (its offset) */
         double bcast_time;
-        double t_step; /* monotonic time of the last version advance (or the assignment) */
+        double t_step;  /* monotonic time of the last version advance (or the assignment) */
+        double t_round; /* when the open round's first turn came (0: none yet) */
         /* A round update ahead of the shard's version waits (partition
          * paused, re-read from its offset) until the version moves. */
         int parked;
@@ -94,7 +95,8 @@ struct sc_aggregator {
         sc_auth_t auth;
         uint8_t *ahead_logged; /* (nworkers) a refused seq jump of the worker was logged */
         uint64_t clipped, rolled_back;
-        uint64_t drift_reports; /* workers' drift events read on J.ctl */
+        uint64_t rounds_timed_out; /* rounds closed by job.sync.round_timeout */
+        uint64_t drift_reports;    /* workers' drift events read on J.ctl */
         sc_err_t fatal;
         char fatal_str[1024];
         struct sc_agg_ckpt *ckpt; /* train.checkpoint state (aggregator_ckpt.c); NULL before */

@@ -54,6 +54,9 @@ static void sc_aggm_updates(sc_aggregator_t *agg, sc_prom_t *p)
                         "Drift events the workers reported on J.ctl.", agg->drift_reports);
         sc_aggm_counter(p, "scadles_model_steps_total", "Version advances of the held shards.",
                         agg->steps);
+        sc_aggm_counter(p, "scadles_rounds_timed_out_total",
+                        "Rounds closed by job.sync.round_timeout without a live worker's turn.",
+                        agg->rounds_timed_out);
         sc_aggm_counter(p, "scadles_model_publishes_total", "Shard versions published to J.model.",
                         agg->publishes);
         sc_aggm_counter(p, "scadles_model_publish_failures_total",

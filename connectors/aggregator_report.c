@@ -152,6 +152,7 @@ char *sc_aggregator_summary(const sc_aggregator_t *agg)
         json_object_set_new(o, "lost", json_integer((json_int_t)agg->lost));
         json_object_set_new(o, "clipped", json_integer((json_int_t)agg->clipped));
         json_object_set_new(o, "rolled_back", json_integer((json_int_t)agg->rolled_back));
+        json_object_set_new(o, "rounds_timed_out", json_integer((json_int_t)agg->rounds_timed_out));
         json_object_set_new(o, "authenticated", json_boolean(agg->auth.on));
         json_object_set_new(o, "ctl_records", json_integer((json_int_t)agg->ctl_records));
         json_object_set_new(o, "drift_reports", json_integer((json_int_t)agg->drift_reports));

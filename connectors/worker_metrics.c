@@ -46,6 +46,26 @@ static void sc_wkm_records(sc_worker_t *w, sc_prom_t *p)
                      (double)s.inflight);
 }
 
+/* scadles_model_records_refused_total{reason}: J.bcast records not taken
+ * (docs/SECURITY.md); "other" is what no named reason covers (framing, a
+ * shard's size, a payload that does not decode). */
+static void sc_wkm_refused(sc_prom_t *p, const sc_job_model_stats_t *ms)
+{
+        uint64_t named = ms->auth_bad + ms->nonfinite + ms->jump + ms->magnitude;
+        const char *reasons[] = {"auth", "nonfinite", "jump", "magnitude", "rollback", "other"};
+        const uint64_t v[] = {ms->auth_bad,  ms->nonfinite, ms->jump,
+                              ms->magnitude, ms->rollback,  ms->bad > named ? ms->bad - named : 0};
+        sc_prom_family(p, "scadles_model_records_refused_total", "counter",
+                       "Job model broadcast records refused, by reason: auth (unsigned or a tag "
+                       "that does not verify), nonfinite, jump (too far ahead), magnitude "
+                       "(beyond job.limits.model_max_abs), rollback (older than the model held: a "
+                       "replay or a deposed owner's), other.");
+        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+                const char *lbl[] = {"reason", reasons[k], NULL};
+                sc_prom_sample(p, NULL, lbl, (double)v[k]);
+        }
+}
+
 /* Training, prequential and held-out figures, the distributed half's. */
 static void sc_wkm_training(sc_worker_t *w, sc_prom_t *p)
 {
@@ -103,6 +123,7 @@ static void sc_wkm_training(sc_worker_t *w, sc_prom_t *p)
         sc_wkm_gauge(p, "scadles_compression_ratio",
                      "Dense bytes the updates stand for over the bytes sent (1 before any).",
                      c.bytes_up ? (double)c.dense_bytes / (double)c.bytes_up : 1.0);
+        sc_wkm_refused(p, sc_job_model_stats(w->job->jm));
 }
 
 void sc_wk_metrics(sc_worker_t *w, double now)

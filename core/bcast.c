@@ -14,6 +14,7 @@ struct sc_bcast_pub {
         float *view, *diff;      /* (n) */
         int has;                 /* view valid */
         uint64_t version;        /* of the view */
+        uint64_t generation;     /* of this owner (sc_bcast_pub_generation) */
         uint32_t since_key;      /* deltas since the last keyframe */
         int64_t key_offset;      /* of the last keyframe, -1 until its report */
         sc_buf_t payload;
@@ -100,6 +101,13 @@ void sc_bcast_pub_destroy(sc_bcast_pub_t *pub)
         free(pub->diff);
         sc_buf_free(&pub->payload);
         free(pub);
+}
+
+void sc_bcast_pub_generation(sc_bcast_pub_t *pub, uint64_t generation)
+{
+        if (generation != pub->generation)
+                sc_bcast_pub_reset(pub); /* a new owner's view starts with a keyframe */
+        pub->generation = generation;
 }
 
 int sc_bcast_pub_key_due(const sc_bcast_pub_t *pub)
@@ -191,6 +199,7 @@ sc_err_t sc_bcast_pub_encode(sc_bcast_pub_t *pub, const float *params, uint64_t 
                 return err;
         sc_wire_bcast_t m = {.shard = pub->shard,
                              .kind = key ? SC_WIRE_BCAST_KEY : SC_WIRE_BCAST_DELTA,
+                             .generation = pub->generation,
                              .version = version,
                              .base = key ? 0 : pub->version,
                              .key_offset = key ? -1 : pub->key_offset,
@@ -237,19 +246,52 @@ static sc_bcast_action_t sc_bcast_seek(sc_bcast_sub_t *sub, int64_t to, int64_t 
         return SC_BCAST_SEEK;
 }
 
+/* -1, 0 or 1 as m's (generation, version) is below, equal to or above the
+ * view's: the order of the shard's states, whatever the records' offsets. */
+static int sc_bcast_order(const sc_bcast_sub_t *sub, const sc_wire_bcast_t *m)
+{
+        if (!sub->has)
+                return 1;
+        if (m->generation != sub->generation)
+                return m->generation > sub->generation ? 1 : -1;
+        if (m->version != sub->version)
+                return m->version > sub->version ? 1 : -1;
+        return 0;
+}
+
+/* The decision for a valid keyframe m at offset: installed when it is newer
+ * than the view, or as new and sought (a delta of its chain sent the reader
+ * to it); an older one (a replay, or a deposed owner's) is refused. */
+static sc_bcast_action_t sc_bcast_decide_key(sc_bcast_sub_t *sub, const sc_wire_bcast_t *m,
+                                             int64_t offset, int64_t end, int64_t *seekp)
+{
+        int order = sc_bcast_order(sub, m);
+        if (order > 0 || (order == 0 && offset == sub->sought))
+                return SC_BCAST_APPLIED;
+        if (order < 0)
+                sub->rollbacks++;
+        if (sub->probe_from >= 0) { /* looked at the end for a newer chain: none */
+                int64_t back = sub->probe_from;
+                sub->probe_from = -1;
+                sub->no_probe_before = end;
+                return sc_bcast_seek(sub, back, seekp);
+        }
+        return SC_BCAST_SKIP;
+}
+
 /* The decision for a valid message m at offset (the view untouched). */
 static sc_bcast_action_t sc_bcast_decide(sc_bcast_sub_t *sub, const sc_wire_bcast_t *m,
                                          int64_t offset, int64_t end, int64_t *seekp)
 {
         if (m->kind == SC_WIRE_BCAST_KEY)
-                return SC_BCAST_APPLIED; /* read already: a start as good as any */
+                return sc_bcast_decide_key(sub, m, offset, end, seekp);
         if (sub->probe_from < 0 && end > offset + 1 && offset >= sub->no_probe_before &&
             end - 1 - offset >= (int64_t)sub->lag &&
             (!sub->has || end - 1 - sub->chain > (int64_t)sub->lag)) {
                 sub->probe_from = offset;
                 return sc_bcast_seek(sub, end - 1, seekp);
         }
-        if (sub->has && m->key_offset == sub->chain) {
+        if (sub->has && m->key_offset == sub->chain && m->generation == sub->generation) {
                 if (m->base == sub->version)
                         return SC_BCAST_APPLIED;
                 if (m->base < sub->version)
@@ -263,7 +305,7 @@ static sc_bcast_action_t sc_bcast_decide(sc_bcast_sub_t *sub, const sc_wire_bcas
                 sub->gaps++;
                 return SC_BCAST_SKIP;
         }
-        if ((!sub->has || m->key_offset > sub->chain) && m->key_offset != sub->sought) {
+        if (sc_bcast_order(sub, m) > 0 && m->key_offset != sub->sought) {
                 sub->probe_from = -1;
                 sub->sought = m->key_offset;
                 return sc_bcast_seek(sub, m->key_offset, seekp);
@@ -306,6 +348,7 @@ sc_err_t sc_bcast_sub_take(sc_bcast_sub_t *sub, float *view, size_t n, const sc_
                 }
                 if (m->kind == SC_WIRE_BCAST_KEY) {
                         sub->has = 1;
+                        sub->generation = m->generation;
                         sub->chain = offset;
                         sub->sought = -1;
                         sub->probe_from = -1;

@@ -1330,6 +1330,16 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "1",
      R_GT(0),
      .desc = "Seconds between a worker's heartbeats on J.ctl."},
+    {.path = "job.sync.round_timeout",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.round_timeout),
+     .def = "30",
+     R_GE(0),
+     .desc = "Round policies (bsp, scadles, localsgd): seconds a round waits, from its first "
+             "turn, for the turns of the live workers still missing; then the aggregator "
+             "closes it with the turns it has and logs the workers it did not wait for (a "
+             "worker that heartbeats and never sends cannot hold the job). The next round waits "
+             "for them again. 0: rounds wait for ever."},
     {.path = "job.leave_grace",
      .type = SC_CONF_DOUBLE,
      .offset = C(job.leave_grace),
@@ -1412,6 +1422,14 @@ const sc_conf_prop_t sc_conf_props[] = {
      .desc =
          "Workers refuse (count as model_bad) a J.bcast keyframe or delta whose version is this "
          "far or more ahead of the shard version they hold (after their first install)."},
+    {.path = "job.limits.model_max_abs",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.model_max_abs),
+     .def = "10000",
+     R_GE(0),
+     .desc = "Workers refuse (count as model_bad, reason magnitude) a J.bcast keyframe or delta "
+             "after which a parameter of the shard is larger than this in magnitude; the view "
+             "stays as it was. 0: no bound (non-finite values are refused always)."},
     {.path = "job.auth.key_file",
      .type = SC_CONF_STRING,
      .offset = C(job.auth_key_file),

@@ -172,15 +172,21 @@ static int sc_server_round_complete(const sc_server_t *srv)
         return 1;
 }
 
-/* Closes the round once every live worker had its turn. The step is
- * undone when it would leave the shard non-finite (*rolled_back); a round
- * whose every update was refused closes without a step. */
-static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
+int sc_server_round_turns(const sc_server_t *srv)
 {
         int turns = 0;
         for (int w = 0; w < srv->spec.sync.n_workers; w++)
                 turns += srv->got[w] != 0;
-        if (turns == 0 || !sc_server_round_complete(srv))
+        return turns;
+}
+
+/* Closes the round once every live worker had its turn (or at once with
+ * force, when anyone had). The step is undone when it would leave the
+ * shard non-finite (*rolled_back); a round whose every update was refused
+ * closes without a step. */
+static int sc_server_round_close_if(sc_server_t *srv, int force, int *rolled_back)
+{
+        if (sc_server_round_turns(srv) == 0 || (!force && !sc_server_round_complete(srv)))
                 return 0;
         if (srv->n_got > 0 || srv->acc_weight > 0) { /* turns, or late updates */
                 sc_server_save(srv);
@@ -201,6 +207,43 @@ static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
         srv->version++;
         srv->stats.steps++;
         return 1;
+}
+
+static int sc_server_round_close(sc_server_t *srv, int *rolled_back)
+{
+        return sc_server_round_close_if(srv, 0, rolled_back);
+}
+
+int sc_server_round_close_now(sc_server_t *srv, uint32_t *missing, int max, int *nmissing,
+                              sc_apply_result_t *res)
+{
+        sc_apply_result_t r = {0};
+        int n = 0;
+        if (srv->pol->round_based && sc_server_round_turns(srv) > 0)
+                for (int w = 0; w < srv->spec.sync.n_workers; w++)
+                        if (srv->live[w] && !srv->got[w] && n++ < max)
+                                missing[n - 1] = (uint32_t)w;
+        if (n > 0)
+                r.stepped = sc_server_round_close_if(srv, 1, &r.rolled_back);
+        if (nmissing)
+                *nmissing = n;
+        if (res)
+                *res = r;
+        return r.stepped;
+}
+
+int sc_server_refused_turn(sc_server_t *srv, uint32_t worker, sc_apply_result_t *res)
+{
+        sc_apply_result_t r = {0};
+        if (srv->pol->round_based && worker < (uint32_t)srv->spec.sync.n_workers &&
+            !srv->got[worker]) {
+                srv->got[worker] = SC_GOT_REFUSED;
+                srv->live[worker] = 1;
+                r.stepped = sc_server_round_close(srv, &r.rolled_back);
+        }
+        if (res)
+                *res = r;
+        return r.stepped;
 }
 
 /* Adds u to the round sum; 0 (nothing changed) if the sum would not stay
@@ -435,10 +478,10 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
         }
         if (r.status == SC_APPLY_REJECTED) {
                 srv->stats.rejected++;
-                if (srv->pol->round_based && turn && !srv->got[u->worker] && !r.stepped) {
-                        srv->got[u->worker] = SC_GOT_REFUSED;
-                        srv->live[u->worker] = 1;
-                        r.stepped = sc_server_round_close(srv, &r.rolled_back);
+                sc_apply_result_t t;
+                if (turn && !r.stepped && sc_server_refused_turn(srv, u->worker, &t)) {
+                        r.stepped = 1;
+                        r.rolled_back |= t.rolled_back;
                 }
         }
         srv->stats.clipped += (uint64_t)r.clipped;

@@ -14,6 +14,7 @@
 #define SC_SAMPLES_FIXED 32
 #define SC_CONTROL_FIXED 24
 #define SC_BCAST_FIXED 56
+#define SC_BCAST_GEN 0x1 /* broadcast body flag: a u64 generation follows the fixed bytes */
 #define SC_APPLIED_SIZE 12
 #define SC_FIELD_SIZE 12
 
@@ -278,21 +279,22 @@ sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *err
         if (m->napplied && !m->applied)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "wire broadcast: %u applied entries and no array", m->napplied);
-        if (m->payload_len > UINT32_MAX - SC_BCAST_FIXED - SC_APPLIED_SIZE * (uint64_t)m->napplied)
+        uint32_t fixed = SC_BCAST_FIXED + (m->generation ? 8 : 0);
+
+        if (m->payload_len > UINT32_MAX - fixed - SC_APPLIED_SIZE * (uint64_t)m->napplied)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "wire broadcast: payload of %zu bytes is too large", m->payload_len);
         if (sc_wire_bcast_payload_check(m, errstr, errstr_size))
                 return SC_ERR_INVAL; /* errstr names the field */
-        err =
-            sc_wire_begin(buf, SC_WIRE_BCAST,
-                          SC_BCAST_FIXED + SC_APPLIED_SIZE * (uint64_t)m->napplied + m->payload_len,
-                          &w, errstr, errstr_size);
+        err = sc_wire_begin(buf, SC_WIRE_BCAST,
+                            fixed + SC_APPLIED_SIZE * (uint64_t)m->napplied + m->payload_len, &w,
+                            errstr, errstr_size);
         if (err)
                 return err;
         sc_lew_u32(&w, m->shard);
         sc_lew_u8(&w, (uint8_t)m->kind);
         sc_lew_u8(&w, m->payload[0]);
-        sc_lew_u16(&w, 0);
+        sc_lew_u16(&w, m->generation ? SC_BCAST_GEN : 0);
         sc_lew_u64(&w, m->version);
         sc_lew_u64(&w, m->base);
         sc_lew_u64(&w, (uint64_t)m->key_offset);
@@ -301,6 +303,8 @@ sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *err
         sc_lew_u32(&w, m->napplied);
         sc_lew_u32(&w, (uint32_t)m->payload_len);
         sc_lew_u32(&w, 0);
+        if (m->generation)
+                sc_lew_u64(&w, m->generation);
         sc_wr_applied(&w, m->applied, m->napplied);
         sc_lew_bytes(&w, m->payload, m->payload_len);
         sc_wire_end(buf, &w);
@@ -505,7 +509,8 @@ static sc_err_t sc_wire_decode_control(const uint8_t *b, uint32_t len, sc_wire_c
 static sc_err_t sc_wire_decode_bcast(const uint8_t *b, uint32_t len, sc_wire_bcast_t *m,
                                      char *errstr, size_t errstr_size)
 {
-        uint32_t plen;
+        uint32_t plen, fixed = SC_BCAST_FIXED;
+        uint16_t flags;
         uint64_t need;
 
         if (len < SC_BCAST_FIXED)
@@ -515,6 +520,7 @@ static sc_err_t sc_wire_decode_bcast(const uint8_t *b, uint32_t len, sc_wire_bca
                                len, SC_BCAST_FIXED);
         m->shard = sc_le_get32(b);
         m->kind = (sc_wire_bcast_kind_t)b[4];
+        flags = sc_le_get16(b + 6);
         m->version = sc_le_get64(b + 8);
         m->base = sc_le_get64(b + 16);
         m->key_offset = (int64_t)sc_le_get64(b + 24);
@@ -522,18 +528,31 @@ static sc_err_t sc_wire_decode_bcast(const uint8_t *b, uint32_t len, sc_wire_bca
         m->count = sc_le_get32(b + 40);
         m->napplied = sc_le_get32(b + 44);
         plen = sc_le_get32(b + 48);
-        if (sc_le_get16(b + 6) != 0 || sc_le_get32(b + 52) != 0)
+        if ((flags & ~SC_BCAST_GEN) || sc_le_get32(b + 52) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire broadcast: reserved fields are not zero");
-        need = SC_BCAST_FIXED + SC_APPLIED_SIZE * (uint64_t)m->napplied + plen;
+        m->generation = 0;
+        if (flags & SC_BCAST_GEN) {
+                fixed += 8;
+                if (len < fixed)
+                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                                       "wire broadcast: body of %u bytes, shorter than its %u "
+                                       "fixed bytes with a generation",
+                                       len, fixed);
+                m->generation = sc_le_get64(b + SC_BCAST_FIXED);
+                if (!m->generation)
+                        return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                       "wire broadcast: generation flag with generation 0");
+        }
+        need = fixed + SC_APPLIED_SIZE * (uint64_t)m->napplied + plen;
         if (need != len)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                                "wire broadcast: %u applied and a %u-byte payload need %llu body "
                                "bytes, found %u",
                                m->napplied, plen, (unsigned long long)need, len);
         m->applied = NULL;
-        m->applied_raw = b + SC_BCAST_FIXED;
-        m->payload = b + SC_BCAST_FIXED + SC_APPLIED_SIZE * (size_t)m->napplied;
+        m->applied_raw = b + fixed;
+        m->payload = b + fixed + SC_APPLIED_SIZE * (size_t)m->napplied;
         m->payload_len = plen;
         if (plen < 1 || m->payload[0] != b[5])
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,

@@ -3,6 +3,8 @@
  * (see sc_job_model.h; the rules are core/bcast.c's). */
 #include "sc_job_model.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +36,7 @@ struct sc_job_model_s {
         size_t n;
         int shards, n_workers;
         sc_jm_shard_t *sh;
-        float *tmp;
+        float *tmp; /* (n) a shard as it was before a record, for a refused result */
         sc_auth_t auth;
         sc_job_model_stats_t stats;
 };
@@ -56,6 +58,24 @@ static int sc_jm_plausible(sc_job_model_t *jm, const sc_jm_shard_t *sh, const sc
                 return -1;
         }
         return 0;
+}
+
+/* 0 if view (n floats) is finite and, with job.limits.model_max_abs set,
+ * bounded by it; counts the refusal's reason. */
+static int sc_jm_bounded(sc_job_model_t *jm, const float *view, size_t n)
+{
+        double lim = jm->conf->job.model_max_abs;
+        int finite = 1, within = 1;
+        for (size_t i = 0; i < n; i++) {
+                float a = fabsf(view[i]);
+                finite &= a <= FLT_MAX; /* NaN compares false */
+                within &= lim <= 0 || a <= lim;
+        }
+        if (!finite)
+                jm->stats.nonfinite++;
+        else if (!within)
+                jm->stats.magnitude++;
+        return finite && within ? 0 : -1;
 }
 
 static void sc_jm_seek(sc_job_model_t *jm, int s, int64_t offset)
@@ -98,18 +118,32 @@ static void sc_jm_install(sc_job_model_t *jm, const rd_kafka_message_t *m, int *
         /* the end offset the last fetch reported (no request) */
         if (rd_kafka_get_watermark_offsets(jm->rk, jm->topic, s, &lo, &hi))
                 hi = -1;
-        if (sc_bcast_sub_take(&sh->sub, jm->params + sh->begin, sh->end - sh->begin, v, m->offset,
-                              hi, &act, &seek, why, sizeof(why))) {
+        /* the shard and its follower as they were, for a result refused */
+        float *view = jm->params + sh->begin;
+        size_t n = sh->end - sh->begin;
+        sc_bcast_sub_t before = sh->sub;
+        uint64_t rollbacks = sh->sub.rollbacks;
+        memcpy(jm->tmp, view, n * sizeof(float));
+        if (sc_bcast_sub_take(&sh->sub, view, n, v, m->offset, hi, &act, &seek, why, sizeof(why))) {
+                memcpy(view, jm->tmp, n * sizeof(float));
                 jm->stats.bad++;
                 sh->sub.next = m->offset + 1;
                 return;
         }
+        jm->stats.rollback += sh->sub.rollbacks - rollbacks;
         if (act == SC_BCAST_SEEK) {
                 sc_jm_seek(jm, s, seek);
                 return;
         }
         if (act != SC_BCAST_APPLIED)
                 return;
+        if (sc_jm_bounded(jm, view, n)) {
+                memcpy(view, jm->tmp, n * sizeof(float));
+                sh->sub = before;
+                sh->sub.next = m->offset + 1;
+                jm->stats.bad++;
+                return;
+        }
         sh->version = v->version;
         sh->stamp++;
         memset(sh->applied, 0, (size_t)jm->n_workers * sizeof(uint64_t));
@@ -141,6 +175,7 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
         jm->shards = conf->job.shards;
         jm->n_workers = conf->job.sync.n_workers;
         if (!(jm->params = malloc(nparams * sizeof(float))) ||
+            !(jm->tmp = malloc(nparams * sizeof(float))) ||
             !(jm->sh = calloc((size_t)jm->shards, sizeof(*jm->sh)))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                 goto fail;
@@ -207,6 +242,7 @@ void sc_job_model_destroy(sc_job_model_t *jm)
                 free(jm->sh[s].applied);
         free(jm->sh);
         free(jm->params);
+        free(jm->tmp);
         sc_auth_free(&jm->auth);
         free(jm);
 }

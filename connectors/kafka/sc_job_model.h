@@ -62,6 +62,9 @@ typedef struct sc_job_model_stats {
         uint64_t auth_bad;  /* authenticated job: unsigned or a tag that does not verify */
         uint64_t nonfinite; /* a parameter is NaN or infinite */
         uint64_t jump;      /* version job.limits.model_jump or more ahead of the held one */
+        uint64_t magnitude; /* a parameter beyond job.limits.model_max_abs after it */
+        uint64_t rollback;  /* keyframes older than the view (a replay, a deposed owner's):
+                               skipped, not counted in bad */
         uint64_t bytes;     /* bytes read */
 } sc_job_model_stats_t;
 const sc_job_model_stats_t *sc_job_model_stats(const sc_job_model_t *jm);

@@ -60,6 +60,12 @@ sc_err_t sc_bcast_pub_new_model(sc_bcast_pub_t **pubp, const sc_bcast_spec_t *sp
 /* Accepts NULL. */
 void sc_bcast_pub_destroy(sc_bcast_pub_t *pub);
 
+/* Sets the owner's generation, carried by every message from now on (0,
+ * the default, sends none). The J.bcast end offset of the shard's partition
+ * when the owner took the shard is one: above every earlier owner's. A new
+ * generation forgets the view (a keyframe next). */
+void sc_bcast_pub_generation(sc_bcast_pub_t *pub, uint64_t generation);
+
 /* 1 when the next message is a keyframe (view unknown, or keyframe_interval
  * deltas since the last keyframe). */
 int sc_bcast_pub_key_due(const sc_bcast_pub_t *pub);
@@ -104,6 +110,7 @@ typedef enum sc_bcast_action {
 
 typedef struct sc_bcast_sub {
         int has;                 /* the view is valid */
+        uint64_t generation;     /* its owner's generation */
         uint64_t version;        /* its version */
         int64_t chain;           /* offset of the keyframe it was built from (-1 none) */
         int64_t next;            /* offset after the last record taken (or the seek target) */
@@ -113,6 +120,7 @@ typedef struct sc_bcast_sub {
         uint32_t lag;            /* records behind the end that make a worker look for a
                                     newer keyframe (the keyframe interval) */
         uint64_t keyframes, deltas, skipped, seeks, gaps;
+        uint64_t rollbacks; /* keyframes refused as older than the view */
 } sc_bcast_sub_t;
 
 void sc_bcast_sub_init(sc_bcast_sub_t *sub, uint32_t lag);
@@ -125,11 +133,12 @@ void sc_bcast_sub_init(sc_bcast_sub_t *sub, uint32_t lag);
  *    records past the held keyframe): SEEK to end - 1 to learn the newest
  *    keyframe; the record there sends the reader on to its keyframe, or back
  *    (SEEK to the offset left) when it belongs to the held chain;
- *  - a delta of the held chain whose base is the held version is applied;
+ *  - a delta of the held chain (its keyframe offset and generation) whose
+ *    base is the held version is applied;
  *    one whose base is older is SKIPped (re-read); one whose base is newer
  *    means a hole: SKIPped until a newer keyframe (counted in gaps);
- *  - a delta of a newer chain (or with no view): SEEK to its keyframe, once;
- *    a delta of an older chain: SKIP.
+ *  - a delta of another chain newer than the view (or with no view): SEEK to
+ *    its keyframe, once; any other delta: SKIP.
  * SC_ERR_DECODE (view untouched) for a message of another length, a delta
  * whose keyframe offset is not before its own, or a payload that does not
  * decode. */

@@ -209,11 +209,13 @@ typedef struct sc_conf_job {
         double heartbeat_interval; /* s between worker heartbeats on J.ctl */
         double leave_grace;        /* s unable to form a batch before leaving barriers */
         double session_timeout;    /* s of silence after which a worker leaves barriers */
+        double round_timeout;      /* s a round waits for its missing turns (0: for ever) */
         double progress_interval;  /* s between aggregator progress lines */
         double inject_alpha;       /* worker: probability a batch shares on J.inject */
         double inject_beta;        /* worker: fraction shared / most foreign mixed in */
         sc_server_limits_t limits; /* aggregators: what one update may do */
         uint64_t model_jump;       /* workers: refuse a J.model record this far ahead */
+        double model_max_abs;      /* workers: refuse a model holding a larger |value| (0 off) */
         char auth_key_file[SC_CONF_AUTH_MAX]; /* job key: a file holding it, or */
         char auth_key_env[SC_CONF_AUTH_MAX];  /* an environment variable holding it */
 } sc_conf_job_t;

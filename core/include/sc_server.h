@@ -113,6 +113,22 @@ sc_err_t sc_server_update_decode(const struct sc_wire_update *wu, size_t n, uint
                                  size_t errstr_size);
 /* Membership: a worker leaving can close a round (res->stepped). */
 sc_err_t sc_server_set_live(sc_server_t *srv, uint32_t worker, int live, sc_apply_result_t *res);
+/* Round policies: worker sent an update refused before the server saw it
+ * (one that does not verify as an update, or refused as ahead: the caller
+ * knows it is the worker's): it takes the worker's turn in the open round,
+ * unless the worker had its turn, so a worker that sends only refused
+ * updates cannot hold rounds. Returns 1 (res->stepped) if that closed the
+ * round; 0 and nothing changed for other policies. res may be NULL. */
+int sc_server_refused_turn(sc_server_t *srv, uint32_t worker, sc_apply_result_t *res);
+/* Turns taken in the open round (0 for other policies). */
+int sc_server_round_turns(const sc_server_t *srv);
+/* Round policies: closes the open round at once with the turns it has (the
+ * caller's round timeout), when at least one was taken and a live worker's
+ * is missing; the missing workers go to missing (up to max; *nmissing gets
+ * their count). Returns 1 (res->stepped) if it closed one. The workers stay
+ * live: the next round waits for them again. */
+int sc_server_round_close_now(sc_server_t *srv, uint32_t *missing, int max, int *nmissing,
+                              sc_apply_result_t *res);
 /* 1 if the rounds wait for worker (set live), 0 if not or not a worker. */
 int sc_server_live(const sc_server_t *srv, uint32_t worker);
 

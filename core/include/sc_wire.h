@@ -104,9 +104,12 @@ typedef struct sc_wire_model_view {
 } sc_wire_model_view_t;
 
 /* Model broadcast (J.bcast, sc_bcast.h): body u32 shard, u8 kind, u8 codec,
- * u16 0, u64 version, u64 base, i64 key_offset, u64 begin, u32 count,
- * u32 napplied, u32 payload length, u32 0, napplied x (u32 worker, u64 seq),
- * payload (a codec payload of count floats). A keyframe carries the whole
+ * u16 flags, u64 version, u64 base, i64 key_offset, u64 begin, u32 count,
+ * u32 napplied, u32 payload length, u32 0, [u64 generation, when flags bit 0
+ * is set; never 0 then], napplied x (u32 worker, u64 seq), payload (a codec
+ * payload of count floats). The generation orders the owners of a shard (a
+ * new owner's is higher than every earlier one's); no flag means generation
+ * 0, the form before generations. A keyframe carries the whole
  * view (codec none, dense; base 0, key_offset -1); a delta adds its decoded
  * payload to the view of version base (< version), and key_offset is the
  * partition offset of the keyframe its chain started from (>= 0). */
@@ -118,11 +121,12 @@ typedef enum sc_wire_bcast_kind {
 typedef struct sc_wire_bcast {
         uint32_t shard;
         sc_wire_bcast_kind_t kind;
-        uint64_t version;   /* server version the view stands for after this message */
-        uint64_t base;      /* delta: version of the view it applies to; keyframe: 0 */
-        int64_t key_offset; /* delta: offset of the chain's keyframe; keyframe: -1 */
-        uint64_t begin;     /* first parameter of the shard in the flat buffer */
-        uint32_t count;     /* parameters in the shard (the payload's n) */
+        uint64_t generation; /* of the shard's owner that sent it (0: none) */
+        uint64_t version;    /* server version the view stands for after this message */
+        uint64_t base;       /* delta: version of the view it applies to; keyframe: 0 */
+        int64_t key_offset;  /* delta: offset of the chain's keyframe; keyframe: -1 */
+        uint64_t begin;      /* first parameter of the shard in the flat buffer */
+        uint32_t count;      /* parameters in the shard (the payload's n) */
         uint32_t napplied;
         const sc_wire_applied_t *applied; /* (napplied), encode side */
         const uint8_t *applied_raw;       /* napplied x 12 bytes, decode side */

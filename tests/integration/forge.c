@@ -10,6 +10,8 @@
  *   forge keyframe OUT SHARD VERSION BEGIN COUNT FILL SIGNER KEYFILE
  *       a broadcast keyframe of COUNT parameters, each FILL (0, nan, ...);
  *       SIGNER "none" or "agg"
+ *   forge heartbeat OUT WORKER SIGNER KEYFILE
+ *       a J.ctl heartbeat of WORKER stamped now (wall clock, microseconds)
  *   forge check OUT_UNUSED IN SHARD COUNT KEYFILE
  *       verifies the J.bcast record in IN (aggregators' key), prints its
  *       kind and version and exits 1 unless it carries COUNT finite values
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sc_auth.h"
 #include "sc_codec.h"
@@ -140,6 +143,18 @@ int main(int argc, char **argv)
                 }
                 sign(&buf, argv[8], argv[9]);
                 free(p);
+        } else if (argc == 6 && !strcmp(argv[1], "heartbeat")) {
+                struct timespec ts;
+                timespec_get(&ts, TIME_UTC);
+                sc_wire_control_t c = {.kind = SC_WIRE_CTL_HEARTBEAT,
+                                       .worker = (uint32_t)atoi(argv[3]),
+                                       .timestamp =
+                                           (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000};
+                if (sc_wire_encode_control(&buf, &c, err, sizeof(err))) {
+                        fprintf(stderr, "forge: %s\n", err);
+                        return 2;
+                }
+                sign(&buf, argv[4], argv[5]);
         } else if (argc == 7 && !strcmp(argv[1], "check")) {
                 static uint8_t rec[1 << 22];
                 uint8_t key[4096];

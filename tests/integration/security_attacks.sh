@@ -15,15 +15,7 @@
 # verify and are finite, and the worker ignores the forged model records.
 . "$(dirname "$0")/distributed_common.inc"
 
-# the helper links the library of the build under test (with its sanitizer)
-case "$(basename "$(dirname "$SCADLES")")" in
-build-address) san=-fsanitize=address ;;
-build-undefined) san=-fsanitize=undefined ;;
-*) san= ;;
-esac
-cc -std=c11 -O1 $san -Icore/include tests/integration/forge.c "$(dirname "$SCADLES")/libscadles.a" \
-	$(pkg-config --libs openblas jansson rdkafka zlib) -lpthread -lm -o "$tmp/forge" ||
-	fail "cannot build the forge helper"
+build_forge
 forge() { FORGE_JOB=dj "$tmp/forge" "$@" || fail "forge $*"; } # dj: write_job's job
 
 start_broker sa.0:1 dj.grad:2 dj.model:2 dj.bcast:2 dj.inject:1 dj.ctl:1

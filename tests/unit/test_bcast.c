@@ -53,13 +53,14 @@ static void spec_of(sc_bcast_spec_t *sp, sc_codec_id_t id, double ratio, uint32_
         sp->keyframe_interval = interval;
 }
 
-/* Publishes versions 1..nver of a random walk of params into l, learning
- * each keyframe's offset as a delivery report would give it. */
-static void publish(sc_bcast_pub_t *pub, float *params, int nver, uint64_t seed, log_t *l)
+/* Publishes versions first..last of a random walk of params into l,
+ * learning each keyframe's offset as a delivery report would give it. */
+static void publish_from(sc_bcast_pub_t *pub, float *params, int first, int last, uint64_t seed,
+                         log_t *l)
 {
         sc_rng_t rng;
         sc_rng_seed(&rng, seed);
-        for (int v = 1; v <= nver; v++) {
+        for (int v = first; v <= last; v++) {
                 for (int i = 0; i < N; i++)
                         params[i] += 0.01f * (float)sc_rng_normal(&rng) * (i % 7 == 0 ? 10 : 1);
                 sc_wire_applied_t ap = {.worker = 1, .seq = (uint64_t)v};
@@ -72,6 +73,11 @@ static void publish(sc_bcast_pub_t *pub, float *params, int nver, uint64_t seed,
                         sc_bcast_pub_keyed(pub, l->n);
                 l->n++;
         }
+}
+
+static void publish(sc_bcast_pub_t *pub, float *params, int nver, uint64_t seed, log_t *l)
+{
+        publish_from(pub, params, 1, nver, seed, l);
 }
 
 /* Reads l from offset `from` as a Kafka reader would (following seeks)
@@ -400,6 +406,107 @@ static void test_malformed(void **state)
         sc_buf_free(&b);
 }
 
+/* Appends a copy of record i of l (a replay: same bytes, new offset). */
+static void replay(log_t *l, int i)
+{
+        assert_true(l->n < MAXREC);
+        sc_buf_t *b = &l->rec[l->n++];
+        b->len = 0;
+        assert_int_equal(sc_buf_append(b, l->rec[i].data, l->rec[i].len), SC_OK);
+}
+
+/* A broadcast cannot be rolled back: states are ordered by (generation,
+ * version). A replayed genuine keyframe is refused and counted; a new owner
+ * (higher generation) is followed even from a lower version; the deposed
+ * owner's later keyframes and deltas are refused or skipped; a reader that
+ * starts at a replayed record ends on the new owner's view too. */
+static void test_generations(void **state)
+{
+        (void)state;
+        sc_bcast_spec_t sp;
+        sc_bcast_pub_t *a, *b;
+        sc_bcast_sub_t sub, fresh;
+        log_t l = {0};
+        float pa[N], pb[N], view[N], view2[N];
+        for (int i = 0; i < N; i++)
+                pa[i] = (float)i / N;
+        spec_of(&sp, SC_CODEC_Q8, 0, 10);
+        assert_int_equal(sc_bcast_pub_new(&a, &sp, 1, 0, N, NULL, 0, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        assert_int_equal(sc_bcast_pub_new(&b, &sp, 1, 0, N, NULL, 0, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        publish(a, pa, 30, 3, &l); /* generation 0: keyframes at v1, v12, v23 */
+        sc_bcast_sub_init(&sub, 1000);
+        follow(&sub, view, &l, 0);
+        assert_int_equal(sub.version, 30);
+
+        /* the genuine v1 keyframe replayed: refused, the view stays */
+        int at = l.n;
+        replay(&l, 0);
+        follow(&sub, view, &l, at);
+        assert_int_equal(sub.rollbacks, 1);
+        assert_int_equal(sub.version, 30);
+        assert_memory_equal(view, sc_bcast_pub_view(a), sizeof(view));
+
+        /* a new owner restored version 25 (older than the view) at
+         * generation = the end offset when it took over */
+        memcpy(pb, pa, sizeof(pb));
+        for (int i = 0; i < N; i++)
+                pb[i] -= 0.5f;
+        sc_bcast_pub_generation(b, (uint64_t)l.n);
+        at = l.n;
+        publish_from(b, pb, 25, 28, 5, &l);
+        follow(&sub, view, &l, at);
+        assert_int_equal(sub.version, 28);
+        assert_int_equal(sub.generation, (uint64_t)at);
+        assert_memory_equal(view, sc_bcast_pub_view(b), sizeof(view));
+
+        /* the deposed owner goes on: deltas, its keyframe at v34, deltas */
+        at = l.n;
+        publish_from(a, pa, 31, 40, 6, &l);
+        follow(&sub, view, &l, at);
+        assert_int_equal(sub.rollbacks, 2);
+        assert_int_equal(sub.version, 28);
+        assert_memory_equal(view, sc_bcast_pub_view(b), sizeof(view));
+        /* the new owner's next deltas still apply */
+        at = l.n;
+        publish_from(b, pb, 29, 30, 7, &l);
+        follow(&sub, view, &l, at);
+        assert_int_equal(sub.version, 30);
+        assert_memory_equal(view, sc_bcast_pub_view(b), sizeof(view));
+
+        /* a reader that starts at the replayed v1 keyframe: installed (no
+         * view yet), then the new owner's chain takes over */
+        sc_bcast_sub_init(&fresh, 1000);
+        follow(&fresh, view2, &l, 30); /* the replay's offset */
+        assert_int_equal(fresh.version, 30);
+        assert_memory_equal(view2, sc_bcast_pub_view(b), sizeof(view2));
+
+        /* the generation travels on the wire: set, flagged, never 0 */
+        sc_wire_msg_t msg;
+        assert_int_equal(
+            sc_wire_decode(l.rec[at].data, l.rec[at].len, &msg, errbuf, sizeof(errbuf)), SC_OK);
+        assert_int_equal(msg.u.bcast.generation, 31);
+        assert_int_equal(sc_wire_decode(l.rec[0].data, l.rec[0].len, &msg, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        assert_int_equal(msg.u.bcast.generation, 0);
+        sc_buf_t *r = &l.rec[at];
+        memset(r->data + 16 + 56, 0, 8); /* flag set, generation 0 */
+        fix_crc(r->data, r->len);
+        assert_int_equal(sc_wire_decode(r->data, r->len, &msg, errbuf, sizeof(errbuf)),
+                         SC_ERR_DECODE);
+        assert_non_null(strstr(errbuf, "generation 0"));
+        r->data[16 + 6] = 2; /* an unknown flag */
+        fix_crc(r->data, r->len);
+        assert_int_equal(sc_wire_decode(r->data, r->len, &msg, errbuf, sizeof(errbuf)),
+                         SC_ERR_DECODE);
+        assert_non_null(strstr(errbuf, "reserved"));
+
+        sc_bcast_pub_destroy(a);
+        sc_bcast_pub_destroy(b);
+        log_free(&l);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -408,6 +515,7 @@ int main(void)
             cmocka_unit_test(test_keyframe_catch_up),
             cmocka_unit_test(test_pub_rules),
             cmocka_unit_test(test_malformed),
+            cmocka_unit_test(test_generations),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

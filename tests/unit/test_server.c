@@ -381,6 +381,58 @@ static void membership_closes_round(void **state)
 
 /* A round update more than sync.late_rounds versions behind is consumed as
  * stale, its seq marked: the worker's work is counted, not aggregated. */
+/* Rounds always close: an update refused before the server (the caller
+ * knows it is the worker's) takes the worker's turn; a round timeout closes
+ * a round with the turns it has and names the live workers missing;
+ * neither does anything to an asynchronous policy. */
+static void refused_turns_and_round_timeout(void **state)
+{
+        (void)state;
+        sc_server_t *srv = new_server(SC_SYNC_BSP, 3, 0.1, 0);
+        float g[D];
+        uint32_t miss[4];
+        int n = -1;
+        sc_apply_result_t res;
+        for (int i = 0; i < D; i++)
+                g[i] = 1.0f;
+        /* a round timeout with no turn closes nothing */
+        assert_int_equal(sc_server_round_close_now(srv, miss, 4, &n, &res), 0);
+        assert_int_equal(n, 0);
+        sc_update_t u0 = dense_update(0, 1, 0, 16, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &u0, &res, NULL, 0), SC_OK);
+        assert_int_equal(sc_server_round_turns(srv), 1);
+        /* worker 1's update was refused as ahead: its turn; worker 2 missing */
+        assert_int_equal(sc_server_refused_turn(srv, 1, &res), 0);
+        assert_int_equal(sc_server_round_turns(srv), 2);
+        assert_int_equal(sc_server_refused_turn(srv, 1, &res), 0); /* had its turn */
+        assert_int_equal(sc_server_refused_turn(srv, 7, &res), 0); /* not a worker */
+        assert_int_equal(sc_server_version(srv), 0);
+        assert_int_equal(sc_server_round_close_now(srv, miss, 4, &n, &res), 1);
+        assert_true(res.stepped);
+        assert_int_equal(n, 1);
+        assert_int_equal(miss[0], 2);
+        assert_int_equal(sc_server_version(srv), 1);
+        /* the step is the mean over the one contribution */
+        assert_true(fabsf(sc_server_params(srv)[0] + 0.1f) < 1e-7f);
+        assert_true(sc_server_live(srv, 2)); /* the next round waits for it again */
+        /* a round whose last missing turn is a refusal closes at once */
+        sc_update_t a = dense_update(0, 2, 1, 16, SC_UPDATE_GRAD, g);
+        sc_update_t b = dense_update(2, 1, 1, 16, SC_UPDATE_GRAD, g);
+        assert_int_equal(sc_server_apply(srv, &a, &res, NULL, 0), SC_OK);
+        assert_int_equal(sc_server_apply(srv, &b, &res, NULL, 0), SC_OK);
+        assert_false(res.stepped);
+        assert_int_equal(sc_server_refused_turn(srv, 1, &res), 1);
+        assert_int_equal(sc_server_version(srv), 2);
+        sc_server_destroy(srv);
+
+        srv = new_server(SC_SYNC_ASP, 2, 0.1, 0);
+        assert_int_equal(sc_server_refused_turn(srv, 0, &res), 0);
+        assert_int_equal(sc_server_round_turns(srv), 0);
+        assert_int_equal(sc_server_round_close_now(srv, miss, 4, &n, &res), 0);
+        assert_int_equal(sc_server_version(srv), 0);
+        sc_server_destroy(srv);
+}
+
 static void round_update_too_far_behind_is_stale(void **state)
 {
         sc_server_spec_t spec;
@@ -788,6 +840,7 @@ int main(void)
             cmocka_unit_test(localsgd_worker_sends_after_tau),
             cmocka_unit_test(membership_closes_round),
             cmocka_unit_test(round_update_too_far_behind_is_stale),
+            cmocka_unit_test(refused_turns_and_round_timeout),
             cmocka_unit_test(ssp_clocks_and_model_info),
             cmocka_unit_test(bad_updates_are_rejected),
             cmocka_unit_test(exactly_once_under_duplicates_and_reordering),

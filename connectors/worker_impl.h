@@ -88,11 +88,12 @@ struct sc_wk_job {
         sc_mix_shared_t *pool;
         int *draw_src;      /* (tcap) scratch: the source of each sample drawn */
         uint64_t *inj_from; /* per worker id: its samples mixed into this worker's batches */
-        uint64_t inj_seq;
+        uint64_t inj_seq;   /* last J.inject seq sent: wall-clock microseconds, rising */
+        uint64_t *inj_last; /* per worker id: the newest J.inject seq taken from it */
         /* counters */
         uint64_t sent, acked, failed, bytes_up, dense_bytes, msgs_out;
         uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
-        uint64_t ctl_sent, waits, inj_auth;
+        uint64_t ctl_sent, waits, inj_auth, inj_replayed;
         uint64_t drift_sent;        /* drift events reported on J.ctl */
         double t_wait, t_wait_said; /* since when the policy waits for a model; last said */
         char first_err[256];

@@ -333,7 +333,8 @@ static sc_err_t sc_wj_inject_reader(sc_worker_t *w, char *errstr, size_t errstr_
                 return sc_errf(err, errstr, errstr_size, "J.inject pool of %d x %zu samples: %s",
                                conf->job.sync.n_workers, per, sc_err2str(err));
         if (!(j->draw_src = calloc((size_t)w->tcap, sizeof(int))) ||
-            !(j->inj_from = calloc((size_t)conf->job.sync.n_workers, sizeof(uint64_t))))
+            !(j->inj_from = calloc((size_t)conf->job.sync.n_workers, sizeof(uint64_t))) ||
+            !(j->inj_last = calloc((size_t)conf->job.sync.n_workers, sizeof(uint64_t))))
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         return SC_OK;
 }
@@ -398,6 +399,7 @@ void sc_wk_job_destroy(sc_worker_t *w)
         sc_mix_shared_destroy(j->pool);
         free(j->draw_src);
         free(j->inj_from);
+        free(j->inj_last);
         sc_buf_free(&j->payload);
         sc_buf_free(&j->msg);
         free(j);
@@ -457,6 +459,27 @@ static void sc_wj_install(sc_worker_t *w, double now)
 
 /* ---- injection ---- */
 
+/* A J.inject record's seq is its sender's wall clock in microseconds (one
+ * more than the last when the clock did not move), so seqs rise across the
+ * sender's restarts. 1 if a record of worker `from` with seq is a replay: not
+ * newer than the last taken from it, or older than job.inject_max_age. */
+static uint64_t sc_wj_inject_seq(sc_wk_job_t *j)
+{
+        uint64_t now = (uint64_t)(sc_wj_wall() * 1e6);
+        j->inj_seq = now > j->inj_seq ? now : j->inj_seq + 1;
+        return j->inj_seq;
+}
+
+static int sc_wj_inject_replayed(sc_wk_job_t *j, const sc_conf_t *conf, uint32_t from, uint64_t seq)
+{
+        double age = sc_wj_wall() - (double)seq / 1e6;
+        if (seq <= j->inj_last[from] ||
+            (conf->job.inject_max_age > 0 && age > conf->job.inject_max_age))
+                return 1;
+        j->inj_last[from] = seq;
+        return 0;
+}
+
 static void sc_wj_inject_recv(sc_worker_t *w)
 {
         sc_wk_job_t *j = w->job;
@@ -483,6 +506,9 @@ static void sc_wj_inject_recv(sc_worker_t *w)
                         j->own_skipped += msg.u.samples.count;
                 } else if (msg.u.samples.worker >= (uint32_t)w->conf->job.sync.n_workers) {
                         j->inj_bad++; /* not a worker id of the job */
+                } else if (sc_wj_inject_replayed(j, w->conf, msg.u.samples.worker,
+                                                 msg.u.samples.seq)) {
+                        j->inj_replayed++;
                 } else {
                         const sc_wire_samples_view_t *v = &msg.u.samples;
                         for (uint32_t k = 0; k < v->count; k++) {
@@ -516,7 +542,7 @@ static int sc_wk_job_mix(sc_worker_t *w, const sc_batch_t *batch, float *x, int3
             sc_rng_uniform(&w->rng) < (float)w->spec.inject_alpha) {
                 sc_shape_t sh = w->conf->model.input;
                 sc_wire_samples_t s = {.worker = (uint32_t)w->spec.worker_id,
-                                       .seq = ++j->inj_seq,
+                                       .seq = sc_wj_inject_seq(j),
                                        .count = (uint32_t)k,
                                        .c = (uint32_t)sh.c,
                                        .h = (uint32_t)sh.h,

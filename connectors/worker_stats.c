@@ -187,6 +187,7 @@ static void sc_wk_security_json(const sc_wk_job_t *j, const sc_job_model_stats_t
                 return;
         json_object_set_new(o, "authenticated", json_boolean(j->auth.on));
         json_object_set_new(o, "inject_auth_bad", json_integer((json_int_t)j->inj_auth));
+        json_object_set_new(o, "inject_replayed", json_integer((json_int_t)j->inj_replayed));
         json_object_set_new(o, "model_auth_bad", json_integer((json_int_t)ms->auth_bad));
         json_object_set_new(o, "model_nonfinite", json_integer((json_int_t)ms->nonfinite));
         json_object_set_new(o, "model_jump", json_integer((json_int_t)ms->jump));

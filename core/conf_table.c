@@ -1376,6 +1376,15 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_IN(0, 1),
      .desc = "Data injection: fraction of a batch shared, and the largest fraction of "
              "foreign samples mixed into a batch (`--inject-beta` overrides it)."},
+    {.path = "job.inject_max_age",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.inject_max_age),
+     .def = "300",
+     R_GE(0),
+     .desc = "Data injection: workers refuse (count as inject_replayed) a J.inject record "
+             "stamped (its seq: the sender's wall clock) this many seconds or more before their "
+             "own clock, or not newer than the last one taken from its sender (a replay). 0: no "
+             "age limit."},
     {.path = "job.limits.seq_window",
      .type = SC_CONF_UINT64,
      .offset = C(job.limits.seq_window),

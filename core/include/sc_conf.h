@@ -213,6 +213,7 @@ typedef struct sc_conf_job {
         double progress_interval;  /* s between aggregator progress lines */
         double inject_alpha;       /* worker: probability a batch shares on J.inject */
         double inject_beta;        /* worker: fraction shared / most foreign mixed in */
+        double inject_max_age;     /* worker: refuse J.inject records older than this (s) */
         sc_server_limits_t limits; /* aggregators: what one update may do */
         uint64_t model_jump;       /* workers: refuse a J.model record this far ahead */
         double model_max_abs;      /* workers: refuse a model holding a larger |value| (0 off) */

@@ -5,7 +5,9 @@
 # shares. Every worker
 # mixes foreign samples in, never its own, none bad, and worker 0 draws them
 # balanced across workers 1 and 2 (per-worker quotas), not in proportion to
-# what each shared. Updates stay exactly once.
+# what each shared. Updates stay exactly once. The first J.inject record,
+# replayed 200 times by a raw producer (kcat) while they run, is refused by
+# the workers that did not send it (inject_replayed).
 . "$(dirname "$0")/distributed_common.inc"
 
 start_broker ij.0:1 ij.1:1 ij.2:1 dj.grad:2 dj.model:2 dj.bcast:2 dj.inject:1 dj.ctl:1
@@ -32,6 +34,17 @@ w1=$!
 	>"$tmp/w2.out" 2>"$tmp/w2.err" &
 w2=$!
 pids="$pids $w0 $w1 $w2"
+# the first J.inject record, replayed 200 times while the workers run
+wait_trained "$tmp/w0.err" 64 "$w0"
+for _ in $(seq 1 100); do
+	kcat -b "$bs" -C -t dj.inject -p 0 -o beginning -c 1 -e -q -f '%s' >"$tmp/inj0" 2>/dev/null
+	[ -s "$tmp/inj0" ] && break
+	sleep 0.05
+done
+[ -s "$tmp/inj0" ] || fail "nothing on dj.inject"
+# shellcheck disable=SC2046
+kcat -b "$bs" -P -t dj.inject -p 0 $(for _ in $(seq 1 200); do echo "$tmp/inj0"; done) ||
+	fail "kcat produce to dj.inject"
 for p in $w0 $w1 $w2; do wait "$p" || fail "a worker exited $?"; done
 wait "$a" || fail "aggregator exited $?"
 
@@ -39,7 +52,7 @@ for w in 0 1 2; do
 	f="$tmp/w$w.out"
 	echo "worker $w: shared $(summary "$f" .job.injected_out), mixed in $(summary "$f" .job.injected_in)," \
 		"from $(summary "$f" '.job.injected_from | tostring'), own skipped $(summary "$f" .job.own_skipped)," \
-		"bad $(summary "$f" .job.inject_bad)"
+		"bad $(summary "$f" .job.inject_bad), replayed $(summary "$f" .job.inject_replayed)"
 	[ "$(summary "$f" .identity_ok)" = true ] || fail "worker $w: accounting"
 	[ "$(summary "$f" .job.injected_out)" -gt 0 ] || fail "worker $w shared nothing"
 	[ "$(summary "$f" .job.injected_in)" -gt 0 ] || fail "worker $w mixed nothing in"
@@ -49,6 +62,13 @@ for w in 0 1 2; do
 	[ "$(summary "$f" '.job.injected_from | add')" -eq "$(summary "$f" .job.injected_in)" ] ||
 		fail "worker $w: injected_from does not add up to injected_in"
 done
+# the two workers that did not send it refuse what they read of the copies
+# before they end (the sender skips them as its own)
+refusing=0
+for w in 0 1 2; do
+	[ "$(summary "$tmp/w$w.out" .job.inject_replayed)" -ge 1 ] && refusing=$((refusing + 1))
+done
+[ "$refusing" -ge 2 ] || fail "$refusing worker(s) refused replayed J.inject records, not 2"
 out1=$(summary "$tmp/w1.out" .job.injected_out)
 out2=$(summary "$tmp/w2.out" .job.injected_out)
 from1=$(summary "$tmp/w0.out" '.job.injected_from[1]')

@@ -46,6 +46,9 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 SCADLES=${SCADLES:-$BUILD/scadles}
+# The job is authenticated (the default): a key for this run.
+SCADLES_JOB_KEY=${SCADLES_JOB_KEY:-$("$SCADLES" keygen)}
+export SCADLES_JOB_KEY
 SELFTEST=${AGG_SELFTEST:-$BUILD/tools/agg_selftest}
 MINUTES=${SOAK_MINUTES:-20}
 EVERY=${SOAK_EVERY:-120}

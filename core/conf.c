@@ -564,6 +564,9 @@ sc_err_t sc_conf_validate(sc_conf_t *conf, char *errstr, size_t errstr_size)
         if (conf->job.auth_key_file[0] && conf->job.auth_key_env[0])
                 return sc_conf_fail(errstr, errstr_size, o, "$.job.auth.key_env",
                                     "give job.auth.key_file or job.auth.key_env, not both");
+        if (conf->job.auth_none && (conf->job.auth_key_file[0] || conf->job.auth_key_env[0]))
+                return sc_conf_fail(errstr, errstr_size, o, "$.job.auth.mode",
+                                    "\"none\" with a key named in job.auth: drop one of them");
         if (sc_conf_validate_eval(conf, errstr, errstr_size))
                 return SC_ERR_CONFIG;
         if (sc_conf_validate_listen(conf, errstr, errstr_size))

@@ -64,6 +64,8 @@ static const char *const sc_conf_buffer_names[] = {"persistence", "truncation", 
 static const char *const sc_conf_draw_names[] = {"balanced", "pooled", NULL};
 /* Drift: index = sc_conf_drift_action_t. */
 static const char *const sc_conf_drift_action_names[] = {"none", "reset", "boost", NULL};
+/* index = sc_conf_job_t.auth_none */
+static const char *const sc_conf_auth_mode_names[] = {"key", "none", NULL};
 /* Embedding: index = sc_conf_embed_t.queue_drop. */
 static const char *const sc_conf_queue_full_names[] = {"block", "drop", NULL};
 _Static_assert(SC_MIX_DRAW_BALANCED == 0 && SC_MIX_DRAW_POOLED == 1,
@@ -1439,23 +1441,32 @@ const sc_conf_prop_t sc_conf_props[] = {
      .desc = "Workers refuse (count as model_bad, reason magnitude) a J.bcast keyframe or delta "
              "after which a parameter of the shard is larger than this in magnitude; the view "
              "stays as it was. 0: no bound (non-finite values are refused always)."},
+    {.path = "job.auth.mode",
+     .type = SC_CONF_ENUM,
+     .offset = C(job.auth_none),
+     .def = "\"key\"",
+     .names = sc_conf_auth_mode_names,
+     .desc = "key: the job is authenticated with its job key, from job.auth.key_file, else "
+             "the variable job.auth.key_env names, else the environment variable "
+             "SCADLES_JOB_KEY; a job member or aggregator that finds none does not start "
+             "(`scadles keygen` makes a key). none: the job runs unauthenticated, and every "
+             "process warns at its start and in its summary (docs/SECURITY.md)."},
     {.path = "job.auth.key_file",
      .type = SC_CONF_STRING,
      .offset = C(job.auth_key_file),
      .def = "\"\"",
      .size = SC_CONF_AUTH_MAX,
-     .desc =
-         "Authenticated job: a file whose bytes (a trailing newline dropped; at least 16) "
-         "are the job key. Every record on J.grad, J.model, J.bcast, J.ctl and J.inject is then "
-         "signed and every reader requires the tag (docs/SECURITY.md). The key itself is "
-         "never printed."},
+     .desc = "Authenticated job: a file whose bytes (a trailing newline dropped; at least 16) "
+             "are the job key. Every record on J.grad, J.model, J.bcast, J.ctl and J.inject is "
+             "signed and every reader requires the tag (docs/SECURITY.md). The key itself is "
+             "never printed."},
     {.path = "job.auth.key_env",
      .type = SC_CONF_STRING,
      .offset = C(job.auth_key_env),
      .def = "\"\"",
      .size = SC_CONF_AUTH_MAX,
      .desc = "Authenticated job: the name of an environment variable holding the job key "
-             "(instead of job.auth.key_file)."},
+             "(instead of job.auth.key_file; SCADLES_JOB_KEY when neither is given)."},
     /* sim: read for scadles sim only (SC_CONF_F_SIM) */
     {.path = "sim.devices",
      .type = SC_CONF_INT,

@@ -13,6 +13,9 @@
 set -u
 BUILD=${BUILD:-build}
 export BUILD SCADLES="$PWD/$BUILD/scadles"
+# Jobs are authenticated by default (job.auth.mode "key"): one key for the run.
+SCADLES_JOB_KEY=${SCADLES_JOB_KEY:-$("$SCADLES" keygen 2>/dev/null || od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
+export SCADLES_JOB_KEY
 if [ -z "${SCADLES_KAFKA:-}" ] && [ "${SCADLES_REAL_KAFKA:-1}" != 0 ]; then
 	# Stop the broker at the end only if this run started it.
 	scripts/kafka.sh status >/dev/null 2>&1 || trap 'scripts/kafka.sh down >/dev/null 2>&1' EXIT

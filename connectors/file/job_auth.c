@@ -31,18 +31,29 @@ sc_err_t sc_job_auth_load(sc_auth_t *auth, const sc_conf_t *conf, char *errstr, 
                                        "%s: %s: %s: more than %d bytes", conf->origin, what,
                                        job->auth_key_file, SC_JOB_KEY_MAX);
                 }
-        } else if (job->auth_key_env[0]) {
-                const char *v = getenv(job->auth_key_env);
-                what = "$.job.auth.key_env";
+        } else if (!job->auth_none) {
+                const char *name = job->auth_key_env[0] ? job->auth_key_env : SC_JOB_KEY_ENV;
+                const char *v = getenv(name);
+                what = job->auth_key_env[0] ? "$.job.auth.key_env" : "$.job.auth";
+                if ((!v || !*v) && !job->auth_key_env[0])
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: $.job.auth: job %s has no key: neither "
+                                       "job.auth.key_file nor job.auth.key_env is set, and the "
+                                       "environment variable " SC_JOB_KEY_ENV
+                                       " is not. Make one with `scadles keygen -o job.key` and "
+                                       "set job.auth.key_file to it (or `export " SC_JOB_KEY_ENV
+                                       "=$(scadles keygen)`); to run the job unauthenticated, set "
+                                       "job.auth.mode to \"none\"",
+                                       conf->origin, job->name);
                 if (!v || !*v)
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                        "%s: %s: environment variable %s is not set", conf->origin,
-                                       what, job->auth_key_env);
+                                       what, name);
                 len = strlen(v);
                 if (len > SC_JOB_KEY_MAX)
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                        "%s: %s: %s holds more than %d bytes", conf->origin, what,
-                                       job->auth_key_env, SC_JOB_KEY_MAX);
+                                       name, SC_JOB_KEY_MAX);
                 memcpy(key, v, len);
         } else {
                 return SC_OK;

@@ -37,6 +37,10 @@ int sc_cmd_demo(int argc, char **argv);
 int sc_cmd_export(int argc, char **argv);
 int sc_cmd_predict(int argc, char **argv);
 int sc_cmd_model(int argc, char **argv);
+int sc_cmd_keygen(int argc, char **argv);
+/* Makes a job key (cmd_keygen.c) and writes it to stdout (out NULL) or to a
+ * new file out of mode 0600 (force: replace one); 0 or -1 with errstr. */
+int sc_cli_keygen(const char *out, int force, char *errstr, size_t errstr_size);
 
 /* cli_run.c. Set by SIGINT/SIGTERM once sc_cli_signals() was called; long-running
  * commands poll it and stop cleanly (flushing, committing, saving). */

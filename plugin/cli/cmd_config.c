@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "sc_conf.h"
 #include "sc_file.h"
+#include "sc_job_auth.h"
 #include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
 
@@ -45,6 +47,39 @@ static void sc_config_usage(FILE *out)
                 "  -h, --help        this text\n"
                 "\n"
                 "Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
+}
+
+/* For a job: whether it is authenticated and where its processes will find
+ * the key (never the key itself). */
+static void sc_config_auth(const sc_conf_t *conf)
+{
+        const sc_conf_job_t *job = &conf->job;
+        if (!sc_conf_section_given(conf, "job"))
+                return;
+        if (job->auth_none) {
+                fprintf(stderr,
+                        "scadles config: job %s: NOT authenticated (job.auth.mode \"none\"): "
+                        "any client that can write to its topics can forge its records\n",
+                        job->name);
+                return;
+        }
+        if (job->auth_key_file[0]) {
+                int ok = access(job->auth_key_file, R_OK) == 0;
+                fprintf(stderr, "scadles config: job %s: authenticated; key from the file %s",
+                        job->name, job->auth_key_file);
+                if (!ok)
+                        fprintf(stderr, " (cannot be read here: %s)", strerror(errno));
+                fputc('\n', stderr);
+                return;
+        }
+        const char *var = job->auth_key_env[0] ? job->auth_key_env : SC_JOB_KEY_ENV;
+        const char *v = getenv(var);
+        fprintf(stderr,
+                "scadles config: job %s: authenticated; key from the environment variable %s%s\n",
+                job->name, var,
+                v && *v ? ""
+                        : " (not set here: the job's processes do not start without it; "
+                          "`scadles keygen` makes a key)");
 }
 
 static int sc_config_print(char *text)
@@ -340,6 +375,7 @@ static int sc_config_check(const sc_cli_conf_opts_t *co, const char *sample, con
                         out.w);
                 sc_model_destroy(model);
         }
+        sc_config_auth(&conf);
         int rc = sc_config_print(sc_conf_dump(&conf));
         if (!rc)
                 putchar('\n');

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "sc_job_auth.h"
 #include "sc_clock.h"
 #include "sc_broker.h"
 #include "sc_codec.h"
@@ -316,6 +317,16 @@ static int sc_demo_write_job(sc_demo_t *d)
         }
         if (sc_cli_conf_apply("demo", &d->conf, &d->o.co))
                 return 2;
+        /* authenticated like any job: a key of its own unless one is named */
+        sc_conf_job_t *job = &d->conf.job;
+        const char *env = getenv(SC_JOB_KEY_ENV);
+        if (!job->auth_none && !job->auth_key_file[0] && !job->auth_key_env[0] && !(env && *env)) {
+                snprintf(job->auth_key_file, sizeof(job->auth_key_file), "%s/job.key", d->o.out);
+                if (sc_cli_keygen(job->auth_key_file, 1, d->err, sizeof(d->err))) {
+                        fprintf(stderr, "scadles demo: %s\n", d->err);
+                        return 1;
+                }
+        }
         d->have_conf = 1;
         char *dump = sc_conf_dump_secret(&d->conf);
         snprintf(d->path, sizeof(d->path), "%s/job.json", d->o.out);

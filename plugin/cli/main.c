@@ -26,6 +26,7 @@ static const sc_cmd_t sc_cmds[] = {
     {"export", sc_cmd_export, "write a checkpoint as an ONNX model (input normalization included)"},
     {"model", sc_cmd_model, "model pull: assemble a distributed job's model into a checkpoint"},
     {"config", sc_cmd_config, "list configuration properties, or check a config file"},
+    {"keygen", sc_cmd_keygen, "make a job key (authenticated jobs, docs/SECURITY.md)"},
 };
 #define SC_NCMDS (sizeof(sc_cmds) / sizeof(sc_cmds[0]))
 

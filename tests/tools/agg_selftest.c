@@ -536,6 +536,7 @@ typedef struct sc_ledger_worker {
 
 typedef struct sc_ledger {
         int workers;
+        const sc_auth_t *auth; /* authenticated job: records verify with it */
         uint64_t records, bad, other, repeated, samples;
         sc_ledger_worker_t *w; /* (workers) */
 } sc_ledger_t;
@@ -546,7 +547,7 @@ static int sc_ledger_on(void *opaque, const rd_kafka_message_t *m)
         sc_wire_msg_t wm;
         char why[256];
         l->records++;
-        if (sc_wire_decode(m->payload, m->len, &wm, why, sizeof(why))) {
+        if (sc_auth_decode(l->auth, m->payload, m->len, &wm, NULL, why, sizeof(why))) {
                 l->bad++;
                 return 0;
         }
@@ -600,7 +601,7 @@ static int sc_st_ledger_shard(rd_kafka_t *rk, const sc_kafka_topic_spec_t *topic
         int64_t lo = 0, hi = 0;
         sc_kafka_model_rec_t rec;
         int found = 0, rc = -1;
-        sc_ledger_t l = {.workers = f->workers};
+        sc_ledger_t l = {.workers = f->workers, .auth = &f->auth};
         if (f->workers > SC_LEDGER_MAX_WORKERS) {
                 snprintf(err, errsz, "more than %d workers", SC_LEDGER_MAX_WORKERS);
                 return -1;

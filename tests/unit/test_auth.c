@@ -148,7 +148,7 @@ static void reader_requires_the_signers_tag(void **state)
 static void job_key_from_file_or_env(void **state)
 {
         sc_conf_t conf;
-        sc_auth_t a = {0}, b = {0};
+        sc_auth_t a = {0}, b = {0}, c = {0};
         char path[] = "/tmp/scadles-test-key-XXXXXX";
         int fd = mkstemp(path);
         (void)state;
@@ -158,9 +158,23 @@ static void job_key_from_file_or_env(void **state)
         close(fd);
         sc_conf_defaults(&conf);
         conf.job.sync.n_workers = 2;
-        /* no key: off */
+        /* no key anywhere: a job does not start, and is told how to make one */
+        unsetenv("SCADLES_JOB_KEY");
+        assert_int_equal(sc_job_auth_load(&a, &conf, err, sizeof(err)), SC_ERR_CONFIG);
+        assert_non_null(strstr(err, "$.job.auth"));
+        assert_non_null(strstr(err, "scadles keygen"));
+        assert_non_null(strstr(err, "\"none\""));
+        assert_int_equal(a.on, 0);
+        /* SCADLES_JOB_KEY when the configuration names no key */
+        setenv("SCADLES_JOB_KEY", job_key, 1);
+        assert_int_equal(sc_job_auth_load(&c, &conf, err, sizeof(err)), SC_OK);
+        assert_int_equal(c.on, 1);
+        unsetenv("SCADLES_JOB_KEY");
+        /* mode none: off, without a key */
+        conf.job.auth_none = 1;
         assert_int_equal(sc_job_auth_load(&a, &conf, err, sizeof(err)), SC_OK);
         assert_int_equal(a.on, 0);
+        conf.job.auth_none = 0;
         /* file (the trailing newline is not part of the key) and env agree */
         snprintf(conf.job.auth_key_file, sizeof(conf.job.auth_key_file), "%s", path);
         assert_int_equal(sc_job_auth_load(&a, &conf, err, sizeof(err)), SC_OK);
@@ -171,8 +185,12 @@ static void job_key_from_file_or_env(void **state)
         assert_int_equal(sc_job_auth_load(&b, &conf, err, sizeof(err)), SC_OK);
         assert_memory_equal(a.agg_key, b.agg_key, 32);
         assert_memory_equal(a.worker_keys, b.worker_keys, 64);
+        /* the same key from SCADLES_JOB_KEY: the same keys */
+        assert_memory_equal(a.agg_key, c.agg_key, 32);
+        assert_memory_equal(a.worker_keys, c.worker_keys, 64);
         sc_auth_free(&a);
         sc_auth_free(&b);
+        sc_auth_free(&c);
         /* too short, unset, missing file: errors that never show the key */
         setenv("SC_TEST_JOB_KEY", "short-secret", 1);
         assert_int_equal(sc_job_auth_load(&a, &conf, err, sizeof(err)), SC_ERR_CONFIG);

@@ -1409,6 +1409,16 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(job.limits.clip),
      .def = "false",
      .desc = "Scale an update over job.limits.max_norm down to it instead of refusing it."},
+    {.path = "job.limits.norm_factor",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.limits.norm_factor),
+     .def = "10",
+     R_GE(0),
+     .desc = "Aggregators: scale an update whose L2 norm is over this times the median norm of "
+             "the shard's last 64 updates down to that bound (after 16 updates; a clipped "
+             "update counts at its bound, so the bound follows honest norms that grow). Counted "
+             "as clipped. Stops a huge or amplified update without a hand-set max_norm; 0 = "
+             "off."},
     {.path = "job.limits.robust",
      .type = SC_CONF_ENUM,
      .offset = C(job.limits.robust),

@@ -1,9 +1,11 @@
 /* server_limits.c — what one update may do to a shard: its samples (scadles
  * weight) at most b_max, its L2 norm at most limits.max_norm (refused or
- * clipped), every step leaving the shard and its optimizer state finite
+ * clipped) and at most limits.norm_factor times the median norm of the last
+ * updates (clipped), every step leaving the shard and its optimizer state finite
  * (the step is undone otherwise), and the robust aggregation of a round
  * (coordinate-wise trimmed mean or median). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sc_le.h"
@@ -50,6 +52,34 @@ static double sc_server_update_norm(const sc_server_t *srv, const sc_update_t *u
         return sqrt(s);
 }
 
+static int sc_cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return (x > y) - (x < y);
+}
+
+/* limits.norm_factor x the median of the last norms passed; infinite when
+ * off or before the warm-up. */
+static double sc_server_norm_bound(const sc_server_t *srv)
+{
+        double v[SC_NORM_WINDOW];
+        uint32_t n = srv->n_norms;
+        if (!(srv->spec.limits.norm_factor > 0) || n < SC_NORM_WARMUP)
+                return INFINITY;
+        memcpy(v, srv->norms, n * sizeof(double));
+        qsort(v, n, sizeof(double), sc_cmp_double);
+        double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+        return med > 0 ? srv->spec.limits.norm_factor * med : INFINITY;
+}
+
+static void sc_server_norm_push(sc_server_t *srv, double norm)
+{
+        srv->norms[srv->norm_next] = norm;
+        srv->norm_next = (srv->norm_next + 1) % SC_NORM_WINDOW;
+        if (srv->n_norms < SC_NORM_WINDOW)
+                srv->n_norms++;
+}
+
 sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *out, int *clipped,
                          char *errstr, size_t errstr_size)
 {
@@ -75,17 +105,25 @@ sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *ou
                                "%d",
                                srv->spec.shard, u->worker, (unsigned long long)u->seq, u->samples,
                                srv->spec.sync.b_max);
-        if (!(lim->max_norm > 0))
+        if (!(lim->max_norm > 0) && !(lim->norm_factor > 0))
                 return SC_OK;
         norm = sc_server_update_norm(srv, u);
-        if (norm <= lim->max_norm)
-                return SC_OK;
-        if (!lim->clip || !isfinite(norm))
+        if (lim->max_norm > 0 && norm > lim->max_norm && (!lim->clip || !isfinite(norm)))
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "shard %u: worker %u seq %llu has norm %.3g, over max_norm %g",
                                srv->spec.shard, u->worker, (unsigned long long)u->seq, norm,
                                lim->max_norm);
-        scale = lim->max_norm / norm;
+        if (!isfinite(norm)) /* finite values whose squares overflow */
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "shard %u: worker %u seq %llu: its norm overflows", srv->spec.shard,
+                               u->worker, (unsigned long long)u->seq);
+        double bound = lim->max_norm > 0 ? lim->max_norm : INFINITY;
+        double automatic = sc_server_norm_bound(srv);
+        bound = automatic < bound ? automatic : bound;
+        scale = norm > bound ? bound / norm : 1.0;
+        sc_server_norm_push(srv, norm > bound ? bound : norm);
+        if (scale >= 1.0)
+                return SC_OK;
         for (size_t k = 0; k < cnt; k++) {
                 if (u->kind == SC_UPDATE_MODEL) {
                         float p = srv->params[u->indices ? u->indices[k] : k];

@@ -29,6 +29,8 @@ typedef struct sc_server_limits {
         double max_norm;     /* L2 norm limit of one update (a full model: of its difference
                                 to the shard); 0 = none */
         int clip;            /* 1: scale an update over max_norm down to it; 0: refuse it */
+        double norm_factor;  /* scale an update whose norm is over this times the median of
+                                the last updates' down to it (after a warm-up); 0 = off */
         int robust;          /* sc_robust_kind_t; round policies only (unweighted: the
                                 round's weight sum still scales the scadles LR) */
         double trim;         /* trimmed: fraction dropped at each end, [0, 0.5) */

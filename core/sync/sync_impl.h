@@ -76,6 +76,11 @@ typedef struct sc_seqwin {
         uint64_t mask;
 } sc_seqwin_t;
 
+/* limits.norm_factor: the norms of this many last updates give the median;
+ * the bound applies once SC_NORM_WARMUP are in. */
+#define SC_NORM_WINDOW 64
+#define SC_NORM_WARMUP 16
+
 struct sc_server_s {
         sc_server_spec_t spec;
         const sc_sync_policy_t *pol;
@@ -88,8 +93,12 @@ struct sc_server_s {
         float *backup;  /* (n x 3) params, velocity, mom before a step (rollback) */
         int bounds_ok;  /* pmax, vmax bound max |params|, max |velocity| */
         double pmax, vmax;
-        double umax;       /* max |value| of the update sc_server_limit() last passed */
-        float *clipped;    /* (n) values of an update scaled down to limits.max_norm */
+        double umax;    /* max |value| of the update sc_server_limit() last passed */
+        float *clipped; /* (n) values of an update scaled down to limits.max_norm */
+        /* limits.norm_factor: the norms of the last updates passed (clipped
+         * ones at their bound), a ring of SC_NORM_WINDOW */
+        double norms[SC_NORM_WINDOW];
+        uint32_t n_norms, norm_next;
         float *rows;       /* (n_workers x n) robust rounds: each contributor's update */
         float *col;        /* (n_workers) robust rounds: one coordinate's values */
         double acc_weight; /* round: sum of weights */
@@ -110,7 +119,8 @@ const float *sc_server_densify(sc_server_t *srv, const sc_update_t *u);
 double sc_server_lr(const sc_server_t *srv);
 
 /* server_limits.c: the limits of one update and the finite-step guard. */
-/* Checks u against the limits (samples, norm); *out is u or, clipped, a
+/* Checks u against the limits (samples, norm, the bound norm_factor x the
+ * median of the last norms passed); *out is u or, clipped, a
  * copy whose values are srv->clipped. SC_ERR_INVAL with errstr when refused. */
 sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *out, int *clipped,
                          char *errstr, size_t errstr_size);

@@ -139,6 +139,54 @@ static void huge_update_refused_or_clipped(void **state)
 /* Two 3.4e38 updates with momentum 0.9 and no norm limit: the second step
  * overflows the velocity; it is undone and refused, the shard stays at the
  * first step, finite, and an honest update after it applies. */
+/* norm_factor: after 16 updates of norm ~1, an update 1000x larger is
+ * scaled down to 10x the median (direction kept, counted clipped); before
+ * the warm-up nothing is bounded; norms that grow for good are followed
+ * (each clipped update counts at its bound, so the bound rises). */
+static void norm_bound_follows_honest_norms(void **state)
+{
+        (void)state;
+        sc_server_limits_t lim = {.norm_factor = 10};
+        sc_server_t *srv = new_server(SC_SYNC_ASP, 1, 0, &lim);
+        sc_apply_result_t res;
+        float g[D], big[D];
+        uint64_t seq = 0;
+        for (int i = 0; i < D; i++) {
+                g[i] = i % 2 ? 0.5f : -0.5f; /* norm sqrt(8) / 2 = 1.414 */
+                big[i] = 1000.0f * g[i];
+        }
+        /* before the warm-up: passed as it is */
+        sc_update_t u = grad(0, ++seq, 0, 8, big);
+        assert_int_equal(sc_server_apply(srv, &u, &res, err, sizeof(err)), SC_OK);
+        assert_false(res.clipped);
+        for (int k = 0; k < 30; k++) {
+                u = grad(0, ++seq, sc_server_version(srv), 8, g);
+                assert_int_equal(sc_server_apply(srv, &u, &res, err, sizeof(err)), SC_OK);
+                assert_false(res.clipped);
+        }
+        float before[D];
+        memcpy(before, sc_server_params(srv), sizeof(before));
+        u = grad(0, ++seq, sc_server_version(srv), 8, big);
+        assert_int_equal(sc_server_apply(srv, &u, &res, err, sizeof(err)), SC_OK);
+        assert_int_equal(res.status, SC_APPLY_APPLIED);
+        assert_true(res.clipped);
+        /* the step is lr x 10 x the median-norm update: |delta| = 0.1 x 10 x 0.5 */
+        for (int i = 0; i < D; i++)
+                assert_true(fabsf(before[i] - sc_server_params(srv)[i] - 0.1f * 10 * g[i]) < 1e-4f);
+        /* norms that grow 100x for good: the bound follows within a window */
+        int clipped = 0;
+        for (int k = 0; k < 64; k++) {
+                for (int i = 0; i < D; i++)
+                        big[i] = 100.0f * g[i];
+                u = grad(0, ++seq, sc_server_version(srv), 8, big);
+                assert_int_equal(sc_server_apply(srv, &u, &res, err, sizeof(err)), SC_OK);
+                clipped += res.clipped;
+        }
+        assert_true(clipped > 0 && clipped < 64);
+        assert_false(res.clipped);
+        sc_server_destroy(srv);
+}
+
 static void overflowing_step_is_rolled_back(void **state)
 {
         sc_server_limits_t lim = {.seq_window = 64};
@@ -331,6 +379,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(seq_jump_is_refused),
             cmocka_unit_test(huge_update_refused_or_clipped),
+            cmocka_unit_test(norm_bound_follows_honest_norms),
             cmocka_unit_test(overflowing_step_is_rolled_back),
             cmocka_unit_test(scadles_samples_capped),
             cmocka_unit_test(robust_rounds),

@@ -5,7 +5,9 @@
 # the aggregators' key) finds them equal to the expected ones. A second run
 # restores every shard from the signed J.model records. An aggregator with
 # another key rejects every record (auth) and restores none (the records do
-# not verify: model), and one without a key refuses the signed records.
+# not verify: model), one with job.auth.mode none refuses the signed records
+# and warns, and one with no key anywhere does not start (exit 2) and says
+# how to make a key.
 . "$(dirname "$0")/aggregator_common.inc"
 start_broker
 
@@ -36,10 +38,20 @@ SC_ITEST_JOB_KEY="another-key-of-the-same-length-000000" \
 [ "$(summary a3 .applied)" = 0 ] || fail "run 3 applied $(summary a3 .applied) with the wrong key"
 [ "$(summary a3 .restored)" = 0 ] || fail "run 3 restored shards signed with another key"
 [ "$(summary a3 .rejected.model)" -gt 0 ] || fail "run 3 did not reject the model records"
-# no key at all: the signed records are refused as needing the key
+# unauthenticated (job.auth.mode none): the signed records are refused as
+# needing the key, and the aggregator says it is not authenticated
 "$SCADLES" aggregator -c "$cfg" -b "$bs" --idle-exit 1.5 --set 'job.auth.key_env=""' \
-	>"$tmp/a4.out" 2>"$tmp/a4.err" || fail "aggregator run 4 failed"
+	--set job.auth.mode=none >"$tmp/a4.out" 2>"$tmp/a4.err" || fail "aggregator run 4 failed"
 [ "$(summary a4 .applied)" = 0 ] || fail "run 4 applied $(summary a4 .applied) without a key"
+[ "$(summary a4 .authenticated)" = false ] || fail "run 4 says it is authenticated"
+grep -q "not authenticated" "$tmp/a4.err" || fail "run 4 did not warn that it is unauthenticated"
+# no key anywhere (and no mode none): the aggregator does not start, and
+# says how to make a key
+rc=0
+env -u SCADLES_JOB_KEY "$SCADLES" aggregator -c "$cfg" -b "$bs" --idle-exit 1.5 \
+	--set 'job.auth.key_env=""' >"$tmp/a5.out" 2>"$tmp/a5.err" || rc=$?
+[ "$rc" -eq 2 ] || fail "run 5 (no key) exited $rc, not 2"
+grep -q 'scadles keygen' "$tmp/a5.err" || fail "run 5 does not say how to make a key"
 grep -qF "$SC_ITEST_JOB_KEY" "$tmp"/*.out "$tmp"/*.err && fail "a log printed the key"
 echo "ok: signed updates applied exactly once, signed shards restored; other keys refused" \
 	"(run 3: $(summary a3 '.rejected | tostring'))"

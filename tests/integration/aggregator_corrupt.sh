@@ -7,7 +7,8 @@
 . "$(dirname "$0")/aggregator_common.inc"
 start_broker
 cfg="$tmp/job.json"
-write_job "$cfg" bad
+# unauthenticated (job.auth.mode none): the records reach the decoder, not the tag check
+write_job "$cfg" bad '{"job": {"auth": {"mode": "none"}}}'
 
 produce "$cfg" --seq-to 20 --corrupt-every 7
 bad=$(jq -s 'map(.bad) | add' <(sed -n 's/^produced: //p' "$tmp/produce.out"))

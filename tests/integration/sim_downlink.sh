@@ -16,9 +16,11 @@
 # worker waits for its group's first assignment (3 s on the embedded broker)
 # without leaving the barriers (job.leave_grace 10 s), so neither closes
 # rounds alone.
+# Unauthenticated (job.auth.mode none): the simulator signs nothing, and an
+# authenticated job's records are 32 bytes (the tag) longer each.
 job='{"worker": {"batch": "fixed", "b": 64},
       "job": {"sync": {"policy": "bsp"}, "codec": {"name": "q8"}, "downlink": {"name": "q8"},
-              "keyframe_interval": 4, "leave_grace": 10}}'
+              "keyframe_interval": 4, "leave_grace": 10, "auth": {"mode": "none"}}}'
 start_broker sd.0:1 sd.1:1 dj.grad:2 dj.model:2 dj.bcast:2 dj.ctl:1
 for w in 0 1; do
 	# 640 records, 64 a batch: 10 updates per shard and worker, 10 rounds.

@@ -461,8 +461,7 @@ static void sc_wj_install(sc_worker_t *w, double now)
 
 /* A J.inject record's seq is its sender's wall clock in microseconds (one
  * more than the last when the clock did not move), so seqs rise across the
- * sender's restarts. 1 if a record of worker `from` with seq is a replay: not
- * newer than the last taken from it, or older than job.inject_max_age. */
+ * sender's restarts. */
 static uint64_t sc_wj_inject_seq(sc_wk_job_t *j)
 {
         uint64_t now = (uint64_t)(sc_wj_wall() * 1e6);
@@ -470,6 +469,8 @@ static uint64_t sc_wj_inject_seq(sc_wk_job_t *j)
         return j->inj_seq;
 }
 
+/* 1 if a record of worker `from` with seq is a replay: not newer than the
+ * last taken from it, or older than job.inject_max_age; else takes it. */
 static int sc_wj_inject_replayed(sc_wk_job_t *j, const sc_conf_t *conf, uint32_t from, uint64_t seq)
 {
         double age = sc_wj_wall() - (double)seq / 1e6;

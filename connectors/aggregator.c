@@ -184,6 +184,8 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
         sc_kafka_gap_init(&s->gap, s->next);
         s->held = s->seen = 1;
         s->t_step = sc_clock_mono();
+        /* a round restored in progress waits round_timeout from the take */
+        s->t_round = sc_server_round_turns(s->srv) > 0 ? s->t_step : 0;
         s->parked = 0;
         s->pub_next = found ? s->next : -1;
         s->pub_version = sc_server_version(s->srv);

@@ -48,13 +48,15 @@ void sc_agg_limits(sc_aggregator_t *agg, int p, int64_t offset, uint32_t worker,
 {
         const char *topic = agg->topics[SC_JOB_GRAD].name;
         agg->clipped += (uint64_t)res->clipped;
-        if (res->rolled_back) {
-                agg->rolled_back++;
+        if (res->rolled_back && agg->rolled_back++ < SC_AGG_STALE_LOGGED)
                 sc_agg_log(agg, 4,
-                           "shard %d: the round closed by %s offset %lld would have made the "
-                           "shard non-finite: step undone, parameters kept",
-                           p, topic, (long long)offset);
-        }
+                           "shard %d: the step closed by %s offset %lld would have left a "
+                           "parameter non-finite or over job.limits.model_max_abs: step undone, "
+                           "parameters kept%s",
+                           p, topic, (long long)offset,
+                           agg->rolled_back == SC_AGG_STALE_LOGGED
+                               ? " (further ones are counted, not logged)"
+                               : "");
         if (res->status == SC_APPLY_REJECTED) {
                 sc_agg_reject(agg, SC_REJ_LIMIT, topic, p, offset, why);
         } else if (res->status == SC_APPLY_STALE) {

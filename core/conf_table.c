@@ -1103,7 +1103,9 @@ const sc_conf_prop_t sc_conf_props[] = {
              "(three times as long while a revocation left no partition assigned and the group "
              "has not assigned any again). Counted from the last record or rebalance, only while "
              "a broker is reachable; a restarted worker whose partitions are read to their ends "
-             "counts it from its assignment; 0 = never (--idle-exit)."},
+             "counts it from its assignment. A job worker whose policy has waited that long for "
+             "a model (no aggregator, or a stalled job) stops too, its batches left "
+             "uncommitted for a later run; 0 = never (--idle-exit)."},
     {.path = "worker.commit_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(worker.commit_interval),
@@ -1419,6 +1421,17 @@ const sc_conf_prop_t sc_conf_props[] = {
              "update counts at its bound, so the bound follows honest norms that grow). Counted "
              "as clipped. Stops a huge or amplified update without a hand-set max_norm; 0 = "
              "off."},
+    {.path = "job.limits.samples_factor",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.limits.samples_factor),
+     .def = "4",
+     R_GE(0),
+     .desc = "Aggregators, scadles: weigh an update by at most this times the median of its "
+             "worker's last 16 claimed sample counts (after 4; a bounded claim counts at its "
+             "bound, so a stream that speeds up is followed this factor at a time). A worker's "
+             "batch is its measured rate times the window, so a claim far above its own "
+             "history cannot take over a round's weight or scale its LR. Counted as clipped; "
+             "0 = off (b_max still bounds every claim)."},
     {.path = "job.limits.robust",
      .type = SC_CONF_ENUM,
      .offset = C(job.limits.robust),
@@ -1426,8 +1439,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      .names = sc_conf_robust_names,
      .desc = "Round policies (bsp, scadles, localsgd): aggregate a round by the coordinate-wise "
              "trimmed mean or median of its updates instead of the (weighted) mean. Unweighted; "
-             "scadles still scales the LR by the round's samples. Ignored by the asynchronous "
-             "policies."},
+             "scadles scales the LR by the same statistic of the claimed samples times the "
+             "contributors, so one worker's claim cannot inflate it. Ignored by the "
+             "asynchronous policies."},
     {.path = "job.limits.trim",
      .type = SC_CONF_DOUBLE,
      .offset = C(job.limits.trim),
@@ -1445,12 +1459,14 @@ const sc_conf_prop_t sc_conf_props[] = {
          "far or more ahead of the shard version they hold (after their first install)."},
     {.path = "job.limits.model_max_abs",
      .type = SC_CONF_DOUBLE,
-     .offset = C(job.model_max_abs),
+     .offset = C(job.limits.max_abs),
      .def = "10000",
      R_GE(0),
-     .desc = "Workers refuse (count as model_bad, reason magnitude) a J.bcast keyframe or delta "
-             "after which a parameter of the shard is larger than this in magnitude; the view "
-             "stays as it was. 0: no bound (non-finite values are refused always)."},
+     .desc = "Aggregators undo (count as rolled_back) a step that would leave a parameter "
+             "larger than this in magnitude, so the model they publish stays within it; workers "
+             "refuse (count as model_bad, reason magnitude) a J.bcast keyframe or delta after "
+             "which one is, and keep their view. 0: no bound (non-finite values are refused "
+             "always)."},
     {.path = "job.auth.mode",
      .type = SC_CONF_ENUM,
      .offset = C(job.auth_none),

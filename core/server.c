@@ -13,7 +13,7 @@
 #include "sync/sync_impl.h"
 
 #define SC_SNAP_MAGIC 0x56535353u /* "SSSV" */
-#define SC_SNAP_VERSION 2u        /* 1: no robust-row count (and no rows) */
+#define SC_SNAP_VERSION 3u        /* 1: no robust rows; 2: rows without weights */
 
 sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const float *init,
                        char *errstr, size_t errstr_size)
@@ -59,8 +59,12 @@ sc_err_t sc_server_new(sc_server_t **srvp, const sc_server_spec_t *spec, const f
                 goto out_nomem;
         if (!srv->pol->round_based)
                 srv->spec.limits.robust = SC_ROBUST_NONE; /* rounds only */
-        if (srv->spec.limits.robust && (!(srv->rows = calloc(nw * n, sizeof(float))) ||
-                                        !(srv->col = calloc(nw, sizeof(float)))))
+        if (srv->pol->kind == SC_SYNC_SCADLES && srv->spec.limits.samples_factor > 0 &&
+            !(srv->claims = calloc(nw, sizeof(*srv->claims))))
+                goto out_nomem;
+        if (srv->spec.limits.robust &&
+            (!(srv->rows = calloc(nw * n, sizeof(float))) ||
+             !(srv->col = calloc(nw, sizeof(float))) || !(srv->row_w = calloc(nw, sizeof(double)))))
                 goto out_nomem;
         for (size_t w = 0; w < nw; w++) {
                 srv->live[w] = 1;
@@ -94,6 +98,8 @@ void sc_server_destroy(sc_server_t *srv)
         free(srv->clipped);
         free(srv->rows);
         free(srv->col);
+        free(srv->row_w);
+        free(srv->claims);
         free(srv->got);
         free(srv->live);
         free(srv->seq);
@@ -193,7 +199,7 @@ static int sc_server_round_close_if(sc_server_t *srv, int force, int *rolled_bac
                 if (srv->rows)
                         sc_server_robust_acc(srv);
                 srv->pol->round_finish(srv);
-                if (!sc_server_is_finite(srv)) {
+                if (!sc_server_state_ok(srv)) {
                         sc_server_rollback(srv);
                         srv->stats.rolled_back++;
                         if (rolled_back)
@@ -266,7 +272,7 @@ static int sc_server_round_add(sc_server_t *srv, const sc_update_t *u, int turn)
         if (!turn)
                 return 1;
         if (srv->rows)
-                sc_server_robust_add(srv, u);
+                sc_server_robust_add(srv, u, wgt);
         srv->got[u->worker] = SC_GOT_CONTRIBUTED;
         srv->n_got++;
         return 1;
@@ -295,13 +301,14 @@ static sc_err_t sc_server_async_step(sc_server_t *srv, const sc_update_t *u, int
                 sc_server_save(srv);
         if ((err = srv->pol->apply(srv, u, errstr, errstr_size)))
                 return err;
-        if (sparse_ok || sc_server_is_finite(srv))
+        if (sparse_ok || sc_server_state_ok(srv))
                 return SC_OK;
         sc_server_rollback(srv);
 refuse:
         *refused = 1;
         return sc_errf(SC_OK, errstr, errstr_size,
-                       "shard %u: worker %u seq %llu would make the shard non-finite: step %s",
+                       "shard %u: worker %u seq %llu would leave a parameter non-finite or over "
+                       "job.limits.model_max_abs: step %s",
                        srv->spec.shard, u->worker, (unsigned long long)u->seq,
                        sparse_ok ? "refused" : "undone");
 }
@@ -574,8 +581,10 @@ const sc_server_spec_t *sc_server_spec(const sc_server_t *srv)
  * clock u64} (got: 0, 1 or 2 = refused), params, velocity (n, or 0 floats),
  * acc (n or 0), mom (n or 0), robust row count u32 (format 2 on) and the
  * rows of the round's contributors (got 1) in worker order (n floats each;
- * none outside a robust round), adacomp length u64 + bytes, crc32c u32 of
- * everything before. Format 1 (no row count, no rows) is read too. */
+ * none outside a robust round), their weights in the same order (f64 each,
+ * format 3 on), adacomp length u64 + bytes, crc32c u32 of everything before.
+ * Formats 1 (no row count, no rows) and 2 (rows, weights taken as equal
+ * shares of acc_weight) are read too. */
 
 typedef struct sc_rbuf {
         const uint8_t *p, *end;
@@ -621,7 +630,8 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
                ada = srv->ada ? sc_adacomp_save_size(srv->ada) : 0;
         size_t nf = srv->n + sc_server_vel_len(srv) + (srv->acc ? srv->n : 0) +
                     (srv->mom ? srv->n : 0) + (size_t)sc_server_rows_kept(srv) * srv->n;
-        size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 4 + 8 + ada + 4;
+        size_t len = 4 * 4 + 8 * 2 + 4 + 8 + 6 * 8 + 8 + 4 + nw * 26 + 4 * nf + 4 +
+                     8 * (size_t)sc_server_rows_kept(srv) + 8 + ada + 4;
         sc_le_w_t b;
         uint8_t *buf;
 
@@ -663,6 +673,9 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
         for (size_t w = 0; srv->rows && w < nw; w++)
                 if (srv->got[w] == SC_GOT_CONTRIBUTED)
                         sc_lew_f32s(&b, srv->rows + w * srv->n, srv->n);
+        for (size_t w = 0; srv->rows && w < nw; w++)
+                if (srv->got[w] == SC_GOT_CONTRIBUTED)
+                        sc_lew_u64(&b, sc_f64_bits(srv->row_w[w]));
         sc_lew_u64(&b, ada);
         if (srv->ada) {
                 sc_adacomp_save(srv->ada, b.p);
@@ -745,13 +758,23 @@ static int sc_snap_round_ok(const sc_server_t *srv, const uint8_t *wb, size_t nw
         return got == n_got && (srv->acc || !n_got) && w >= 0 && isfinite(w);
 }
 
+/* Robust rows' weights: finite and not negative, like a round's. */
+static int sc_snap_weights_ok(const double *w, uint32_t n)
+{
+        for (uint32_t r = 0; r < n; r++)
+                if (!(w[r] >= 0) || !isfinite(w[r]))
+                        return 0;
+        return 1;
+}
+
 /* A decoded snapshot, checked; sc_snap_commit makes it the shard's state. */
 typedef struct sc_snap {
         uint64_t version, stats[6], accw;
         uint32_t n_got, nrows;
-        const uint8_t *wb; /* (nw * 26): live, got, seq base and mask, clock */
-        const float *fl;   /* params, velocity, accumulator, momentum */
-        const float *rows; /* (nrows, n) */
+        const uint8_t *wb;   /* (nw * 26): live, got, seq base and mask, clock */
+        const float *fl;     /* params, velocity, accumulator, momentum */
+        const float *rows;   /* (nrows, n) */
+        const double *row_w; /* (nrows) */
 } sc_snap_t;
 
 static void sc_snap_commit(sc_server_t *srv, const sc_snap_t *sn, size_t nvel, size_t nacc,
@@ -784,8 +807,10 @@ static void sc_snap_commit(sc_server_t *srv, const sc_snap_t *sn, size_t nvel, s
         if (nmom)
                 memcpy(srv->mom, sn->fl + n + nvel + nacc, nmom * sizeof(float));
         for (size_t w = 0, r = 0; sn->nrows && w < nw; w++)
-                if (srv->got[w] == SC_GOT_CONTRIBUTED)
+                if (srv->got[w] == SC_GOT_CONTRIBUTED) {
+                        srv->row_w[w] = sn->row_w[r];
                         memcpy(srv->rows + w * n, sn->rows + n * r++, n * sizeof(float));
+                }
 }
 
 sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, char *errstr,
@@ -795,6 +820,7 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         size_t n = srv->n, nw = (size_t)srv->spec.sync.n_workers, adalen;
         uint32_t fmt = 0;
         float *fl = NULL, *rows = NULL;
+        double *row_w = NULL;
         uint8_t *wb = NULL;
         size_t nvel = sc_server_vel_len(srv), nacc = srv->acc ? n : 0, nmom = srv->mom ? n : 0;
         sc_snap_t sn = {0};
@@ -827,12 +853,16 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
         if (sn.nrows && (size_t)(b.end - b.p) / 4 / n < sn.nrows) {
                 b.bad = 1;
         } else if (sn.nrows) {
-                if (!(rows = malloc((size_t)sn.nrows * n * sizeof(float)))) {
+                if (!(rows = malloc((size_t)sn.nrows * n * sizeof(float))) ||
+                    !(row_w = malloc(sn.nrows * sizeof(double)))) {
                         err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
                                       "shard snapshot: out of memory");
                         goto out;
                 }
                 sc_get_f32s(&b, rows, (size_t)sn.nrows * n);
+                for (uint32_t r = 0; r < sn.nrows; r++) /* format 2: equal shares */
+                        row_w[r] = fmt >= 3 ? sc_f64_from_bits(sc_get(&b, 8))
+                                            : sc_f64_from_bits(sn.accw) / sn.nrows;
         }
         adalen = (size_t)sc_get(&b, 8);
         if (b.bad || adalen != (size_t)(b.end - b.p) || (!srv->ada && adalen))
@@ -842,7 +872,8 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                               "shard snapshot: inconsistent round state");
         else if (!sc_server_floats_finite(fl, n + nvel + nacc + nmom) ||
-                 (sn.nrows && !sc_server_floats_finite(rows, (size_t)sn.nrows * n)))
+                 (sn.nrows && !sc_server_floats_finite(rows, (size_t)sn.nrows * n)) ||
+                 !sc_snap_weights_ok(row_w, sn.nrows))
                 err = sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
                               "shard snapshot: a parameter or optimizer value is not finite");
         else if (srv->ada && sc_adacomp_load(srv->ada, b.p, adalen))
@@ -852,10 +883,12 @@ sc_err_t sc_server_restore(sc_server_t *srv, const uint8_t *buf, size_t len, cha
                 sn.wb = wb;
                 sn.fl = fl;
                 sn.rows = rows;
+                sn.row_w = row_w;
                 sc_snap_commit(srv, &sn, nvel, nacc, nmom);
         }
 out:
         free(rows);
+        free(row_w);
         free(fl);
         free(wb);
         return err;

@@ -1,9 +1,11 @@
 /* server_limits.c — what one update may do to a shard: its samples (scadles
- * weight) at most b_max, its L2 norm at most limits.max_norm (refused or
+ * weight) at most b_max and at most limits.samples_factor times the median of
+ * its worker's last claims (bounded), its L2 norm at most limits.max_norm (refused or
  * clipped) and at most limits.norm_factor times the median norm of the last
  * updates (clipped), every step leaving the shard and its optimizer state finite
  * (the step is undone otherwise), and the robust aggregation of a round
  * (coordinate-wise trimmed mean or median). */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +82,34 @@ static void sc_server_norm_push(sc_server_t *srv, double norm)
                 srv->n_norms++;
 }
 
+/* A scadles worker's batch is its measured stream rate x the window, so its
+ * claims follow its rate: one over samples_factor x the median of its last
+ * SC_CLAIM_WINDOW claims is bounded to that (after SC_CLAIM_WARMUP), and
+ * counts at its bound, so a rate that grows is followed a factor at a time.
+ * Returns the samples to weigh the update by. */
+static uint32_t sc_server_claim(sc_server_t *srv, uint32_t worker, uint32_t samples)
+{
+        sc_claims_t *c = &srv->claims[worker];
+        uint32_t v[SC_CLAIM_WINDOW], n = c->n;
+        if (n >= SC_CLAIM_WARMUP) {
+                memcpy(v, c->v, n * sizeof(uint32_t));
+                for (uint32_t i = 1; i < n; i++) { /* n is small: insertion sort */
+                        uint32_t x = v[i], j = i;
+                        for (; j > 0 && v[j - 1] > x; j--)
+                                v[j] = v[j - 1];
+                        v[j] = x;
+                }
+                double bound = srv->spec.limits.samples_factor * v[n / 2];
+                if (samples > bound)
+                        samples = bound >= 1 ? (uint32_t)bound : 1;
+        }
+        c->v[c->next] = samples;
+        c->next = (c->next + 1) % SC_CLAIM_WINDOW;
+        if (c->n < SC_CLAIM_WINDOW)
+                c->n++;
+        return samples;
+}
+
 sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *out, int *clipped,
                          char *errstr, size_t errstr_size)
 {
@@ -105,6 +135,10 @@ sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *ou
                                "%d",
                                srv->spec.shard, u->worker, (unsigned long long)u->seq, u->samples,
                                srv->spec.sync.b_max);
+        if (srv->claims && u->worker < (uint32_t)srv->spec.sync.n_workers) {
+                out->samples = sc_server_claim(srv, u->worker, u->samples);
+                *clipped = out->samples < u->samples;
+        }
         if (!(lim->max_norm > 0) && !(lim->norm_factor > 0))
                 return SC_OK;
         norm = sc_server_update_norm(srv, u);
@@ -157,15 +191,34 @@ void sc_server_rollback(sc_server_t *srv)
                 memcpy(srv->mom, srv->backup + 2 * n, n * sizeof(float));
 }
 
+/* Magnitudes below this stay finite through an SGD step's float rounding. */
+#define SC_SGD_BOUND 1e37
+
+/* The largest |parameter| a step may leave: limits.max_abs, or (0, off)
+ * the largest finite float. */
+static double sc_server_pbound(const sc_server_t *srv)
+{
+        double m = srv->spec.limits.max_abs;
+        return m > 0 && m < FLT_MAX ? m : FLT_MAX;
+}
+
+/* 1 if |x| > the bound whose float bits are bbits, or x is not finite (the
+ * bits of a non-negative float order as its magnitude; inf and NaN above
+ * every finite one): branch-free. */
+static inline uint32_t sc_f32_over(float x, uint32_t bbits)
+{
+        return (uint32_t)((sc_f32_bits(x) & 0x7fffffffu) > bbits);
+}
+
 int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr)
 {
-        uint32_t bad = 0;
+        uint32_t bad = 0, bb = sc_f32_bits((float)sc_server_pbound(srv));
         if (u->indices) {
                 for (size_t k = 0; k < u->count; k++)
-                        bad |= sc_f32_bad(srv->params[u->indices[k]] - lr * u->values[k]);
+                        bad |= sc_f32_over(srv->params[u->indices[k]] - lr * u->values[k], bb);
         } else {
                 for (size_t i = 0; i < srv->n; i++)
-                        bad |= sc_f32_bad(srv->params[i] - lr * u->values[i]);
+                        bad |= sc_f32_over(srv->params[i] - lr * u->values[i], bb);
         }
         return !bad;
 }
@@ -173,6 +226,15 @@ int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, floa
 int sc_server_floats_finite(const float *x, size_t n)
 {
         return sc_all_finite(x, n);
+}
+
+int sc_server_state_ok(const sc_server_t *srv)
+{
+        uint32_t bad = 0, bb = sc_f32_bits((float)sc_server_pbound(srv));
+        for (size_t i = 0; i < srv->n; i++)
+                bad |= sc_f32_over(srv->params[i], bb);
+        return !bad && sc_all_finite(srv->sgd.velocity, sc_server_vel_len(srv)) &&
+               (!srv->mom || sc_all_finite(srv->mom, srv->n));
 }
 
 int sc_server_is_finite(const sc_server_t *srv)
@@ -198,9 +260,10 @@ int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float w
         return !bad;
 }
 
-void sc_server_robust_add(sc_server_t *srv, const sc_update_t *u)
+void sc_server_robust_add(sc_server_t *srv, const sc_update_t *u, double wgt)
 {
         float *row = srv->rows + (size_t)u->worker * srv->n;
+        srv->row_w[u->worker] = wgt;
         if (u->indices) {
                 memset(row, 0, srv->n * sizeof(float));
                 for (size_t k = 0; k < u->count; k++)
@@ -222,50 +285,54 @@ static void sc_robust_sort(float *x, int k)
         }
 }
 
+/* The median, or the mean without the t lowest and t highest, of x's k
+ * values (x is sorted in place). */
+static double sc_robust_stat(float *x, int k, int robust, int t)
+{
+        double m = 0;
+        sc_robust_sort(x, k);
+        if (robust == SC_ROBUST_MEDIAN)
+                return k % 2 ? x[k / 2] : 0.5 * ((double)x[k / 2 - 1] + x[k / 2]);
+        for (int j = t; j < k - t; j++)
+                m += x[j];
+        return m / (double)(k - 2 * t);
+}
+
 void sc_server_robust_acc(sc_server_t *srv)
 {
         const sc_server_limits_t *lim = &srv->spec.limits;
         int nw = srv->spec.sync.n_workers, k = 0, t;
 
         for (int w = 0; w < nw; w++)
-                k += srv->got[w] == SC_GOT_CONTRIBUTED;
+                if (srv->got[w] == SC_GOT_CONTRIBUTED)
+                        srv->col[k++] = (float)srv->row_w[w];
         if (k == 0)
                 return;
         t = (int)(lim->trim * k);
         if (2 * t >= k)
                 t = (k - 1) / 2;
+        srv->acc_weight = k * sc_robust_stat(srv->col, k, lim->robust, t);
         for (size_t i = 0; i < srv->n; i++) {
-                double m = 0;
                 int j = 0;
                 for (int w = 0; w < nw; w++)
                         if (srv->got[w] == SC_GOT_CONTRIBUTED)
                                 srv->col[j++] = srv->rows[(size_t)w * srv->n + i];
-                sc_robust_sort(srv->col, k);
-                if (lim->robust == SC_ROBUST_MEDIAN) {
-                        m = k % 2 ? srv->col[k / 2]
-                                  : 0.5 * ((double)srv->col[k / 2 - 1] + srv->col[k / 2]);
-                } else {
-                        for (j = t; j < k - t; j++)
-                                m += srv->col[j];
-                        m /= (double)(k - 2 * t);
-                }
-                srv->acc[i] = (float)(m * srv->acc_weight);
+                srv->acc[i] =
+                    (float)(sc_robust_stat(srv->col, k, lim->robust, t) * srv->acc_weight);
         }
 }
 
-/* Magnitudes below this stay finite through an SGD step's float rounding. */
-#define SC_SGD_BOUND 1e37
-
 /* Bounds on max |params| and max |velocity| after an SGD step of
  * max |grad| g (sgd_update: g' = grad + wd p, v' = mu v + g',
- * p' = p - lr (v' or g' + mu v')). 1 if both stay below SC_SGD_BOUND. */
+ * p' = p - lr (v' or g' + mu v')). 1 if the first stays below the
+ * parameter bound and the second below SC_SGD_BOUND. */
 static int sc_sgd_bound(const sc_server_t *srv, double g, double lr, double *pmax, double *vmax)
 {
         double mu = srv->sgd.spec.momentum, wd = srv->sgd.spec.weight_decay;
         double a = g + wd * srv->pmax, b = mu > 0 ? mu * srv->vmax + a : 0;
         *pmax = srv->pmax + lr * (a + b);
         *vmax = mu > 0 ? b : srv->vmax;
-        return *pmax < SC_SGD_BOUND && *vmax < SC_SGD_BOUND;
+        return *pmax < fmin(sc_server_pbound(srv), SC_SGD_BOUND) && *vmax < SC_SGD_BOUND;
 }
 
 int sc_server_sgd_step_bounded(sc_server_t *srv, const sc_update_t *u, float lr)

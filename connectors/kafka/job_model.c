@@ -64,7 +64,7 @@ static int sc_jm_plausible(sc_job_model_t *jm, const sc_jm_shard_t *sh, const sc
  * bounded by it; counts the refusal's reason. */
 static int sc_jm_bounded(sc_job_model_t *jm, const float *view, size_t n)
 {
-        double lim = jm->conf->job.model_max_abs;
+        double lim = jm->conf->job.limits.max_abs;
         int finite = 1, within = 1;
         for (size_t i = 0; i < n; i++) {
                 float a = fabsf(view[i]);

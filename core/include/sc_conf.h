@@ -216,7 +216,6 @@ typedef struct sc_conf_job {
         double inject_max_age;     /* worker: refuse J.inject records older than this (s) */
         sc_server_limits_t limits; /* aggregators: what one update may do */
         uint64_t model_jump;       /* workers: refuse a J.model record this far ahead */
-        double model_max_abs;      /* workers: refuse a model holding a larger |value| (0 off) */
         int auth_none;             /* job.auth.mode none: unauthenticated */
         char auth_key_file[SC_CONF_AUTH_MAX]; /* job key: a file holding it, or */
         char auth_key_env[SC_CONF_AUTH_MAX];  /* an environment variable holding it */

@@ -24,16 +24,22 @@ typedef enum sc_robust_kind {
 
 /* What one update may do to a shard (all zero: no limits). */
 typedef struct sc_server_limits {
-        uint64_t seq_window; /* refuse an update this many seqs or more ahead of the worker's
-                                lowest unapplied seq (SC_APPLY_AHEAD); 0 = no window */
-        double max_norm;     /* L2 norm limit of one update (a full model: of its difference
-                                to the shard); 0 = none */
-        int clip;            /* 1: scale an update over max_norm down to it; 0: refuse it */
-        double norm_factor;  /* scale an update whose norm is over this times the median of
-                                the last updates' down to it (after a warm-up); 0 = off */
-        int robust;          /* sc_robust_kind_t; round policies only (unweighted: the
-                                round's weight sum still scales the scadles LR) */
-        double trim;         /* trimmed: fraction dropped at each end, [0, 0.5) */
+        uint64_t seq_window;   /* refuse an update this many seqs or more ahead of the worker's
+                                  lowest unapplied seq (SC_APPLY_AHEAD); 0 = no window */
+        double max_norm;       /* L2 norm limit of one update (a full model: of its difference
+                                  to the shard); 0 = none */
+        int clip;              /* 1: scale an update over max_norm down to it; 0: refuse it */
+        double norm_factor;    /* scale an update whose norm is over this times the median of
+                                  the last updates' down to it (after a warm-up); 0 = off */
+        double max_abs;        /* a step leaving a parameter larger than this in magnitude is
+                                  undone (job.limits.model_max_abs, which workers enforce
+                                  on what they install); 0 = only finite */
+        double samples_factor; /* scadles: bound a worker's claimed samples to this times
+                                  the median of its last claims (after a warm-up); 0 = off */
+        int robust;            /* sc_robust_kind_t; round policies only (unweighted; the
+                                  scadles LR scales with k x the same statistic of the k
+                                  contributors' samples, not their sum) */
+        double trim;           /* trimmed: fraction dropped at each end, [0, 0.5) */
 } sc_server_limits_t;
 
 typedef struct sc_server_spec {

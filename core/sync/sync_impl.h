@@ -81,6 +81,16 @@ typedef struct sc_seqwin {
 #define SC_NORM_WINDOW 64
 #define SC_NORM_WARMUP 16
 
+/* limits.samples_factor (scadles): a worker's last this many claims give
+ * the median; the bound applies once SC_CLAIM_WARMUP are in. */
+#define SC_CLAIM_WINDOW 16
+#define SC_CLAIM_WARMUP 4
+
+typedef struct sc_claims {
+        uint32_t v[SC_CLAIM_WINDOW]; /* samples claimed (bounded ones at their bound) */
+        uint32_t n, next;
+} sc_claims_t;
+
 struct sc_server_s {
         sc_server_spec_t spec;
         const sc_sync_policy_t *pol;
@@ -99,14 +109,16 @@ struct sc_server_s {
          * ones at their bound), a ring of SC_NORM_WINDOW */
         double norms[SC_NORM_WINDOW];
         uint32_t n_norms, norm_next;
-        float *rows;       /* (n_workers x n) robust rounds: each contributor's update */
-        float *col;        /* (n_workers) robust rounds: one coordinate's values */
-        double acc_weight; /* round: sum of weights */
-        uint32_t n_got;    /* round: contributions */
-        uint8_t *got;      /* (n_workers) SC_GOT_* of this round */
-        uint8_t *live;     /* (n_workers) */
-        sc_seqwin_t *seq;  /* (n_workers) */
-        uint64_t *clock;   /* (n_workers) updates applied per worker */
+        float *rows;         /* (n_workers x n) robust rounds: each contributor's update */
+        float *col;          /* (n_workers) robust rounds: one coordinate's values */
+        double *row_w;       /* (n_workers) robust rounds: each contributor's weight */
+        sc_claims_t *claims; /* (n_workers) scadles with limits.samples_factor */
+        double acc_weight;   /* round: sum of weights */
+        uint32_t n_got;      /* round: contributions */
+        uint8_t *got;        /* (n_workers) SC_GOT_* of this round */
+        uint8_t *live;       /* (n_workers) */
+        sc_seqwin_t *seq;    /* (n_workers) */
+        uint64_t *clock;     /* (n_workers) updates applied per worker */
         uint64_t version;
         sc_server_stats_t stats;
         struct sc_adacomp_s *ada; /* adacomp */
@@ -128,8 +140,12 @@ sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *ou
 void sc_server_save(sc_server_t *srv);
 void sc_server_rollback(sc_server_t *srv);
 /* 1 if moving each of u's coordinates by up to lr x its value stays
- * finite (a step params[i] -= lr * v / s, s >= 1, then does too). */
+ * finite and within limits.max_abs (a step params[i] -= lr * v / s,
+ * s >= 1, then does too, the shard being within it before). */
 int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr);
+/* 1 if the optimizer state is finite and every parameter finite and
+ * within limits.max_abs: what a step must leave (it is undone otherwise). */
+int sc_server_state_ok(const sc_server_t *srv);
 /* 1 for the policies whose step is the server's SGD step on the update
  * (asp, ssp). */
 static inline int sc_server_plain_sgd(const sc_server_t *srv)
@@ -151,10 +167,12 @@ size_t sc_server_vel_len(const sc_server_t *srv);
 int sc_server_floats_finite(const float *x, size_t n);
 /* 1 if acc + wgt * u stays finite everywhere. */
 int sc_server_round_add_ok(const sc_server_t *srv, const sc_update_t *u, float wgt);
-/* Robust rounds: keeps u as its worker's row; before round_finish, rewrites
- * acc as acc_weight x the coordinate-wise trimmed mean or median of the
- * rows of the contributors (so the policy's division gives the estimate). */
-void sc_server_robust_add(sc_server_t *srv, const sc_update_t *u);
+/* Robust rounds: keeps u as its worker's row, of weight wgt; before
+ * round_finish, sets acc_weight to k x the same statistic of the k
+ * contributors' weights (so one worker's claimed samples cannot scale the
+ * LR, in scadles) and acc to acc_weight x the coordinate-wise trimmed mean
+ * or median of their rows (so the policy's division gives the estimate). */
+void sc_server_robust_add(sc_server_t *srv, const sc_update_t *u, double wgt);
 void sc_server_robust_acc(sc_server_t *srv);
 
 /* Shared worker hooks. */

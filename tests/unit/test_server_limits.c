@@ -260,6 +260,41 @@ static void scadles_samples_capped(void **state)
         sc_server_destroy(srv);
 }
 
+/* scadles over 2 workers with samples_factor 4: worker 0 claims 64 for 4
+ * rounds, then 1024 (within b_max). The round weighs it by 4 x 64 = 256,
+ * counted as clipped; the next claim of 1024 is bounded again (the median
+ * of 64 x 4 and 256 is 64), and a claim under the bound is taken as it is.
+ * With samples_factor 0 the 1024 is taken. Worker 1 sends zeros, so
+ * coordinate 0 steps by lr x b0 / base_batch. */
+static void scadles_claims_follow_rate(void **state)
+{
+        float g[D] = {1, 0, 0, 0, 0, 0, 0, 0}, zero[D] = {0};
+        (void)state;
+        for (int on = 0; on < 2; on++) {
+                sc_server_limits_t lim = {.seq_window = 64, .samples_factor = on ? 4 : 0};
+                sc_server_t *srv = new_server(SC_SYNC_SCADLES, 2, 0.0, &lim);
+                static const uint32_t claim[7] = {64, 64, 64, 64, 1024, 1024, 100};
+                static const float weighed[2][7] = {{64, 64, 64, 64, 1024, 1024, 100},
+                                                    {64, 64, 64, 64, 256, 256, 100}};
+                sc_apply_result_t res;
+                sc_server_stats_t st;
+                for (int r = 0; r < 7; r++) {
+                        float before = sc_server_params(srv)[0];
+                        uint64_t v = sc_server_version(srv);
+                        assert_int_equal(apply(srv, grad(0, (uint64_t)r + 1, v, claim[r], g), &res),
+                                         SC_APPLY_APPLIED);
+                        assert_int_equal(apply(srv, grad(1, (uint64_t)r + 1, v, 64, zero), &res),
+                                         SC_APPLY_APPLIED);
+                        assert_int_equal(res.stepped, 1);
+                        assert_float_equal(before - sc_server_params(srv)[0],
+                                           0.1f * weighed[on][r] / 128.0f, 1e-6);
+                }
+                sc_server_stats(srv, &st);
+                assert_int_equal(st.clipped, on ? 2 : 0);
+                sc_server_destroy(srv);
+        }
+}
+
 /* bsp over 5 workers, one sending 1e6 in coordinate 0 (no norm limit):
  * the median and the trimmed mean (trim 0.2: one value dropped at each end)
  * both step by 1.05, the plain mean by about 2e5. A snapshot taken mid-round
@@ -312,6 +347,75 @@ static void robust_rounds(void **state)
                         assert_float_equal(step, kind == SC_ROBUST_MEDIAN ? 1.2f : 1.4f, 1e-4);
                 assert_float_equal((sc_server_params(srv)[1] - 0.5f) / -0.1f, 1.0f, 1e-5);
                 sc_server_destroy(b);
+                sc_server_destroy(srv);
+        }
+}
+
+/* scadles over 3 workers, worker 2 compromised: a gradient x -10 claiming
+ * 1024 samples (b_max) against two honest ones of 64. The plain round
+ * steps backwards with the LR scaled by 1152 samples; the median round
+ * steps as the honest gradient with the LR scaled by 3 x 64 (the median
+ * claim), not by the sum. A snapshot taken mid-round (format 3: the rows'
+ * weights) restores to the same step. */
+static void robust_scadles_lr(void **state)
+{
+        static const float gh[D] = {1, 1, 1, 1, 1, 1, 1, 1};
+        static const float gb[D] = {-10, -10, -10, -10, -10, -10, -10, -10};
+        (void)state;
+        for (int kind = SC_ROBUST_NONE; kind <= SC_ROBUST_MEDIAN; kind += SC_ROBUST_MEDIAN) {
+                sc_server_limits_t lim = {.seq_window = 64, .robust = kind};
+                sc_server_t *srv = new_server(SC_SYNC_SCADLES, 3, 0.0, &lim), *b;
+                double base = sc_server_spec(srv)->sync.base_batch;
+                float before = sc_server_params(srv)[0];
+                sc_apply_result_t res;
+                uint8_t *snap;
+                size_t len;
+                assert_int_equal(apply(srv, grad(2, 1, 0, 1024, gb), &res), SC_APPLY_APPLIED);
+                assert_int_equal(apply(srv, grad(0, 1, 0, 64, gh), &res), SC_APPLY_APPLIED);
+                assert_int_equal(sc_server_snapshot(srv, &snap, &len), SC_OK);
+                b = new_server(SC_SYNC_SCADLES, 3, 0.0, &lim);
+                assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_OK);
+                free(snap);
+                assert_int_equal(apply(srv, grad(1, 1, 0, 64, gh), &res), SC_APPLY_APPLIED);
+                assert_int_equal(res.stepped, 1);
+                assert_int_equal(apply(b, grad(1, 1, 0, 64, gh), &res), SC_APPLY_APPLIED);
+                assert_memory_equal(sc_server_params(srv), sc_server_params(b), D * sizeof(float));
+                double step = before - sc_server_params(srv)[0];
+                if (kind == SC_ROBUST_NONE) /* lr 0.1 x 1152 / base x (128 - 10240) / 1152 */
+                        assert_float_equal(step, 0.1 * (128.0 - 10240.0) / base, 1e-4);
+                else
+                        assert_float_equal(step, 0.1 * 3 * 64 / base, 1e-6);
+                sc_server_destroy(b);
+                sc_server_destroy(srv);
+        }
+}
+
+/* limits.max_abs 10 (job.limits.model_max_abs): a step that would move
+ * parameter 0 (0.0) to 20 is undone (bsp: the round, rolled back) or
+ * refused (asp, adacomp: checked before) and the shard is unchanged; one to
+ * 5 or less is taken. Workers would refuse the first model: it is never
+ * published. */
+static void max_abs_bounds_steps(void **state)
+{
+        static const sc_sync_kind_t kinds[3] = {SC_SYNC_BSP, SC_SYNC_ASP, SC_SYNC_ADACOMP};
+        float big[D] = {-200}, ok[D] = {-50};
+        (void)state;
+        for (int k = 0; k < 3; k++) {
+                sc_server_limits_t lim = {.seq_window = 64, .max_abs = 10};
+                sc_server_t *srv = new_server(kinds[k], 1, 0.0, &lim);
+                float before[D];
+                sc_apply_result_t res;
+                memcpy(before, sc_server_params(srv), sizeof(before));
+                sc_apply_status_t st = apply(srv, grad(0, 1, 0, 8, big), &res);
+                if (kinds[k] == SC_SYNC_BSP)
+                        assert_int_equal(res.rolled_back, 1);
+                else
+                        assert_int_equal(st, SC_APPLY_REJECTED);
+                assert_memory_equal(sc_server_params(srv), before, sizeof(before));
+                assert_int_equal(apply(srv, grad(0, 2, sc_server_version(srv), 8, ok), &res),
+                                 SC_APPLY_APPLIED);
+                float p0 = sc_server_params(srv)[0];
+                assert_true(p0 > 0.0f && p0 <= 5.0f + 1e-6f);
                 sc_server_destroy(srv);
         }
 }
@@ -382,7 +486,10 @@ int main(void)
             cmocka_unit_test(norm_bound_follows_honest_norms),
             cmocka_unit_test(overflowing_step_is_rolled_back),
             cmocka_unit_test(scadles_samples_capped),
+            cmocka_unit_test(scadles_claims_follow_rate),
             cmocka_unit_test(robust_rounds),
+            cmocka_unit_test(robust_scadles_lr),
+            cmocka_unit_test(max_abs_bounds_steps),
             cmocka_unit_test(adacomp_overflow_refused),
             cmocka_unit_test(restore_refuses_non_finite),
         };

@@ -637,6 +637,11 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
                  (w->steps + w->in_since > 0 || sc_wk_unassigned(w) || sc_wk_caught_up(w, t)) &&
                  !sc_wk_holds_batch(w))
                 sc_worker_stop(w, "idle");
+        /* A job worker whose policy waits for a model that does not come (no
+         * aggregator, or a job stalled) idles too, though it holds batches:
+         * they stay uncommitted (returned at the revocation) for a later run. */
+        else if (wc->idle_exit > 0 && t - quiet_since >= idle && sc_wk_job_waited(w, t) >= idle)
+                sc_worker_stop(w, "idle: no model");
 }
 
 void sc_worker_clock(sc_worker_t *w, double now)

@@ -192,6 +192,9 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, sc_wk_mix_fn mi
 
 /* worker_job.c: the distributed half. */
 int sc_wk_job_waiting(const sc_worker_t *w);
+/* Seconds the job's policy has been waiting for a model (0: not waiting,
+ * or not a job worker). */
+double sc_wk_job_waited(const sc_worker_t *w, double now);
 sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size);
 void sc_wk_job_destroy(sc_worker_t *w);
 /* Serves the job's clients, installs models, heartbeats, then runs the

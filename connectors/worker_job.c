@@ -339,6 +339,40 @@ static sc_err_t sc_wj_inject_reader(sc_worker_t *w, char *errstr, size_t errstr_
         return SC_OK;
 }
 
+/* The job model's last check of a shard's new state (sc_job_model_set_check):
+ * the worker's loss on the first rows of its last batch, with that shard
+ * in place, is finite. Parameters bounded by job.limits.model_max_abs can
+ * still overflow a model's activations, and then on any row; a model that
+ * would make this worker's loss diverge is refused, and the worker keeps
+ * training on the one it holds. Nothing to try it on before the first
+ * batch: taken. */
+#define SC_WJ_LOSS_ROWS 4
+static int sc_wj_model_check(void *arg, const float *g, int s)
+{
+        sc_worker_t *w = arg;
+        sc_wk_job_t *j = w->job;
+        int n = w->batch->n < SC_WJ_LOSS_ROWS ? w->batch->n : SC_WJ_LOSS_ROWS;
+        if (n <= 0)
+                return 0;
+        float *params = sc_model_params(w->model);
+        size_t b, e;
+        sc_job_model_range(j->jm, s, &b, &e);
+        memcpy(j->scratch + b, params + b, (e - b) * sizeof(float));
+        memcpy(params + b, g + b, (e - b) * sizeof(float));
+        float loss = sc_model_eval_batch(w->model, w->tx, w->ty, NULL, n, NULL, NULL);
+        memcpy(params + b, j->scratch + b, (e - b) * sizeof(float));
+        if (isfinite(loss))
+                return 0;
+        uint64_t refused = sc_job_model_stats(j->jm)->loss + 1;
+        if (refused % 100 == 1) /* the first, then one in 100 */
+                sc_wk_logf(w, 4,
+                           "shard %d: broadcast model refused: the loss on this worker's last "
+                           "batch would be %s; the worker keeps its model (%llu refused, "
+                           "model_loss)",
+                           s, isnan(loss) ? "NaN" : "infinite", (unsigned long long)refused);
+        return -1;
+}
+
 sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
 {
         const sc_conf_t *conf = w->conf;
@@ -358,6 +392,7 @@ sc_err_t sc_wk_job_new(sc_worker_t *w, char *errstr, size_t errstr_size)
             (err = sc_job_model_new(&j->jm, conf, sc_model_params(w->model), j->n, errstr,
                                     errstr_size)))
                 return err;
+        sc_job_model_set_check(j->jm, sc_wj_model_check, w);
         j->seq_base = scanned;
         j->t_cannot = -1;
         if ((err = sc_wj_ctl(w, SC_WIRE_CTL_JOIN, errstr, errstr_size)))
@@ -724,6 +759,12 @@ static sc_err_t sc_wj_barrier(sc_worker_t *w, double now, char *errstr, size_t e
 int sc_wk_job_waiting(const sc_worker_t *w)
 {
         return w->job && w->job->waiting;
+}
+
+double sc_wk_job_waited(const sc_worker_t *w, double now)
+{
+        const sc_wk_job_t *j = w->job;
+        return j && j->waiting && j->t_wait > 0 ? now - j->t_wait : 0.0;
 }
 
 sc_err_t sc_wk_job_watch(sc_worker_t *w, sc_kafka_waker_t *wk, char *errstr, size_t errstr_size)

@@ -51,15 +51,22 @@ static void sc_wkm_records(sc_worker_t *w, sc_prom_t *p)
  * shard's size, a payload that does not decode). */
 static void sc_wkm_refused(sc_prom_t *p, const sc_job_model_stats_t *ms)
 {
-        uint64_t named = ms->auth_bad + ms->nonfinite + ms->jump + ms->magnitude;
-        const char *reasons[] = {"auth", "nonfinite", "jump", "magnitude", "rollback", "other"};
-        const uint64_t v[] = {ms->auth_bad,  ms->nonfinite, ms->jump,
-                              ms->magnitude, ms->rollback,  ms->bad > named ? ms->bad - named : 0};
+        uint64_t named = ms->auth_bad + ms->nonfinite + ms->jump + ms->magnitude + ms->loss;
+        const char *reasons[] = {"auth",     "nonfinite", "jump", "magnitude",
+                                 "rollback", "loss",      "other"};
+        const uint64_t v[] = {ms->auth_bad,
+                              ms->nonfinite,
+                              ms->jump,
+                              ms->magnitude,
+                              ms->rollback,
+                              ms->loss,
+                              ms->bad > named ? ms->bad - named : 0};
         sc_prom_family(p, "scadles_model_records_refused_total", "counter",
                        "Job model broadcast records refused, by reason: auth (unsigned or a tag "
                        "that does not verify), nonfinite, jump (too far ahead), magnitude "
                        "(beyond job.limits.model_max_abs), rollback (older than the model held: a "
-                       "replay or a deposed owner's), other.");
+                       "replay or a deposed owner's), loss (a model whose loss on the worker's "
+                       "last batch is not finite, not installed), other.");
         for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
                 const char *lbl[] = {"reason", reasons[k], NULL};
                 sc_prom_sample(p, NULL, lbl, (double)v[k]);

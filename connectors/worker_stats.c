@@ -193,6 +193,7 @@ static void sc_wk_security_json(const sc_wk_job_t *j, const sc_job_model_stats_t
         json_object_set_new(o, "model_jump", json_integer((json_int_t)ms->jump));
         json_object_set_new(o, "model_magnitude", json_integer((json_int_t)ms->magnitude));
         json_object_set_new(o, "model_rollback", json_integer((json_int_t)ms->rollback));
+        json_object_set_new(o, "model_loss", json_integer((json_int_t)ms->loss));
 }
 
 static int sc_wk_cmp_float(const void *a, const void *b)

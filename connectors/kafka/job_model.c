@@ -38,6 +38,8 @@ struct sc_job_model_s {
         sc_jm_shard_t *sh;
         float *tmp; /* (n) a shard as it was before a record, for a refused result */
         sc_auth_t auth;
+        sc_job_model_check_fn check; /* NULL: none */
+        void *check_arg;
         sc_job_model_stats_t stats;
 };
 
@@ -137,7 +139,8 @@ static void sc_jm_install(sc_job_model_t *jm, const rd_kafka_message_t *m, int *
         }
         if (act != SC_BCAST_APPLIED)
                 return;
-        if (sc_jm_bounded(jm, view, n)) {
+        if (sc_jm_bounded(jm, view, n) ||
+            (jm->check && jm->check(jm->check_arg, jm->params, s) && ++jm->stats.loss)) {
                 memcpy(view, jm->tmp, n * sizeof(float));
                 sh->sub = before;
                 sh->sub.next = m->offset + 1;
@@ -157,6 +160,12 @@ static void sc_jm_install(sc_job_model_t *jm, const rd_kafka_message_t *m, int *
         jm->stats.keyframes += v->kind == SC_WIRE_BCAST_KEY;
         if (changed)
                 (*changed)++;
+}
+
+void sc_job_model_set_check(sc_job_model_t *jm, sc_job_model_check_fn fn, void *arg)
+{
+        jm->check = fn;
+        jm->check_arg = arg;
 }
 
 sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const float *init,

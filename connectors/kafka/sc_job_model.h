@@ -26,6 +26,13 @@ sc_err_t sc_job_model_new(sc_job_model_t **jmp, const sc_conf_t *conf, const flo
 /* Accepts NULL. */
 void sc_job_model_destroy(sc_job_model_t *jm);
 
+/* A last check of a shard's new state before it is taken: params is the
+ * whole model with shard s's new values in place. Nonzero refuses it: the
+ * shard and its follower go back to their state before the record, which
+ * is counted as `loss`. The worker's: the loss on its last batch is finite. */
+typedef int (*sc_job_model_check_fn)(void *arg, const float *params, int s);
+void sc_job_model_set_check(sc_job_model_t *jm, sc_job_model_check_fn fn, void *arg);
+
 /* The reader's consumer (for sc_kafka_waker_watch). Borrowed. */
 rd_kafka_t *sc_job_model_handle(sc_job_model_t *jm);
 
@@ -63,6 +70,7 @@ typedef struct sc_job_model_stats {
         uint64_t nonfinite; /* a parameter is NaN or infinite */
         uint64_t jump;      /* version job.limits.model_jump or more ahead of the held one */
         uint64_t magnitude; /* a parameter beyond job.limits.model_max_abs after it */
+        uint64_t loss;      /* refused by the check (sc_job_model_set_check) */
         uint64_t rollback;  /* keyframes older than the view (a replay, a deposed owner's):
                                skipped, not counted in bad */
         uint64_t bytes;     /* bytes read */

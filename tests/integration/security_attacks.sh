@@ -9,7 +9,11 @@
 # DoS payload; worker 0's update at seq 5000 (signed with its key: a
 # leaked key or a buggy worker); on J.bcast an unsigned keyframe and one
 # signed with the aggregators' key, both at version 2^62 with zero
-# parameters, and a signed one with NaN parameters. Each is rejected and counted under its kind, no worker-0
+# parameters, a signed one with NaN parameters, and a signed one of finite
+# 3e38 parameters (the job sets job.limits.model_max_abs 0, so only the
+# worker's loss check stands: the first layer's sums overflow, the loss on
+# its last batch is not finite, and the worker keeps its model, counted as
+# model_loss). Each is rejected and counted under its kind, no worker-0
 # update is dropped as a duplicate (each shard's version equals worker 0's
 # last seq: all its updates applied, no forged one), the broadcast shards
 # verify and are finite, and the worker ignores the forged model records.
@@ -24,7 +28,8 @@ head -c 24 /dev/urandom | base64 >"$tmp/job.key"
 	--synth-n 2000 --quiet >"$tmp/feed.out" 2>"$tmp/feed.err" || fail "feed failed"
 write_job "$tmp/j0.json" '[{"topic": "sa.0"}]' \
 	"{\"source\": {\"group_id\": \"sa-0\"}, \"job\": {\"snapshot_interval\": 0.3,
-	  \"auth\": {\"key_file\": \"$tmp/job.key\"}, \"limits\": {\"max_norm\": 10000}}}"
+	  \"auth\": {\"key_file\": \"$tmp/job.key\"},
+	  \"limits\": {\"max_norm\": 10000, \"model_max_abs\": 0}}}"
 # the key never shows in the resolved configuration
 "$SCADLES" config --check -c "$tmp/j0.json" >"$tmp/check.out" 2>&1 || fail "config --check"
 grep -qF "$(cat "$tmp/job.key")" "$tmp/check.out" && fail "config --check printed the key"
@@ -60,9 +65,11 @@ forge update "$tmp/f7" 0 0 5000 8 $n0 0.01 0 "$k"    # worker 0's own key, seq 5
 forge keyframe "$tmp/m1" 0 4611686018427387904 0 $n0 0 none "$k"
 forge keyframe "$tmp/m2" 0 4611686018427387904 0 $n0 0 agg "$k"
 forge keyframe "$tmp/m3" 0 100000 0 $n0 nan agg "$k"   # NaN parameters, a plausible version
+forge keyframe "$tmp/m4" 0 100001 0 $n0 3e38 agg "$k"  # finite, and the loss overflows
 kcat -b "$bs" -P -t dj.grad -p 0 "$tmp"/f1 "$tmp"/f2 "$tmp"/f3 "$tmp"/f4 "$tmp"/f5 "$tmp"/f6 \
 	"$tmp"/f7 || fail "kcat produce to dj.grad"
-kcat -b "$bs" -P -t dj.bcast -p 0 "$tmp"/m1 "$tmp"/m2 "$tmp"/m3 || fail "kcat produce to dj.bcast"
+kcat -b "$bs" -P -t dj.bcast -p 0 "$tmp"/m1 "$tmp"/m2 "$tmp"/m3 "$tmp"/m4 ||
+	fail "kcat produce to dj.bcast"
 echo "forged records produced"
 
 wait "$w0" || fail "worker 0 exited $?"
@@ -82,10 +89,12 @@ grep -q "rejected ahead record .*worker 0" "$tmp/a.err" || fail "the seq jump wa
 check_exactly_once "$tmp/a.out" "$tmp/w0.out"
 echo "worker: model_bad $(summary "$tmp/w0.out" .job.model_bad)," \
 	"auth $(summary "$tmp/w0.out" .job.model_auth_bad), jump $(summary "$tmp/w0.out" .job.model_jump)," \
-	"non-finite $(summary "$tmp/w0.out" .job.model_nonfinite)"
+	"non-finite $(summary "$tmp/w0.out" .job.model_nonfinite), loss $(summary "$tmp/w0.out" .job.model_loss)"
 [ "$(summary "$tmp/w0.out" .job.model_auth_bad)" -ge 1 ] || fail "unsigned model record not refused"
 [ "$(summary "$tmp/w0.out" .job.model_jump)" -ge 1 ] || fail "far-ahead model record not refused"
 [ "$(summary "$tmp/w0.out" .job.model_nonfinite)" -ge 1 ] || fail "NaN model record not refused"
+[ "$(summary "$tmp/w0.out" .job.model_loss)" -ge 1 ] || fail "the 3e38 model was installed"
+grep -q "broadcast model refused: the loss on this worker" "$tmp/w0.err" || fail "the loss refusal was not logged"
 v=$(summary "$tmp/w0.out" .job.model_version)
 [ "$v" -lt 1000000 ] || fail "the worker holds model version $v"
 # the newest genuine broadcast records (the final keyframes) verify under

@@ -639,8 +639,12 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
                 sc_worker_stop(w, "idle");
         /* A job worker whose policy waits for a model that does not come (no
          * aggregator, or a job stalled) idles too, though it holds batches:
-         * they stay uncommitted (returned at the revocation) for a later run. */
-        else if (wc->idle_exit > 0 && t - quiet_since >= idle && sc_wk_job_waited(w, t) >= idle)
+         * they stay uncommitted (returned at the revocation) for a later run.
+         * Not before a round held by a silent member could have been closed
+         * (job.session_timeout, job.sync.round_timeout) on top. */
+        else if (wc->idle_exit > 0 && t - quiet_since >= idle &&
+                 sc_wk_job_waited(w, t) >=
+                     idle + w->conf->job.session_timeout + w->conf->job.round_timeout)
                 sc_worker_stop(w, "idle: no model");
 }
 
@@ -685,11 +689,17 @@ static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *err
         double wake = INFINITY;
         /* A policy waiting for a model sleeps on the clients (the model's
          * arrival wakes it), however full the buffer. */
-        int ready =
-            bt && sc_batcher_ready(bt, now, &wake) && now >= w->t_next && !sc_wk_job_waiting(w);
+        int waiting = sc_wk_job_waiting(w);
+        int ready = bt && sc_batcher_ready(bt, now, &wake) && now >= w->t_next && !waiting;
         if (w->src) {
                 int tmo = ready ? 0 : (int)fmin(timeout_ms, fmax(1.0, (wake - now) * 1000.0));
-                if (w->job && tmo > 5)
+                /* A job's timers tick at 5 ms; while the policy waits, a ready
+                 * batch is no reason to wake and the clients wake the loop
+                 * for a model, so it sleeps up to 100 ms (heartbeats and
+                 * commits, 1 s apart by default, keep their time). */
+                if (waiting)
+                        tmo = (int)fmin(timeout_ms, 100);
+                else if (w->job && tmo > 5)
                         tmo = 5;
                 size_t got = 0;
                 /* With a waker, sleep on all the clients at once, not on the
@@ -824,9 +834,11 @@ sc_err_t sc_worker_finish(sc_worker_t *w, int timeout_ms, char *errstr, size_t e
         w->finished = 1;
         if (!w->stopped)
                 sc_worker_stop(w, "finish");
-        /* Not after an error, nor past --max-samples (what is pooled goes
-         * back uncommitted, counted as returned). */
-        if (!w->reason || (strcmp(w->reason, "error") && strcmp(w->reason, "max-samples")))
+        /* Not after an error, past --max-samples, nor when the model the
+         * policy waits for did not come (what is pooled goes back
+         * uncommitted, counted as returned). */
+        if (!w->reason || (strcmp(w->reason, "error") && strcmp(w->reason, "max-samples") &&
+                           strcmp(w->reason, "idle: no model")))
                 err = sc_wk_flush(w, timeout_ms, errstr, errstr_size);
         w->elapsed = w->started ? w->t_now - w->t0 : 0;
         if (w->job && !err)

@@ -1103,9 +1103,10 @@ const sc_conf_prop_t sc_conf_props[] = {
              "(three times as long while a revocation left no partition assigned and the group "
              "has not assigned any again). Counted from the last record or rebalance, only while "
              "a broker is reachable; a restarted worker whose partitions are read to their ends "
-             "counts it from its assignment. A job worker whose policy has waited that long for "
-             "a model (no aggregator, or a stalled job) stops too, its batches left "
-             "uncommitted for a later run; 0 = never (--idle-exit)."},
+             "counts it from its assignment. A job worker whose policy has waited that long plus "
+             "job.session_timeout and job.sync.round_timeout for a model (no aggregator, or a "
+             "stalled job) stops too, its batches left uncommitted for a later run; 0 = never "
+             "(--idle-exit)."},
     {.path = "worker.commit_interval",
      .type = SC_CONF_DOUBLE,
      .offset = C(worker.commit_interval),

@@ -82,8 +82,9 @@ static void sc_wcli_usage(FILE *out)
                 "                           is left to train (worker.idle_exit; 3 x S while a\n"
                 "                           revocation left it no partition); time without a\n"
                 "                           reachable broker does not count. A job worker\n"
-                "                           also stops once its policy waited S seconds for\n"
-                "                           a model (no aggregator): its batches stay\n"
+                "                           also stops once its policy waited S seconds plus\n"
+                "                           job.session_timeout and job.sync.round_timeout\n"
+                "                           for a model (no aggregator): its batches stay\n"
                 "                           uncommitted for a later run\n"
                 "  -t, --throttle R         train at most R samples/s: a slower device, for\n"
                 "                           experiments and tests (default: no limit)\n"
@@ -226,8 +227,9 @@ static int sc_wcli_spec(sc_worker_spec_t *spec, sc_conf_t *conf, const sc_wcli_o
         return -1;
 }
 
-/* Polls the worker until it is done or a signal stops it, then finishes
- * it; returns the exit code so far. */
+/* Polls the worker until it is done or a signal stops it (a signal ends a
+ * poll's sleep at once; the worker sleeps at most 100 ms, less when it has
+ * work due), then finishes it; returns the exit code so far. */
 static int sc_wcli_run(sc_worker_t *w)
 {
         char err[1024];
@@ -237,7 +239,7 @@ static int sc_wcli_run(sc_worker_t *w)
                         sc_worker_stop(w, "signal");
                         break;
                 }
-                if (sc_worker_poll(w, sc_clock_mono(), 10, err, sizeof(err))) {
+                if (sc_worker_poll(w, sc_clock_mono(), 100, err, sizeof(err))) {
                         fprintf(stderr, "scadles worker: %s\n", err);
                         sc_worker_stop(w, "error");
                         rc = 1;

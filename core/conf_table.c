@@ -1432,7 +1432,7 @@ const sc_conf_prop_t sc_conf_props[] = {
              "bound, so a stream that speeds up is followed this factor at a time). A worker's "
              "batch is its measured rate times the window, so a claim far above its own "
              "history cannot take over a round's weight or scale its LR. Counted as clipped; "
-             "0 = off (b_max still bounds every claim)."},
+             "0 = off (b_max still bounds every claim); a factor below 1 acts as 1."},
     {.path = "job.limits.robust",
      .type = SC_CONF_ENUM,
      .offset = C(job.limits.robust),

@@ -582,7 +582,8 @@ const sc_server_spec_t *sc_server_spec(const sc_server_t *srv)
  * acc (n or 0), mom (n or 0), robust row count u32 (format 2 on) and the
  * rows of the round's contributors (got 1) in worker order (n floats each;
  * none outside a robust round), their weights in the same order (f64 each,
- * format 3 on), adacomp length u64 + bytes, crc32c u32 of everything before.
+ * format 3; a snapshot that keeps no row is written as format 2, the same
+ * bytes), adacomp length u64 + bytes, crc32c u32 of everything before.
  * Formats 1 (no row count, no rows) and 2 (rows, weights taken as equal
  * shares of acc_weight) are read too. */
 
@@ -641,7 +642,9 @@ sc_err_t sc_server_snapshot(const sc_server_t *srv, uint8_t **bufp, size_t *lenp
                 return SC_ERR_NOMEM;
         b.p = buf;
         sc_lew_u32(&b, (uint32_t)SC_SNAP_MAGIC);
-        sc_lew_u32(&b, (uint32_t)SC_SNAP_VERSION);
+        /* format 2 when no robust row is kept: the same bytes, and older
+         * readers take it */
+        sc_lew_u32(&b, sc_server_rows_kept(srv) ? (uint32_t)SC_SNAP_VERSION : 2u);
         sc_lew_u32(&b, (uint32_t)srv->pol->kind);
         sc_lew_u32(&b, (uint32_t)srv->spec.shard);
         sc_lew_u64(&b, srv->spec.begin);
@@ -758,11 +761,12 @@ static int sc_snap_round_ok(const sc_server_t *srv, const uint8_t *wb, size_t nw
         return got == n_got && (srv->acc || !n_got) && w >= 0 && isfinite(w);
 }
 
-/* Robust rows' weights: finite and not negative, like a round's. */
+/* Robust rows' weights: each a sample count (scadles) or 1, so in
+ * [1, 2^32); NaN fails too. */
 static int sc_snap_weights_ok(const double *w, uint32_t n)
 {
         for (uint32_t r = 0; r < n; r++)
-                if (!(w[r] >= 0) || !isfinite(w[r]))
+                if (!(w[r] >= 1.0 && w[r] < 4294967296.0))
                         return 0;
         return 1;
 }

@@ -99,7 +99,8 @@ static uint32_t sc_server_claim(sc_server_t *srv, uint32_t worker, uint32_t samp
                                 v[j] = v[j - 1];
                         v[j] = x;
                 }
-                double bound = srv->spec.limits.samples_factor * v[n / 2];
+                /* a factor below 1 would shrink honest claims round after round */
+                double bound = fmax(1.0, srv->spec.limits.samples_factor) * v[n / 2];
                 if (samples > bound)
                         samples = bound >= 1 ? (uint32_t)bound : 1;
         }
@@ -202,23 +203,39 @@ static double sc_server_pbound(const sc_server_t *srv)
         return m > 0 && m < FLT_MAX ? m : FLT_MAX;
 }
 
-/* 1 if |x| > the bound whose float bits are bbits, or x is not finite (the
- * bits of a non-negative float order as its magnitude; inf and NaN above
- * every finite one): branch-free. */
-static inline uint32_t sc_f32_over(float x, uint32_t bbits)
+/* The float bits of the bound, rounded toward zero: a float within it is
+ * within the double the workers compare with. */
+static uint32_t sc_server_pbits(const sc_server_t *srv)
 {
-        return (uint32_t)((sc_f32_bits(x) & 0x7fffffffu) > bbits);
+        double m = sc_server_pbound(srv);
+        float f = (float)m;
+        if ((double)f > m)
+                f = nextafterf(f, 0.0f);
+        return sc_f32_bits(f);
+}
+
+/* 1 if x, replacing the parameter value was, is not finite, or is beyond
+ * the bound whose float bits are bbits and larger in magnitude than was (a parameter already beyond
+ * it, restored from before the bound or under a lowered one, may shrink towards it). The bits of a
+ * non-negative float order as its magnitude, inf and NaN above every finite
+ * one: branch-free. */
+static inline uint32_t sc_f32_over(float x, float was, uint32_t bbits)
+{
+        uint32_t a = sc_f32_bits(x) & 0x7fffffffu, b = sc_f32_bits(was) & 0x7fffffffu;
+        return (uint32_t)(a > bbits) & ((uint32_t)(a > b) | (uint32_t)(a >= 0x7f800000u));
 }
 
 int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr)
 {
-        uint32_t bad = 0, bb = sc_f32_bits((float)sc_server_pbound(srv));
+        uint32_t bad = 0, bb = sc_server_pbits(srv);
         if (u->indices) {
-                for (size_t k = 0; k < u->count; k++)
-                        bad |= sc_f32_over(srv->params[u->indices[k]] - lr * u->values[k], bb);
+                for (size_t k = 0; k < u->count; k++) {
+                        float p = srv->params[u->indices[k]];
+                        bad |= sc_f32_over(p - lr * u->values[k], p, bb);
+                }
         } else {
                 for (size_t i = 0; i < srv->n; i++)
-                        bad |= sc_f32_over(srv->params[i] - lr * u->values[i], bb);
+                        bad |= sc_f32_over(srv->params[i] - lr * u->values[i], srv->params[i], bb);
         }
         return !bad;
 }
@@ -230,9 +247,9 @@ int sc_server_floats_finite(const float *x, size_t n)
 
 int sc_server_state_ok(const sc_server_t *srv)
 {
-        uint32_t bad = 0, bb = sc_f32_bits((float)sc_server_pbound(srv));
-        for (size_t i = 0; i < srv->n; i++)
-                bad |= sc_f32_over(srv->params[i], bb);
+        uint32_t bad = 0, bb = sc_server_pbits(srv);
+        for (size_t i = 0; i < srv->n; i++) /* backup: the parameters before the step */
+                bad |= sc_f32_over(srv->params[i], srv->backup[i], bb);
         return !bad && sc_all_finite(srv->sgd.velocity, sc_server_vel_len(srv)) &&
                (!srv->mom || sc_all_finite(srv->mom, srv->n));
 }
@@ -332,7 +349,9 @@ static int sc_sgd_bound(const sc_server_t *srv, double g, double lr, double *pma
         double a = g + wd * srv->pmax, b = mu > 0 ? mu * srv->vmax + a : 0;
         *pmax = srv->pmax + lr * (a + b);
         *vmax = mu > 0 ? b : srv->vmax;
-        return *pmax < fmin(sc_server_pbound(srv), SC_SGD_BOUND) && *vmax < SC_SGD_BOUND;
+        /* slack for the step's float rounding, which the bound leaves out */
+        return *pmax < fmin(sc_server_pbound(srv) * (1 - 8 * FLT_EPSILON), SC_SGD_BOUND) &&
+               *vmax < SC_SGD_BOUND;
 }
 
 int sc_server_sgd_step_bounded(sc_server_t *srv, const sc_update_t *u, float lr)

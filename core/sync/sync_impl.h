@@ -140,11 +140,13 @@ sc_err_t sc_server_limit(sc_server_t *srv, const sc_update_t *u, sc_update_t *ou
 void sc_server_save(sc_server_t *srv);
 void sc_server_rollback(sc_server_t *srv);
 /* 1 if moving each of u's coordinates by up to lr x its value stays
- * finite and within limits.max_abs (a step params[i] -= lr * v / s,
- * s >= 1, then does too, the shard being within it before). */
+ * finite and within limits.max_abs, or no further beyond it than the
+ * coordinate was (a step params[i] -= lr * v / s, s >= 1, then does too). */
 int sc_server_bounded_step_ok(const sc_server_t *srv, const sc_update_t *u, float lr);
-/* 1 if the optimizer state is finite and every parameter finite and
- * within limits.max_abs: what a step must leave (it is undone otherwise). */
+/* 1 if the optimizer state is finite and no parameter is non-finite or
+ * was moved beyond limits.max_abs by the step just taken (compared with
+ * srv->backup, saved before it): what a step must leave (it is undone
+ * otherwise). */
 int sc_server_state_ok(const sc_server_t *srv);
 /* 1 for the policies whose step is the server's SGD step on the update
  * (asp, ssp). */

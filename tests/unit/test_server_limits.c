@@ -373,8 +373,26 @@ static void robust_scadles_lr(void **state)
                 assert_int_equal(apply(srv, grad(2, 1, 0, 1024, gb), &res), SC_APPLY_APPLIED);
                 assert_int_equal(apply(srv, grad(0, 1, 0, 64, gh), &res), SC_APPLY_APPLIED);
                 assert_int_equal(sc_server_snapshot(srv, &snap, &len), SC_OK);
+                /* format 3 with rows, 2 without (the same bytes then) */
+                assert_int_equal(snap[4], kind == SC_ROBUST_NONE ? 2 : 3);
                 b = new_server(SC_SYNC_SCADLES, 3, 0.0, &lim);
                 assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_OK);
+                if (kind != SC_ROBUST_NONE) {
+                        /* the last weight (64, f64 before the adacomp length
+                         * and the crc) set to 0.5: not a sample count */
+                        uint8_t *bad = malloc(len);
+                        static const uint8_t half_le[8] = {0, 0, 0, 0, 0, 0, 0xe0, 0x3f};
+                        sc_server_t *c = new_server(SC_SYNC_SCADLES, 3, 0.0, &lim);
+                        memcpy(bad, snap, len);
+                        memcpy(bad + len - 4 - 8 - 8, half_le, 8);
+                        uint32_t crc = sc_crc32c(0, bad, len - 4);
+                        for (int i = 0; i < 4; i++)
+                                bad[len - 4 + i] = (uint8_t)(crc >> (8 * i));
+                        assert_int_equal(sc_server_restore(c, bad, len, err, sizeof(err)),
+                                         SC_ERR_CORRUPT);
+                        free(bad);
+                        sc_server_destroy(c);
+                }
                 free(snap);
                 assert_int_equal(apply(srv, grad(1, 1, 0, 64, gh), &res), SC_APPLY_APPLIED);
                 assert_int_equal(res.stepped, 1);
@@ -394,7 +412,8 @@ static void robust_scadles_lr(void **state)
  * parameter 0 (0.0) to 20 is undone (bsp: the round, rolled back) or
  * refused (asp, adacomp: checked before) and the shard is unchanged; one to
  * 5 or less is taken. Workers would refuse the first model: it is never
- * published. */
+ * published. A shard restored beyond the bound still takes a step that
+ * brings the parameter back towards it, not one that takes it further. */
 static void max_abs_bounds_steps(void **state)
 {
         static const sc_sync_kind_t kinds[3] = {SC_SYNC_BSP, SC_SYNC_ASP, SC_SYNC_ADACOMP};
@@ -417,6 +436,34 @@ static void max_abs_bounds_steps(void **state)
                 float p0 = sc_server_params(srv)[0];
                 assert_true(p0 > 0.0f && p0 <= 5.0f + 1e-6f);
                 sc_server_destroy(srv);
+        }
+        /* A shard already beyond the bound (restored from before it): a step
+         * that shrinks the parameter is taken, one that grows it undone. */
+        for (int k = 0; k < 3; k++) {
+                sc_server_limits_t off = {.seq_window = 64}, lim = off;
+                lim.max_abs = 10;
+                sc_server_t *a = new_server(kinds[k], 1, 0.0, &off), *b;
+                float shrink[D] = {50}, grow[D] = {-50};
+                sc_apply_result_t res;
+                uint8_t *snap;
+                size_t len;
+                assert_int_equal(apply(a, grad(0, 1, 0, 8, big), &res), SC_APPLY_APPLIED);
+                assert_true(sc_server_params(a)[0] > 10.0f);
+                assert_int_equal(sc_server_snapshot(a, &snap, &len), SC_OK);
+                b = new_server(kinds[k], 1, 0.0, &lim);
+                assert_int_equal(sc_server_restore(b, snap, len, err, sizeof(err)), SC_OK);
+                free(snap);
+                float before = sc_server_params(b)[0];
+                uint64_t v = sc_server_version(b);
+                assert_int_equal(apply(b, grad(0, 2, v, 8, shrink), &res), SC_APPLY_APPLIED);
+                assert_int_equal(res.rolled_back, 0);
+                assert_true(sc_server_params(b)[0] < before);
+                before = sc_server_params(b)[0];
+                sc_apply_status_t st = apply(b, grad(0, 3, sc_server_version(b), 8, grow), &res);
+                assert_true(st == SC_APPLY_REJECTED || res.rolled_back == 1);
+                assert_true(sc_server_params(b)[0] == before);
+                sc_server_destroy(a);
+                sc_server_destroy(b);
         }
 }
 

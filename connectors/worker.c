@@ -702,7 +702,6 @@ static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *err
                 else if (w->job && tmo > 5)
                         tmo = 5;
                 size_t got = 0;
-                double m0 = sc_clock_mono();
                 /* With a waker, sleep on all the clients at once, not on the
                  * source alone (a model or a delivery report wakes it too). */
                 if ((err = sc_kafka_source_poll(w->src, now, w->waker ? 0 : tmo, SC_WK_POLL_MAX,
@@ -712,9 +711,6 @@ static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *err
                     (err = sc_kafka_source_poll(w->src, now, 0, SC_WK_POLL_MAX, &got, errstr,
                                                 errstr_size)))
                         return err;
-                /* the caller's clock, moved on by the time slept */
-                now += sc_clock_mono() - m0;
-                sc_worker_clock(w, now);
                 w->in_since += got;
                 const sc_kafka_source_stats_t *ks = sc_kafka_source_stats(w->src);
                 uint64_t events = ks->ks_assigns + ks->ks_revokes;

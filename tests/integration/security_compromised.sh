@@ -29,7 +29,10 @@
 . "$(dirname "$0")/distributed_common.inc"
 command -v python3 >/dev/null || { echo "python3 is not installed"; exit 77; }
 
-MIN_ACC=0.85
+# The honest and median jobs measured 0.86-0.88 here; a round's composition
+# (which updates meet in it) moves with timing and processor, so the floor
+# sits below that, far above the 0.21-0.25 of the unprotected jobs.
+MIN_ACC=0.80
 cases=${CASES:-honest bsp-off bsp-default bsp-median scadles-default scadles-median}
 build_compromised
 data=$tmp/data
@@ -107,7 +110,8 @@ for c in $cases; do
 	acc[$c]=$(awk '/^test accuracy:/ {print $3}' "$tmp/$c.eval")
 	[ -n "${acc[$c]}" ] || fail "$c: eval printed $(cat "$tmp/$c.eval")"
 	echo "$c: test accuracy ${acc[$c]}; aggregator steps $(summary "$tmp/$c.a.out" .steps)," \
-		"clipped $(summary "$tmp/$c.a.out" .clipped), rejected $(summary "$tmp/$c.a.out" .rejected_total)"
+		"clipped $(summary "$tmp/$c.a.out" .clipped), rolled back $(summary "$tmp/$c.a.out" .rolled_back)," \
+		"rejected $(summary "$tmp/$c.a.out" .rejected_total)"
 done
 
 atleast() { awk -v a="$1" -v m="$2" 'BEGIN {exit !(a >= m)}'; }

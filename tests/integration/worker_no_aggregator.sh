@@ -2,8 +2,7 @@
 # A bsp worker whose job has no aggregator (default intervals, not the
 # short ones of the other tests; kafka.fetch.wait.max.ms 500, librdkafka's
 # default, where the job's own consumers default to 10 for round latency
-# and then fetch 100 times a second each, about 3% of a core on Kafka when
-# idle): it trains its first batch, sends the
+# and then fetch 100 times a second each, more than the 1% asserted here): it trains its first batch, sends the
 # update, and its policy then waits for a model that never comes. While it
 # waits it sleeps: over 4 s of the wait its CPU time (/proc) stays under 1%
 # of a core (4 clock ticks) -- the whole process on Kafka

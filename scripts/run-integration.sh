@@ -47,7 +47,15 @@ for t in tests/integration/*.sh; do
 	case $rc in
 	0) pass=$((pass + 1)); echo "[ PASS ] $name (${secs}s)" ;;
 	77) skip=$((skip + 1)); echo "[ SKIP ] $name: $(tail -n 1 "$log")" ;;
-	*) fail=$((fail + 1)); failed+=("$name"); echo "[ FAIL ] $name (${secs}s), last lines of $log:"; tail -n 30 "$log" | sed 's/^/    /' ;;
+	*)
+		fail=$((fail + 1))
+		failed+=("$name")
+		# The test's own verdict first (logs it dumps after it can be long),
+		# then the log's last lines.
+		echo "[ FAIL ] $name (${secs}s): $(grep -a -m 1 '^FAIL' "$log" || echo "exit $rc")"
+		echo "    last lines of $log:"
+		tail -n 30 "$log" | sed 's/^/    /'
+		;;
 	esac
 done
 echo

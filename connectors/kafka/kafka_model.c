@@ -10,6 +10,9 @@
 #include <time.h>
 
 #define SC_MODEL_WINDOW 4 /* records read per backward step */
+/* The newest records ranked by what they cover before any is taken (a
+ * replayed older snapshot is not the newest by what it covers). */
+#define SC_MODEL_RANK 16
 
 sc_err_t sc_kafka_model_publish(rd_kafka_t *rk, const char *topic, uint32_t shard, const void *msg,
                                 size_t len, sc_kafka_delivery_t *dv, char *errstr,
@@ -97,6 +100,64 @@ static int sc_kafka_model_collect(void *opaque, const rd_kafka_message_t *msg)
         return 0;
 }
 
+/* What a usable record of the newest SC_MODEL_RANK covers, for ranking. */
+typedef struct sc_kafka_model_meta {
+        int64_t offset, grad_offset;
+        uint64_t version;
+} sc_kafka_model_meta_t;
+
+typedef struct sc_kafka_model_rank {
+        sc_kafka_model_meta_t m[SC_MODEL_RANK];
+        int n;
+        sc_kafka_model_window_t *w; /* decoding: topic, shard, auth, reject */
+} sc_kafka_model_rank_t;
+
+static int sc_kafka_model_note(void *opaque, const rd_kafka_message_t *msg)
+{
+        sc_kafka_model_rank_t *r = opaque;
+        sc_kafka_model_rec_t rec;
+        if (r->n == SC_MODEL_RANK || sc_kafka_model_take(msg, r->w->topic, r->w->shard, r->w->auth,
+                                                         r->w->reject, r->w->opaque, &rec))
+                return 0;
+        r->m[r->n++] = (sc_kafka_model_meta_t){.offset = rec.mr_offset,
+                                               .grad_offset = rec.mr_model.grad_offset,
+                                               .version = rec.mr_model.version};
+        sc_kafka_model_rec_free(&rec);
+        return 0;
+}
+
+/* Descending: J.grad offset covered, then version, then log offset. */
+static int sc_kafka_model_meta_cmp(const void *a, const void *b)
+{
+        const sc_kafka_model_meta_t *x = a, *y = b;
+        if (x->grad_offset != y->grad_offset)
+                return x->grad_offset > y->grad_offset ? -1 : 1;
+        if (x->version != y->version)
+                return x->version > y->version ? -1 : 1;
+        return x->offset > y->offset ? -1 : x->offset < y->offset;
+}
+
+/* Offers the records of [start, end) to accept in the order of w's
+ * candidates (newest last), newest first; the first taken goes to rec. */
+static void sc_kafka_model_offer(sc_kafka_model_window_t *w, sc_kafka_model_accept_fn accept,
+                                 sc_kafka_model_reject_fn reject, void *opaque,
+                                 sc_kafka_model_rec_t *rec, int *found)
+{
+        char why[256];
+        for (int i = w->nc - 1; i >= 0; i--) {
+                if (!*found &&
+                    (!accept || !accept(opaque, &w->cand[i].mr_model, why, sizeof(why)))) {
+                        *rec = w->cand[i];
+                        *found = 1;
+                        continue;
+                }
+                if (!*found && reject)
+                        reject(opaque, w->topic, w->shard, w->cand[i].mr_offset, SC_ERR_INVAL, why);
+                sc_kafka_model_rec_free(&w->cand[i]);
+        }
+        w->nc = 0;
+}
+
 sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t shard,
                                     int timeout_ms, const sc_auth_t *auth,
                                     sc_kafka_model_accept_fn accept,
@@ -108,32 +169,55 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
             .topic = topic, .shard = shard, .auth = auth, .reject = reject, .opaque = opaque};
         int64_t lo = 0, hi = 0, end, start;
         sc_err_t err = SC_OK;
-        char why[256];
 
         memset(rec, 0, sizeof(*rec));
         *found = 0;
         if ((err =
                  sc_kafka_end_offsets(rk, topic, shard, timeout_ms, &lo, &hi, errstr, errstr_size)))
                 return err;
-        /* Windows from the end backwards, until one holds a model accept takes. */
-        for (end = hi; end > lo && !*found && !err; end = start) {
+        /* The newest SC_MODEL_RANK records first, by what they cover: a
+         * replayed older snapshot (a genuine, verified record published
+         * again) covers less than the record it follows. Each is read again
+         * when its turn comes, so only one is held at a time. */
+        sc_kafka_model_rank_t rank = {.w = &w};
+        start = hi - SC_MODEL_RANK > lo ? hi - SC_MODEL_RANK : lo;
+        if (hi > lo)
+                err = sc_kafka_read_range(rk, topic, shard, start, hi, timeout_ms,
+                                          sc_kafka_model_note, &rank, errstr, errstr_size);
+        /* Out of order: covering less than a record before it in the log
+         * (genuine snapshots only ever cover more). Never taken. */
+        int kept = 0;
+        for (int i = 0, top = -1; i < rank.n; i++) {
+                /* (records come in log order: ties in coverage sort the
+                 * later first, so > 0 is covering strictly less) */
+                if (top >= 0 && sc_kafka_model_meta_cmp(&rank.m[i], &rank.m[top]) > 0)
+                        continue;
+                rank.m[kept] = rank.m[i];
+                top = kept++;
+        }
+        rank.n = kept;
+        qsort(rank.m, (size_t)rank.n, sizeof(rank.m[0]), sc_kafka_model_meta_cmp);
+        w.reject = NULL; /* reported by the ranking read */
+        for (int i = 0; i < rank.n && !*found && !err; i++) {
+                err = sc_kafka_read_range(rk, topic, shard, rank.m[i].offset, rank.m[i].offset + 1,
+                                          timeout_ms, sc_kafka_model_collect, &w, errstr,
+                                          errstr_size);
+                if (!err)
+                        sc_kafka_model_offer(&w, accept, reject, opaque, rec, found);
+        }
+        w.reject = reject;
+        /* Then windows from there backwards, until one holds a model accept
+         * takes. */
+        for (end = start; end > lo && !*found && !err; end = start) {
                 start = end - SC_MODEL_WINDOW > lo ? end - SC_MODEL_WINDOW : lo;
                 w.nc = 0;
                 err = sc_kafka_read_range(rk, topic, shard, start, end, timeout_ms,
                                           sc_kafka_model_collect, &w, errstr, errstr_size);
-                for (int i = w.nc - 1; i >= 0; i--) {
-                        if (!*found && !err &&
-                            (!accept || !accept(opaque, &w.cand[i].mr_model, why, sizeof(why)))) {
-                                *rec = w.cand[i];
-                                *found = 1;
-                                continue;
-                        }
-                        if (!*found && !err && reject)
-                                reject(opaque, topic, shard, w.cand[i].mr_offset, SC_ERR_INVAL,
-                                       why);
-                        sc_kafka_model_rec_free(&w.cand[i]);
-                }
+                if (!err)
+                        sc_kafka_model_offer(&w, accept, reject, opaque, rec, found);
         }
+        for (int i = 0; i < w.nc; i++)
+                sc_kafka_model_rec_free(&w.cand[i]);
         if (err)
                 sc_kafka_model_rec_free(rec), *found = 0;
         return err;

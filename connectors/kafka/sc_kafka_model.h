@@ -45,9 +45,13 @@ typedef int (*sc_kafka_model_accept_fn)(void *opaque, const sc_wire_model_view_t
 typedef void (*sc_kafka_model_reject_fn)(void *opaque, const char *topic, int32_t partition,
                                          int64_t offset, sc_err_t kind, const char *why);
 
-/* Finds the newest usable record of partition `shard` of topic: reads
- * backwards in windows from the end offset (as of the call) towards the
- * log start; a record is usable when it decodes (verified under auth, which
+/* Finds the newest usable record of partition `shard` of topic: of the
+ * last 16 records before the end offset (as of the call), the one covering
+ * the most of J.grad (grad_offset, then version, then position), leaving
+ * out any that covers less than a record before it (a replayed older
+ * snapshot, a deposed owner's late one); if none of them is usable, it
+ * reads backwards in windows towards the log start, newest first. A record
+ * is usable when it decodes (verified under auth, which
  * may be NULL for an unauthenticated job) as a model message for `shard`
  * and accept (may be NULL) agrees. rk is a consumer handle that is
  * not subscribed (its assignment is replaced and cleared). *found = 0 and

@@ -7,7 +7,9 @@
 # went back to version 0 and a bsp job deadlocked. Now each worker refuses
 # the replays (counted in its summary's job.model_rollback), holds a version
 # above 1 at its end, and the job trains every record (trained - orphaned -
-# redelivered = fed over both workers) and ends. POLICIES (default: bsp asp scadles) picks some.
+# redelivered = fed over both workers) and ends. Last, the final job's J.model
+# gets replays of an early snapshot, and an aggregator taking the shard
+# restores the final one. POLICIES (default: bsp asp scadles) picks some.
 . "$(dirname "$0")/distributed_common.inc"
 
 policies=${POLICIES:-bsp asp scadles}
@@ -66,4 +68,18 @@ for p in $policies; do
 	done
 	[ "$trained" -eq $n ] || fail "$p: trained - orphaned - redelivered = $trained, fed $n"
 done
-echo "ok: replayed keyframes refused on every policy; every job trained its records and ended"
+# J.model: the last job's first snapshot of shard 0 (genuine, signed, of an
+# early version) published 3 times after its final one. An aggregator that
+# takes the shard restores the snapshot covering the most of J.grad, the
+# final one, not the replay that is newest in the log.
+kcat -b "$bs" -C -t "rp$p.model" -p 0 -o beginning -c 1 -e -q -f '%s' >"$tmp/model0" 2>/dev/null
+[ -s "$tmp/model0" ] || fail "$p: no J.model snapshot of shard 0"
+kcat -b "$bs" -P -t "rp$p.model" -p 0 -k 0 "$tmp/model0" "$tmp/model0" "$tmp/model0" ||
+	fail "$p: kcat produce"
+final=$(summary "$tmp/$p.a.out" '.shards[] | select(.shard == 0) | .version')
+"$SCADLES" aggregator -c "$tmp/$p.json" --bootstrap "$bs" --no-create --idle-exit 2 \
+	>"$tmp/$p.a2.out" 2>"$tmp/$p.a2.err" || fail "$p: second aggregator exited $?"
+restored=$(sed -n 's/.*shard 0: restored version \([0-9]*\) .*/\1/p' "$tmp/$p.a2.err")
+echo "$p: J.model of shard 0 ends with 3 replays of an early snapshot; restored version ${restored:-none} (final $final)"
+[ "${restored:-x}" = "$final" ] || fail "$p: restored version ${restored:-none}, the final snapshot is $final"
+echo "ok: replayed keyframes refused on every policy; every job trained its records and ended; a replayed snapshot is not restored"

@@ -140,6 +140,28 @@ static int accept_fn(void *opaque, const sc_wire_model_view_t *m, char *why, siz
         return 1;
 }
 
+/* The version of the record read_latest takes (found), refusing refuse and
+ * newer (0: none); the record goes to keep when given (else freed). */
+static uint64_t latest_version(rd_kafka_t *cons, seen_t *seen, int refuse,
+                               sc_kafka_model_rec_t *keep)
+{
+        sc_kafka_model_rec_t rec;
+        char errstr[512];
+        int found = -1;
+        seen->refuse_version = refuse;
+        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL, accept_fn,
+                                                    on_reject, seen, &rec, &found, errstr,
+                                                    sizeof(errstr)),
+                         SC_OK);
+        assert_int_equal(found, 1);
+        uint64_t v = rec.mr_model.version;
+        if (keep)
+                *keep = rec;
+        else
+                sc_kafka_model_rec_free(&rec);
+        return v;
+}
+
 static void newest_usable_record_is_found(void **state)
 {
         const sc_conf_t *conf = small_conf(1);
@@ -148,7 +170,7 @@ static void newest_usable_record_is_found(void **state)
         rd_kafka_t *prod, *cons;
         rd_kafka_conf_t *kc;
         sc_kafka_delivery_t dv;
-        sc_kafka_model_rec_t rec;
+        sc_kafka_model_rec_t rec, rec2;
         sc_buf_t buf = {0};
         char errstr[512];
         int found = -1;
@@ -175,11 +197,12 @@ static void newest_usable_record_is_found(void **state)
                          SC_OK);
         assert_int_equal(found, 0);
 
-        /* versions 1..6 of shard 0, then garbage and a record of shard 3 */
+        /* versions 1..20 of shard 0 (J.grad offset 10 v), then garbage and a
+         * record of shard 3 */
         assert_int_equal(sc_job_initial(conf, &model, errstr, sizeof(errstr)), SC_OK);
         sc_server_t *srv = shard_server(conf, 0);
         sc_kafka_delivery_init(&dv);
-        for (int v = 1; v <= 6; v++) {
+        for (int v = 1; v <= 20; v++) {
                 apply_grad(srv, 0, (uint64_t)v, 0.1f);
                 buf.len = 0;
                 assert_int_equal(sc_job_record_encode(&buf, srv, 10 * v, errstr, sizeof(errstr)),
@@ -199,30 +222,44 @@ static void newest_usable_record_is_found(void **state)
                          SC_OK);
         assert_int_equal(sc_kafka_delivery_wait(prod, &dv, 10000, errstr, sizeof(errstr)), SC_OK);
 
-        /* the newest usable is version 6, past the two bad records */
-        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL, accept_fn,
-                                                    on_reject, &seen, &rec, &found, errstr,
-                                                    sizeof(errstr)),
-                         SC_OK);
-        assert_int_equal(found, 1);
-        assert_int_equal(rec.mr_model.version, 6);
-        assert_int_equal(rec.mr_model.grad_offset, 60);
-        assert_int_equal(rec.mr_offset, 5);
+        /* the newest usable is version 20, past the two bad records */
+        assert_int_equal(latest_version(cons, &seen, 0, &rec), 20);
+        assert_int_equal(rec.mr_model.grad_offset, 200);
+        assert_int_equal(rec.mr_offset, 19);
         assert_int_equal(seen.rejects, 2);
         sc_kafka_model_rec_free(&rec);
 
-        /* refusing versions 6 .. 3 walks back across windows to version 2 */
-        seen.rejects = 0;
-        for (int refuse = 6; refuse >= 3; refuse--) {
-                seen.refuse_version = refuse;
-                assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL,
-                                                            accept_fn, on_reject, &seen, &rec,
-                                                            &found, errstr, sizeof(errstr)),
+        /* refusing newer ones takes the next older: inside the 16 records
+         * ranked (offsets 6..21), then walking back in windows past them */
+        for (int refuse = 20; refuse >= 3; refuse -= 3)
+                assert_int_equal(latest_version(cons, &seen, refuse, NULL), refuse - 1);
+
+        /* A replay: version 2's genuine record published three times more,
+         * then a junk record. The newest record by position is the replay;
+         * the one covering the most of J.grad is version 20. */
+        assert_int_equal(latest_version(cons, &seen, 3, &rec2), 2); /* to publish again */
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(sc_kafka_produce(prod, "km.model", 0, "0", 1, rec2.mr_data,
+                                                  rec2.mr_len, NULL, NULL, 0, 0, &dv, 5000, errstr,
+                                                  sizeof(errstr)),
                                  SC_OK);
-                assert_int_equal(found, 1);
-                assert_int_equal(rec.mr_model.version, refuse - 1);
-                sc_kafka_model_rec_free(&rec);
-        }
+        assert_int_equal(sc_kafka_produce(prod, "km.model", 0, NULL, 0, "junk", 4, NULL, NULL, 0, 0,
+                                          &dv, 5000, errstr, sizeof(errstr)),
+                         SC_OK);
+        assert_int_equal(sc_kafka_delivery_wait(prod, &dv, 10000, errstr, sizeof(errstr)), SC_OK);
+        sc_kafka_model_rec_free(&rec2);
+        seen.rejects = 0;
+        assert_int_equal(latest_version(cons, &seen, 0, &rec), 20);
+        assert_int_equal(rec.mr_offset, 19);
+        sc_kafka_model_rec_free(&rec);
+        /* two junk records and the other shard's, among the 16 ranked */
+        assert_int_equal(seen.rejects, 3);
+        /* refusing 12 and newer takes 11, the oldest ranked; refusing 11
+         * and newer walks back to 10, not to a replay of 2 */
+        assert_int_equal(latest_version(cons, &seen, 12, NULL), 11);
+        assert_int_equal(latest_version(cons, &seen, 11, &rec), 10);
+        assert_int_equal(rec.mr_offset, 9);
+        sc_kafka_model_rec_free(&rec);
 
         sc_server_destroy(srv);
         sc_model_destroy(model);

@@ -255,6 +255,8 @@ static int sc_agg_bcast(sc_aggregator_t *agg, int p)
         if (!sc_server_is_finite(s->srv))
                 return 0; /* never happens: a non-finite step is undone */
         agg->buf.len = 0;
+        /* the live workers' announced rates, for their auto batch window */
+        sc_bcast_pub_rate_sum(s->bpub, sc_job_members_rate_sum(agg->job, sc_clock_mono()));
         err = sc_job_bcast_encode(agg->job, s->bpub, s->srv, &agg->buf, &kind, why, sizeof(why));
         if (!err)
                 err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, why, sizeof(why));

@@ -141,6 +141,14 @@ static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr,
         };
         c.nfields = sizeof(f) / sizeof(f[0]);
         memcpy(c.fields, f, sizeof(f));
+        /* the stream rate it measures, for the job's auto window (only
+         * then: the aggregators' broadcasts carry a sum only when announced) */
+        sc_batcher_t *bt = w->ingest && w->conf->worker.batch.window_auto
+                               ? sc_wk_batcher(w)
+                               : NULL; /* none at the join */
+        double rate = bt ? sc_batcher_rate(bt, w->t_now) : 0.0;
+        if (rate > 0 && rate <= SC_JOB_RATE_MAX)
+                c.fields[c.nfields++] = (sc_wire_field_t){SC_WIRE_F_RATE, rate};
         if (kind == SC_WIRE_CTL_DRIFT) {
                 sc_metrics_summary_t ps;
                 sc_metrics_summary(w->preq, &ps);
@@ -797,6 +805,36 @@ static void sc_wj_waited(sc_worker_t *w, double now)
                    (unsigned long long)sc_job_model_min_version(j->jm), w->conf->job.name);
 }
 
+/* The auto window's ceiling, s: streams that dry up (their rates decay
+ * towards 0) must not leave a worker with buffered samples waiting for
+ * hours. */
+#define SC_WJ_AUTO_WINDOW_MAX 10.0
+
+/* worker.window "auto": base_batch over the rate sum the broadcast carries
+ * (the live workers' announced rates), so the job's batches add up to
+ * base_batch; the configured seconds until a broadcast carries one. */
+static void sc_wj_auto_window(sc_worker_t *w, sc_batcher_t *bt)
+{
+        sc_wk_job_t *j = w->job;
+        double sum = sc_job_model_rate_sum(j->jm);
+        double win = sc_sync_scadles_window(w->conf->job.sync.base_batch, sum);
+        if (win > SC_WJ_AUTO_WINDOW_MAX)
+                win = SC_WJ_AUTO_WINDOW_MAX;
+        if (!(win > 0) || win == sc_batcher_window(bt))
+                return;
+        sc_batcher_set_window(bt, win);
+        j->auto_sum = sum;
+        j->auto_sets++;
+        /* said the first time, then when it moved by a quarter or more */
+        if (!(j->auto_said > 0) || fabs(win - j->auto_said) >= 0.25 * j->auto_said) {
+                sc_wk_logf(w, 6,
+                           "auto window %.3f s: base_batch %g over the job's rate sum %.1f "
+                           "samples/s",
+                           win, w->conf->job.sync.base_batch, sum);
+                j->auto_said = win;
+        }
+}
+
 sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_size)
 {
         sc_wk_job_t *j = w->job;
@@ -839,9 +877,11 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
                 return SC_OK;
         sc_wj_install(w, now);
         sc_batcher_t *bt = sc_wk_batcher(w);
+        if (bt && w->conf->worker.batch.window_auto)
+                sc_wj_auto_window(w, bt);
         if (bt)
                 sc_sync_worker_set_rate(j->sync, sc_batcher_target(bt, now) /
-                                                     fmax(1e-3, w->conf->worker.batch.window));
+                                                     fmax(1e-3, sc_batcher_window(bt)));
         for (int guard = 0; guard < 4; guard++) {
                 sc_sync_act_t act;
                 sc_sync_worker_next(j->sync, now, &act);

@@ -258,6 +258,11 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
                 json_object_set_new(o, "away", json_integer((json_int_t)j->aways));
                 json_object_set_new(o, "model_keyframes", json_integer((json_int_t)ms->keyframes));
                 json_object_set_new(o, "model_seeks", json_integer((json_int_t)ms->seeks));
+                /* the batch window at the end, and the rate sum an auto one came from */
+                const sc_batcher_t *bt = w->ingest ? sc_ingest_batcher(w->ingest) : NULL;
+                if (bt)
+                        json_object_set_new(o, "window", json_real(sc_batcher_window(bt)));
+                json_object_set_new(o, "window_rate_sum", json_real(j->auto_sum));
         }
         if (o) {
                 json_t *lat = json_pack("{s:o, s:o}", "acked", sc_wk_pct(j->lat_ack, j->n_ack),

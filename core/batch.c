@@ -425,16 +425,32 @@ sc_err_t sc_batcher_ack(sc_batcher_t *batcher, uint64_t id, char *errstr, size_t
         return first;
 }
 
+double sc_batcher_rate(sc_batcher_t *batcher, double t)
+{
+        double s = 0;
+        for (int i = 0; i < batcher->n_streams; i++)
+                s += sc_stream_rate(batcher->streams[i], t);
+        return s;
+}
+
+void sc_batcher_set_window(sc_batcher_t *batcher, double window)
+{
+        if (window > 0 && window <= 1e6) /* not NaN */
+                batcher->spec.window = window;
+}
+
+double sc_batcher_window(const sc_batcher_t *batcher)
+{
+        return batcher->spec.window;
+}
+
 int sc_batcher_target(sc_batcher_t *batcher, double t)
 {
         const sc_batch_spec_t *sp = &batcher->spec;
-        double s = 0;
 
         if (sp->mode == SC_BATCH_FIXED)
                 return sp->b;
-        for (int i = 0; i < batcher->n_streams; i++)
-                s += sc_stream_rate(batcher->streams[i], t);
-        double b = round(s * sp->window);
+        double b = round(sc_batcher_rate(batcher, t) * sp->window);
         if (!(b >= sp->b_min))
                 return sp->b_min;
         if (b > sp->b_max)

@@ -15,6 +15,7 @@ struct sc_bcast_pub {
         int has;                 /* view valid */
         uint64_t version;        /* of the view */
         uint64_t generation;     /* of this owner (sc_bcast_pub_generation) */
+        double rate_sum;         /* carried by every message (sc_bcast_pub_rate_sum) */
         uint32_t since_key;      /* deltas since the last keyframe */
         int64_t key_offset;      /* of the last keyframe, -1 until its report */
         sc_buf_t payload;
@@ -110,6 +111,11 @@ void sc_bcast_pub_generation(sc_bcast_pub_t *pub, uint64_t generation)
         pub->generation = generation;
 }
 
+void sc_bcast_pub_rate_sum(sc_bcast_pub_t *pub, double rate_sum)
+{
+        pub->rate_sum = rate_sum > 0 && rate_sum <= SC_WIRE_RATE_MAX ? rate_sum : 0.0;
+}
+
 int sc_bcast_pub_key_due(const sc_bcast_pub_t *pub)
 {
         return !pub->has || pub->since_key >= pub->spec.keyframe_interval;
@@ -200,6 +206,7 @@ sc_err_t sc_bcast_pub_encode(sc_bcast_pub_t *pub, const float *params, uint64_t 
         sc_wire_bcast_t m = {.shard = pub->shard,
                              .kind = key ? SC_WIRE_BCAST_KEY : SC_WIRE_BCAST_DELTA,
                              .generation = pub->generation,
+                             .rate_sum = pub->rate_sum,
                              .version = version,
                              .base = key ? 0 : pub->version,
                              .key_offset = key ? -1 : pub->key_offset,
@@ -357,6 +364,7 @@ sc_err_t sc_bcast_sub_take(sc_bcast_sub_t *sub, float *view, size_t n, const sc_
                         sub->deltas++;
                 }
                 sub->version = m->version;
+                sub->rate_sum = m->rate_sum;
         } else if (act == SC_BCAST_SKIP) {
                 sub->skipped++;
         }

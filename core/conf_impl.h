@@ -119,6 +119,9 @@ json_t *sc_conf_sim_rates_json(const void *at);
 sc_err_t sc_conf_sim_window(json_t *v, void *at, const char *origin, const char *jpath,
                             char *errstr, size_t errstr_size);
 json_t *sc_conf_sim_window_json(const void *at);
+sc_err_t sc_conf_worker_window(json_t *v, void *at, const char *origin, const char *jpath,
+                               char *errstr, size_t errstr_size);
+json_t *sc_conf_worker_window_json(const void *at);
 sc_err_t sc_conf_sim_churn(json_t *v, void *at, const char *origin, const char *jpath, char *errstr,
                            size_t errstr_size);
 json_t *sc_conf_sim_churn_json(const void *at);

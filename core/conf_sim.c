@@ -73,33 +73,58 @@ json_t *sc_conf_sim_rates_json(const void *at)
         return json_null();
 }
 
-/* Seconds in [1e-6, 1e9], or "auto": base_batch / sum of the rates.
- * at: sc_sync_spec_t. */
-sc_err_t sc_conf_sim_window(json_t *v, void *at, const char *origin, const char *jpath,
-                            char *errstr, size_t errstr_size)
+/* A batch window: seconds in [lo, hi] (lo excluded when lo_excl) to
+ * *window with *autop 0, or "auto" (*autop 1, *window untouched). */
+static sc_err_t sc_conf_window(json_t *v, double lo, int lo_excl, double hi, double *window,
+                               int *autop, const char *origin, const char *jpath, char *errstr,
+                               size_t errstr_size)
 {
-        sc_sync_spec_t *sync = at;
-
         if (json_is_string(v) && !strcmp(json_string_value(v), "auto")) {
-                sync->window_auto = 1;
+                *autop = 1;
                 return SC_OK;
         }
         if (!json_is_number(v))
                 return sc_conf_fail(errstr, errstr_size, origin, jpath,
                                     "expected seconds (a number) or \"auto\"");
         double d = json_number_value(v);
-        if (!(d >= 1e-6 && d <= 1e9))
+        if (!((lo_excl ? d > lo : d >= lo) && d <= hi))
                 return sc_conf_fail(errstr, errstr_size, origin, jpath,
-                                    "%g is out of range [%g, %g]", d, 1e-6, 1e9);
-        sync->window = d;
-        sync->window_auto = 0;
+                                    "%g is out of range %c%g, %g]", d, lo_excl ? '(' : '[', lo, hi);
+        *window = d;
+        *autop = 0;
         return SC_OK;
+}
+
+/* Seconds in [1e-6, 1e9], or "auto": base_batch / sum of the rates.
+ * at: sc_sync_spec_t. */
+sc_err_t sc_conf_sim_window(json_t *v, void *at, const char *origin, const char *jpath,
+                            char *errstr, size_t errstr_size)
+{
+        sc_sync_spec_t *sync = at;
+        return sc_conf_window(v, 1e-6, 0, 1e9, &sync->window, &sync->window_auto, origin, jpath,
+                              errstr, errstr_size);
 }
 
 json_t *sc_conf_sim_window_json(const void *at)
 {
         const sc_sync_spec_t *sync = at;
         return sync->window_auto ? json_string("auto") : json_real(sync->window);
+}
+
+/* worker.window: seconds in (0, 1e6], or "auto" (the job's base_batch / the
+ * sum of its live workers' rates, from the broadcasts). at: sc_batch_spec_t. */
+sc_err_t sc_conf_worker_window(json_t *v, void *at, const char *origin, const char *jpath,
+                               char *errstr, size_t errstr_size)
+{
+        sc_batch_spec_t *bs = at;
+        return sc_conf_window(v, 0, 1, 1e6, &bs->window, &bs->window_auto, origin, jpath, errstr,
+                              errstr_size);
+}
+
+json_t *sc_conf_worker_window_json(const void *at)
+{
+        const sc_batch_spec_t *bs = at;
+        return bs->window_auto ? json_string("auto") : json_real(bs->window);
 }
 
 /* [[device, leave_at, rejoin_at or null], ...]. at: sc_sim_spec_t. */

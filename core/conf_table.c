@@ -1042,13 +1042,17 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_IN(1, 65536),
      .desc = "rate: largest batch."},
     {.path = "worker.window",
-     .type = SC_CONF_DOUBLE,
-     .offset = C(worker.batch.window),
+     .type = SC_CONF_CUSTOM,
+     .offset = C(worker.batch),
+     .expect = "seconds in (0, 1e+06] or \"auto\"",
+     .parse = sc_conf_worker_window,
+     .json = sc_conf_worker_window_json,
      .def = "1",
-     R_IN(0, 1e6),
-     .flags = SC_CONF_F_MIN_EXCL,
-     .desc = "rate: seconds between batches at least (fixed: workers do not learn each "
-             "other's rates, so there is no auto window as in the simulator, docs/SYNC.md)."},
+     .desc = "rate: seconds between batches at least, or \"auto\" in a job: the job's "
+             "job.sync.base_batch over the sum of the stream rates its live workers announce "
+             "(carried by the model broadcast), so that a worker's batch is its share of a "
+             "global batch of base_batch, as the simulator's $.sim.window \"auto\" "
+             "(docs/SYNC.md), at most 10 s; 1 s until the first broadcast carries a sum."},
     {.path = "worker.shuffle",
      .type = SC_CONF_INT,
      .offset = C(worker.batch.shuffle),
@@ -1174,8 +1178,8 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "1",
      R_GT(0),
      .desc = "scadles: batch window in seconds (b_i = rate_i * window) of the policy's worker "
-             "state; the Kafka workers batch on worker.window instead. No auto window here "
-             "(base_batch / sum of the rates is the simulator's $.sim.window \"auto\", "
+             "state; the Kafka workers batch on worker.window instead (which can be \"auto\": "
+             "base_batch / the sum of the rates, as the simulator's $.sim.window \"auto\", "
              "docs/SYNC.md)."},
     {.path = "job.sync.base_batch",
      .type = SC_CONF_DOUBLE,

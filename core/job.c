@@ -24,6 +24,7 @@ struct sc_job_s {
         int64_t *ctl_ts;      /* (workers) signed control: the newest timestamp */
         uint8_t *left;        /* (workers) said leave and was not heard since */
         uint64_t *left_clock; /* (workers) the last seq sent before the leave */
+        double *rate;         /* (workers) the stream rate each last announced, samples/s */
 };
 
 void sc_job_shard_range(size_t n, int shards, int shard, size_t *beginp, size_t *endp)
@@ -105,6 +106,7 @@ void sc_job_destroy(sc_job_t *job)
         free(job->ctl_ts);
         free(job->left);
         free(job->left_clock);
+        free(job->rate);
         free(job);
 }
 
@@ -145,7 +147,8 @@ sc_err_t sc_job_new(sc_job_t **jobp, const sc_job_spec_t *spec, const sc_conf_t 
             !(job->heard = calloc((size_t)job->nworkers, sizeof(*job->heard))) ||
             !(job->ctl_ts = calloc((size_t)job->nworkers, sizeof(*job->ctl_ts))) ||
             !(job->left = calloc((size_t)job->nworkers, 1)) ||
-            !(job->left_clock = calloc((size_t)job->nworkers, sizeof(*job->left_clock)))) {
+            !(job->left_clock = calloc((size_t)job->nworkers, sizeof(*job->left_clock))) ||
+            !(job->rate = calloc((size_t)job->nworkers, sizeof(*job->rate)))) {
                 err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                 goto out;
         }
@@ -397,11 +400,15 @@ int sc_job_members_control(sc_job_t *job, const sc_wire_control_t *c, int is_sig
         }
         switch (c->kind) {
         case SC_WIRE_CTL_JOIN:
-        case SC_WIRE_CTL_HEARTBEAT:
+        case SC_WIRE_CTL_HEARTBEAT: {
                 job->left[w] = 0;
                 if (sent > job->heard[w])
                         job->heard[w] = sent;
+                /* an announced rate out of range (or NaN) counts as none */
+                double r = sc_wire_control_field(c, SC_WIRE_F_RATE, 0.0);
+                job->rate[w] = r > 0 && r <= SC_JOB_RATE_MAX ? r : 0.0;
                 break;
+        }
         case SC_WIRE_CTL_LEAVE:
                 job->left[w] = 1;
                 job->left_clock[w] = sc_job_ctl_clock(c);
@@ -422,6 +429,15 @@ void sc_job_members_heard(sc_job_t *job, int w, uint64_t seq, double now)
 int sc_job_members_live(const sc_job_t *job, int w, double now)
 {
         return !job->left[w] && now - job->heard[w] <= job->spec.session_timeout;
+}
+
+double sc_job_members_rate_sum(const sc_job_t *job, double now)
+{
+        double sum = 0;
+        for (int w = 0; w < job->nworkers; w++)
+                if (sc_job_members_live(job, w, now))
+                        sum += job->rate[w];
+        return sum;
 }
 
 int sc_job_members_live_on(const sc_job_t *job, int w, uint64_t seen, double now)

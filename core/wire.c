@@ -14,7 +14,10 @@
 #define SC_SAMPLES_FIXED 32
 #define SC_CONTROL_FIXED 24
 #define SC_BCAST_FIXED 56
-#define SC_BCAST_GEN 0x1 /* broadcast body flag: a u64 generation follows the fixed bytes */
+/* Broadcast body flags: a u64 generation follows the fixed bytes; an f64
+ * rate sum follows (after any generation). */
+#define SC_BCAST_GEN 0x1
+#define SC_BCAST_RATE 0x2
 #define SC_APPLIED_SIZE 12
 #define SC_FIELD_SIZE 12
 
@@ -279,7 +282,12 @@ sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *err
         if (m->napplied && !m->applied)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "wire broadcast: %u applied entries and no array", m->napplied);
-        uint32_t fixed = SC_BCAST_FIXED + (m->generation ? 8 : 0);
+        uint32_t fixed = SC_BCAST_FIXED + (m->generation ? 8 : 0) + (m->rate_sum != 0 ? 8 : 0);
+
+        if (m->rate_sum != 0 && !(m->rate_sum > 0 && m->rate_sum <= SC_WIRE_RATE_MAX))
+                return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
+                               "wire broadcast: rate sum %g outside (0, %g]", m->rate_sum,
+                               SC_WIRE_RATE_MAX);
 
         if (m->payload_len > UINT32_MAX - fixed - SC_APPLIED_SIZE * (uint64_t)m->napplied)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
@@ -294,7 +302,7 @@ sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *err
         sc_lew_u32(&w, m->shard);
         sc_lew_u8(&w, (uint8_t)m->kind);
         sc_lew_u8(&w, m->payload[0]);
-        sc_lew_u16(&w, m->generation ? SC_BCAST_GEN : 0);
+        sc_lew_u16(&w, (m->generation ? SC_BCAST_GEN : 0) | (m->rate_sum != 0 ? SC_BCAST_RATE : 0));
         sc_lew_u64(&w, m->version);
         sc_lew_u64(&w, m->base);
         sc_lew_u64(&w, (uint64_t)m->key_offset);
@@ -305,6 +313,8 @@ sc_err_t sc_wire_encode_bcast(sc_buf_t *buf, const sc_wire_bcast_t *m, char *err
         sc_lew_u32(&w, 0);
         if (m->generation)
                 sc_lew_u64(&w, m->generation);
+        if (m->rate_sum != 0)
+                sc_lew_f64(&w, m->rate_sum);
         sc_wr_applied(&w, m->applied, m->napplied);
         sc_lew_bytes(&w, m->payload, m->payload_len);
         sc_wire_end(buf, &w);
@@ -506,12 +516,27 @@ static sc_err_t sc_wire_decode_control(const uint8_t *b, uint32_t len, sc_wire_c
         return SC_OK;
 }
 
+/* An optional 8-byte field of a broadcast body after the fixed bytes:
+ * *fixed grows by 8, and a body too short for it is corrupt. */
+static sc_err_t sc_wire_bcast_extra(uint32_t len, uint32_t *fixed, const char *what, char *errstr,
+                                    size_t errstr_size)
+{
+        *fixed += 8;
+        if (len < *fixed)
+                return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
+                               "wire broadcast: body of %u bytes, shorter than its %u fixed bytes "
+                               "with %s",
+                               len, *fixed, what);
+        return SC_OK;
+}
+
 static sc_err_t sc_wire_decode_bcast(const uint8_t *b, uint32_t len, sc_wire_bcast_t *m,
                                      char *errstr, size_t errstr_size)
 {
         uint32_t plen, fixed = SC_BCAST_FIXED;
         uint16_t flags;
         uint64_t need;
+        sc_err_t err;
 
         if (len < SC_BCAST_FIXED)
                 return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
@@ -528,21 +553,27 @@ static sc_err_t sc_wire_decode_bcast(const uint8_t *b, uint32_t len, sc_wire_bca
         m->count = sc_le_get32(b + 40);
         m->napplied = sc_le_get32(b + 44);
         plen = sc_le_get32(b + 48);
-        if ((flags & ~SC_BCAST_GEN) || sc_le_get32(b + 52) != 0)
+        if ((flags & ~(SC_BCAST_GEN | SC_BCAST_RATE)) || sc_le_get32(b + 52) != 0)
                 return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                "wire broadcast: reserved fields are not zero");
         m->generation = 0;
         if (flags & SC_BCAST_GEN) {
-                fixed += 8;
-                if (len < fixed)
-                        return sc_errf(SC_ERR_CORRUPT, errstr, errstr_size,
-                                       "wire broadcast: body of %u bytes, shorter than its %u "
-                                       "fixed bytes with a generation",
-                                       len, fixed);
+                if ((err = sc_wire_bcast_extra(len, &fixed, "a generation", errstr, errstr_size)))
+                        return err;
                 m->generation = sc_le_get64(b + SC_BCAST_FIXED);
                 if (!m->generation)
                         return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
                                        "wire broadcast: generation flag with generation 0");
+        }
+        m->rate_sum = 0;
+        if (flags & SC_BCAST_RATE) {
+                if ((err = sc_wire_bcast_extra(len, &fixed, "a rate sum", errstr, errstr_size)))
+                        return err;
+                m->rate_sum = sc_le_getf64(b + fixed - 8);
+                if (!(m->rate_sum > 0 && m->rate_sum <= SC_WIRE_RATE_MAX)) /* NaN too */
+                        return sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                                       "wire broadcast: rate sum %g outside (0, %g]", m->rate_sum,
+                                       SC_WIRE_RATE_MAX);
         }
         need = fixed + SC_APPLIED_SIZE * (uint64_t)m->napplied + plen;
         if (need != len)

@@ -38,6 +38,7 @@ struct sc_job_model_s {
         sc_jm_shard_t *sh;
         float *tmp; /* (n) a shard as it was before a record, for a refused result */
         sc_auth_t auth;
+        double rate_sum;             /* of the last record installed (0: none) */
         sc_job_model_check_fn check; /* NULL: none */
         void *check_arg;
         sc_job_model_stats_t stats;
@@ -149,6 +150,7 @@ static void sc_jm_install(sc_job_model_t *jm, const rd_kafka_message_t *m, int *
         }
         sh->version = v->version;
         sh->stamp++;
+        jm->rate_sum = v->rate_sum;
         memset(sh->applied, 0, (size_t)jm->n_workers * sizeof(uint64_t));
         for (uint32_t i = 0; i < v->napplied; i++) {
                 sc_wire_applied_t a;
@@ -344,6 +346,11 @@ uint64_t sc_job_model_min_clock(const sc_job_model_t *jm)
                         if (jm->sh[s].applied[w] < m)
                                 m = jm->sh[s].applied[w];
         return m == UINT64_MAX ? 0 : m;
+}
+
+double sc_job_model_rate_sum(const sc_job_model_t *jm)
+{
+        return jm->rate_sum;
 }
 
 const sc_job_model_stats_t *sc_job_model_stats(const sc_job_model_t *jm)

@@ -76,5 +76,9 @@ typedef struct sc_job_model_stats {
         uint64_t bytes;     /* bytes read */
 } sc_job_model_stats_t;
 const sc_job_model_stats_t *sc_job_model_stats(const sc_job_model_t *jm);
+/* The rate sum (samples/s) the last record installed carried: the stream
+ * rates the job's live workers announced, as its aggregator knew them; 0
+ * when it carried none. */
+double sc_job_model_rate_sum(const sc_job_model_t *jm);
 
 #endif

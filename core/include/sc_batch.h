@@ -41,6 +41,8 @@ typedef struct sc_batch_spec {
         int b_min;            /* rate: smallest batch, 1..b_max; default 8 */
         int b_max;            /* rate: largest batch, b_min..65536; default 1024 */
         double window;        /* rate: seconds between batches at least; (0, 1e6], default 1 */
+        int window_auto;      /* rate, in a job (worker.window "auto"): the window is set from
+                                 the job's rate sum (sc_batcher_set_window); window until then */
         int shuffle;          /* shuffle buffer: samples held back to mix with later
                                  arrivals, 0..1048576 (0 = shuffle within each batch
                                  only); default 256 (worker.shuffle). A batch needs this many samples
@@ -144,6 +146,12 @@ sc_err_t sc_batcher_ack(sc_batcher_t *batcher, uint64_t id, char *errstr, size_t
 /* The ScaDLES size for the rates at time t: clamp(round(S * window), b_min,
  * b_max) with S the sum of the streams' rates (fixed mode: b). */
 int sc_batcher_target(sc_batcher_t *batcher, double t);
+/* S: the sum of the streams' measured rates at time t, samples/s. */
+double sc_batcher_rate(sc_batcher_t *batcher, double t);
+/* The rate mode's window from now on (the auto window of a job); a value
+ * outside (0, 1e6] is ignored. */
+void sc_batcher_set_window(sc_batcher_t *batcher, double window);
+double sc_batcher_window(const sc_batcher_t *batcher);
 /* Batches taken and not yet acknowledged. */
 size_t sc_batcher_pending(const sc_batcher_t *batcher);
 /* Samples in the shuffle buffer. */

@@ -66,6 +66,12 @@ void sc_bcast_pub_destroy(sc_bcast_pub_t *pub);
  * generation forgets the view (a keyframe next). */
 void sc_bcast_pub_generation(sc_bcast_pub_t *pub, uint64_t generation);
 
+/* Sets the rate sum carried by every message from now on: the stream rates
+ * (samples/s) the job's live workers announced, for their auto batch
+ * window; 0 (the default, and for a value outside (0, SC_WIRE_RATE_MAX])
+ * sends none. */
+void sc_bcast_pub_rate_sum(sc_bcast_pub_t *pub, double rate_sum);
+
 /* 1 when the next message is a keyframe (view unknown, or keyframe_interval
  * deltas since the last keyframe). */
 int sc_bcast_pub_key_due(const sc_bcast_pub_t *pub);
@@ -121,6 +127,7 @@ typedef struct sc_bcast_sub {
                                     newer keyframe (the keyframe interval) */
         uint64_t keyframes, deltas, skipped, seeks, gaps;
         uint64_t rollbacks; /* keyframes refused as older than the view */
+        double rate_sum;    /* of the last message applied (0: it carried none) */
 } sc_bcast_sub_t;
 
 void sc_bcast_sub_init(sc_bcast_sub_t *sub, uint32_t lag);

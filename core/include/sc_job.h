@@ -168,6 +168,12 @@ void sc_job_members_heard(sc_job_t *job, int w, uint64_t seq, double now);
 /* 1 if worker w is live at now: it has not left and was heard within the
  * session timeout. */
 int sc_job_members_live(const sc_job_t *job, int w, double now);
+/* The sum of the stream rates (samples/s) the live workers announced in
+ * their last join or heartbeat (field SC_WIRE_F_RATE; each in (0,
+ * SC_JOB_RATE_MAX], else none): the auto batch window's denominator,
+ * carried by the broadcasts. 0 when none announced one. */
+#define SC_JOB_RATE_MAX 1e7
+double sc_job_members_rate_sum(const sc_job_t *job, double now);
 /* 1 if the rounds of a shard that has seen worker w's seqs up to `seen`
  * (sc_server_applied_seq) still wait for it at now: it was heard within
  * the session timeout and has not left, or left after a seq this shard has

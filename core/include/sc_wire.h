@@ -106,13 +106,20 @@ typedef struct sc_wire_model_view {
 /* Model broadcast (J.bcast, sc_bcast.h): body u32 shard, u8 kind, u8 codec,
  * u16 flags, u64 version, u64 base, i64 key_offset, u64 begin, u32 count,
  * u32 napplied, u32 payload length, u32 0, [u64 generation, when flags bit 0
- * is set; never 0 then], napplied x (u32 worker, u64 seq), payload (a codec
+ * is set; never 0 then], [f64 rate sum, when flags bit 1 is set; in (0,
+ * SC_WIRE_RATE_MAX] then], napplied x (u32 worker, u64 seq), payload (a codec
  * payload of count floats). The generation orders the owners of a shard (a
  * new owner's is higher than every earlier one's); no flag means generation
- * 0, the form before generations. A keyframe carries the whole
+ * 0, the form before generations. The rate sum is the sum of the stream
+ * rates the job's live workers last announced (samples/s), for the auto
+ * batch window (worker.window "auto"). A keyframe carries the whole
  * view (codec none, dense; base 0, key_offset -1); a delta adds its decoded
  * payload to the view of version base (< version), and key_offset is the
  * partition offset of the keyframe its chain started from (>= 0). */
+/* The largest rate (samples/s) a broadcast's rate sum or a worker's
+ * announced rate may be. */
+#define SC_WIRE_RATE_MAX 1e9
+
 typedef enum sc_wire_bcast_kind {
         SC_WIRE_BCAST_KEY = 1,
         SC_WIRE_BCAST_DELTA = 2,
@@ -122,6 +129,7 @@ typedef struct sc_wire_bcast {
         uint32_t shard;
         sc_wire_bcast_kind_t kind;
         uint64_t generation; /* of the shard's owner that sent it (0: none) */
+        double rate_sum;     /* the live workers' announced stream rates, samples/s (0: none) */
         uint64_t version;    /* server version the view stands for after this message */
         uint64_t base;       /* delta: version of the view it applies to; keyframe: 0 */
         int64_t key_offset;  /* delta: offset of the chain's keyframe; keyframe: -1 */

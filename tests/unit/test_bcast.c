@@ -496,7 +496,7 @@ static void test_generations(void **state)
         assert_int_equal(sc_wire_decode(r->data, r->len, &msg, errbuf, sizeof(errbuf)),
                          SC_ERR_DECODE);
         assert_non_null(strstr(errbuf, "generation 0"));
-        r->data[16 + 6] = 2; /* an unknown flag */
+        r->data[16 + 6] = 4; /* an unknown flag */
         fix_crc(r->data, r->len);
         assert_int_equal(sc_wire_decode(r->data, r->len, &msg, errbuf, sizeof(errbuf)),
                          SC_ERR_DECODE);
@@ -504,6 +504,76 @@ static void test_generations(void **state)
 
         sc_bcast_pub_destroy(a);
         sc_bcast_pub_destroy(b);
+        log_free(&l);
+}
+
+/* The rate sum for the auto window: carried by every message once set
+ * (after any generation), taken by the follower with the message; a value
+ * outside (0, SC_WIRE_RATE_MAX] is not sent, and one on the wire refused. */
+static void test_rate_sum(void **state)
+{
+        (void)state;
+        sc_bcast_spec_t sp;
+        sc_bcast_pub_t *pub;
+        sc_bcast_sub_t sub;
+        sc_wire_msg_t msg;
+        log_t l = {0};
+        float p[N], view[N];
+        for (int i = 0; i < N; i++)
+                p[i] = (float)i / N;
+        spec_of(&sp, SC_CODEC_Q8, 0, 4);
+        assert_int_equal(sc_bcast_pub_new(&pub, &sp, 0, 0, N, NULL, 0, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        publish(pub, p, 2, 1, &l); /* no sum yet */
+        sc_bcast_pub_rate_sum(pub, 1234.5);
+        publish_from(pub, p, 3, 6, 2, &l);
+        sc_bcast_pub_generation(pub, 77); /* with a generation too */
+        publish_from(pub, p, 7, 8, 3, &l);
+        sc_bcast_pub_rate_sum(pub, NAN); /* not sent */
+        publish_from(pub, p, 9, 9, 4, &l);
+        sc_bcast_sub_init(&sub, 1000);
+        follow(&sub, view, &l, 0);
+        assert_int_equal(sub.version, 9);
+        assert_true(sub.rate_sum == 0.0); /* v9 carried none */
+        double want[] = {0, 0, 1234.5, 1234.5, 1234.5, 1234.5, 1234.5, 1234.5, 0};
+        uint64_t gen[] = {0, 0, 0, 0, 0, 0, 77, 77, 77};
+        assert_int_equal(l.n, 9);
+        for (int i = 0; i < l.n; i++) {
+                assert_int_equal(
+                    sc_wire_decode(l.rec[i].data, l.rec[i].len, &msg, errbuf, sizeof(errbuf)),
+                    SC_OK);
+                assert_true(msg.u.bcast.rate_sum == want[i]);
+                assert_int_equal(msg.u.bcast.generation, gen[i]);
+        }
+        /* a follower that reads v1..v8 holds the sum of the last it took */
+        sc_bcast_sub_init(&sub, 1000);
+        l.n = 8;
+        follow(&sub, view, &l, 0);
+        assert_int_equal(sub.version, 8);
+        assert_true(sub.rate_sum == 1234.5);
+        /* on the wire: the sum sits after the generation (16 + 56 + 8) */
+        sc_buf_t *r = &l.rec[7];
+        double bad[] = {0.0, -1.0, NAN, 2e9};
+        for (int i = 0; i < 4; i++) {
+                memcpy(r->data + 16 + 64, &bad[i], 8);
+                fix_crc(r->data, r->len);
+                assert_int_equal(sc_wire_decode(r->data, r->len, &msg, errbuf, sizeof(errbuf)),
+                                 SC_ERR_DECODE);
+                assert_non_null(strstr(errbuf, "rate sum"));
+        }
+        /* a sum the encoder cannot send */
+        sc_wire_bcast_t m;
+        assert_int_equal(sc_wire_decode(l.rec[2].data, l.rec[2].len, &msg, errbuf, sizeof(errbuf)),
+                         SC_OK);
+        m = msg.u.bcast;
+        m.napplied = 0;
+        m.rate_sum = -5;
+        sc_buf_t out = {0};
+        assert_int_equal(sc_wire_encode_bcast(&out, &m, errbuf, sizeof(errbuf)), SC_ERR_INVAL);
+        assert_non_null(strstr(errbuf, "rate sum"));
+        sc_buf_free(&out);
+        l.n = 9;
+        sc_bcast_pub_destroy(pub);
         log_free(&l);
 }
 
@@ -516,6 +586,7 @@ int main(void)
             cmocka_unit_test(test_pub_rules),
             cmocka_unit_test(test_malformed),
             cmocka_unit_test(test_generations),
+            cmocka_unit_test(test_rate_sum),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

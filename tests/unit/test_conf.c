@@ -377,6 +377,19 @@ static void overrides(void **state)
         assert_int_equal(c.model.layers[0].init, SC_INIT_HE);
         assert_int_equal(c.model.layers[3].init, SC_INIT_AUTO);
 
+        /* worker.window: seconds or "auto" (a job's rate sum), and back */
+        set_ok(&c, "worker.window=auto");
+        assert_int_equal(c.worker.batch.window_auto, 1);
+        char *dump = sc_conf_dump(&c);
+        assert_non_null(strstr(dump, "\"window\": \"auto\""));
+        free(dump);
+        set_ok(&c, "worker.window=0.25");
+        assert_int_equal(c.worker.batch.window_auto, 0);
+        assert_true(c.worker.batch.window == 0.25);
+        set_fails(&c, "worker.window=fast",
+                  "$.worker.window: expected seconds (a number) or \"auto\"");
+        set_fails(&c, "worker.window=0", "$.worker.window: 0 is out of range (0, 1e+06]");
+
         /* kafka keys keep their dots. */
         set_ok(&c, "kafka.bootstrap.servers=broker:9092");
         set_ok(&c, "kafka.linger.ms=10");

@@ -330,6 +330,15 @@ static void restore_and_broadcast(void **state)
         sc_conf_free(&conf);
 }
 
+/* A job of 2 workers, 1 shard, a 6 s session, its members started at 0. */
+static sc_job_t *members_job(sc_conf_t *conf)
+{
+        conf_of(conf, "\"shards\": 1, \"session_timeout\": 6");
+        sc_job_t *job = job_of(conf);
+        sc_job_members_start(job, 0);
+        return job;
+}
+
 static void membership(void **state)
 {
         sc_conf_t conf;
@@ -369,6 +378,38 @@ static void membership(void **state)
         sc_conf_free(&conf);
 }
 
+/* The rate sum the broadcasts carry: the rates live workers announced in
+ * their last join or heartbeat; one out of range counts as none, a worker
+ * that left or went silent counts no more. */
+static void rate_sum_of_live_workers(void **state)
+{
+        sc_conf_t conf;
+        char why[256];
+        (void)state;
+        sc_job_t *job = members_job(&conf);
+        assert_true(sc_job_members_rate_sum(job, 1) == 0.0);
+        sc_wire_control_t c = {
+            .kind = SC_WIRE_CTL_JOIN, .worker = 0, .timestamp = 100, .nfields = 1};
+        c.fields[0] = (sc_wire_field_t){SC_WIRE_F_RATE, 100};
+        assert_int_equal(sc_job_members_control(job, &c, 0, 1, why, sizeof(why)), 0);
+        c.kind = SC_WIRE_CTL_HEARTBEAT;
+        c.worker = 1;
+        double rates[] = {1e12, 250.5, NAN, -3, 400};
+        double sums[] = {100, 350.5, 100, 100, 500}; /* out of range: none */
+        for (int i = 0; i < 5; i++) {
+                c.fields[0].value = rates[i];
+                assert_int_equal(sc_job_members_control(job, &c, 0, 1, why, sizeof(why)), 0);
+                assert_true(sc_job_members_rate_sum(job, 2) == sums[i]);
+        }
+        c.kind = SC_WIRE_CTL_LEAVE; /* worker 1 leaves */
+        assert_int_equal(sc_job_members_control(job, &c, 0, 4, why, sizeof(why)), 0);
+        assert_true(sc_job_members_rate_sum(job, 5) == 100.0);
+        /* worker 0, last heard at 1, is silent past the 6 s session */
+        assert_true(sc_job_members_rate_sum(job, 7.5) == 0.0);
+        sc_job_destroy(job);
+        sc_conf_free(&conf);
+}
+
 /* A leave names the last seq its worker sent: each shard's rounds wait for
  * the worker until that shard has it (the update is on J.grad, the leave on
  * J.ctl, read in either order), and that update does not bring it back. */
@@ -377,9 +418,7 @@ static void leave_waits_for_the_updates_sent_before_it(void **state)
         sc_conf_t conf;
         char why[256];
         (void)state;
-        conf_of(&conf, "\"shards\": 1, \"session_timeout\": 6");
-        sc_job_t *job = job_of(&conf);
-        sc_job_members_start(job, 0);
+        sc_job_t *job = members_job(&conf);
         sc_wire_control_t c = {
             .kind = SC_WIRE_CTL_LEAVE, .worker = 0, .timestamp = 1, .nfields = 2};
         c.fields[0] = (sc_wire_field_t){SC_WIRE_F_LOSS, 0.5};
@@ -420,6 +459,7 @@ int main(void)
             cmocka_unit_test(round_trip_q8),
             cmocka_unit_test(restore_and_broadcast),
             cmocka_unit_test(membership),
+            cmocka_unit_test(rate_sum_of_live_workers),
             cmocka_unit_test(leave_waits_for_the_updates_sent_before_it),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -95,6 +95,7 @@ struct sc_wk_job {
         uint64_t injected_out, injected_in, foreign_recv, own_skipped, inj_bad;
         uint64_t ctl_sent, waits, inj_auth, inj_replayed;
         uint64_t drift_sent;        /* drift events reported on J.ctl */
+        double base_batch;          /* job.sync.base_batch, its default filled in */
         double auto_sum, auto_said; /* worker.window "auto": the rate sum used; window last said */
         uint64_t auto_sets;         /* times the auto window was set */
         double t_wait, t_wait_said; /* since when the policy waits for a model; last said */

@@ -251,6 +251,7 @@ static sc_err_t sc_wj_state(sc_worker_t *w, char *errstr, size_t errstr_size)
             (err = sc_sync_worker_new(&j->sync, &ss, (uint32_t)w->spec.worker_id, errstr,
                                       errstr_size)))
                 return err;
+        j->base_batch = ss.base_batch; /* its default (64 x workers) filled in */
         if (!(j->stamps = calloc((size_t)j->shards, sizeof(uint64_t))) ||
             !(j->vis_next = calloc((size_t)j->shards, sizeof(uint64_t))) ||
             !(j->held_v = calloc((size_t)j->shards, sizeof(uint64_t))) ||
@@ -817,7 +818,7 @@ static void sc_wj_auto_window(sc_worker_t *w, sc_batcher_t *bt)
 {
         sc_wk_job_t *j = w->job;
         double sum = sc_job_model_rate_sum(j->jm);
-        double win = sc_sync_scadles_window(w->conf->job.sync.base_batch, sum);
+        double win = sc_sync_scadles_window(j->base_batch, sum);
         if (win > SC_WJ_AUTO_WINDOW_MAX)
                 win = SC_WJ_AUTO_WINDOW_MAX;
         if (!(win > 0) || win == sc_batcher_window(bt))
@@ -830,7 +831,7 @@ static void sc_wj_auto_window(sc_worker_t *w, sc_batcher_t *bt)
                 sc_wk_logf(w, 6,
                            "auto window %.3f s: base_batch %g over the job's rate sum %.1f "
                            "samples/s",
-                           win, w->conf->job.sync.base_batch, sum);
+                           win, j->base_batch, sum);
                 j->auto_said = win;
         }
 }

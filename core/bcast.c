@@ -2,6 +2,7 @@
  * error feedback, keyframes) and subscriber (apply, catch-up decisions). */
 #include "sc_bcast.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,7 +114,8 @@ void sc_bcast_pub_generation(sc_bcast_pub_t *pub, uint64_t generation)
 
 void sc_bcast_pub_rate_sum(sc_bcast_pub_t *pub, double rate_sum)
 {
-        pub->rate_sum = rate_sum > 0 && rate_sum <= SC_WIRE_RATE_MAX ? rate_sum : 0.0;
+        /* none for 0 or NaN; a sum past the wire's limit is sent as the limit */
+        pub->rate_sum = rate_sum > 0 ? fmin(rate_sum, SC_WIRE_RATE_MAX) : 0.0;
 }
 
 int sc_bcast_pub_key_due(const sc_bcast_pub_t *pub)

@@ -185,25 +185,44 @@ sc_err_t sc_kafka_model_read_latest(rd_kafka_t *rk, const char *topic, int32_t s
                 err = sc_kafka_read_range(rk, topic, shard, start, hi, timeout_ms,
                                           sc_kafka_model_note, &rank, errstr, errstr_size);
         /* Out of order: covering less than a record before it in the log
-         * (genuine snapshots only ever cover more). Never taken. */
-        int kept = 0;
+         * (genuine snapshots only ever cover more): offered only after the
+         * others, newest first, in case accept refuses every other one (a
+         * record of an earlier job on the same topic, say), and reported
+         * when passed over. */
+        sc_kafka_model_meta_t drop[SC_MODEL_RANK];
+        int64_t above[SC_MODEL_RANK]; /* the offset of the record covering more */
+        int kept = 0, nd = 0;
         for (int i = 0, top = -1; i < rank.n; i++) {
                 /* (records come in log order: ties in coverage sort the
                  * later first, so > 0 is covering strictly less) */
-                if (top >= 0 && sc_kafka_model_meta_cmp(&rank.m[i], &rank.m[top]) > 0)
+                if (top >= 0 && sc_kafka_model_meta_cmp(&rank.m[i], &rank.m[top]) > 0) {
+                        above[nd] = rank.m[top].offset;
+                        drop[nd++] = rank.m[i];
                         continue;
+                }
                 rank.m[kept] = rank.m[i];
                 top = kept++;
         }
         rank.n = kept;
         qsort(rank.m, (size_t)rank.n, sizeof(rank.m[0]), sc_kafka_model_meta_cmp);
         w.reject = NULL; /* reported by the ranking read */
-        for (int i = 0; i < rank.n && !*found && !err; i++) {
-                err = sc_kafka_read_range(rk, topic, shard, rank.m[i].offset, rank.m[i].offset + 1,
-                                          timeout_ms, sc_kafka_model_collect, &w, errstr,
-                                          errstr_size);
+        int from_ranked = 0;
+        for (int i = 0; i < rank.n + nd && !*found && !err; i++) {
+                const sc_kafka_model_meta_t *m =
+                    i < rank.n ? &rank.m[i] : &drop[nd - 1 - (i - rank.n)];
+                err = sc_kafka_read_range(rk, topic, shard, m->offset, m->offset + 1, timeout_ms,
+                                          sc_kafka_model_collect, &w, errstr, errstr_size);
                 if (!err)
                         sc_kafka_model_offer(&w, accept, reject, opaque, rec, found);
+                from_ranked = *found && i < rank.n;
+        }
+        for (int i = 0; from_ranked && reject && i < nd; i++) {
+                char why[160];
+                snprintf(why, sizeof(why),
+                         "passed over: covers J.grad below offset %lld, less than the record at "
+                         "offset %lld before it (a replayed or a deposed owner's snapshot)",
+                         (long long)drop[i].grad_offset, (long long)above[i]);
+                reject(opaque, topic, shard, drop[i].offset, SC_ERR_INVAL, why);
         }
         w.reject = reject;
         /* Then windows from there backwards, until one holds a model accept

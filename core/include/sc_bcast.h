@@ -68,8 +68,8 @@ void sc_bcast_pub_generation(sc_bcast_pub_t *pub, uint64_t generation);
 
 /* Sets the rate sum carried by every message from now on: the stream rates
  * (samples/s) the job's live workers announced, for their auto batch
- * window; 0 (the default, and for a value outside (0, SC_WIRE_RATE_MAX])
- * sends none. */
+ * window, at most SC_WIRE_RATE_MAX; 0 (the default, and for a value that is
+ * not > 0) sends none. */
 void sc_bcast_pub_rate_sum(sc_bcast_pub_t *pub, double rate_sum);
 
 /* 1 when the next message is a keyframe (view unknown, or keyframe_interval

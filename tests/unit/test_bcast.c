@@ -529,15 +529,17 @@ static void test_rate_sum(void **state)
         publish_from(pub, p, 3, 6, 2, &l);
         sc_bcast_pub_generation(pub, 77); /* with a generation too */
         publish_from(pub, p, 7, 8, 3, &l);
-        sc_bcast_pub_rate_sum(pub, NAN); /* not sent */
+        sc_bcast_pub_rate_sum(pub, 5e9); /* sent as the wire's limit */
         publish_from(pub, p, 9, 9, 4, &l);
+        sc_bcast_pub_rate_sum(pub, NAN); /* not sent */
+        publish_from(pub, p, 10, 10, 5, &l);
         sc_bcast_sub_init(&sub, 1000);
         follow(&sub, view, &l, 0);
-        assert_int_equal(sub.version, 9);
-        assert_true(sub.rate_sum == 0.0); /* v9 carried none */
-        double want[] = {0, 0, 1234.5, 1234.5, 1234.5, 1234.5, 1234.5, 1234.5, 0};
-        uint64_t gen[] = {0, 0, 0, 0, 0, 0, 77, 77, 77};
-        assert_int_equal(l.n, 9);
+        assert_int_equal(sub.version, 10);
+        assert_true(sub.rate_sum == 0.0); /* v10 carried none */
+        double want[] = {0, 0, 1234.5, 1234.5, 1234.5, 1234.5, 1234.5, 1234.5, SC_WIRE_RATE_MAX, 0};
+        uint64_t gen[] = {0, 0, 0, 0, 0, 0, 77, 77, 77, 77};
+        assert_int_equal(l.n, 10);
         for (int i = 0; i < l.n; i++) {
                 assert_int_equal(
                     sc_wire_decode(l.rec[i].data, l.rec[i].len, &msg, errbuf, sizeof(errbuf)),
@@ -572,7 +574,7 @@ static void test_rate_sum(void **state)
         assert_int_equal(sc_wire_encode_bcast(&out, &m, errbuf, sizeof(errbuf)), SC_ERR_INVAL);
         assert_non_null(strstr(errbuf, "rate sum"));
         sc_buf_free(&out);
-        l.n = 9;
+        l.n = 10;
         sc_bcast_pub_destroy(pub);
         log_free(&l);
 }

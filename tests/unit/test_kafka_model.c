@@ -59,6 +59,19 @@ static void apply_grad(sc_server_t *srv, uint32_t worker, uint64_t seq, float v)
         free(g);
 }
 
+/* srv's J.model record (covering J.grad below grad_offset) onto topic. */
+static void publish_record(rd_kafka_t *prod, const char *topic, sc_kafka_delivery_t *dv,
+                           sc_buf_t *buf, const sc_server_t *srv, int64_t grad_offset)
+{
+        char errstr[256];
+        buf->len = 0;
+        assert_int_equal(sc_job_record_encode(buf, srv, grad_offset, errstr, sizeof(errstr)),
+                         SC_OK);
+        assert_int_equal(
+            sc_kafka_model_publish(prod, topic, 0, buf->data, buf->len, dv, errstr, sizeof(errstr)),
+            SC_OK);
+}
+
 static void initial_model_and_record_round_trip(void **state)
 {
         const sc_conf_t *conf = small_conf(2);
@@ -125,7 +138,7 @@ static void on_reject(void *opaque, const char *topic, int32_t partition, int64_
                       sc_err_t kind, const char *why)
 {
         seen_t *s = opaque;
-        assert_string_equal(topic, "km.model");
+        assert_true(!strcmp(topic, "km.model") || !strcmp(topic, "kmx.model"));
         assert_int_equal(partition, 0);
         assert_true(offset >= 0 && why[0]);
         s->rejects++;
@@ -142,14 +155,14 @@ static int accept_fn(void *opaque, const sc_wire_model_view_t *m, char *why, siz
 
 /* The version of the record read_latest takes (found), refusing refuse and
  * newer (0: none); the record goes to keep when given (else freed). */
-static uint64_t latest_version(rd_kafka_t *cons, seen_t *seen, int refuse,
+static uint64_t latest_version(rd_kafka_t *cons, const char *topic, seen_t *seen, int refuse,
                                sc_kafka_model_rec_t *keep)
 {
         sc_kafka_model_rec_t rec;
         char errstr[512];
         int found = -1;
         seen->refuse_version = refuse;
-        assert_int_equal(sc_kafka_model_read_latest(cons, "km.model", 0, 5000, NULL, accept_fn,
+        assert_int_equal(sc_kafka_model_read_latest(cons, topic, 0, 5000, NULL, accept_fn,
                                                     on_reject, seen, &rec, &found, errstr,
                                                     sizeof(errstr)),
                          SC_OK);
@@ -179,6 +192,8 @@ static void newest_usable_record_is_found(void **state)
         assert_int_equal(sc_broker_new(&broker, 1, errstr, sizeof(errstr)), SC_OK);
         assert_int_equal(sc_broker_topic_create(broker, "km.model", 1, errstr, sizeof(errstr)),
                          SC_OK);
+        assert_int_equal(sc_broker_topic_create(broker, "kmx.model", 1, errstr, sizeof(errstr)),
+                         SC_OK);
         kc = rd_kafka_conf_new();
         rd_kafka_conf_set(kc, "bootstrap.servers", sc_broker_bootstraps(broker), NULL, 0);
         sc_kafka_conf_delivery(kc);
@@ -204,12 +219,7 @@ static void newest_usable_record_is_found(void **state)
         sc_kafka_delivery_init(&dv);
         for (int v = 1; v <= 20; v++) {
                 apply_grad(srv, 0, (uint64_t)v, 0.1f);
-                buf.len = 0;
-                assert_int_equal(sc_job_record_encode(&buf, srv, 10 * v, errstr, sizeof(errstr)),
-                                 SC_OK);
-                assert_int_equal(sc_kafka_model_publish(prod, "km.model", 0, buf.data, buf.len, &dv,
-                                                        errstr, sizeof(errstr)),
-                                 SC_OK);
+                publish_record(prod, "km.model", &dv, &buf, srv, 10 * v);
         }
         assert_int_equal(sc_kafka_produce(prod, "km.model", 0, NULL, 0, "junk", 4, NULL, NULL, 0, 0,
                                           &dv, 5000, errstr, sizeof(errstr)),
@@ -223,7 +233,7 @@ static void newest_usable_record_is_found(void **state)
         assert_int_equal(sc_kafka_delivery_wait(prod, &dv, 10000, errstr, sizeof(errstr)), SC_OK);
 
         /* the newest usable is version 20, past the two bad records */
-        assert_int_equal(latest_version(cons, &seen, 0, &rec), 20);
+        assert_int_equal(latest_version(cons, "km.model", &seen, 0, &rec), 20);
         assert_int_equal(rec.mr_model.grad_offset, 200);
         assert_int_equal(rec.mr_offset, 19);
         assert_int_equal(seen.rejects, 2);
@@ -232,12 +242,13 @@ static void newest_usable_record_is_found(void **state)
         /* refusing newer ones takes the next older: inside the 16 records
          * ranked (offsets 6..21), then walking back in windows past them */
         for (int refuse = 20; refuse >= 3; refuse -= 3)
-                assert_int_equal(latest_version(cons, &seen, refuse, NULL), refuse - 1);
+                assert_int_equal(latest_version(cons, "km.model", &seen, refuse, NULL), refuse - 1);
 
         /* A replay: version 2's genuine record published three times more,
          * then a junk record. The newest record by position is the replay;
          * the one covering the most of J.grad is version 20. */
-        assert_int_equal(latest_version(cons, &seen, 3, &rec2), 2); /* to publish again */
+        assert_int_equal(latest_version(cons, "km.model", &seen, 3, &rec2),
+                         2); /* to publish again */
         for (int i = 0; i < 3; i++)
                 assert_int_equal(sc_kafka_produce(prod, "km.model", 0, "0", 1, rec2.mr_data,
                                                   rec2.mr_len, NULL, NULL, 0, 0, &dv, 5000, errstr,
@@ -249,17 +260,36 @@ static void newest_usable_record_is_found(void **state)
         assert_int_equal(sc_kafka_delivery_wait(prod, &dv, 10000, errstr, sizeof(errstr)), SC_OK);
         sc_kafka_model_rec_free(&rec2);
         seen.rejects = 0;
-        assert_int_equal(latest_version(cons, &seen, 0, &rec), 20);
+        assert_int_equal(latest_version(cons, "km.model", &seen, 0, &rec), 20);
         assert_int_equal(rec.mr_offset, 19);
         sc_kafka_model_rec_free(&rec);
-        /* two junk records and the other shard's, among the 16 ranked */
-        assert_int_equal(seen.rejects, 3);
-        /* refusing 12 and newer takes 11, the oldest ranked; refusing 11
-         * and newer walks back to 10, not to a replay of 2 */
-        assert_int_equal(latest_version(cons, &seen, 12, NULL), 11);
-        assert_int_equal(latest_version(cons, &seen, 11, &rec), 10);
-        assert_int_equal(rec.mr_offset, 9);
+        /* two junk records, the other shard's, and the 3 replays passed
+         * over (each reported), among the 16 ranked */
+        assert_int_equal(seen.rejects, 6);
+        /* refusing 12 and newer takes 11, the oldest of the others */
+        assert_int_equal(latest_version(cons, "km.model", &seen, 12, NULL), 11);
+
+        /* An earlier job's snapshots on a topic (versions 59 and 60,
+         * J.grad offsets 5900 and 6000, refused by accept), then this job's
+         * versions 1..3 (10..30): those cover less than the record before
+         * them, and are still taken before walking back. */
+        sc_server_t *old = shard_server(conf, 0), *cur = shard_server(conf, 0);
+        for (int v = 1; v <= 60; v++) {
+                apply_grad(old, 0, (uint64_t)v, 0.1f);
+                if (v >= 59)
+                        publish_record(prod, "kmx.model", &dv, &buf, old, 100 * v);
+        }
+        for (int v = 1; v <= 3; v++) {
+                apply_grad(cur, 0, (uint64_t)v, 0.1f);
+                publish_record(prod, "kmx.model", &dv, &buf, cur, 10 * v);
+        }
+        assert_int_equal(sc_kafka_delivery_wait(prod, &dv, 10000, errstr, sizeof(errstr)), SC_OK);
+        assert_int_equal(dv.dv_failed, 0);
+        assert_int_equal(latest_version(cons, "kmx.model", &seen, 50, &rec), 3);
+        assert_int_equal(rec.mr_model.grad_offset, 30);
         sc_kafka_model_rec_free(&rec);
+        sc_server_destroy(old);
+        sc_server_destroy(cur);
 
         sc_server_destroy(srv);
         sc_model_destroy(model);

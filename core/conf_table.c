@@ -1048,11 +1048,13 @@ const sc_conf_prop_t sc_conf_props[] = {
      .parse = sc_conf_worker_window,
      .json = sc_conf_worker_window_json,
      .def = "1",
-     .desc = "rate: seconds between batches at least, or \"auto\" in a job: the job's "
-             "job.sync.base_batch over the sum of the stream rates its live workers announce "
-             "(carried by the model broadcast), so that a worker's batch is its share of a "
-             "global batch of base_batch, as the simulator's $.sim.window \"auto\" "
-             "(docs/SYNC.md), at most 10 s; 1 s until the first broadcast carries a sum."},
+     .desc =
+         "rate: seconds between batches at least, or \"auto\" in a job: the job's "
+         "job.sync.base_batch over the sum of the stream rates its live workers announce "
+         "(carried by the model broadcast), so that a worker's batch is its share of a "
+         "global batch of base_batch, as the simulator's $.sim.window \"auto\" "
+         "(docs/SYNC.md), at most 10 s; 1 s until a broadcast carries a sum, then the last auto "
+         "window while broadcasts carry none."},
     {.path = "worker.shuffle",
      .type = SC_CONF_INT,
      .offset = C(worker.batch.shuffle),

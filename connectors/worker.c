@@ -163,8 +163,7 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
                 goto fail;
         }
         w->sspec = conf->streams.buffer;
-        if (conf->worker.batch.window_auto && conf->worker.batch.mode == SC_BATCH_RATE &&
-            !spec->distributed) {
+        if (sc_wk_auto_window(conf) && !spec->distributed) {
                 err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                               "%s: $.worker.window: \"auto\" takes the window from a job's model "
                               "broadcast (the sum of its workers' rates); a standalone worker "

@@ -97,7 +97,6 @@ struct sc_wk_job {
         uint64_t drift_sent;        /* drift events reported on J.ctl */
         double base_batch;          /* job.sync.base_batch, its default filled in */
         double auto_sum, auto_said; /* worker.window "auto": the rate sum used; window last said */
-        uint64_t auto_sets;         /* times the auto window was set */
         double t_wait, t_wait_said; /* since when the policy waits for a model; last said */
         char first_err[256];
         /* latency: produce -> acknowledged, produce -> visible in J.model */
@@ -181,6 +180,11 @@ struct sc_worker_s {
 #define sc_wk_logf(w, level, ...) sc_logf((w)->spec.log, (w)->spec.log_opaque, level, __VA_ARGS__)
 /* The batcher of the worker's ingest path. */
 sc_batcher_t *sc_wk_batcher(sc_worker_t *w);
+/* worker.window "auto" applies: rate batches (a fixed batch has no window). */
+static inline int sc_wk_auto_window(const sc_conf_t *conf)
+{
+        return conf->worker.batch.window_auto && conf->worker.batch.mode == SC_BATCH_RATE;
+}
 /* 1 while what is buffered (and pooled foreign samples) makes a batch. */
 int sc_wk_holds_batch(sc_worker_t *w);
 sc_err_t sc_wk_ack(sc_worker_t *w, uint64_t id, char *errstr, size_t errstr_size);

@@ -143,10 +143,8 @@ static sc_err_t sc_wj_ctl(sc_worker_t *w, sc_wire_ctl_kind_t kind, char *errstr,
         memcpy(c.fields, f, sizeof(f));
         /* the stream rate it measures, for the job's auto window (only
          * then: the aggregators' broadcasts carry a sum only when announced) */
-        const sc_batch_spec_t *bs = &w->conf->worker.batch;
-        sc_batcher_t *bt = w->ingest && bs->window_auto && bs->mode == SC_BATCH_RATE
-                               ? sc_wk_batcher(w)
-                               : NULL; /* none at the join */
+        sc_batcher_t *bt = w->ingest && sc_wk_auto_window(w->conf) ? sc_wk_batcher(w)
+                                                                   : NULL; /* none at the join */
         double rate = bt ? sc_batcher_rate(bt, w->t_now) : 0.0;
         if (rate > 0 && rate <= SC_JOB_RATE_MAX)
                 c.fields[c.nfields++] = (sc_wire_field_t){SC_WIRE_F_RATE, rate};
@@ -826,7 +824,6 @@ static void sc_wj_auto_window(sc_worker_t *w, sc_batcher_t *bt)
                 return;
         sc_batcher_set_window(bt, win);
         j->auto_sum = sum;
-        j->auto_sets++;
         /* said the first time, then when it moved by a quarter or more */
         if (!(j->auto_said > 0) || fabs(win - j->auto_said) >= 0.25 * j->auto_said) {
                 sc_wk_logf(w, 6,
@@ -879,7 +876,7 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
                 return SC_OK;
         sc_wj_install(w, now);
         sc_batcher_t *bt = sc_wk_batcher(w);
-        if (bt && w->conf->worker.batch.window_auto && w->conf->worker.batch.mode == SC_BATCH_RATE)
+        if (bt && sc_wk_auto_window(w->conf))
                 sc_wj_auto_window(w, bt);
         if (bt)
                 sc_sync_worker_set_rate(j->sync, sc_batcher_target(bt, now) /

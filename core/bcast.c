@@ -366,7 +366,6 @@ sc_err_t sc_bcast_sub_take(sc_bcast_sub_t *sub, float *view, size_t n, const sc_
                         sub->deltas++;
                 }
                 sub->version = m->version;
-                sub->rate_sum = m->rate_sum;
         } else if (act == SC_BCAST_SKIP) {
                 sub->skipped++;
         }

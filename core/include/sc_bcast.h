@@ -127,7 +127,6 @@ typedef struct sc_bcast_sub {
                                     newer keyframe (the keyframe interval) */
         uint64_t keyframes, deltas, skipped, seeks, gaps;
         uint64_t rollbacks; /* keyframes refused as older than the view */
-        double rate_sum;    /* of the last message applied (0: it carried none) */
 } sc_bcast_sub_t;
 
 void sc_bcast_sub_init(sc_bcast_sub_t *sub, uint32_t lag);

@@ -116,8 +116,8 @@ typedef struct sc_wire_model_view {
  * view (codec none, dense; base 0, key_offset -1); a delta adds its decoded
  * payload to the view of version base (< version), and key_offset is the
  * partition offset of the keyframe its chain started from (>= 0). */
-/* The largest rate (samples/s) a broadcast's rate sum or a worker's
- * announced rate may be. */
+/* The largest rate sum (samples/s) a broadcast carries (a worker's own
+ * announced rate is bounded by the job: SC_JOB_RATE_MAX). */
 #define SC_WIRE_RATE_MAX 1e9
 
 typedef enum sc_wire_bcast_kind {

@@ -535,8 +535,7 @@ static void test_rate_sum(void **state)
         publish_from(pub, p, 10, 10, 5, &l);
         sc_bcast_sub_init(&sub, 1000);
         follow(&sub, view, &l, 0);
-        assert_int_equal(sub.version, 10);
-        assert_true(sub.rate_sum == 0.0); /* v10 carried none */
+        assert_int_equal(sub.version, 10); /* the sum changes nothing a follower does */
         double want[] = {0, 0, 1234.5, 1234.5, 1234.5, 1234.5, 1234.5, 1234.5, SC_WIRE_RATE_MAX, 0};
         uint64_t gen[] = {0, 0, 0, 0, 0, 0, 77, 77, 77, 77};
         assert_int_equal(l.n, 10);
@@ -547,12 +546,6 @@ static void test_rate_sum(void **state)
                 assert_true(msg.u.bcast.rate_sum == want[i]);
                 assert_int_equal(msg.u.bcast.generation, gen[i]);
         }
-        /* a follower that reads v1..v8 holds the sum of the last it took */
-        sc_bcast_sub_init(&sub, 1000);
-        l.n = 8;
-        follow(&sub, view, &l, 0);
-        assert_int_equal(sub.version, 8);
-        assert_true(sub.rate_sum == 1234.5);
         /* on the wire: the sum sits after the generation (16 + 56 + 8) */
         sc_buf_t *r = &l.rec[7];
         double bad[] = {0.0, -1.0, NAN, 2e9};

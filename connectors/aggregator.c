@@ -958,7 +958,8 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
         }
         if (job->progress_interval > 0)
                 sc_agg_progress(agg, sc_clock_mono());
-        rd_kafka_consumer_close(agg->consumer); /* revokes: final snapshots */
+        /* revokes: final snapshots */
+        sc_kafka_consumer_leave(agg->consumer, SC_KAFKA_LEAVE_MS);
         for (int p = 0; p < agg->nshards; p++)
                 sc_agg_shard_release(agg, p, 0);
         sc_agg_ckpt_final(agg);

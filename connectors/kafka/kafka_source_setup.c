@@ -223,7 +223,8 @@ void sc_kafka_source_destroy(sc_kafka_source_t *src)
         if (src->rk) {
                 if (sc_ks_commit(src, 1, 1, why, sizeof(why)))
                         sc_ks_logf(src, 4, "final %s", why);
-                rd_kafka_consumer_close(src->rk); /* revokes: commits, returns buffers */
+                /* revokes: commits, returns buffers */
+                sc_kafka_consumer_leave(src->rk, SC_KAFKA_LEAVE_MS);
                 rd_kafka_destroy(src->rk);
         }
         if (src->dlq) {

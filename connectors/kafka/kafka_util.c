@@ -427,6 +427,41 @@ int sc_kafka_cooperative(rd_kafka_t *rk)
         return proto && !strcmp(proto, "COOPERATIVE");
 }
 
+/* Partitions rk holds now (0 when it cannot tell). */
+static int sc_kafka_held(rd_kafka_t *rk)
+{
+        rd_kafka_topic_partition_list_t *held = NULL;
+        int n = 0;
+        if (rd_kafka_assignment(rk, &held) == RD_KAFKA_RESP_ERR_NO_ERROR && held)
+                n = held->cnt;
+        if (held)
+                rd_kafka_topic_partition_list_destroy(held);
+        return n;
+}
+
+size_t sc_kafka_consumer_leave(rd_kafka_t *rk, int timeout_ms)
+{
+        size_t dropped = 0;
+        double now = sc_clock_mono(), end = now + timeout_ms / 1e3, empty_since = -1;
+        rd_kafka_unsubscribe(rk);
+        while (now < end) {
+                if (sc_kafka_held(rk))
+                        empty_since = -1;
+                else if (empty_since < 0)
+                        empty_since = now;
+                else if (now - empty_since >= SC_KAFKA_LEAVE_SETTLE_MS / 1e3)
+                        break;
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
+                if (m) {
+                        dropped += !m->err;
+                        rd_kafka_message_destroy(m);
+                }
+                now = sc_clock_mono();
+        }
+        rd_kafka_consumer_close(rk);
+        return dropped;
+}
+
 int sc_kafka_reach_ok(const sc_kafka_reach_t *r)
 {
         if (!r->on)

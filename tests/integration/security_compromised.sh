@@ -26,6 +26,14 @@
 # redelivered, for a later run). The default cases are printed,
 # not asserted: the defaults bound a huge update, not a reversed one of
 # ordinary size (docs/SECURITY.md says so). CASES (default: all) picks some.
+#
+# A median outvotes one bad update only in rounds where two honest ones meet
+# it. When the group's rebalances leave an honest worker with no partition
+# (the embedded broker's coordinator did so in about one CI run in five),
+# the rounds hold the attacker and one honest worker, and no robust rule can
+# tell the two apart. A case whose honest workers did not each train at least
+# a sixth of the records is therefore run once more, on its own fresh topics
+# and group, and says so; a second such run fails the test.
 . "$(dirname "$0")/distributed_common.inc"
 command -v python3 >/dev/null || { echo "python3 is not installed"; exit 77; }
 
@@ -40,8 +48,9 @@ python3 examples/tabular/gen.py "$data" --train 12000 --eval 2000 --seed 1 >/dev
 n=$(wc -l <"$data/train.csv") # the CSV half of the 12,000
 topics="sc.csv:3"
 for c in $cases; do
-	j=sc${c//-/}
-	topics="$topics $j.grad:2 $j.model:2 $j.bcast:2 $j.inject:1 $j.ctl:1"
+	for j in sc${c//-/} sc${c//-/}r; do
+		topics="$topics $j.grad:2 $j.model:2 $j.bcast:2 $j.inject:1 $j.ctl:1"
+	done
 done
 # shellcheck disable=SC2086
 start_broker $topics
@@ -51,7 +60,8 @@ for p in 0 1 2; do
 		fail "kcat sc.csv [$p]"
 done
 
-# case_conf CASE: the job of a case, from the example's job.json.
+# case_conf CASE [SUFFIX]: the job of a case, from the example's job.json;
+# SUFFIX r names the rerun's job, topics and group.
 case_conf() {
 	local policy=${1%%-*} limits
 	[ "$1" = honest ] && policy=bsp
@@ -60,7 +70,7 @@ case_conf() {
 	*-median) limits='{"robust": "median"}' ;;
 	*) limits='{}' ;;
 	esac
-	jq --arg e "$data/eval.csv" --arg k "$tmp/job.key" --arg name "sc${1//-/}" \
+	jq --arg e "$data/eval.csv" --arg k "$tmp/job.key" --arg name "sc${1//-/}${2:-}" \
 		--arg policy "$policy" --argjson limits "$limits" '
 	  .eval.file = $e | .eval.decoder = "sc.csv"
 	  | .source.topics = [{topic: "sc.csv", format: "csv", label_column: 8,
@@ -68,18 +78,21 @@ case_conf() {
 	  | .source.group_id = $name | .worker.idle_exit = 4
 	  | .job.name = $name | .job.workers = 3 | .job.sync.policy = $policy
 	  | .job.auth = {key_file: $k} | .job.limits = $limits' \
-		examples/tabular/job.json >"$tmp/$1.json"
+		examples/tabular/job.json >"$tmp/$1${2:-}.json"
 }
 
-declare -A acc
-for c in $cases; do
-	case_conf "$c"
-	"$SCADLES" aggregator -c "$tmp/$c.json" -b "$bs" --no-create --idle-exit 6 \
-		>"$tmp/$c.a.out" 2>"$tmp/$c.a.err" &
+# run_case CASE [SUFFIX]: runs a case's job and measures its final model in
+# acc[CASE]; returns 3 when an honest worker trained under a sixth of the
+# records (the rounds then lacked an honest majority: see above).
+run_case() {
+	local c=$1 r=${2:-} cf=$tmp/$1${2:-} a w cmd net thin=
+	case_conf "$c" "$r"
+	"$SCADLES" aggregator -c "$cf.json" -b "$bs" --no-create --idle-exit 6 \
+		>"$cf.a.out" 2>"$cf.a.err" &
 	a=$!
 	pids="$pids $a"
 	sleep 1
-	ws=()
+	local ws=()
 	for w in 0 1 2; do
 		cmd=$SCADLES
 		if [ $w -eq 2 ] && [ "$c" != honest ]; then
@@ -87,31 +100,44 @@ for c in $cases; do
 			export COMPROMISED_SCALE=-10
 			[ "${c%%-*}" = scadles ] && export COMPROMISED_SAMPLES=1024
 		fi
-		"$cmd" worker -c "$tmp/$c.json" -b "$bs" --id $w >"$tmp/$c.w$w.out" 2>"$tmp/$c.w$w.err" &
+		"$cmd" worker -c "$cf.json" -b "$bs" --id $w >"$cf.w$w.out" 2>"$cf.w$w.err" &
 		ws+=($!)
 		pids="$pids $!"
 		unset COMPROMISED_SCALE COMPROMISED_SAMPLES
 	done
 	for w in "${ws[@]}"; do
-		timeout 300 tail --pid="$w" -f /dev/null || fail "$c: a worker did not end"
-		wait "$w" || fail "$c: a worker exited $?"
+		timeout 300 tail --pid="$w" -f /dev/null || fail "$c$r: a worker did not end"
+		wait "$w" || fail "$c$r: a worker exited $?"
 	done
-	wait "$a" || fail "$c: the aggregator exited $?"
+	wait "$a" || fail "$c$r: the aggregator exited $?"
 	net=0
 	for w in 0 1 2; do
-		check_worker "$tmp/$c.w$w.out"
-		net=$((net + $(summary "$tmp/$c.w$w.out" '.trained - .orphaned')))
+		check_worker "$cf.w$w.out"
+		net=$((net + $(summary "$cf.w$w.out" '.trained - .orphaned')))
+		[ $w -eq 2 ] && [ "$c" != honest ] && continue
+		[ "$(summary "$cf.w$w.out" .trained)" -ge $((n / 6)) ] ||
+			thin="$thin worker $w trained $(summary "$cf.w$w.out" .trained) of $n;"
 	done
-	[ "$net" -ge "$n" ] || fail "$c: trained - orphaned = $net of $n"
-	"$SCADLES" model pull -c "$tmp/$c.json" -b "$bs" -o "$tmp/$c.ckpt" 2>"$tmp/$c.pull.err" ||
-		fail "$c: model pull exited $?"
-	"$SCADLES" eval -c "$tmp/$c.json" --checkpoint "$tmp/$c.ckpt" >"$tmp/$c.eval" 2>/dev/null ||
-		fail "$c: eval exited $?"
-	acc[$c]=$(awk '/^test accuracy:/ {print $3}' "$tmp/$c.eval")
-	[ -n "${acc[$c]}" ] || fail "$c: eval printed $(cat "$tmp/$c.eval")"
-	echo "$c: test accuracy ${acc[$c]}; aggregator steps $(summary "$tmp/$c.a.out" .steps)," \
-		"clipped $(summary "$tmp/$c.a.out" .clipped), rolled back $(summary "$tmp/$c.a.out" .rolled_back)," \
-		"rejected $(summary "$tmp/$c.a.out" .rejected_total)"
+	[ "$net" -ge "$n" ] || fail "$c$r: trained - orphaned = $net of $n"
+	if [ -n "$thin" ]; then
+		echo "$c$r: no honest majority in the rounds:$thin not measured"
+		return 3
+	fi
+	"$SCADLES" model pull -c "$cf.json" -b "$bs" -o "$cf.ckpt" 2>"$cf.pull.err" ||
+		fail "$c$r: model pull exited $?"
+	"$SCADLES" eval -c "$cf.json" --checkpoint "$cf.ckpt" >"$cf.eval" 2>/dev/null ||
+		fail "$c$r: eval exited $?"
+	acc[$c]=$(awk '/^test accuracy:/ {print $3}' "$cf.eval")
+	[ -n "${acc[$c]}" ] || fail "$c$r: eval printed $(cat "$cf.eval")"
+	echo "$c$r: test accuracy ${acc[$c]}; aggregator steps $(summary "$cf.a.out" .steps)," \
+		"clipped $(summary "$cf.a.out" .clipped), rolled back $(summary "$cf.a.out" .rolled_back)," \
+		"rejected $(summary "$cf.a.out" .rejected_total)"
+}
+
+declare -A acc
+for c in $cases; do
+	run_case "$c" && continue
+	run_case "$c" r || fail "$c: no honest majority in the rounds twice"
 done
 
 atleast() { awk -v a="$1" -v m="$2" 'BEGIN {exit !(a >= m)}'; }

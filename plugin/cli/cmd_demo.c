@@ -38,11 +38,13 @@
 
 #define SC_DEMO_MAX_WORKERS 16
 #define SC_DEMO_MAX_POINTS 4096
+#define SC_DEMO_MAX_TOPICS 16
 
 typedef struct sc_demo_opts {
         int workers, topics, quiet, plot;
         double rate, duration, target, eval_every;
-        const char *out;
+        long long seed;
+        const char *out, *bootstrap, *rate_set;
         sc_cli_conf_opts_t co; /* --set only */
 } sc_demo_opts_t;
 
@@ -52,10 +54,12 @@ static void sc_demo_usage(FILE *out)
                 "usage: scadles demo [options]\n"
                 "\n"
                 "Runs a distributed training job on this machine and reports how it learns:\n"
-                "  - the embedded Kafka broker (in this process);\n"
+                "  - the embedded Kafka broker (in this process), or the Kafka cluster\n"
+                "    --bootstrap names (the run's topics and job then get names of their\n"
+                "    own, demo-<unix time>-<pid>[-fmnist.N], created there);\n"
                 "  - `scadles feed`: Fashion-MNIST's training half to --topics topics\n"
                 "    (demo-fmnist.0 ..), each at its own rate drawn uniformly around --rate\n"
-                "    samples/s (heterogeneous streams);\n"
+                "    samples/s, or from --rate-set (heterogeneous streams);\n"
                 "  - --workers `scadles worker` processes (one consumer group over the topics,\n"
                 "    rate-proportional batches, updates compressed with top-k 25%% + error\n"
                 "    feedback to J.grad under the scadles policy, sharing 10%% of a batch on\n"
@@ -69,16 +73,22 @@ static void sc_demo_usage(FILE *out)
                 "It stops at --target test accuracy or after --duration seconds (or Ctrl-C),\n"
                 "stops the feed, the workers (they commit what the broker acknowledged) and\n"
                 "the aggregators in turn, and prints a summary: test accuracy (of the final\n"
-                "model, every shard at the version its aggregator released), time to 85%%,\n"
-                "wall time, bytes up (updates) and down (models), compression ratio, records\n"
-                "fed, trained and lost, all from the processes' own counters. Files go to\n"
-                "--out: job.json, each process's output, accuracy.tsv and accuracy.png\n"
-                "(gnuplot).\n"
+                "model, every shard at the version its aggregator released), time to 85%%\n"
+                "and to --target, wall time, bytes up (updates) and down (models),\n"
+                "compression ratio, records fed, trained and lost, all from the processes'\n"
+                "own counters. Files go to --out: job.json, each process's output,\n"
+                "accuracy.tsv and accuracy.png (gnuplot).\n"
                 "\n"
                 "options:\n"
                 "  -w, --workers N      worker processes, 1..16 (default 4)\n"
                 "  -t, --topics N       data topics, 1..16 (default 6)\n"
                 "  -r, --rate R         mean samples/s per topic (default 450)\n"
+                "      --rate-set S     per-topic rates drawn from a ScaDLES rate set instead:\n"
+                "                       S1, S2, S10 or S20 (scadles feed --help)\n"
+                "      --seed N         seed of the feed's rates and sample order (default 1)\n"
+                "  -b, --bootstrap ADDR a Kafka cluster to run on instead of the embedded\n"
+                "                       broker (its settings, e.g. security, by --set\n"
+                "                       kafka.NAME=VALUE)\n"
                 "  -d, --duration S     longest run in seconds (default 170)\n"
                 "  -a, --target A       stop once test accuracy >= A; 0 = run the whole\n"
                 "                       duration (default 0.855)\n"
@@ -95,13 +105,21 @@ static void sc_demo_usage(FILE *out)
 
 static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
 {
-        static const struct option lo[] = {
-            {"workers", required_argument, NULL, 'w'}, {"topics", required_argument, NULL, 't'},
-            {"rate", required_argument, NULL, 'r'},    {"duration", required_argument, NULL, 'd'},
-            {"target", required_argument, NULL, 'a'},  {"eval-every", required_argument, NULL, 'e'},
-            {"out", required_argument, NULL, 'o'},     {"set", required_argument, NULL, 's'},
-            {"no-plot", no_argument, NULL, 'P'},       {"quiet", no_argument, NULL, 'q'},
-            {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+        static const struct option lo[] = {{"workers", required_argument, NULL, 'w'},
+                                           {"topics", required_argument, NULL, 't'},
+                                           {"rate", required_argument, NULL, 'r'},
+                                           {"duration", required_argument, NULL, 'd'},
+                                           {"target", required_argument, NULL, 'a'},
+                                           {"eval-every", required_argument, NULL, 'e'},
+                                           {"out", required_argument, NULL, 'o'},
+                                           {"set", required_argument, NULL, 's'},
+                                           {"no-plot", no_argument, NULL, 'P'},
+                                           {"quiet", no_argument, NULL, 'q'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {"rate-set", required_argument, NULL, 'R'},
+                                           {"seed", required_argument, NULL, 'S'},
+                                           {"bootstrap", required_argument, NULL, 'b'},
+                                           {NULL, 0, NULL, 0}};
         long long v;
         int c;
         memset(o, 0, sizeof(*o));
@@ -113,9 +131,10 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
         o->eval_every = 2;
         o->out = "build/demo";
         o->plot = 1;
+        o->seed = 1;
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":w:t:r:d:a:e:o:s:qh", lo, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":w:t:r:d:a:e:o:s:b:qh", lo, NULL)) != -1) {
                 int taken = c == 's' ? sc_cli_conf_opt("demo", &o->co, c, optarg) : 0;
                 if (taken < 0)
                         return 2;
@@ -149,6 +168,24 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
                 case 'o':
                         o->out = optarg;
                         break;
+                case 'b':
+                        o->bootstrap = optarg;
+                        break;
+                case 'R':
+                        if (strcmp(optarg, "S1") && strcmp(optarg, "S2") && strcmp(optarg, "S10") &&
+                            strcmp(optarg, "S20")) {
+                                fprintf(stderr,
+                                        "scadles demo: --rate-set %s: not a rate set (S1, S2, "
+                                        "S10 or S20)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        o->rate_set = optarg;
+                        break;
+                case 'S':
+                        if (sc_cli_integer("demo", "--seed", optarg, 0, 0x7fffffff, &o->seed))
+                                return 2;
+                        break;
                 case 'P':
                         o->plot = 0;
                         break;
@@ -174,17 +211,18 @@ static const char sc_demo_job[] =
     "    \"schedule\": {\"type\": \"cosine\", \"total_steps\": 600, \"min_lr\": 0.004}},\n"
     "  \"train\": {\"seed\": 1, \"threads\": 1},\n"
     "  \"data\": {\"source\": \"fashion-mnist\", \"mean\": 0.286, \"std\": 0.353},\n"
-    "  \"source\": {\"group_id\": \"demo-workers\", \"pattern\": \"^demo-fmnist\\\\..*\"},\n"
+    "  \"source\": {\"group_id\": \"%s-workers\", \"pattern\": \"^%s\\\\..*\"},\n"
     "  \"streams\": {\"format\": \"raw\", \"label\": \"key\", \"scale\": 0.00392156862745098,\n"
     "    \"mean\": 0.286, \"std\": 0.353, \"policy\": \"persist\", \"cap\": 4096},\n"
     "  \"worker\": {\"batch\": \"rate\", \"window\": 0.1, \"b_min\": 16, \"b_max\": 128,\n"
     "    \"shuffle\": 256, \"progress_interval\": 5, \"eval\": false},\n"
-    "  \"job\": {\"name\": \"demo\", \"shards\": 4, \"workers\": %d,\n"
+    "  \"job\": {\"name\": \"%s\", \"shards\": 4, \"workers\": %d,\n"
     "    \"sync\": {\"policy\": \"scadles\", \"base_batch\": %d},\n"
     "    \"codec\": {\"name\": \"topk\", \"ratio\": 0.25, \"error_feedback\": 1},\n"
     "    \"session_timeout\": 6, \"progress_interval\": 5},\n"
-    "  \"kafka\": {\"bootstrap.servers\": \"%s\", \"fetch.wait.max.ms\": 5,\n"
-    "    \"session.timeout.ms\": 6000, \"heartbeat.interval.ms\": 500}\n"
+    "  \"kafka\": {\"bootstrap.servers\": \"%s\"},\n"
+    "  \"kafka_consumer\": {\"fetch.wait.max.ms\": 5, \"session.timeout.ms\": 6000,\n"
+    "    \"heartbeat.interval.ms\": 500}\n"
     "}\n";
 
 /* Before the aggregators are stopped: waits (at most max_s seconds) until
@@ -295,10 +333,11 @@ typedef struct sc_demo {
         sc_conf_t conf;
         int have_conf;
         char err[1024], path[600], bs[256];
+        char run[64], prefix[80]; /* the job's name, the data topics' prefix */
         double pt_t[SC_DEMO_MAX_POINTS], pt_a[SC_DEMO_MAX_POINTS];
         int npts;
-        double t0, t_end, t85, acc, best;
-        sc_model_out_info_t final; /* the final model's shard versions */
+        double t0, t_end, t85, t_first, acc, best; /* t_first: the first model version */
+        sc_model_out_info_t final;                 /* the final model's shard versions */
         const char *why;
 } sc_demo_t;
 
@@ -309,7 +348,8 @@ static int sc_demo_write_job(sc_demo_t *d)
         char text[4096];
         /* B of the linear LR scaling grows with the workers: 32 samples of
          * each worker's 0.1 s window at the default rates (128 for 4). */
-        snprintf(text, sizeof(text), sc_demo_job, d->o.workers, 32 * d->o.workers, d->bs);
+        snprintf(text, sizeof(text), sc_demo_job, d->run, d->prefix, d->run, d->o.workers,
+                 32 * d->o.workers, d->bs);
         memset(&d->conf, 0, sizeof(d->conf));
         if (sc_conf_parse(&d->conf, text, "demo job", d->err, sizeof(d->err))) {
                 fprintf(stderr, "scadles demo: %s\n", d->err);
@@ -344,30 +384,51 @@ static int sc_demo_write_job(sc_demo_t *d)
 }
 
 /* Every topic exists before any client asks: the workers' subscription sees
- * the data topics at once, and the job's have their partitions. */
+ * the data topics at once, and the job's have their partitions. On a
+ * cluster (--bootstrap) a producer creates them with the Admin API. */
 static int sc_demo_topics(sc_demo_t *d)
 {
-        sc_kafka_topic_spec_t jt[SC_JOB__NTOPICS];
-        if (sc_kafka_admin_job_topics(d->conf.job.name, d->conf.job.shards, 1, jt, d->err,
+        sc_kafka_topic_spec_t ts[SC_DEMO_MAX_TOPICS + SC_JOB__NTOPICS];
+        int n = d->o.topics;
+        if (sc_kafka_admin_job_topics(d->conf.job.name, d->conf.job.shards, 1, ts + n, d->err,
                                       sizeof(d->err))) {
                 fprintf(stderr, "scadles demo: %s\n", d->err);
                 return -1;
         }
-        for (int i = 0; i < d->o.topics + SC_JOB__NTOPICS; i++) {
-                char topic[300];
-                int parts = 4;
-                if (i < d->o.topics)
-                        snprintf(topic, sizeof(topic), "demo-fmnist.%d", i);
-                else {
-                        snprintf(topic, sizeof(topic), "%s", jt[i - d->o.topics].name);
-                        parts = jt[i - d->o.topics].partitions;
-                }
-                if (sc_broker_topic_create(d->broker, topic, parts, d->err, sizeof(d->err))) {
-                        fprintf(stderr, "scadles demo: %s\n", d->err);
-                        return -1;
-                }
+        for (int i = 0; i < n; i++) {
+                memset(&ts[i], 0, sizeof(ts[i]));
+                snprintf(ts[i].name, sizeof(ts[i].name), "%s.%d", d->prefix, i);
+                ts[i].partitions = 4;
+                ts[i].replication = 1;
         }
-        return 0;
+        n += SC_JOB__NTOPICS;
+        if (d->broker) {
+                for (int i = 0; i < n; i++)
+                        if (sc_broker_topic_create(d->broker, ts[i].name, ts[i].partitions, d->err,
+                                                   sizeof(d->err))) {
+                                fprintf(stderr, "scadles demo: %s\n", d->err);
+                                return -1;
+                        }
+                return 0;
+        }
+        rd_kafka_conf_t *kc = NULL;
+        rd_kafka_t *rk = NULL;
+        char why[512];
+        int rc = -1;
+        if (sc_kafka_client_conf(&kc, &d->conf, RD_KAFKA_PRODUCER, NULL, d->err, sizeof(d->err)))
+                goto out;
+        if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, why, sizeof(why)))) {
+                rd_kafka_conf_destroy(kc);
+                snprintf(d->err, sizeof(d->err), "producer: %s", why);
+                goto out;
+        }
+        rc = sc_kafka_admin_ensure(rk, ts, n, 30000, NULL, d->err, sizeof(d->err)) ? -1 : 0;
+out:
+        if (rc)
+                fprintf(stderr, "scadles demo: %s: %s\n", d->bs, d->err);
+        if (rk)
+                rd_kafka_destroy(rk);
+        return rc;
 }
 
 /* The evaluator: the held-out set (eval section, else Fashion-MNIST's test
@@ -413,23 +474,36 @@ static int sc_demo_prepare(sc_demo_t *d)
                 fprintf(stderr, "scadles demo: --out %s: cannot create the folder\n", d->o.out);
                 return 2;
         }
-        if (sc_broker_new(&d->broker, 1, d->err, sizeof(d->err))) {
-                fprintf(stderr, "scadles demo: embedded broker: %s\n", d->err);
-                return 1;
+        if (d->o.bootstrap) {
+                /* a cluster keeps its topics: this run's get names of their own */
+                snprintf(d->run, sizeof(d->run), "demo-%lld-%ld", (long long)time(NULL),
+                         (long)getpid());
+                snprintf(d->bs, sizeof(d->bs), "%s", d->o.bootstrap);
+        } else {
+                snprintf(d->run, sizeof(d->run), "demo");
+                if (sc_broker_new(&d->broker, 1, d->err, sizeof(d->err))) {
+                        fprintf(stderr, "scadles demo: embedded broker: %s\n", d->err);
+                        return 1;
+                }
+                snprintf(d->bs, sizeof(d->bs), "%s", sc_broker_bootstraps(d->broker));
         }
-        snprintf(d->bs, sizeof(d->bs), "%s", sc_broker_bootstraps(d->broker));
+        snprintf(d->prefix, sizeof(d->prefix), "%s-fmnist", d->run);
         if ((rc = sc_demo_write_job(d)))
                 return rc;
         if (sc_demo_topics(d) || sc_demo_evaluator(d))
                 return 1;
+        char rates[64];
+        if (d->o.rate_set)
+                snprintf(rates, sizeof(rates), "the rates of set %s", d->o.rate_set);
+        else
+                snprintf(rates, sizeof(rates), "~%.0f samples/s each", d->o.rate);
         if (!d->o.quiet)
                 fprintf(stderr,
                         "demo: broker %s; job %s: %zu parameters in %d shards, policy %s, codec "
-                        "%s; %d workers, 2 aggregators, %d topics at ~%.0f samples/s each; "
-                        "output in %s/\n",
+                        "%s; %d workers, 2 aggregators, %d topics at %s; output in %s/\n",
                         d->bs, d->conf.job.name, sc_model_nparams(d->model), d->conf.job.shards,
                         sc_sync_kind_name(d->conf.job.sync.kind), sc_codec_name(d->conf.job.codec),
-                        d->o.workers, d->o.topics, d->o.rate, d->o.out);
+                        d->o.workers, d->o.topics, rates, d->o.out);
         return 0;
 }
 
@@ -479,13 +553,29 @@ static int sc_demo_start_workers(sc_demo_t *d)
 
 static int sc_demo_start_feed(sc_demo_t *d)
 {
-        char dur[32], rdist[64], ntop[16];
+        char dur[32], rdist[64], ntop[16], seed[24];
         snprintf(rdist, sizeof(rdist), "uniform:%g:%g", d->o.rate, d->o.rate * 0.3);
         snprintf(ntop, sizeof(ntop), "%d", d->o.topics);
         snprintf(dur, sizeof(dur), "%.0f", d->o.duration + 30);
-        char *fav[] = {"scadles",    "feed",     "--bootstrap", d->bs,         "--topics",
-                       ntop,         "--prefix", "demo-fmnist", "--rate-dist", rdist,
-                       "--duration", dur,        "--quiet",     NULL};
+        snprintf(seed, sizeof(seed), "%lld", d->o.seed);
+        char *fav[] = {"scadles",
+                       "feed",
+                       "-c",
+                       d->path,
+                       "--bootstrap",
+                       d->bs,
+                       "--topics",
+                       ntop,
+                       "--prefix",
+                       d->prefix,
+                       d->o.rate_set ? "--rate-set" : "--rate-dist",
+                       d->o.rate_set ? (char *)d->o.rate_set : rdist,
+                       "--seed",
+                       seed,
+                       "--duration",
+                       dur,
+                       "--quiet",
+                       NULL};
         return sc_cli_child_spawn(&d->feed, d->o.out, "feed", fav) < 0 ? -1 : 0;
 }
 
@@ -556,6 +646,8 @@ static void sc_demo_evaluate(sc_demo_t *d)
                         d->why = "worker exited";
                         break;
                 }
+                if (d->t_first < 0 && sc_job_model_min_version(d->jm) > 0)
+                        d->t_first = t - d->t0;
                 if (t - t_eval >= d->o.eval_every) {
                         sc_demo_measure(d, t - d->t0);
                         uint64_t v = sc_job_model_min_version(d->jm);
@@ -742,6 +834,12 @@ static int sc_demo_report(const sc_demo_t *d, double final_acc)
         printf("  test accuracy     %.4f (best %.4f); 85%% %s %.1f s\n", final_acc,
                d->best > final_acc ? d->best : final_acc,
                d->t85 < 0 ? "not reached in" : "reached after", d->t85 < 0 ? d->t_end : d->t85);
+        if (d->o.target > 0)
+                printf("  target            %.4f %s %.1f s (%.1f s after the first model "
+                       "version)\n",
+                       d->o.target,
+                       strcmp(d->why, "target reached") ? "not reached in" : "reached after",
+                       d->t_end, d->t_first < 0 ? 0.0 : d->t_end - d->t_first);
         if (d->final.min_version == d->final.max_version)
                 printf("  final model       v%llu (%d shards)\n",
                        (unsigned long long)d->final.max_version, d->final.shards);
@@ -797,7 +895,7 @@ int sc_cmd_demo(int argc, char **argv)
 
         memset(&d, 0, sizeof(d));
         d.t0 = sc_clock_mono();
-        d.t85 = -1;
+        d.t85 = d.t_first = -1;
         d.why = "error";
         if ((rc = sc_demo_args(argc, argv, &d.o)) >= 0)
                 return rc;

@@ -41,7 +41,7 @@
 #define SC_DEMO_MAX_TOPICS 16
 
 typedef struct sc_demo_opts {
-        int workers, topics, quiet, plot;
+        int workers, topics, partitions, quiet, plot;
         double rate, duration, target, eval_every;
         long long seed;
         const char *out, *bootstrap, *rate_set;
@@ -82,6 +82,9 @@ static void sc_demo_usage(FILE *out)
                 "options:\n"
                 "  -w, --workers N      worker processes, 1..16 (default 4)\n"
                 "  -t, --topics N       data topics, 1..16 (default 6)\n"
+                "      --partitions N   partitions of each data topic, 1..64 (default 4; with\n"
+                "                       1 and as many topics as workers, each worker reads one\n"
+                "                       topic: one device's stream)\n"
                 "  -r, --rate R         mean samples/s per topic (default 450)\n"
                 "      --rate-set S     per-topic rates drawn from a ScaDLES rate set instead:\n"
                 "                       S1, S2, S10 or S20 (scadles feed --help)\n"
@@ -117,6 +120,7 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
                                            {"quiet", no_argument, NULL, 'q'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"rate-set", required_argument, NULL, 'R'},
+                                           {"partitions", required_argument, NULL, 'p'},
                                            {"seed", required_argument, NULL, 'S'},
                                            {"bootstrap", required_argument, NULL, 'b'},
                                            {NULL, 0, NULL, 0}};
@@ -125,6 +129,7 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
         memset(o, 0, sizeof(*o));
         o->workers = 4;
         o->topics = 6;
+        o->partitions = 4;
         o->rate = 450;
         o->duration = 170;
         o->target = 0.855;
@@ -185,6 +190,11 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
                 case 'S':
                         if (sc_cli_integer("demo", "--seed", optarg, 0, 0x7fffffff, &o->seed))
                                 return 2;
+                        break;
+                case 'p':
+                        if (sc_cli_integer("demo", "--partitions", optarg, 1, 64, &v))
+                                return 2;
+                        o->partitions = (int)v;
                         break;
                 case 'P':
                         o->plot = 0;
@@ -398,7 +408,7 @@ static int sc_demo_topics(sc_demo_t *d)
         for (int i = 0; i < n; i++) {
                 memset(&ts[i], 0, sizeof(ts[i]));
                 snprintf(ts[i].name, sizeof(ts[i].name), "%s.%d", d->prefix, i);
-                ts[i].partitions = 4;
+                ts[i].partitions = d->o.partitions;
                 ts[i].replication = 1;
         }
         n += SC_JOB__NTOPICS;

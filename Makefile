@@ -101,7 +101,7 @@ CLI    := $(BUILD)/scadles
 DEPS_STAMP := $(BUILD)/.deps
 
 .PHONY: all deps test unit integration bench soak demo install uninstall clean style style-check \
-	reproduce results check-results docs check-docs
+	reproduce results check-results docs check-docs bench-tta
 all: $(STATIC) $(SHARED) $(CLI) $(TOOL_BIN)
 
 deps: $(DEPS_STAMP)
@@ -182,6 +182,12 @@ test: unit integration
 bench: $(BENCH_BIN) $(CLI) $(TOOL_BIN)
 	@scripts/deps.sh python3-torch
 	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
+
+# Time to a test accuracy, bsp against scadles, on the embedded broker and on
+# Apache Kafka (bench/time_to_accuracy.sh, about 30 minutes); by hand, not in
+# CI. Writes $(BUILD)/reproduce/tta.txt for `make results`.
+bench-tta: $(CLI)
+	@BUILD=$(BUILD) bench/time_to_accuracy.sh
 
 # A 20-minute run with crashes on Apache Kafka (bench/soak.sh); by hand, not
 # in CI. Writes its figures into docs/SOAK.md.

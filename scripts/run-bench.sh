@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs each benchmark program given as an argument, then the scripts in
-# bench/*.sh but soak.sh (`make soak`). Benchmarks print figures; one that
+# bench/*.sh but soak.sh (`make soak`) and time_to_accuracy.sh (`make
+# bench-tta`). Benchmarks print figures; one that
 # cannot run (a tool, the build or the data missing) exits non-zero, and
 # then so does this script, after running the others.
 set -u
@@ -17,6 +18,7 @@ done
 for s in bench/*.sh; do
 	[ -e "$s" ] || continue
 	[ "$s" != bench/soak.sh ] || continue # 20 minutes on Kafka: `make soak`
+	[ "$s" != bench/time_to_accuracy.sh ] || continue # 30 minutes: `make bench-tta`
 	echo "== $(basename "$s")"
 	bash "$s" || { echo "(benchmark $(basename "$s") exited $?)"; failed+=("$(basename "$s")"); }
 done

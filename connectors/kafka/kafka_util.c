@@ -439,9 +439,8 @@ static int sc_kafka_held(rd_kafka_t *rk)
         return n;
 }
 
-size_t sc_kafka_consumer_leave(rd_kafka_t *rk, int timeout_ms)
+void sc_kafka_consumer_leave(rd_kafka_t *rk, int timeout_ms)
 {
-        size_t dropped = 0;
         double now = sc_clock_mono(), end = now + timeout_ms / 1e3, empty_since = -1;
         rd_kafka_unsubscribe(rk);
         while (now < end) {
@@ -449,17 +448,14 @@ size_t sc_kafka_consumer_leave(rd_kafka_t *rk, int timeout_ms)
                         empty_since = -1;
                 else if (empty_since < 0)
                         empty_since = now;
-                else if (now - empty_since >= SC_KAFKA_LEAVE_SETTLE_MS / 1e3)
+                else if (now - empty_since >= 0.2)
                         break;
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
-                if (m) {
-                        dropped += !m->err;
+                if (m)
                         rd_kafka_message_destroy(m);
-                }
                 now = sc_clock_mono();
         }
         rd_kafka_consumer_close(rk);
-        return dropped;
 }
 
 int sc_kafka_reach_ok(const sc_kafka_reach_t *r)

@@ -257,16 +257,15 @@ int sc_kafka_reach_ok(const sc_kafka_reach_t *r);
 
 /* Closes a consumer that subscribed to a group: unsubscribes first, then
  * serves its rebalance callback (the revocation) until it holds no
- * partition and has held none for SC_KAFKA_LEAVE_SETTLE_MS, for at most
- * timeout_ms; then rd_kafka_consumer_close(). librdkafka 2.0 can abort the
- * process (rd_kafka_cgrp_terminated: assert !assignment_in_progress) when
- * a close meets a rebalance under way; this order keeps the two apart.
- * Records polled meanwhile are dropped uncommitted (the group's next owner
- * reads them); returns how many. */
-#define SC_KAFKA_LEAVE_SETTLE_MS 200
+ * partition and has held none for 200 ms, for at most timeout_ms; then
+ * rd_kafka_consumer_close(). librdkafka 2.0 can abort the process
+ * (rd_kafka_cgrp_terminated: assert !assignment_in_progress) when a close
+ * meets a rebalance under way; this order keeps the two apart. Records
+ * polled meanwhile are dropped uncommitted: the group's next owner reads
+ * them. */
+void sc_kafka_consumer_leave(rd_kafka_t *rk, int timeout_ms);
 /* The usual timeout_ms: a revocation served locally takes milliseconds. */
 #define SC_KAFKA_LEAVE_MS 5000
-size_t sc_kafka_consumer_leave(rd_kafka_t *rk, int timeout_ms);
 
 /* 1 when rk's group uses the cooperative rebalance protocol (incremental
  * assign/unassign), 0 for eager or when the protocol is not known: a member

@@ -87,6 +87,15 @@ static sc_err_t sc_feed_rate_spec(const char *set, const char *dist, int *normal
         return SC_OK;
 }
 
+sc_err_t sc_feed_rate_set_check(const char *set, char *errstr, size_t errstr_size)
+{
+        int normal;
+        double mean, sd;
+        if (!set)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "--rate-set: no set named");
+        return sc_feed_rate_spec(set, "", &normal, &mean, &sd, errstr, errstr_size);
+}
+
 static sc_err_t sc_feed_rates(sc_feed_t *f, sc_rng_t *rng, char *errstr, size_t errstr_size)
 {
         const sc_feed_spec_t *sp = &f->spec;

@@ -41,6 +41,10 @@ typedef struct sc_feed_spec {
 
 typedef struct sc_feed sc_feed_t;
 
+/* SC_OK when set names a ScaDLES rate set (S1, S2, S10, S20, any case),
+ * else SC_ERR_CONFIG saying which ones there are. */
+sc_err_t sc_feed_rate_set_check(const char *set, char *errstr, size_t errstr_size);
+
 /* A topic's figures after sc_feed_run (and sc_feed_flush). */
 typedef struct sc_feed_topic_stats {
         const char *name;

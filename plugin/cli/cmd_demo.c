@@ -28,6 +28,7 @@
 #include "sc_data.h"
 #include "sc_idx.h"
 #include "sc_eval_set.h"
+#include "sc_feed.h"
 #include "sc_job.h"
 #include "sc_job_model.h"
 #include "sc_model_out.h"
@@ -149,7 +150,7 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
                 case 'w':
                 case 't':
                         if (sc_cli_integer("demo", c == 'w' ? "--workers" : "--topics", optarg, 1,
-                                           16, &v))
+                                           c == 'w' ? SC_DEMO_MAX_WORKERS : SC_DEMO_MAX_TOPICS, &v))
                                 return 2;
                         *(c == 'w' ? &o->workers : &o->topics) = (int)v;
                         break;
@@ -176,17 +177,15 @@ static int sc_demo_args(int argc, char **argv, sc_demo_opts_t *o)
                 case 'b':
                         o->bootstrap = optarg;
                         break;
-                case 'R':
-                        if (strcmp(optarg, "S1") && strcmp(optarg, "S2") && strcmp(optarg, "S10") &&
-                            strcmp(optarg, "S20")) {
-                                fprintf(stderr,
-                                        "scadles demo: --rate-set %s: not a rate set (S1, S2, "
-                                        "S10 or S20)\n",
-                                        optarg);
+                case 'R': {
+                        char why[128];
+                        if (sc_feed_rate_set_check(optarg, why, sizeof(why))) {
+                                fprintf(stderr, "scadles demo: %s\n", why);
                                 return 2;
                         }
                         o->rate_set = optarg;
                         break;
+                }
                 case 'S':
                         if (sc_cli_integer("demo", "--seed", optarg, 0, 0x7fffffff, &o->seed))
                                 return 2;

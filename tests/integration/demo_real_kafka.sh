@@ -12,7 +12,7 @@ need_real_kafka
 rc=0
 out=$("$SCADLES" demo --rate-set S3 2>&1) || rc=$?
 [ $rc -eq 2 ] || fail "--rate-set S3 exited $rc"
-echo "$out" | grep -q -- '--rate-set S3: not a rate set (S1, S2, S10 or S20)' ||
+echo "$out" | grep -q -- '--rate-set S3: expected S1, S2, S10 or S20' ||
 	fail "--rate-set S3 said: $out"
 
 "$SCADLES" demo --bootstrap "$bs" --workers 2 --topics 3 --rate-set S10 --seed 2 --target 0.70 \

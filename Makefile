@@ -187,7 +187,7 @@ bench: $(BENCH_BIN) $(CLI) $(TOOL_BIN)
 # Apache Kafka (bench/time_to_accuracy.sh, about 30 minutes); by hand, not in
 # CI. Writes $(BUILD)/reproduce/tta.txt for `make results`.
 bench-tta: $(CLI)
-	@BUILD=$(BUILD) bench/time_to_accuracy.sh
+	@SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce bench/time_to_accuracy.sh
 
 # A 20-minute run with crashes on Apache Kafka (bench/soak.sh); by hand, not
 # in CI. Writes its figures into docs/SOAK.md.

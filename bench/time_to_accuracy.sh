@@ -69,7 +69,8 @@ kafka_bootstrap() {
 }
 
 # one BROKER POLICY SEED: runs the demo once; prints "SECONDS FROM_FIRST
-# FINAL_ACCURACY" ("-" for a target not reached).
+# FINAL_ACCURACY" ("-" for a target not reached), or "failed" when the demo
+# did not run to its end (then $tmp/failed exists and the script exits 1).
 one() {
 	local d=$tmp/$1-$2-$3 b=() s=()
 	[ "$1" = kafka ] && b=(--bootstrap "$kbs")
@@ -79,8 +80,12 @@ one() {
 	esac
 	"$SCADLES" demo "${b[@]}" -w "$WORKERS" -t "$WORKERS" --partitions 1 --rate-set "$RATE_SET" \
 		--seed "$3" \
-		-a "$TARGET" -d "$DURATION" -e 1 -o "$d" --no-plot -q "${s[@]}" >"$d.out" 2>"$d.err" ||
+		-a "$TARGET" -d "$DURATION" -e 1 -o "$d" --no-plot -q "${s[@]}" >"$d.out" 2>"$d.err" || {
 		echo "time_to_accuracy.sh: $1 $2 seed $3: demo exited $? (see $d.err)" >&2
+		touch "$tmp/failed"
+		echo "failed - -"
+		return
+	}
 	awk '/^  target / { r = ($3 == "reached"); t = $5; f = $7; sub(/^\(/, "", f) }
 	     /^  test accuracy / { a = $3 }
 	     END { if (r) printf "%s %s %s\n", t, f, a; else printf "- - %s\n", (a == "" ? "-" : a) }' \
@@ -110,7 +115,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b <= 0) p
 		for seed in $(seq 1 "$RUNS"); do
 			for pol in bsp scadles; do
 				read -r tt ff aa < <(one "$broker" $pol "$seed")
-				t[$pol]="${t[$pol]:-} $tt"
+				t[$pol]="${t[$pol]:-} ${tt/failed/-}"
 				f[$pol]="${f[$pol]:-} $ff"
 				printf '%-9s %-8s %-5s %12s %18s %9s\n' "$broker" $pol "$seed" "$tt" "$ff" "$aa"
 			done
@@ -134,3 +139,4 @@ cp "$tmp/tta.txt" "$OUT/tta.txt"
 	"$SCADLES" --version --verbose | sed -n 's/^platform: //p'
 	echo "make bench-tta"
 } >"$OUT/tta.cmd"
+[ ! -e "$tmp/failed" ] || { echo "time_to_accuracy.sh: a run failed (KEEP=1 keeps its output)" >&2; exit 1; }

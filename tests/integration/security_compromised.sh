@@ -29,7 +29,7 @@
 #
 # A median outvotes one bad update only in rounds where two honest ones meet
 # it. When the group's rebalances leave an honest worker with no partition
-# (the embedded broker's coordinator did so in about one CI run in five),
+# (the embedded broker's group did so in a CI run on this machine),
 # the rounds hold the attacker and one honest worker, and no robust rule can
 # tell the two apart. A case whose honest workers did not each train at least
 # a sixth of the records is therefore run once more, on its own fresh topics

@@ -3,6 +3,7 @@
 #   make            library (static + shared) and the scadles command
 #   make test       unit tests, then integration tests on the embedded broker
 #   make SANITIZER=address|undefined test   the same under a sanitizer
+#   make SANITIZER=address+undefined unit   unit tests under both at once
 #   make SANITIZER=thread unit              unit tests under ThreadSanitizer
 #   make bench      benchmarks (print figures)
 #   make demo       the main job on the zero-setup default
@@ -67,12 +68,14 @@ ifeq ($(SANITIZER),address)
 SAN_FLAGS := -fsanitize=address -fno-omit-frame-pointer
 else ifeq ($(SANITIZER),undefined)
 SAN_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+else ifeq ($(SANITIZER),address+undefined)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 else ifeq ($(SANITIZER),thread)
 # No target_clones: their resolvers run at load time, before the
 # ThreadSanitizer runtime is set up, and crash when instrumented.
 SAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -DSC_NN_NO_CLONES
 else ifneq ($(SANITIZER),)
-$(error SANITIZER must be address, undefined or thread)
+$(error SANITIZER must be address, undefined, address+undefined or thread)
 endif
 
 # Sources: every .c file under core/ and connectors/ (and their folders), plus the library part
@@ -183,8 +186,8 @@ bench: $(BENCH_BIN) $(CLI) $(TOOL_BIN)
 	@scripts/deps.sh python3-torch
 	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
 
-# Time to a test accuracy, bsp against scadles, on the embedded broker and on
-# Apache Kafka (bench/time_to_accuracy.sh, about 30 minutes); by hand, not in
+# Time to a test accuracy, bsp against scadles (and scadles-cap), on the embedded broker and on
+# Apache Kafka (bench/time_to_accuracy.sh, about 45 minutes); by hand, not in
 # CI. Writes $(BUILD)/reproduce/tta.txt for `make results`.
 bench-tta: $(CLI)
 	@SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce bench/time_to_accuracy.sh

@@ -6,6 +6,7 @@
 #                                      crash, leak, timeout or failed property
 #   make fuzz-run FUZZ_SEED=1          the same with libFuzzer's seed fixed
 #                                      (repeatable runs; CI's)
+#   make fuzz-run FUZZ_JOBS=2          two targets at once (one core each)
 #
 # The library is compiled a second time with clang (from Debian), coverage
 # instrumentation, ASan and UBSan into build-fuzz/; each target is one
@@ -18,6 +19,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 10
 FUZZ_SEED    ?=
+FUZZ_JOBS    ?= 1
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # The targets, like core/, see core/include, OpenBLAS and jansson only.
 FUZZ_CFLAGS   = $(STD_CFLAGS) -O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP \
@@ -52,6 +54,6 @@ fuzz: $(FUZZ_BIN)
 
 fuzz-run: fuzz
 	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_TIMEOUT=$(FUZZ_TIMEOUT) \
-		FUZZ_SEED=$(FUZZ_SEED) fuzz/run.sh $(FUZZ_BIN)
+		FUZZ_SEED=$(FUZZ_SEED) FUZZ_JOBS=$(FUZZ_JOBS) fuzz/run.sh $(FUZZ_BIN)
 
 -include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

@@ -14,7 +14,12 @@
 #            sum_j S_j, worker.window "auto", with no floor: worker.b_min 1,
 #            as in the paper; the demo's floor of 16 samples would make a
 #            5-samples/s stream hold every round for 3 s), gradients
-#            weighted by batch
+#            weighted by batch, the LR scaled linearly by sum_j b_j / B
+#            (the paper's rule)
+#   scadles-cap  the same with job.sync.lr_scale_max 1: the LR scale at
+#            most 1, so no round steps with a larger LR than bsp's (rounds
+#            slower than the window, and workers draining a backlog, make
+#            sum_j b_j larger than B)
 #
 # with the same global batch B = job.sync.base_batch (32 x WORKERS), on the
 # embedded broker and on Apache Kafka, RUNS seeds each (the two policies of a
@@ -22,14 +27,16 @@
 # every second on the 10,000 test images) or after DURATION seconds. Prints
 # per run the time to TARGET from the evaluator's start and from the job's
 # first model version (the workers' start-up and group join left out), then
-# the medians and the ratio bsp / scadles of the medians.
+# the medians and the ratios bsp / scadles and bsp / scadles-cap of the
+# medians.
 #
 # Kafka: SCADLES_KAFKA=host:port, else one scripts/kafka.sh reports running,
 # else it is started (and stopped afterwards); BROKERS=embedded skips it.
 # Writes $OUT/tta.txt and tta.cmd (OUT default BUILD/reproduce) for
 # docs/RESULTS.md's generated block (scripts/results-md.sh).
 # Usage: bench/time_to_accuracy.sh   (BUILD, RUNS=3, TARGET=0.80,
-#        DURATION=300, WORKERS=8, RATE_SET=S10, BROKERS="embedded kafka")
+#        DURATION=300, WORKERS=8, RATE_SET=S10, BROKERS="embedded kafka",
+#        POLICIES="bsp scadles scadles-cap"; bsp is required)
 set -u
 BUILD=${BUILD:-build}
 SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
@@ -39,9 +46,14 @@ DURATION=${DURATION:-300}
 WORKERS=${WORKERS:-8}
 RATE_SET=${RATE_SET:-S10}
 BROKERS=${BROKERS:-embedded kafka}
+POLICIES=${POLICIES:-bsp scadles scadles-cap}
 OUT=${OUT:-$PWD/$BUILD/reproduce}
 here=$(cd "$(dirname "$0")" && pwd)
 
+case " $POLICIES " in *" bsp "*) ;; *) echo "time_to_accuracy.sh: POLICIES needs bsp" >&2; exit 1 ;; esac
+for p in $POLICIES; do
+	case $p in bsp | scadles | scadles-cap) ;; *) echo "time_to_accuracy.sh: unknown policy $p" >&2; exit 1 ;; esac
+done
 [ -x "$SCADLES" ] || { echo "time_to_accuracy.sh: $SCADLES not built (make)" >&2; exit 1; }
 [ -e /usr/share/datasets/fashion-mnist ] ||
 	{ echo "time_to_accuracy.sh: Fashion-MNIST not installed (scripts/deps.sh installs it)" >&2; exit 1; }
@@ -77,6 +89,8 @@ one() {
 	case $2 in
 	bsp) s=(--set job.sync.policy=bsp --set worker.batch=fixed --set "worker.b=32") ;;
 	scadles) s=(--set job.sync.policy=scadles --set worker.window=auto --set worker.b_min=1) ;;
+	scadles-cap) s=(--set job.sync.policy=scadles --set worker.window=auto --set worker.b_min=1
+		--set job.sync.lr_scale_max=1) ;;
 	esac
 	"$SCADLES" demo "${b[@]}" -w "$WORKERS" -t "$WORKERS" --partitions 1 --rate-set "$RATE_SET" \
 		--seed "$3" \
@@ -105,7 +119,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b <= 0) p
 {
 	echo "time to test accuracy $TARGET: $WORKERS workers on $WORKERS topics at rate set $RATE_SET," \
 		"global batch $((32 * WORKERS)), $RUNS seeds, at most $DURATION s per run"
-	printf '%-9s %-8s %-5s %12s %18s %9s\n' broker policy seed "to target s" "after 1st model s" "final acc"
+	printf '%-9s %-11s %-5s %12s %18s %9s\n' broker policy seed "to target s" "after 1st model s" "final acc"
 	for broker in $BROKERS; do
 		if [ "$broker" = kafka ]; then
 			kbs=$(kafka_bootstrap)
@@ -113,22 +127,25 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b <= 0) p
 		fi
 		declare -A t=() f=()
 		for seed in $(seq 1 "$RUNS"); do
-			for pol in bsp scadles; do
-				read -r tt ff aa < <(one "$broker" $pol "$seed")
+			for pol in $POLICIES; do
+				read -r tt ff aa < <(one "$broker" "$pol" "$seed")
 				t[$pol]="${t[$pol]:-} ${tt/failed/-}"
 				f[$pol]="${f[$pol]:-} $ff"
-				printf '%-9s %-8s %-5s %12s %18s %9s\n' "$broker" $pol "$seed" "$tt" "$ff" "$aa"
+				printf '%-9s %-11s %-5s %12s %18s %9s\n' "$broker" "$pol" "$seed" "$tt" "$ff" "$aa"
 			done
 		done
 		# shellcheck disable=SC2086
-		for pol in bsp scadles; do
-			printf '%-9s %-8s %-5s %12s %18s\n' "$broker" $pol median "$(median ${t[$pol]})" \
+		for pol in $POLICIES; do
+			printf '%-9s %-11s %-5s %12s %18s\n' "$broker" "$pol" median "$(median ${t[$pol]})" \
 				"$(median ${f[$pol]})"
 		done
 		# shellcheck disable=SC2086
-		printf '%-9s %-8s %-5s %12s %18s\n' "$broker" "bsp/scadles" "" \
-			"$(ratio "$(median ${t[bsp]})" "$(median ${t[scadles]})")" \
-			"$(ratio "$(median ${f[bsp]})" "$(median ${f[scadles]})")"
+		for pol in $POLICIES; do
+			[ "$pol" = bsp ] && continue
+			printf '%-9s %-17s %12s %18s\n' "$broker" "bsp/$pol" \
+				"$(ratio "$(median ${t[bsp]})" "$(median ${t[$pol]})")" \
+				"$(ratio "$(median ${f[bsp]})" "$(median ${f[$pol]})")"
+		done
 		unset t f
 	done
 	echo "processor: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores"

@@ -97,6 +97,7 @@ struct sc_wk_job {
         uint64_t drift_sent;        /* drift events reported on J.ctl */
         double base_batch;          /* job.sync.base_batch, its default filled in */
         double auto_sum, auto_said; /* worker.window "auto": the rate sum used; window last said */
+        int auto_heard;             /* a broadcast has carried the job's rate sum */
         double t_wait, t_wait_said; /* since when the policy waits for a model; last said */
         char first_err[256];
         /* latency: produce -> acknowledged, produce -> visible in J.model */

@@ -812,11 +812,22 @@ static void sc_wj_waited(sc_worker_t *w, double now)
 
 /* worker.window "auto": base_batch over the rate sum the broadcast carries
  * (the live workers' announced rates), so the job's batches add up to
- * base_batch; the configured seconds until a broadcast carries one. */
-static void sc_wj_auto_window(sc_worker_t *w, sc_batcher_t *bt)
+ * base_batch. Until a broadcast carries one, the sum is estimated as this
+ * worker's measured rate times job.workers: its batch is then
+ * base_batch / job.workers whatever the rate measured (a backlog read at
+ * the group's join measures high), instead of a backlog's worth on the
+ * configured window that the linear LR scaling would scale up with it. */
+static void sc_wj_auto_window(sc_worker_t *w, sc_batcher_t *bt, double now)
 {
         sc_wk_job_t *j = w->job;
         double sum = sc_job_model_rate_sum(j->jm);
+        int est = 0;
+        if (sum > 0)
+                j->auto_heard = 1;
+        else if (!j->auto_heard) {
+                sum = sc_batcher_rate(bt, now) * w->conf->job.sync.n_workers;
+                est = 1;
+        }
         double win = sc_sync_scadles_window(j->base_batch, sum);
         if (win > SC_WJ_AUTO_WINDOW_MAX)
                 win = SC_WJ_AUTO_WINDOW_MAX;
@@ -828,8 +839,11 @@ static void sc_wj_auto_window(sc_worker_t *w, sc_batcher_t *bt)
         if (!(j->auto_said > 0) || fabs(win - j->auto_said) >= 0.25 * j->auto_said) {
                 sc_wk_logf(w, 6,
                            "auto window %.3f s: base_batch %g over the job's rate sum %.1f "
-                           "samples/s",
-                           win, j->base_batch, sum);
+                           "samples/s%s",
+                           win, j->base_batch, sum,
+                           est ? " (estimated: this worker's rate times job.workers, until a "
+                                 "broadcast carries the sum)"
+                               : "");
                 j->auto_said = win;
         }
 }
@@ -877,7 +891,7 @@ sc_err_t sc_wk_job_poll(sc_worker_t *w, double now, char *errstr, size_t errstr_
         sc_wj_install(w, now);
         sc_batcher_t *bt = sc_wk_batcher(w);
         if (bt && sc_wk_auto_window(w->conf))
-                sc_wj_auto_window(w, bt);
+                sc_wj_auto_window(w, bt, now);
         if (bt)
                 sc_sync_worker_set_rate(j->sync, sc_batcher_target(bt, now) /
                                                      fmax(1e-3, sc_batcher_window(bt)));

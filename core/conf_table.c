@@ -1048,13 +1048,13 @@ const sc_conf_prop_t sc_conf_props[] = {
      .parse = sc_conf_worker_window,
      .json = sc_conf_worker_window_json,
      .def = "1",
-     .desc =
-         "rate: seconds between batches at least, or \"auto\" in a job: the job's "
-         "job.sync.base_batch over the sum of the stream rates its live workers announce "
-         "(carried by the model broadcast), so that a worker's batch is its share of a "
-         "global batch of base_batch, as the simulator's $.sim.window \"auto\" "
-         "(docs/SYNC.md), at most 10 s; 1 s until a broadcast carries a sum, then the last auto "
-         "window while broadcasts carry none."},
+     .desc = "rate: seconds between batches at least, or \"auto\" in a job: the job's "
+             "job.sync.base_batch over the sum of the stream rates its live workers announce "
+             "(carried by the model broadcast), so that a worker's batch is its share of a "
+             "global batch of base_batch, as the simulator's $.sim.window \"auto\" "
+             "(docs/SYNC.md), at most 10 s; until a broadcast carries a sum, the worker's own rate "
+             "times job.workers stands for it, then the last auto window while broadcasts carry "
+             "none."},
     {.path = "worker.shuffle",
      .type = SC_CONF_INT,
      .offset = C(worker.batch.shuffle),
@@ -1189,6 +1189,14 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "0",
      R_GE(0),
      .desc = "scadles: B of the linear LR scaling lr * sum_b / B; 0 = 64 * workers."},
+    {.path = "job.sync.lr_scale_max",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(job.sync.lr_scale_max),
+     .def = "0",
+     R_IN(0, 1e6),
+     .desc = "scadles: the linear LR scale sum_b / B at most this (rounds whose batches add up "
+             "to more than B times it, as when workers drain a backlog, step at lr times it); "
+             "0 = no cap (the paper's rule)."},
     {.path = "job.sync.staleness",
      .type = SC_CONF_INT,
      .offset = C(job.sync.staleness),
@@ -1567,6 +1575,14 @@ const sc_conf_prop_t sc_conf_props[] = {
      R_IN(0, 1e12),
      .flags = SC_CONF_F_SIM,
      .desc = "scadles: B of the linear LR scaling lr * sum_b / B; 0 = 64 * devices."},
+    {.path = "sim.lr_scale_max",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(sim.sync.lr_scale_max),
+     .def = "0",
+     R_IN(0, 1e6),
+     .flags = SC_CONF_F_SIM,
+     .desc = "scadles: the linear LR scale sum_b / B at most this; 0 = no cap (the paper's "
+             "rule)."},
     {.path = "sim.staleness",
      .type = SC_CONF_INT,
      .offset = C(sim.sync.staleness),

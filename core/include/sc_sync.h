@@ -48,6 +48,7 @@ typedef struct sc_sync_spec {
         int window_auto;     /* scadles: 1 = window base_batch / sum_j S_j (the global batch is
                                 base_batch); window is the fallback until a sum is known */
         double base_batch;   /* scadles: B of the LR scaling; 0 = 64 * n_workers */
+        double lr_scale_max; /* scadles: the linear scale sum_b / B at most this (0 = no cap) */
         int staleness;       /* ssp: s, 40 */
         int max_inflight;    /* asp / ssp / adacomp: a worker computes only on a model that
                                 holds all but at most this many of its own updates sent (its
@@ -85,8 +86,9 @@ int sc_sync_scadles_batch(double rate, double window, int b_min, int b_max);
 double sc_sync_scadles_window(double base_batch, double sum_rate);
 /* ScaDLES aggregation weight r_i = b_i / sum_j b_j. */
 double sc_sync_scadles_weight(double b_i, double sum_b);
-/* ScaDLES effective LR: lr * sum_b / base_batch (lr is the scheduled, unscaled LR). */
-double sc_sync_scadles_lr(double lr, double sum_b, double base_batch);
+/* ScaDLES effective LR: lr * sum_b / base_batch (lr is the scheduled, unscaled LR),
+ * the scale sum_b / base_batch at most scale_max when scale_max > 0. */
+double sc_sync_scadles_lr(double lr, double sum_b, double base_batch, double scale_max);
 /* ADACOMM (local SGD with adaptive communication): the local steps of an
  * interval whose start has training loss f, ceil(sqrt(f / f0) * tau0), f0 the
  * initial loss; at least 1, tau0 when f or f0 is not a positive number. */

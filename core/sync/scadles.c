@@ -28,8 +28,10 @@ double sc_sync_scadles_weight(double b_i, double sum_b)
         return sum_b > 0 ? b_i / sum_b : 0.0;
 }
 
-double sc_sync_scadles_lr(double lr, double sum_b, double base_batch)
+double sc_sync_scadles_lr(double lr, double sum_b, double base_batch, double scale_max)
 {
+        if (scale_max > 0 && base_batch > 0 && sum_b > scale_max * base_batch)
+                sum_b = scale_max * base_batch;
         return sc_lr_scale_linear(lr, sum_b, base_batch);
 }
 
@@ -54,8 +56,8 @@ static double sc_scadles_weight(const sc_update_t *u)
 static void sc_scadles_finish(sc_server_t *srv)
 {
         float inv = (float)(1.0 / srv->acc_weight);
-        double lr =
-            sc_sync_scadles_lr(sc_server_lr(srv), srv->acc_weight, srv->spec.sync.base_batch);
+        double lr = sc_sync_scadles_lr(sc_server_lr(srv), srv->acc_weight,
+                                       srv->spec.sync.base_batch, srv->spec.sync.lr_scale_max);
         for (size_t i = 0; i < srv->n; i++)
                 srv->acc[i] *= inv;
         sc_sgd_step(&srv->sgd, srv->params, srv->acc, (float)lr);

@@ -102,6 +102,10 @@ sc_err_t sc_sync_spec_check(sc_sync_spec_t *spec, char *errstr, size_t errstr_si
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "sync.window: the auto flag must be 0 or 1 (got %d)",
                                spec->window_auto);
+        if (!(spec->lr_scale_max >= 0 && spec->lr_scale_max <= 1e6)) /* not NaN */
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "sync.lr_scale_max: must be in [0, 1e6] (got %g)",
+                               spec->lr_scale_max);
         if (spec->staleness < 0)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "sync.staleness: must be >= 0 (got %d)", spec->staleness);

@@ -34,21 +34,31 @@ base=$REPRO_DIR/base-mlp.json
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# filter CONFIG: the jq filter from the BSP configuration to CONFIG's.
+# filter CONFIG: the jq filter from the BSP configuration to CONFIG's. A
+# ScaDLES config may end in -lrX (its base learning rate X instead of 0.05)
+# and -capY (sim.lr_scale_max Y: the linear LR scale at most Y), in either
+# order: full-auto-lr0.1, full-auto-cap1-lr0.1.
 filter() {
+	local c=$1 extra=
 	local w='.sim.policy = "scadles" | del(.sim.batch)'
 	local f='.sim += {"buffer": "truncation", "codec": "adaptive", "codec_ratio": 0.1,
 		"codec_delta": 0.3}'
-	case $1 in
+	while [[ $c != bsp* && $c =~ ^(.+)-(lr|cap)([0-9]+\.?[0-9]*)$ ]]; do
+		c=${BASH_REMATCH[1]}
+		case ${BASH_REMATCH[2]} in
+		lr) extra="$extra | .optim.lr = ${BASH_REMATCH[3]}" ;;
+		cap) extra="$extra | .sim.lr_scale_max = ${BASH_REMATCH[3]}" ;;
+		esac
+	done
+	case $c in
 	bsp) echo . ;;
-	weighted) echo "$w" ;;
-	full) echo "$w | $f" ;;
-	weighted-auto) echo "$w | .sim.window = \"auto\"" ;;
-	full-auto) echo "$w | $f | .sim.window = \"auto\"" ;;
+	weighted) echo "$w$extra" ;;
+	full) echo "$w | $f$extra" ;;
+	weighted-auto) echo "$w | .sim.window = \"auto\"$extra" ;;
+	full-auto) echo "$w | $f | .sim.window = \"auto\"$extra" ;;
 	*) echo "scadles_speedup: unknown config $1" >&2; return 1 ;;
 	esac
 }
-
 for s in $SETS; do
 	for seed in $SEEDS; do
 		mkconf "$base" "$tmp/c.json" ".train.seed = $seed | .sim.rates = \"$s\" |
@@ -146,13 +156,13 @@ tab=$OUT/$TAG.txt
 		"$(echo $BSP_LRS | sed 's/ /, /g')"
 	for s in $SETS; do printf ' %s lr %s' "$s" "${BSP_LR[$s]}"; done
 	echo
-	printf '%-5s %-13s %5s %6s %8s %-28s %7s %-28s %9s %8s %6s %-28s %6s %5s %11s %6s\n' set config \
+	printf '%-5s %-16s %5s %6s %8s %-28s %7s %-28s %9s %8s %6s %-28s %6s %5s %11s %6s\n' set config \
 		lr window t_target speedup t_stays sp_stays final_acc acc_diff common sp_common steps \
 		batch bytes_up cnc
 	for s in $SETS; do
 		for c in $(rows); do
 			v() { tsv_col "$tsv" "$1" set="$s" config="$c"; }
-			printf '%-5s %-13s %5s %6s %8s %-28s %7s %-28s %9s %8s %6s %-28s %6s %5s %11s %6s\n' \
+			printf '%-5s %-16s %5s %6s %8s %-28s %7s %-28s %9s %8s %6s %-28s %6s %5s %11s %6s\n' \
 				"$s" "$c" "$(v lr | head -n 1)" "$(med $(v window))" "$(med $(v t_target))" \
 				"$(med_ratio $(v speedup))" "$(med $(v t_stays))" "$(med_ratio $(v sp_stays))" \
 				"$(med $(v final_acc))" "$(med $(v acc_diff) | awk '{ printf "%+.4f", $1 }')" \

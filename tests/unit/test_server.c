@@ -251,7 +251,10 @@ static void scadles_formulas(void **state)
         assert_int_equal(sc_sync_scadles_batch(100.0, 0.5, 8, 1024), 50);
         assert_true(fabs(sc_sync_scadles_weight(30, 120) - 0.25) < 1e-12);
         /* eta * sum b / B: 16 devices, B = 1024, sum b = 4608 -> 4.5x */
-        assert_true(fabs(sc_sync_scadles_lr(0.1, 4608, 1024) - 0.45) < 1e-12);
+        assert_true(fabs(sc_sync_scadles_lr(0.1, 4608, 1024, 0) - 0.45) < 1e-12);
+        /* capped: a scale of 4.5 held at 2, a scale under the cap kept */
+        assert_true(fabs(sc_sync_scadles_lr(0.1, 4608, 1024, 2) - 0.2) < 1e-12);
+        assert_true(fabs(sc_sync_scadles_lr(0.1, 512, 1024, 2) - 0.05) < 1e-12);
 }
 
 static void localsgd_averages_deltas_and_models(void **state)

@@ -59,9 +59,9 @@ done
 	{ echo "time_to_accuracy.sh: Fashion-MNIST not installed (scripts/deps.sh installs it)" >&2; exit 1; }
 mkdir -p "$OUT"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-bench-tta.XXXXXX")
-kafka_started=0
 cleanup() {
-	[ $kafka_started = 1 ] && "$here/../scripts/kafka.sh" down >/dev/null 2>&1
+	# kafka_bootstrap runs in a command substitution: it leaves a mark
+	[ -e "$tmp/kafka.started" ] && "$here/../scripts/kafka.sh" down >/dev/null 2>&1
 	if [ -n "${KEEP:-}" ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -75,7 +75,7 @@ kafka_bootstrap() {
 		echo "$st" | awk '{print $2}'
 	elif command -v java >/dev/null &&
 		SCADLES=$SCADLES "$here/../scripts/kafka.sh" up >"$tmp/kafka.out" 2>&1; then
-		kafka_started=1
+		touch "$tmp/kafka.started"
 		"$here/../scripts/kafka.sh" status 2>/dev/null | awk '{print $2}'
 	fi
 }

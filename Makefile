@@ -258,7 +258,7 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/include/scadles.h $(DESTDIR)$(PREFIX)/bin/scadles
 
 clean:
-	rm -rf build build-address build-undefined build-thread build-fuzz
+	rm -rf build build-address build-undefined build-address+undefined build-thread build-fuzz
 
 .SECONDARY:
 

@@ -15,7 +15,10 @@ build=${FUZZ_BUILD:-build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 default_timeout=${FUZZ_TIMEOUT:-10}
 jobs=${FUZZ_JOBS:-1}
-case $jobs in '' | *[!0-9]* | 0) echo "fuzz: FUZZ_JOBS must be a positive integer, not '$jobs'" >&2; exit 2 ;; esac
+case $jobs in '' | *[!0-9]*) jobs=0 ;; *) jobs=$((10#$jobs)) ;; esac
+[ "$jobs" -ge 1 ] || { echo "fuzz: FUZZ_JOBS must be a positive integer, not '${FUZZ_JOBS:-}'" >&2; exit 2; }
+# A stopped run stops its fuzzers too.
+trap 'kill $(jobs -p) 2>/dev/null' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$build/artifacts"

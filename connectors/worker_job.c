@@ -813,10 +813,10 @@ static void sc_wj_waited(sc_worker_t *w, double now)
 /* worker.window "auto": base_batch over the rate sum the broadcast carries
  * (the live workers' announced rates), so the job's batches add up to
  * base_batch. Until a broadcast carries one, the sum is estimated as this
- * worker's measured rate times job.workers: its batch is then
- * base_batch / job.workers whatever the rate measured (a backlog read at
- * the group's join measures high), instead of a backlog's worth on the
- * configured window that the linear LR scaling would scale up with it. */
+ * worker's measured rate times job.workers, so that a batch of what arrived
+ * in one window is about base_batch / job.workers. (A batch holds what is
+ * buffered, up to b_max, once the window has passed: a backlog is still
+ * taken b_max at a time.) */
 static void sc_wj_auto_window(sc_worker_t *w, sc_batcher_t *bt, double now)
 {
         sc_wk_job_t *j = w->job;

@@ -263,6 +263,9 @@ void sc_wk_job_json(const sc_worker_t *w, json_t *out)
                 if (bt)
                         json_object_set_new(o, "window", json_real(sc_batcher_window(bt)));
                 json_object_set_new(o, "window_rate_sum", json_real(j->auto_sum));
+                json_object_set_new(
+                    o, "window_estimated",
+                    json_boolean(sc_wk_auto_window(w->conf) && j->auto_sum > 0 && !j->auto_heard));
         }
         if (o) {
                 json_t *lat = json_pack("{s:o, s:o}", "acked", sc_wk_pct(j->lat_ack, j->n_ack),

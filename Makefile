@@ -187,7 +187,7 @@ bench: $(BENCH_BIN) $(CLI) $(TOOL_BIN)
 	@BUILD=$(BUILD) scripts/run-bench.sh $(BENCH_BIN)
 
 # Time to a test accuracy, bsp against scadles (and scadles-cap), on the embedded broker and on
-# Apache Kafka (bench/time_to_accuracy.sh, about 45 minutes); by hand, not in
+# Apache Kafka (bench/time_to_accuracy.sh, about 30 minutes); by hand, not in
 # CI. Writes $(BUILD)/reproduce/tta.txt for `make results`.
 bench-tta: $(CLI)
 	@SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce bench/time_to_accuracy.sh

@@ -22,7 +22,7 @@
 #            sum_j b_j larger than B)
 #
 # with the same global batch B = job.sync.base_batch (32 x WORKERS), on the
-# embedded broker and on Apache Kafka, RUNS seeds each (the two policies of a
+# embedded broker and on Apache Kafka, RUNS seeds each (all the policies of a
 # seed see the same rates). Each run stops at TARGET test accuracy (measured
 # every second on the 10,000 test images) or after DURATION seconds. Prints
 # per run the time to TARGET from the evaluator's start and from the job's

@@ -18,7 +18,7 @@ done
 for s in bench/*.sh; do
 	[ -e "$s" ] || continue
 	[ "$s" != bench/soak.sh ] || continue # 20 minutes on Kafka: `make soak`
-	[ "$s" != bench/time_to_accuracy.sh ] || continue # 45 minutes: `make bench-tta`
+	[ "$s" != bench/time_to_accuracy.sh ] || continue # 30 minutes: `make bench-tta`
 	echo "== $(basename "$s")"
 	bash "$s" || { echo "(benchmark $(basename "$s") exited $?)"; failed+=("$(basename "$s")"); }
 done

@@ -467,6 +467,10 @@ sc_err_t sc_ingest_record(sc_ingest_t *ingest, int index, int32_t partition, int
                 return SC_OK;
         }
         float *x = sc_stream_slot(is->stream);
+        if (!x && !sc_stream_full(is->stream))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "%s [%" PRId32 "] offset %" PRId64 ": out of memory for its row",
+                               is->topic, partition, offset);
         if (!x)
                 return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
                                "%s [%" PRId32 "] offset %" PRId64 ": stream full", is->topic,

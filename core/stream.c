@@ -64,23 +64,35 @@ double sc_rate_get(const sc_rate_t *rate, double t)
 
 /* ---- stream ---- */
 
-/* Samples live in slots of one slab; the FIFO of buffered samples is a ring
- * of slot indices. A sample taken into a shuffle buffer keeps its slot
- * (lent: sc_stream_lend) until its row is gathered into a batch
- * (sc_stream_release); the slab holds cap + 1 + lend_max slots, so a lent
- * slot is never overwritten, truncated or moved. */
+/* Slots per chunk of rows (for 784 floats, 784 KiB). */
+#define SC_STREAM_CHUNK 256u
+
+/* Samples live in slots; the FIFO of buffered samples is a ring of slot
+ * indices. A sample taken into a shuffle buffer keeps its slot (lent:
+ * sc_stream_lend) until its row is gathered into a batch (sc_stream_release);
+ * there are cap + 1 + lend_max slots, so a lent slot is never overwritten,
+ * truncated or moved.
+ *
+ * The rows of SC_STREAM_CHUNK slots at a time are one allocation (a chunk),
+ * made when its first slot is taken. The free slots are a min-heap, so the
+ * lowest free slot is taken first and the samples held sit in the lowest
+ * chunks; when what is held falls half a chunk below the highest chunk and
+ * that chunk is empty, it is freed. A backlog's rows are so given back once
+ * it has drained, not kept for the stream's life; rows never move. */
 struct sc_stream_s {
         sc_stream_spec_t spec;
         size_t numel;
-        size_t nslots;        /* slab rows: cap + 1 + lend_max */
+        size_t nslots;        /* slots: cap + 1 + lend_max (0: given back) */
         size_t head;          /* ring position of the oldest sample */
         size_t count;         /* buffered samples */
         size_t high, low;     /* watermarks in samples */
         uint32_t *ring;       /* (cap) slot of each buffered sample, oldest at head */
-        uint32_t *free_slots; /* (nslots) stack of free slots; the top is the next slot */
+        uint32_t *free_slots; /* (nslots) min-heap of free slots; [0] is the next slot */
         size_t n_free;
         size_t lent, lend_max; /* slots lent out now, at most */
-        float *x;              /* (nslots, numel) */
+        float **chunks;        /* (nchunks) rows of SC_STREAM_CHUNK slots; NULL: not made */
+        uint32_t *chunk_used;  /* (nchunks) slots of each chunk buffered or lent */
+        size_t nchunks, made;  /* chunk pointers; chunks made, below which are all made */
         int32_t *labels;       /* (nslots) */
         sc_stream_ref_t *refs; /* (nslots) */
         sc_rate_t rate;
@@ -137,17 +149,115 @@ sc_err_t sc_stream_spec_check(const sc_stream_spec_t *spec, char *errstr, size_t
         return SC_OK;
 }
 
-/* Grows the slab to nslots slots (existing slots keep their index and
- * contents; the new ones are free). -1 if out of memory, nothing changed
- * but what could be grown. */
+/* ---- slots: a min-heap of the free ones, rows in chunks ---- */
+
+static void sc_slot_heap_push(sc_stream_t *s, uint32_t slot)
+{
+        size_t i = s->n_free++;
+        while (i > 0) {
+                size_t up = (i - 1) / 2;
+                if (s->free_slots[up] <= slot)
+                        break;
+                s->free_slots[i] = s->free_slots[up];
+                i = up;
+        }
+        s->free_slots[i] = slot;
+}
+
+static uint32_t sc_slot_heap_pop(sc_stream_t *s)
+{
+        uint32_t top = s->free_slots[0], last = s->free_slots[--s->n_free];
+        size_t i = 0, n = s->n_free;
+        for (;;) {
+                size_t c = 2 * i + 1;
+                if (c >= n)
+                        break;
+                if (c + 1 < n && s->free_slots[c + 1] < s->free_slots[c])
+                        c++;
+                if (last <= s->free_slots[c])
+                        break;
+                s->free_slots[i] = s->free_slots[c];
+                i = c;
+        }
+        if (n)
+                s->free_slots[i] = last;
+        return top;
+}
+
+/* Frees the highest chunks while they are empty and what is held lies half
+ * a chunk or more below them (no chunk made and freed at every sample of a
+ * stream that hovers at a chunk's edge); chunk 0 stays. */
+static void sc_stream_trim(sc_stream_t *s)
+{
+        size_t held = s->count + s->lent;
+        while (s->made > 1 && s->chunk_used[s->made - 1] == 0 &&
+               held + SC_STREAM_CHUNK / 2 <= (s->made - 1) * SC_STREAM_CHUNK) {
+                s->made--;
+                sc_free(s->chunks[s->made]);
+                s->chunks[s->made] = NULL;
+        }
+}
+
+/* Takes the lowest free slot (its chunk made by sc_stream_slot). */
+static uint32_t sc_stream_take_slot(sc_stream_t *s)
+{
+        uint32_t slot = sc_slot_heap_pop(s);
+        s->chunk_used[slot / SC_STREAM_CHUNK]++;
+        return slot;
+}
+
+/* Gives a slot back; its chunk is freed if it is the highest and empty. */
+static void sc_stream_free_slot(sc_stream_t *s, uint32_t slot)
+{
+        sc_slot_heap_push(s, slot);
+        s->chunk_used[slot / SC_STREAM_CHUNK]--;
+        sc_stream_trim(s);
+}
+
+/* Rows of chunk k when there are nslots slots (the last one may be short). */
+static size_t sc_stream_chunk_rows(size_t k, size_t nslots)
+{
+        size_t rows = nslots - k * SC_STREAM_CHUNK;
+        return rows < SC_STREAM_CHUNK ? rows : SC_STREAM_CHUNK;
+}
+
+static float *sc_stream_row_ptr(const sc_stream_t *s, uint32_t slot)
+{
+        return s->chunks[slot / SC_STREAM_CHUNK] + (size_t)(slot % SC_STREAM_CHUNK) * s->numel;
+}
+
+/* Grows the slots to nslots (existing slots keep their index and contents;
+ * the new ones are free, their rows made when taken). -1 if out of memory,
+ * nothing changed but what could be grown. */
 static int sc_stream_slab(sc_stream_t *s, size_t nslots)
 {
         if (nslots <= s->nslots)
                 return 0;
-        float *x = sc_realloc(s->x, nslots * s->numel * sizeof(float));
-        if (!x)
-                return -1;
-        s->x = x;
+        size_t nchunks = (nslots + SC_STREAM_CHUNK - 1) / SC_STREAM_CHUNK;
+        if (nchunks > s->nchunks) {
+                float **c = sc_realloc(s->chunks, nchunks * sizeof(*c));
+                if (!c)
+                        return -1;
+                s->chunks = c;
+                uint32_t *u = sc_realloc(s->chunk_used, nchunks * sizeof(*u));
+                if (!u)
+                        return -1;
+                s->chunk_used = u;
+                for (size_t k = s->nchunks; k < nchunks; k++) {
+                        s->chunks[k] = NULL;
+                        s->chunk_used[k] = 0;
+                }
+                s->nchunks = nchunks;
+        }
+        /* A short last chunk already made gets the rows of its new slots. */
+        if (s->made && sc_stream_chunk_rows(s->made - 1, nslots) >
+                           sc_stream_chunk_rows(s->made - 1, s->nslots)) {
+                size_t rows = sc_stream_chunk_rows(s->made - 1, nslots);
+                float *c = sc_realloc(s->chunks[s->made - 1], rows * s->numel * sizeof(float));
+                if (!c)
+                        return -1;
+                s->chunks[s->made - 1] = c;
+        }
         int32_t *labels = sc_realloc(s->labels, nslots * sizeof(*labels));
         if (!labels)
                 return -1;
@@ -160,9 +270,9 @@ static int sc_stream_slab(sc_stream_t *s, size_t nslots)
         if (!fs)
                 return -1;
         s->free_slots = fs;
-        /* Highest first on the stack, so slots are used from 0 up. */
-        for (size_t i = nslots; i > s->nslots; i--)
-                s->free_slots[s->n_free++] = (uint32_t)(i - 1);
+        /* Every new slot is above every free one: appended, the heap holds. */
+        for (size_t i = s->nslots; i < nslots; i++)
+                s->free_slots[s->n_free++] = (uint32_t)i;
         s->nslots = nslots;
         return 0;
 }
@@ -212,7 +322,10 @@ void sc_stream_destroy(sc_stream_t *stream)
         sc_free(stream->revoked_epochs);
         sc_free(stream->ring);
         sc_free(stream->free_slots);
-        sc_free(stream->x);
+        for (size_t k = 0; k < stream->made; k++)
+                sc_free(stream->chunks[k]);
+        sc_free(stream->chunks);
+        sc_free(stream->chunk_used);
         sc_free(stream->labels);
         sc_free(stream->refs);
         sc_free(stream);
@@ -255,7 +368,7 @@ static void sc_stream_drop_oldest(sc_stream_t *s, size_t n)
                 const sc_stream_ref_t *r = &s->refs[slot];
                 /* Cannot fail: every buffered sample is outstanding. */
                 (void)sc_offsets_done(s->offsets, r->partition, r->offset, r->epoch, NULL, 0);
-                s->free_slots[s->n_free++] = slot;
+                sc_stream_free_slot(s, slot);
                 s->head = sc_stream_idx(s, 1);
                 s->count--;
                 s->stats.buffered--;
@@ -276,15 +389,19 @@ void sc_stream_shrink(sc_stream_t *stream)
         sc_stream_t *s = stream;
         if (s->count || s->lent || !s->nslots)
                 return;
-        sc_free(s->x);
+        for (size_t k = 0; k < s->made; k++)
+                sc_free(s->chunks[k]);
+        sc_free(s->chunks);
+        sc_free(s->chunk_used);
         sc_free(s->labels);
         sc_free(s->refs);
         sc_free(s->free_slots);
-        s->x = NULL;
+        s->chunks = NULL;
+        s->chunk_used = NULL;
         s->labels = NULL;
         s->refs = NULL;
         s->free_slots = NULL;
-        s->nslots = 0;
+        s->nslots = s->nchunks = s->made = 0;
         s->n_free = 0;
 }
 
@@ -297,7 +414,30 @@ float *sc_stream_slot(sc_stream_t *stream)
         if ((stream->spec.policy == SC_STREAM_PERSIST && stream->count >= stream->spec.cap) ||
             stream->n_free == 0)
                 return NULL;
-        return stream->x + (size_t)stream->free_slots[stream->n_free - 1] * stream->numel;
+        /* The lowest free slot lies in a made chunk or in the next one. */
+        uint32_t slot = stream->free_slots[0];
+        size_t k = slot / SC_STREAM_CHUNK;
+        if (k >= stream->made) {
+                size_t rows = sc_stream_chunk_rows(k, stream->nslots);
+                if (!(stream->chunks[k] = sc_malloc(rows * stream->numel * sizeof(float))))
+                        return NULL;
+                stream->made = k + 1;
+        }
+        return sc_stream_row_ptr(stream, slot);
+}
+
+int sc_stream_full(const sc_stream_t *stream)
+{
+        return (stream->spec.policy == SC_STREAM_PERSIST && stream->count >= stream->spec.cap) ||
+               (stream->nslots && stream->n_free == 0);
+}
+
+size_t sc_stream_row_bytes(const sc_stream_t *stream)
+{
+        size_t rows = 0;
+        for (size_t k = 0; k < stream->made; k++)
+                rows += sc_stream_chunk_rows(k, stream->nslots);
+        return rows * stream->numel * sizeof(float);
 }
 
 size_t sc_stream_truncate(sc_stream_t *stream, double t)
@@ -334,13 +474,16 @@ sc_err_t sc_stream_push_slot(sc_stream_t *stream, int32_t label, int32_t partiti
         if (s->n_free == 0)
                 return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
                                "stream: no free slot (%zu samples lent out)", s->lent);
+        if (s->free_slots[0] / SC_STREAM_CHUNK >= s->made)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "stream: push_slot without a row from sc_stream_slot");
         err = sc_offsets_track(s->offsets, partition, offset, &epoch, errstr, errstr_size);
         if (err)
                 return err;
         t = sc_stream_time(s, t);
-        /* The slot sc_stream_slot gave (the top of the free stack) is taken
+        /* The slot sc_stream_slot gave (the lowest free one) is taken
          * before truncation frees the oldest one. */
-        uint32_t j = s->free_slots[--s->n_free];
+        uint32_t j = sc_stream_take_slot(s);
         if (s->count == s->spec.cap)
                 sc_stream_drop_oldest(s, 1);
         s->ring[sc_stream_idx(s, s->count)] = j;
@@ -365,6 +508,9 @@ sc_err_t sc_stream_push(sc_stream_t *stream, const float *x, int32_t label, int3
                         int64_t offset, double t, char *errstr, size_t errstr_size)
 {
         float *slot = sc_stream_slot(stream);
+        if (!slot && !sc_stream_full(stream))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "stream: out of memory for a row of %zu floats", stream->numel);
         if (!slot)
                 return sc_errf(SC_ERR_AGAIN, errstr, errstr_size,
                                "stream: full at %zu samples (partition should be paused)",
@@ -492,13 +638,13 @@ size_t sc_stream_lend(sc_stream_t *stream, size_t n, uint32_t *slots, int32_t *l
 
 const float *sc_stream_row(const sc_stream_t *stream, uint32_t slot)
 {
-        return stream->x + (size_t)slot * stream->numel;
+        return sc_stream_row_ptr(stream, slot);
 }
 
 void sc_stream_release(sc_stream_t *stream, uint32_t slot)
 {
-        stream->free_slots[stream->n_free++] = slot;
         stream->lent--;
+        sc_stream_free_slot(stream, slot);
 }
 
 size_t sc_stream_take(sc_stream_t *stream, size_t n, float *x, int32_t *labels,
@@ -614,7 +760,8 @@ size_t sc_stream_revoke(sc_stream_t *stream, int32_t partition)
         for (size_t i = 0; i < s->count; i++) {
                 uint32_t slot = s->ring[sc_stream_idx(s, i)];
                 if (s->refs[slot].partition == partition) {
-                        s->free_slots[s->n_free++] = slot;
+                        sc_slot_heap_push(s, slot);
+                        s->chunk_used[slot / SC_STREAM_CHUNK]--;
                         removed++;
                         continue;
                 }
@@ -624,6 +771,7 @@ size_t sc_stream_revoke(sc_stream_t *stream, int32_t partition)
         if (outstanding > removed)
                 s->revoked_epochs[s->n_revoked++] = epoch;
         s->count = kept;
+        sc_stream_trim(s);
         s->stats.buffered -= removed;
         s->stats.revoked += removed;
         s->stats.orphaned += outstanding - removed;

@@ -131,9 +131,16 @@ size_t sc_stream_numel(const sc_stream_t *stream);
 /* Space for the next sample's numel floats (decode into it, then
  * sc_stream_push_slot), valid until the next call that changes the stream.
  * NULL when a persist stream is at cap (then the record is not consumed: the
- * driver keeps it or seeks back to it, and should have paused already). A
- * truncate stream is never full: the oldest sample is dropped on push. */
+ * driver keeps it or seeks back to it, and should have paused already), or
+ * when the rows could not be allocated (sc_stream_full tells which). A
+ * truncate stream is never full: the oldest sample is dropped on push. Rows
+ * are allocated as the buffer grows and given back as it drains. */
 float *sc_stream_slot(sc_stream_t *stream);
+/* 1 if a NULL from sc_stream_slot means the stream has no room, 0 if it
+ * means out of memory. */
+int sc_stream_full(const sc_stream_t *stream);
+/* Bytes of sample rows allocated now. */
+size_t sc_stream_row_bytes(const sc_stream_t *stream);
 
 /* Buffers the sample written into the slot, arrived at time t. Errors, all
  * leaving the record unconsumed: SC_ERR_AGAIN (persist stream at cap),

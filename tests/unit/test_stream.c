@@ -330,6 +330,73 @@ static void shrink_gives_the_slab_back(void **state)
         sc_stream_destroy(s);
 }
 
+/* Rows come in chunks of 256 slots, made as the buffer grows and given back
+ * once a backlog has drained (not at a chunk's edge: half a chunk below it);
+ * a lent sample keeps its chunk and its row in place. */
+static void rows_follow_the_backlog(void **state)
+{
+        const size_t chunk = 256 * NUMEL * sizeof(float);
+        sc_stream_t *s = mk(SC_STREAM_PERSIST, 4096);
+        int64_t off = 0;
+        float x[1000 * NUMEL];
+        int32_t labels[1000];
+        sc_stream_ref_t refs[1000];
+        uint32_t slots[4];
+        assert_int_equal(sc_stream_reserve(s, 4, NULL, 0), SC_OK);
+        assert_int_equal(sc_stream_row_bytes(s), 0); /* nothing held: nothing made */
+        push_n(s, 0, &off, 10, 0, 0.001);
+        assert_int_equal(sc_stream_row_bytes(s), chunk);
+        push_n(s, 0, &off, 990, 1, 0.001); /* a backlog of 1,000: 4 chunks */
+        assert_int_equal(sc_stream_row_bytes(s), 4 * chunk);
+        check(s);
+        /* Drained to 300: they sit in slots 700..999, so every chunk stays
+         * (rows never move), and their rows read back as pushed. */
+        assert_int_equal(sc_stream_take(s, 700, x, labels, refs, 2), 700);
+        assert_int_equal(sc_stream_row_bytes(s), 4 * chunk);
+        for (int i = 0; i < 700; i++)
+                assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+        assert_int_equal(sc_stream_lend(s, 1, slots, labels, refs, 3), 1);
+        assert_float_equal(sc_stream_row(s, slots[0])[0], 700.0f, 0);
+        assert_int_equal(sc_stream_take(s, 298, x, labels, refs, 3), 298);
+        assert_float_equal(x[297 * NUMEL], 998.0f, 0);
+        /* One buffered (999, chunk 3) and one lent (700, chunk 2). */
+        assert_int_equal(sc_stream_row_bytes(s), 4 * chunk);
+        for (int i = 0; i < 298; i++)
+                assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+        assert_int_equal(sc_stream_take(s, 1, x, labels, refs + 298, 4), 1);
+        assert_float_equal(x[0], 999.0f, 0);
+        assert_int_equal(sc_stream_row_bytes(s), 3 * chunk); /* chunk 3 freed */
+        /* New samples take the lowest slots, chunk 0's, not the lent one's. */
+        push_n(s, 1, &off, 5, 5, 0.001);
+        assert_int_equal(sc_stream_row_bytes(s), 3 * chunk);
+        assert_float_equal(sc_stream_row(s, slots[0])[0], 700.0f, 0);
+        sc_stream_release(s, slots[0]);
+        assert_int_equal(sc_stream_row_bytes(s), chunk); /* chunks 2 and 1 */
+        check(s);
+        assert_int_equal(sc_stream_take(s, 5, x, labels, refs, 6), 5);
+        assert_float_equal(x[4 * NUMEL], 1004.0f, 0);
+        check(s);
+        sc_stream_destroy(s);
+        /* At a chunk's edge: 257 held make chunk 1 (slot 256); 200 taken,
+         * 150 pushed into slots 0..149, then the 57 in slots 200..256 taken:
+         * chunk 1 is empty with 150 held, not half a chunk below it, so it
+         * stays; at 120 held it goes. */
+        s = mk(SC_STREAM_PERSIST, 4096);
+        off = 0;
+        push_n(s, 0, &off, 257, 0, 0.001);
+        assert_int_equal(sc_stream_row_bytes(s), 2 * chunk);
+        assert_int_equal(sc_stream_take(s, 200, x, labels, refs, 1), 200);
+        push_n(s, 0, &off, 150, 1, 0.001);
+        assert_int_equal(sc_stream_take(s, 57, x, labels, refs, 2), 57);
+        assert_float_equal(x[56 * NUMEL], 256.0f, 0);
+        assert_int_equal(sc_stream_row_bytes(s), 2 * chunk);
+        assert_int_equal(sc_stream_take(s, 30, x, labels, refs, 3), 30);
+        assert_int_equal(sc_stream_row_bytes(s), chunk);
+        assert_int_equal(sc_stream_take(s, 120, x, labels, refs, 3), 120);
+        assert_float_equal(x[119 * NUMEL], 406.0f, 0);
+        sc_stream_destroy(s);
+}
+
 static void spec_errors_name_fields(void **state)
 {
         sc_stream_spec_t sp;
@@ -518,6 +585,7 @@ int main(void)
             cmocka_unit_test(truncate_keeps_newest_window_and_commits_drops),
             cmocka_unit_test(rejects_count_and_commit),
             cmocka_unit_test(revoke_discards_partition_and_orphans_inflight),
+            cmocka_unit_test(rows_follow_the_backlog),
             cmocka_unit_test(spec_errors_name_fields),
             cmocka_unit_test(random_operations_keep_exact_accounting),
             cmocka_unit_test(lent_slots_are_never_overwritten),

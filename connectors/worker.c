@@ -9,6 +9,9 @@
 #include <math.h>
 #include <stdarg.h>
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -559,8 +562,8 @@ sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, in
                            .n_headers = n_headers};
         err = sc_ingest_record(w->ingest, index, partition, offset, &rec, w->t_now, &res, errstr,
                                errstr_size);
-        if (err == SC_ERR_AGAIN)
-                return err;
+        if (err == SC_ERR_AGAIN || err == SC_ERR_NOMEM)
+                return err; /* not taken: the caller holds the record */
         w->in_since++;
         w->t_rx = w->t_now;
         if (!err && res.first)
@@ -661,8 +664,27 @@ void sc_worker_clock(sc_worker_t *w, double now)
         if (!w->started) {
                 w->started = 1;
                 w->t0 = w->t_rx = w->t_prog = w->t_eval = w->t_commit = w->t_ckpt = now;
+                w->t_trim = now;
         }
         w->t_now = now;
+}
+
+/* Seconds between looks at the rows the streams gave back. */
+#define SC_WK_TRIM_S 5.0
+
+/* When a stream freed chunks of rows (a backlog drained: docs/STREAMS.md),
+ * hands free heap memory back to the system: glibc keeps memory freed in
+ * the middle of its heap resident until trimmed. */
+static void sc_wk_give_back(sc_worker_t *w)
+{
+        sc_stream_stats_t s;
+        sc_ingest_totals(w->ingest, &s);
+        if (s.chunks_freed == w->chunks_freed)
+                return;
+        w->chunks_freed = s.chunks_freed;
+#ifdef __GLIBC__
+        malloc_trim(0);
+#endif
 }
 
 static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,
@@ -766,6 +788,10 @@ static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *err
         if (wc->progress_interval > 0 && now - w->t_prog >= wc->progress_interval) {
                 sc_wk_progress(w, now);
                 w->t_prog = now;
+        }
+        if (now - w->t_trim >= SC_WK_TRIM_S) {
+                sc_wk_give_back(w);
+                w->t_trim = now;
         }
         sc_wk_metrics(w, now);
         sc_wk_check_stop(w, now);

@@ -161,6 +161,7 @@ void sc_ingest_totals(const sc_ingest_t *ingest, sc_stream_stats_t *sum)
                 sum->latency_sum += s->latency_sum;
                 sum->taken += s->taken;
                 sum->skipped += s->skipped;
+                sum->chunks_freed += s->chunks_freed;
                 if (s->latency_max > sum->latency_max)
                         sum->latency_max = s->latency_max;
                 for (int k = 0; k < SC_DECODE_FAULT__END; k++)

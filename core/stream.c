@@ -66,6 +66,8 @@ double sc_rate_get(const sc_rate_t *rate, double t)
 
 /* Slots per chunk of rows (for 784 floats, 784 KiB). */
 #define SC_STREAM_CHUNK 256u
+/* Seconds of stream time over which the peak of the slots held is kept. */
+#define SC_STREAM_PEAK_S 10.0
 
 /* Samples live in slots; the FIFO of buffered samples is a ring of slot
  * indices. A sample taken into a shuffle buffer keeps its slot (lent:
@@ -76,9 +78,12 @@ double sc_rate_get(const sc_rate_t *rate, double t)
  * The rows of SC_STREAM_CHUNK slots at a time are one allocation (a chunk),
  * made when its first slot is taken. The free slots are a min-heap, so the
  * lowest free slot is taken first and the samples held sit in the lowest
- * chunks; when what is held falls half a chunk below the highest chunk and
- * that chunk is empty, it is freed. A backlog's rows are so given back once
- * it has drained, not kept for the stream's life; rows never move. */
+ * chunks. The highest chunk is freed when it is empty and the most slots
+ * held over the last one to two SC_STREAM_PEAK_S windows of the stream's
+ * time lie half a chunk or more below it: a backlog's rows are given back
+ * once it has drained, not kept for the stream's life, while a buffer that
+ * fills and drains at every batch keeps what its batches need (no chunk
+ * made and freed at every step). Rows never move. */
 struct sc_stream_s {
         sc_stream_spec_t spec;
         size_t numel;
@@ -89,12 +94,14 @@ struct sc_stream_s {
         uint32_t *ring;       /* (cap) slot of each buffered sample, oldest at head */
         uint32_t *free_slots; /* (nslots) min-heap of free slots; [0] is the next slot */
         size_t n_free;
-        size_t lent, lend_max; /* slots lent out now, at most */
-        float **chunks;        /* (nchunks) rows of SC_STREAM_CHUNK slots; NULL: not made */
-        uint32_t *chunk_used;  /* (nchunks) slots of each chunk buffered or lent */
-        size_t nchunks, made;  /* chunk pointers; chunks made, below which are all made */
-        int32_t *labels;       /* (nslots) */
-        sc_stream_ref_t *refs; /* (nslots) */
+        size_t lent, lend_max;  /* slots lent out now, at most */
+        float **chunks;         /* (nchunks) rows of SC_STREAM_CHUNK slots; NULL: not made */
+        uint32_t *chunk_used;   /* (nchunks) slots of each chunk buffered or lent */
+        size_t nchunks, made;   /* chunk pointers; chunks made, below which are all made */
+        size_t peak, peak_prev; /* most slots held in this window and the one before */
+        double peak_t;          /* this window's start */
+        int32_t *labels;        /* (nslots) */
+        sc_stream_ref_t *refs;  /* (nslots) */
         sc_rate_t rate;
         double t_now; /* latest time seen */
         int have_t;
@@ -184,17 +191,24 @@ static uint32_t sc_slot_heap_pop(sc_stream_t *s)
         return top;
 }
 
-/* Frees the highest chunks while they are empty and what is held lies half
- * a chunk or more below them (no chunk made and freed at every sample of a
- * stream that hovers at a chunk's edge); chunk 0 stays. */
+/* Frees the highest chunks while they are empty and the slots held at the
+ * peak of this window and the last lie half a chunk or more below them;
+ * chunk 0 stays. */
 static void sc_stream_trim(sc_stream_t *s)
 {
-        size_t held = s->count + s->lent;
+        size_t held = s->nslots - s->n_free;
+        if (s->t_now - s->peak_t >= SC_STREAM_PEAK_S) {
+                s->peak_prev = s->peak;
+                s->peak = held;
+                s->peak_t = s->t_now;
+        }
+        size_t need = s->peak > s->peak_prev ? s->peak : s->peak_prev;
         while (s->made > 1 && s->chunk_used[s->made - 1] == 0 &&
-               held + SC_STREAM_CHUNK / 2 <= (s->made - 1) * SC_STREAM_CHUNK) {
+               need + SC_STREAM_CHUNK / 2 <= (s->made - 1) * SC_STREAM_CHUNK) {
                 s->made--;
                 sc_free(s->chunks[s->made]);
                 s->chunks[s->made] = NULL;
+                s->stats.chunks_freed++;
         }
 }
 
@@ -203,6 +217,8 @@ static uint32_t sc_stream_take_slot(sc_stream_t *s)
 {
         uint32_t slot = sc_slot_heap_pop(s);
         s->chunk_used[slot / SC_STREAM_CHUNK]++;
+        if (s->nslots - s->n_free > s->peak)
+                s->peak = s->nslots - s->n_free;
         return slot;
 }
 
@@ -403,6 +419,7 @@ void sc_stream_shrink(sc_stream_t *stream)
         s->free_slots = NULL;
         s->nslots = s->nchunks = s->made = 0;
         s->n_free = 0;
+        s->peak = s->peak_prev = 0;
 }
 
 float *sc_stream_slot(sc_stream_t *stream)
@@ -809,6 +826,20 @@ sc_err_t sc_stream_check(const sc_stream_t *stream, char *errstr, size_t errstr_
                                "(inflight %" PRIu64 ")",
                                stream->count, stream->lent, stream->n_free, stream->nslots,
                                st->inflight);
+        size_t used = 0;
+        for (size_t k = 0; k < stream->nchunks; k++) {
+                used += stream->chunk_used[k];
+                if ((stream->chunks[k] != NULL) != (k < stream->made) ||
+                    (k >= stream->made && stream->chunk_used[k]))
+                        return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                                       "stream chunk %zu: %s, %u slot(s) used, %zu made", k,
+                                       stream->chunks[k] ? "allocated" : "not allocated",
+                                       stream->chunk_used[k], stream->made);
+        }
+        if (used != stream->nslots - stream->n_free)
+                return sc_errf(SC_ERR_STATE, errstr, errstr_size,
+                               "stream chunks: %zu slots used, %zu not free", used,
+                               stream->nslots - stream->n_free);
         if (st->orphaned > st->inflight ||
             outstanding != st->buffered + st->inflight - st->orphaned)
                 return sc_errf(SC_ERR_STATE, errstr, errstr_size,

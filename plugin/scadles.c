@@ -357,8 +357,9 @@ static size_t sc_api_hand_over(scadles_worker_t *w)
                                             r->key_len, r->value, r->value_len, r->headers,
                                             r->n_headers, r->timestamp, err, sizeof(err));
                 pthread_mutex_unlock(&w->engine);
-                if (e == SC_ERR_AGAIN)
-                        break; /* stream full: train first, push it again */
+                if (e == SC_ERR_AGAIN || e == SC_ERR_NOMEM)
+                        break; /* stream full or no memory for its row: train
+                                  first, push it again */
                 pthread_mutex_lock(&w->lock);
                 w->head = r->next;
                 if (!w->head)

@@ -699,8 +699,8 @@ static void sc_ks_dead_letter(sc_kafka_source_t *src, const rd_kafka_message_t *
 }
 
 /* Hands one message to its stream through the ingest path. Returns 1 if
- * taken (the caller destroys the message), 0 if the stream is full (the
- * caller holds it). */
+ * taken (the caller destroys the message), 0 if the stream is full or no
+ * memory could be had for its row (the caller holds it and tries again). */
 static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kafka_message_t *m,
                         double t)
 {
@@ -715,6 +715,11 @@ static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kaf
                                         m->offset, &rec, t, &res, why, sizeof(why));
         if (err == SC_ERR_AGAIN)
                 return 0;
+        if (err == SC_ERR_NOMEM) {
+                if (!src->stats.ks_nomem++)
+                        sc_ks_logf(src, 3, "%s (held, tried again)", why);
+                return 0;
+        }
         sc_ks_part_t *p = sc_ks_part(ks, m->partition, 1);
         if (err == SC_ERR_STATE) {
                 /* An offset at or below one already consumed (a re-delivery). */

@@ -104,6 +104,7 @@ typedef struct sc_stream_stats {
         double latency_max;
         uint64_t taken;   /* samples taken (latency count) */
         uint64_t skipped; /* records a resumed checkpoint had trained: finished, not consumed */
+        uint64_t chunks_freed; /* chunks of rows given back as a backlog drained */
         sc_decode_stats_t faults;
 } sc_stream_stats_t;
 

@@ -1,7 +1,6 @@
 /* main.c — the scadles command: dispatches to subcommands. */
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -109,14 +108,6 @@ int main(int argc, char **argv)
                 }
                 return sc_version(verbose);
         }
-#ifdef M_MMAP_THRESHOLD
-        /* Blocks of 128 KiB or more (a stream buffer's chunks of rows, among
-         * others) are mapped on their own and unmapped when freed. glibc's
-         * default raises this threshold at the first such free, after which
-         * they come from the heap, whose freed middle stays resident: a
-         * drained backlog would then keep its memory (docs/STREAMS.md). */
-        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-#endif
         for (size_t i = 0; i < SC_NCMDS; i++)
                 if (!strcmp(argv[1], sc_cmds[i].name))
                         return sc_cmds[i].fn(argc - 1, argv + 1);

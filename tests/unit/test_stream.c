@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "sc_rng.h"
+#define SC_ALLOC_HOOK
+#include "sc_alloc.h"
 #include "sc_stream.h"
 
 #define NUMEL 3
@@ -331,8 +333,9 @@ static void shrink_gives_the_slab_back(void **state)
 }
 
 /* Rows come in chunks of 256 slots, made as the buffer grows and given back
- * once a backlog has drained (not at a chunk's edge: half a chunk below it);
- * a lent sample keeps its chunk and its row in place. */
+ * once a backlog has drained: when the most slots held over the last one to
+ * two 10-s windows of stream time lie half a chunk below a chunk. A lent
+ * sample keeps its chunk and its row in place. */
 static void rows_follow_the_backlog(void **state)
 {
         const size_t chunk = 256 * NUMEL * sizeof(float);
@@ -349,51 +352,74 @@ static void rows_follow_the_backlog(void **state)
         push_n(s, 0, &off, 990, 1, 0.001); /* a backlog of 1,000: 4 chunks */
         assert_int_equal(sc_stream_row_bytes(s), 4 * chunk);
         check(s);
-        /* Drained to 300: they sit in slots 700..999, so every chunk stays
-         * (rows never move), and their rows read back as pushed. */
+        /* Drained to 300 (slots 700..999), then one lent (700) and 298
+         * taken, then the last buffered one (999): within the window of the
+         * backlog's peak, every chunk stays. */
         assert_int_equal(sc_stream_take(s, 700, x, labels, refs, 2), 700);
-        assert_int_equal(sc_stream_row_bytes(s), 4 * chunk);
         for (int i = 0; i < 700; i++)
                 assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
         assert_int_equal(sc_stream_lend(s, 1, slots, labels, refs, 3), 1);
         assert_float_equal(sc_stream_row(s, slots[0])[0], 700.0f, 0);
         assert_int_equal(sc_stream_take(s, 298, x, labels, refs, 3), 298);
         assert_float_equal(x[297 * NUMEL], 998.0f, 0);
-        /* One buffered (999, chunk 3) and one lent (700, chunk 2). */
-        assert_int_equal(sc_stream_row_bytes(s), 4 * chunk);
         for (int i = 0; i < 298; i++)
                 assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
-        assert_int_equal(sc_stream_take(s, 1, x, labels, refs + 298, 4), 1);
+        assert_int_equal(sc_stream_take(s, 1, x, labels, refs, 4), 1);
         assert_float_equal(x[0], 999.0f, 0);
-        assert_int_equal(sc_stream_row_bytes(s), 3 * chunk); /* chunk 3 freed */
-        /* New samples take the lowest slots, chunk 0's, not the lent one's. */
-        push_n(s, 1, &off, 5, 5, 0.001);
+        assert_int_equal(sc_stream_row_bytes(s), 4 * chunk);
+        check(s);
+        /* New samples take the lowest slots (chunk 0's). At 15 s a window
+         * ends, but the one before held the backlog: all stay. */
+        push_n(s, 1, &off, 5, 15, 0.001);
+        assert_int_equal(sc_stream_take(s, 1, x, labels, refs, 15), 1);
+        assert_float_equal(x[0], 1000.0f, 0);
+        assert_int_equal(sc_stream_row_bytes(s), 4 * chunk);
+        /* At 26 s the backlog's window is gone: chunk 3 is freed, chunk 2
+         * stays under the lent sample, whose row is still in place. */
+        assert_int_equal(sc_stream_take(s, 1, x, labels, refs, 26), 1);
         assert_int_equal(sc_stream_row_bytes(s), 3 * chunk);
         assert_float_equal(sc_stream_row(s, slots[0])[0], 700.0f, 0);
-        sc_stream_release(s, slots[0]);
-        assert_int_equal(sc_stream_row_bytes(s), chunk); /* chunks 2 and 1 */
         check(s);
-        assert_int_equal(sc_stream_take(s, 5, x, labels, refs, 6), 5);
-        assert_float_equal(x[4 * NUMEL], 1004.0f, 0);
+        sc_stream_release(s, slots[0]); /* chunks 2 and 1 go with it */
+        assert_int_equal(sc_stream_row_bytes(s), chunk);
+        assert_int_equal(sc_stream_take(s, 3, x, labels, refs, 27), 3);
+        assert_float_equal(x[2 * NUMEL], 1004.0f, 0);
         check(s);
         sc_stream_destroy(s);
-        /* At a chunk's edge: 257 held make chunk 1 (slot 256); 200 taken,
-         * 150 pushed into slots 0..149, then the 57 in slots 200..256 taken:
-         * chunk 1 is empty with 150 held, not half a chunk below it, so it
-         * stays; at 120 held it goes. */
-        s = mk(SC_STREAM_PERSIST, 4096);
-        off = 0;
-        push_n(s, 0, &off, 257, 0, 0.001);
+}
+
+/* A buffer that fills by 300 and drains at every batch (10 batches a
+ * second) keeps the chunks its batches need: nothing is allocated after the
+ * first batch. When its batches shrink to 20, the chunk above is given back
+ * within two windows. */
+static void rows_do_not_churn_at_every_batch(void **state)
+{
+        const size_t chunk = 256 * NUMEL * sizeof(float);
+        sc_stream_t *s = mk(SC_STREAM_PERSIST, 4096);
+        int64_t off = 0;
+        static float x[300 * NUMEL];
+        int32_t labels[300];
+        sc_stream_ref_t refs[300];
+        double t = 0;
+        uint64_t n0 = 0;
+        for (int step = 0; step < 600; step++, t += 0.1) {
+                push_n(s, 0, &off, 300, t, 0.0001);
+                assert_int_equal(sc_stream_take(s, 300, x, labels, refs, t + 0.05), 300);
+                for (int i = 0; i < 300; i++)
+                        assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+                if (step == 0)
+                        n0 = sc_alloc_count();
+        }
+        assert_int_equal(sc_alloc_count(), n0);
         assert_int_equal(sc_stream_row_bytes(s), 2 * chunk);
-        assert_int_equal(sc_stream_take(s, 200, x, labels, refs, 1), 200);
-        push_n(s, 0, &off, 150, 1, 0.001);
-        assert_int_equal(sc_stream_take(s, 57, x, labels, refs, 2), 57);
-        assert_float_equal(x[56 * NUMEL], 256.0f, 0);
-        assert_int_equal(sc_stream_row_bytes(s), 2 * chunk);
-        assert_int_equal(sc_stream_take(s, 30, x, labels, refs, 3), 30);
+        for (int step = 0; step < 250; step++, t += 0.1) {
+                push_n(s, 0, &off, 20, t, 0.0001);
+                assert_int_equal(sc_stream_take(s, 20, x, labels, refs, t + 0.05), 20);
+                for (int i = 0; i < 20; i++)
+                        assert_int_equal(sc_stream_done(s, &refs[i], NULL, 0), SC_OK);
+        }
         assert_int_equal(sc_stream_row_bytes(s), chunk);
-        assert_int_equal(sc_stream_take(s, 120, x, labels, refs, 3), 120);
-        assert_float_equal(x[119 * NUMEL], 406.0f, 0);
+        check(s);
         sc_stream_destroy(s);
 }
 
@@ -586,6 +612,7 @@ int main(void)
             cmocka_unit_test(rejects_count_and_commit),
             cmocka_unit_test(revoke_discards_partition_and_orphans_inflight),
             cmocka_unit_test(rows_follow_the_backlog),
+            cmocka_unit_test(rows_do_not_churn_at_every_batch),
             cmocka_unit_test(spec_errors_name_fields),
             cmocka_unit_test(random_operations_keep_exact_accounting),
             cmocka_unit_test(lent_slots_are_never_overwritten),

@@ -104,7 +104,7 @@ CLI    := $(BUILD)/scadles
 DEPS_STAMP := $(BUILD)/.deps
 
 .PHONY: all deps test unit integration bench soak demo install uninstall clean style style-check \
-	reproduce results check-results docs check-docs bench-tta
+	reproduce results check-results docs check-docs bench-tta bench-memory
 all: $(STATIC) $(SHARED) $(CLI) $(TOOL_BIN)
 
 deps: $(DEPS_STAMP)
@@ -191,6 +191,12 @@ bench: $(BENCH_BIN) $(CLI) $(TOOL_BIN)
 # CI. Writes $(BUILD)/reproduce/tta.txt for `make results`.
 bench-tta: $(CLI)
 	@SCADLES=$(CURDIR)/$(CLI) OUT=$(CURDIR)/$(BUILD)/reproduce bench/time_to_accuracy.sh
+
+# A worker's resident memory through a backlog that fills its stream buffer
+# and drains, beside a run without one (bench/backlog_memory.sh, about 5
+# minutes); by hand, not in CI.
+bench-memory: $(CLI)
+	@BUILD=$(CURDIR)/$(BUILD) bench/backlog_memory.sh
 
 # A 20-minute run with crashes on Apache Kafka (bench/soak.sh); by hand, not
 # in CI. Writes its figures into docs/SOAK.md.

@@ -34,6 +34,7 @@ PAPER=62.4
 # (with momentum 0.9 it diverges); local SGD (tau = 40) and ADACOMM (tau_0 =
 # 40, tau adapted every T0 = Gamma) with local momentum 0.9 at local lr 0.025
 # and 0.05.
+BASES_GIVEN=${BASES:+1}
 BASES=${BASES:-$(q "bsp-lr.025 bsp-lr.05 bsp-lr.1 ssp-lr.025 ssp-lr.0125 localsgd-lr.025 \
 localsgd-lr.05 adacomm-lr.025 adacomm-lr.05" "bsp-lr.05 ssp-lr.025 localsgd-lr.05 adacomm-lr.05")}
 # ADSP: the online DeltaC search (the paper's method; tuner target training
@@ -104,9 +105,10 @@ tsv=$OUT/$TAG.tsv
 {
 	printf 'scale\tH\tpolicy\tseed'
 	for tl in $LOSSES; do printf '\tt_%s' "$tl"; done
-	printf '\tblocked_pct\tfinal_acc\tsamples\tdeltac_last\tdeltac_mean\ttau_last\n'
+	printf '\tblocked_pct\tfinal_acc\tsamples\tdeltac_last\tdeltac_mean\ttau_last\tt_dc_top\n'
 	for sc in $SCALES; do
-		S=${sc%%:*}
+		IFS=: read -r S _ gamma bmin _ <<<"$sc"
+		top=$(awk -v g="$gamma" -v b="$bmin" 'BEGIN { print g / b }')
 		for hh in $HS; do
 			H=${hh%%:*}
 			for seed in $SEEDS; do
@@ -121,8 +123,13 @@ tsv=$OUT/$TAG.tsv
 					dc=$(jq -rs '[.[] | select(.event == null) | .commit_rate // empty] |
 						if length > 0 then "\(.[-1])\t\(add / length * 100 | round / 100)"
 						else "-\t-" end' "$f")
-					printf '\t%s\t%s\t%s\t%s\t%s\n' "$bl" "$(final_acc "$n")" \
-						"$(endf "$n" samples)" "$dc" "$(endf "$n" local_steps)"
+					# t_dc_top: the first metric line whose commit rate is the
+					# top one, Gamma / B_min (a commit every B_min).
+					tt=$(jq -rs --argjson top "$top" '[.[] | select(.event == null and
+						.commit_rate != null and .commit_rate >= $top - 1e-9) | .t] |
+						if length > 0 then .[0] else "-" end' "$f")
+					printf '\t%s\t%s\t%s\t%s\t%s\t%s\n' "$bl" "$(final_acc "$n")" \
+						"$(endf "$n" samples)" "$dc" "$(endf "$n" local_steps)" "$tt"
 				done
 			done
 		done
@@ -205,15 +212,31 @@ ns=$(echo $SEEDS | wc -w)
 			done
 		done
 		echo "-- end of run (medians over the seeds)"
-		printf '%-5s %-16s %9s %9s %9s %12s %12s %9s\n' H policy final_acc blocked% samples \
-			DeltaC_last DeltaC_mean tau_last
+		printf '%-5s %-16s %9s %9s %9s %12s %12s %9s %13s\n' H policy final_acc blocked% samples \
+			DeltaC_last DeltaC_mean tau_last t_DeltaC_top
 		for hh in $HS; do
 			H=${hh%%:*}
 			for p in $POLS; do
 				v() { col "$1" scale="$S" H="$H" policy="$p"; }
-				printf '%-5s %-16s %9s %9s %9s %12s %12s %9s\n' "$H" "$p" "$(med $(v final_acc))" \
-					"$(med $(v blocked_pct))" "$(med $(v samples))" "$(med $(v deltac_last))" \
-					"$(med $(v deltac_mean))" "$(med $(v tau_last))"
+				printf '%-5s %-16s %9s %9s %9s %12s %12s %9s %13s\n' "$H" "$p" \
+					"$(med $(v final_acc))" "$(med $(v blocked_pct))" "$(med $(v samples))" \
+					"$(med $(v deltac_last))" "$(med $(v deltac_mean))" "$(med $(v tau_last))" \
+					"$(med $(v t_dc_top))"
+			done
+		done
+	done
+	# The online search's path: per H and seed, each virtual time (on the
+	# metric lines, every eval_every s) at which the commit rate changed.
+	echo "-- the online search's commit rate DeltaC over the run (adsp): t->DeltaC at each change"
+	for sc in $SCALES; do
+		S=${sc%%:*}
+		for hh in $HS; do
+			H=${hh%%:*}
+			for seed in $SEEDS; do
+				printf '%-5s %-5s s%-3s %s\n' "$S" "$H" "$seed" "$(jq -r 'select(.event == null and
+					.commit_rate != null) | "\(.t | floor) \(.commit_rate)"' \
+					"$OUT/$TAG/$S-adsp-H$H-s$seed.jsonl" |
+					awk '$2 != last { printf "%s->%s ", $1, $2; last = $2 }')"
 			done
 		done
 	done
@@ -222,10 +245,15 @@ ns=$(echo $SEEDS | wc -w)
 	echo "k seeds). bound: ADSP's largest gain when BSP waits for the slowest device every round and"
 	echo "both learn the same per sample (ADSP trains at most H x BSP's samples per second)."
 	echo "blocked% = device time waiting for models or the uplink; DeltaC_last / DeltaC_mean: the"
-	echo "commit rate at the end / averaged over the metric lines; tau_last: ADACOMM's last tau."
+	echo "commit rate at the end / averaged over the metric lines; tau_last: ADACOMM's last tau;"
+	echo "t_DeltaC_top: virtual s until the commit rate first reached Gamma / B_min (a commit every"
+	echo "B_min; - : never, or not ADSP)."
 	echo "best baseline per seed: policy@lr (- : none reached the loss)."
 } | tee "$OUT/$TAG.txt"
-record "$TAG" "SCALES=\"$SCALES\" HS=\"$HS\" SEEDS=\"$SEEDS\" LOSSES=\"$LOSSES\" JOBS=$JOBS examples/reproduce/adsp.sh"
+given=""
+[ -n "$BASES_GIVEN" ] && given="$given BASES=\"$BASES\""
+[ "$TAG" != adsp ] && given="$given TAG=$TAG"
+record "$TAG" "SCALES=\"$SCALES\" HS=\"$HS\" SEEDS=\"$SEEDS\" LOSSES=\"$LOSSES\" JOBS=$JOBS${given} examples/reproduce/adsp.sh"
 
 # Summary rows: the largest H of the first scale, every target, adsp and adsp-max.
 S=${SCALES%%:*} H=$(echo "$HS" | tr ' ' '\n' | tail -n 1) H=${H%%:*}

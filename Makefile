@@ -45,7 +45,7 @@ STD_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN)
 # core/ is sans-I/O: it is compiled against its own headers, OpenBLAS and
 # jansson only, so a connectors/ or plugin/ header or librdkafka's does not
 # resolve there. The runtime's lower folders see only what is below them:
-# connectors/base (one clock, one log line) nothing; connectors/file core
+# connectors/base (one clock, one log line, memory give-back) nothing; connectors/file core
 # and base; connectors/kafka core, base and file; connectors/sim core and
 # base. The runtime programs at the top of connectors/, plugin/, the tests
 # and benchmarks see all of the tree.

@@ -1,6 +1,7 @@
 /* predictor.c — scores Kafka records with a model and produces one JSON
  * prediction per record, committing input offsets after the predictions
  * were acknowledged (see sc_predictor.h). */
+#include "sc_mem.h"
 #include "sc_file.h"
 #include "sc_predictor.h"
 
@@ -98,6 +99,9 @@ struct sc_predictor_s {
         size_t head, n_pend;
         sc_predictor_stats_t st;
         double t_commit;
+        double t_give_back;      /* last look at the streams' freed rows */
+        uint64_t chunks_freed;   /* the streams' chunks_freed then */
+        uint64_t nomem_seen;     /* the source's ks_nomem at the last poll */
         sc_pred_origins_t *orig; /* per input partition */
         size_t n_orig;
         sc_monitor_t *mon; /* the Prometheus endpoint; NULL without metrics.listen */
@@ -605,9 +609,16 @@ sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *er
 {
         sc_err_t err;
         size_t n = 0;
-        /* Records to score: no waiting. Only deliveries outstanding: short
-         * waits for records, the reports are served after each. */
-        int wait = sc_pred_has_records(p) ? 0 : p->n_pend && timeout_ms > 5 ? 5 : timeout_ms;
+        /* Records to score: no waiting, unless the source held one for want
+         * of memory for its row at the last poll (no spinning on it). Only
+         * deliveries outstanding: short waits for records, the reports are
+         * served after each. */
+        uint64_t nomem = sc_kafka_source_stats(p->src)->ks_nomem;
+        int short_of_memory = nomem != p->nomem_seen;
+        p->nomem_seen = nomem;
+        int wait = sc_pred_has_records(p) && !short_of_memory         ? 0
+                   : (p->n_pend || short_of_memory) && timeout_ms > 5 ? 5
+                                                                      : timeout_ms;
         if ((err = sc_kafka_source_poll(p->src, t, wait, 4 * (size_t)p->spec.batch, &n, errstr,
                                         errstr_size)))
                 return err;
@@ -629,6 +640,12 @@ sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *er
                 p->t_commit = t;
                 if ((err = sc_kafka_source_commit(p->src, 0, errstr, errstr_size)))
                         sc_pred_logf(p, 4, "commit: %s", errstr);
+        }
+        if (t - p->t_give_back >= 5.0) {
+                sc_stream_stats_t s;
+                sc_kafka_source_totals(p->src, &s);
+                sc_mem_give_back(s.chunks_freed, &p->chunks_freed);
+                p->t_give_back = t;
         }
         sc_pred_metrics(p, t);
         return SC_OK;

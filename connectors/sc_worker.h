@@ -81,9 +81,11 @@ typedef struct sc_worker_header {
  * use, up to 64 topics). Offsets of a partition must increase. Returns
  * SC_OK (buffered or counted as rejected: malformed records are never an
  * error), SC_ERR_AGAIN when the stream is full (persist policy: keep the
- * record, pause the partition, push it again after a poll), SC_ERR_STATE
- * for an offset not after the partition's last one, SC_ERR_INVAL in Kafka
- * mode. timestamp_ms is the record's timestamp (informational). */
+ * record, pause the partition, push it again after a poll), SC_ERR_NOMEM
+ * when no memory could be had for its row (not taken either: keep it and
+ * push it again a little later), SC_ERR_STATE for an offset not after the
+ * partition's last one, SC_ERR_INVAL in Kafka mode. timestamp_ms is the
+ * record's timestamp (informational). */
 sc_err_t sc_worker_push(sc_worker_t *w, const char *topic, int32_t partition, int64_t offset,
                         const void *key, size_t key_len, const void *value, size_t value_len,
                         const sc_worker_header_t *headers, size_t n_headers, int64_t timestamp_ms,

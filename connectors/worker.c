@@ -5,13 +5,11 @@
  * summary worker_stats.c's (worker_impl.h). */
 #include "worker_impl.h"
 #include "sc_clock.h"
+#include "sc_mem.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <inttypes.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -672,19 +670,13 @@ void sc_worker_clock(sc_worker_t *w, double now)
 /* Seconds between looks at the rows the streams gave back. */
 #define SC_WK_TRIM_S 5.0
 
-/* When a stream freed chunks of rows (a backlog drained: docs/STREAMS.md),
- * hands free heap memory back to the system: glibc keeps memory freed in
- * the middle of its heap resident until trimmed. */
+/* When a stream freed chunks of rows (a backlog drained, a topic left:
+ * docs/STREAMS.md), hands the free heap memory back to the system. */
 static void sc_wk_give_back(sc_worker_t *w)
 {
         sc_stream_stats_t s;
         sc_ingest_totals(w->ingest, &s);
-        if (s.chunks_freed == w->chunks_freed)
-                return;
-        w->chunks_freed = s.chunks_freed;
-#ifdef __GLIBC__
-        malloc_trim(0);
-#endif
+        sc_mem_give_back(s.chunks_freed, &w->chunks_freed);
 }
 
 static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,

@@ -198,7 +198,8 @@ static void sc_stream_trim(sc_stream_t *s)
 {
         size_t held = s->nslots - s->n_free;
         if (s->t_now - s->peak_t >= SC_STREAM_PEAK_S) {
-                s->peak_prev = s->peak;
+                /* After two windows or more with no look, no peak is left. */
+                s->peak_prev = s->t_now - s->peak_t >= 2 * SC_STREAM_PEAK_S ? held : s->peak;
                 s->peak = held;
                 s->peak_t = s->t_now;
         }
@@ -405,6 +406,7 @@ void sc_stream_shrink(sc_stream_t *stream)
         sc_stream_t *s = stream;
         if (s->count || s->lent || !s->nslots)
                 return;
+        s->stats.chunks_freed += s->made;
         for (size_t k = 0; k < s->made; k++)
                 sc_free(s->chunks[k]);
         sc_free(s->chunks);
@@ -588,6 +590,10 @@ double sc_stream_rate(sc_stream_t *stream, double t)
         t = sc_stream_time(stream, t);
         if (!stream->rate.started)
                 sc_rate_observe(&stream->rate, t, 0.0);
+        /* Asked at every poll: chunks of a stream gone quiet after a backlog
+         * are given back too, not only at a sample's release. */
+        if (stream->made > 1)
+                sc_stream_trim(stream);
         return sc_rate_get(&stream->rate, t);
 }
 

@@ -62,7 +62,9 @@ struct scadles_worker_s {
         /* training thread only */
         double t_stats, t_drop_log;
         uint64_t dropped_logged;
-        int final_acc_valid; /* under lock */
+        uint64_t short_of_memory; /* records held for want of memory (training thread) */
+        int wait_for_memory;      /* the last hand-over stopped at one: sleep before the next */
+        int final_acc_valid;      /* under lock */
         double final_acc, final_loss;
 };
 
@@ -357,9 +359,16 @@ static size_t sc_api_hand_over(scadles_worker_t *w)
                                             r->key_len, r->value, r->value_len, r->headers,
                                             r->n_headers, r->timestamp, err, sizeof(err));
                 pthread_mutex_unlock(&w->engine);
-                if (e == SC_ERR_AGAIN || e == SC_ERR_NOMEM)
-                        break; /* stream full or no memory for its row: train
-                                  first, push it again */
+                if (e == SC_ERR_NOMEM) {
+                        /* No memory for its row: wait a little, push it again. */
+                        if (!w->short_of_memory++)
+                                sc_api_logf(w, 3, "record %s [%" PRId32 "] @%" PRId64 " held: %s",
+                                            r->topic, r->partition, r->offset, err);
+                        w->wait_for_memory = 1;
+                        break;
+                }
+                if (e == SC_ERR_AGAIN)
+                        break; /* stream full: train first, push it again */
                 pthread_mutex_lock(&w->lock);
                 w->head = r->next;
                 if (!w->head)
@@ -419,13 +428,16 @@ static int sc_api_step(scadles_worker_t *w)
         return n > 0;
 }
 
-/* Waits up to ms for a record or a stop request (training thread). */
+/* Waits up to ms for a record or a stop request (training thread); the
+ * whole ms, records queued or not, after one was held for want of memory. */
 static void sc_api_wait(scadles_worker_t *w, int ms)
 {
         struct timespec until;
+        int memory = w->wait_for_memory;
+        w->wait_for_memory = 0;
         sc_api_deadline(&until, ms);
         pthread_mutex_lock(&w->lock);
-        if (!w->head && !w->stop_req)
+        if ((!w->head || memory) && !w->stop_req)
                 pthread_cond_timedwait(&w->work, &w->lock, &until);
         pthread_mutex_unlock(&w->lock);
 }

@@ -49,7 +49,7 @@ typedef struct sc_kafka_source_stats {
         uint64_t ks_held;          /* received, waiting for room in a full stream */
         uint64_t ks_held_returned; /* held when their partition was revoked */
         uint64_t ks_duplicates;    /* offsets at or below one already consumed (skipped) */
-        uint64_t ks_nomem;         /* records held because their row could not be allocated */
+        uint64_t ks_nomem;         /* times a record was held: no memory for its row */
         uint64_t ks_lost;          /* records removed by retention before being read */
         uint64_t ks_lost_events;
         uint64_t ks_orphaned;    /* inflight when their partition was revoked (trained, but

@@ -104,7 +104,7 @@ typedef struct sc_stream_stats {
         double latency_max;
         uint64_t taken;   /* samples taken (latency count) */
         uint64_t skipped; /* records a resumed checkpoint had trained: finished, not consumed */
-        uint64_t chunks_freed; /* chunks of rows given back as a backlog drained */
+        uint64_t chunks_freed; /* chunks of rows given back (a backlog drained, the topic left) */
         sc_decode_stats_t faults;
 } sc_stream_stats_t;
 
@@ -169,7 +169,9 @@ sc_err_t sc_stream_reject(sc_stream_t *stream, int32_t partition, int64_t offset
 /* Samples buffered now. */
 size_t sc_stream_count(const sc_stream_t *stream);
 /* Arrival rate (samples/s of pushed samples) at time t; starts the
- * estimator's clock if nothing was seen yet. */
+ * estimator's clock if nothing was seen yet. Also gives back the chunks of
+ * rows a drained backlog left (see sc_stream_slot): the batcher asks it at
+ * every poll. */
 double sc_stream_rate(sc_stream_t *stream, double t);
 /* The rate a resumed checkpoint measured for this stream (sc_rate_seed). */
 void sc_stream_seed_rate(sc_stream_t *stream, double rate);

@@ -385,6 +385,22 @@ static void rows_follow_the_backlog(void **state)
         assert_int_equal(sc_stream_take(s, 3, x, labels, refs, 27), 3);
         assert_float_equal(x[2 * NUMEL], 1004.0f, 0);
         check(s);
+        /* A backlog after which the stream goes quiet (no sample released
+         * again): the poll's rate query gives the chunks back, once two
+         * windows have passed. */
+        push_n(s, 0, &off, 600, 30, 0.001);
+        assert_int_equal(sc_stream_take(s, 600, x, labels, refs, 31), 600);
+        assert_int_equal(sc_stream_row_bytes(s), 3 * chunk);
+        (void)sc_stream_rate(s, 35);
+        assert_int_equal(sc_stream_row_bytes(s), 3 * chunk);
+        uint64_t freed = sc_stream_stats(s)->chunks_freed;
+        (void)sc_stream_rate(s, 60);
+        assert_int_equal(sc_stream_row_bytes(s), chunk);
+        assert_int_equal(sc_stream_stats(s)->chunks_freed, freed + 2);
+        check(s);
+        sc_stream_shrink(s); /* the topic left: its last chunk is counted too */
+        assert_int_equal(sc_stream_row_bytes(s), 0);
+        assert_int_equal(sc_stream_stats(s)->chunks_freed, freed + 3);
         sc_stream_destroy(s);
 }
 

@@ -19,7 +19,7 @@ done
 rm -rf "$OUT"
 mkdir -p "$OUT"
 start=$(date +%s)
-SETS=S10 CONFIGS="bsp full" SEEDS="1 2 3 4 5" HORIZON=600 EVAL=2 \
+SETS=S10 CONFIGS="bsp full" SEEDS="1 2 3 4 5" HORIZON=600 EVAL=2 STAYS=0 \
 	"$top/examples/reproduce/scadles_speedup.sh" >"$OUT/scadles.log"
 SETS=S2 SEEDS="1 2 3 4 5" HORIZON=600 "$top/examples/reproduce/buffers.sh" >"$OUT/buffers.log"
 SUMMARY_CMD="make check-results" "$top/examples/reproduce/summary.sh" >/dev/null

@@ -717,10 +717,12 @@ static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *err
                 int tmo = ready ? 0 : (int)fmin(timeout_ms, fmax(1.0, (wake - now) * 1000.0));
                 /* A job's timers tick at 5 ms; while the policy waits, a ready
                  * batch is no reason to wake and the clients wake the loop
-                 * for a model, so it sleeps up to 100 ms (heartbeats and
+                 * for a model, so it sleeps up to 250 ms, a quarter of
+                 * job.heartbeat_interval when that is shorter (heartbeats and
                  * commits, 1 s apart by default, keep their time). */
                 if (waiting)
-                        tmo = (int)fmin(timeout_ms, 100);
+                        tmo = (int)fmin(timeout_ms,
+                                        fmin(250.0, 250.0 * w->conf->job.heartbeat_interval));
                 else if (w->job && tmo > 5)
                         tmo = 5;
                 size_t got = 0;

@@ -228,7 +228,7 @@ static int sc_wcli_spec(sc_worker_spec_t *spec, sc_conf_t *conf, const sc_wcli_o
 }
 
 /* Polls the worker until it is done or a signal stops it (a signal ends a
- * poll's sleep at once; the worker sleeps at most 100 ms, less when it has
+ * poll's sleep at once; the worker sleeps at most 250 ms, less when it has
  * work due), then finishes it; returns the exit code so far. */
 static int sc_wcli_run(sc_worker_t *w)
 {
@@ -239,7 +239,7 @@ static int sc_wcli_run(sc_worker_t *w)
                         sc_worker_stop(w, "signal");
                         break;
                 }
-                if (sc_worker_poll(w, sc_clock_mono(), 100, err, sizeof(err))) {
+                if (sc_worker_poll(w, sc_clock_mono(), 250, err, sizeof(err))) {
                         fprintf(stderr, "scadles worker: %s\n", err);
                         sc_worker_stop(w, "error");
                         rc = 1;

@@ -464,8 +464,9 @@ void sc_feed_topic_stats(const sc_feed_t *f, int i, double elapsed, sc_feed_topi
         st->delivered = dn;
         st->failed = t->ft_dv.dv_failed;
         st->pending = t->ft_dv.dv_pending;
-        st->achieved = dn >= 2 && t->ft_t_last > 0 ? (double)(dn - 1) / t->ft_t_last
-                                                   : (elapsed > 0 ? (double)dn / elapsed : 0);
+        /* One sample (or all at one instant) has no rate: NAN. */
+        (void)elapsed;
+        st->achieved = dn >= 2 && t->ft_t_last > 0 ? (double)(dn - 1) / t->ft_t_last : NAN;
         st->max_late = t->ft_max_late;
         st->first_err = t->ft_dv.dv_first_err;
 }

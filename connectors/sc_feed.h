@@ -51,7 +51,7 @@ typedef struct sc_feed_topic_stats {
         double rate;  /* target samples/s */
         int64_t sent; /* produced */
         int64_t delivered, failed, pending;
-        double achieved; /* samples/s from the send times */
+        double achieved; /* samples/s from the send times; NAN under 2 delivered */
         double max_late; /* worst lateness of a send against its schedule, s */
         int first_err;   /* librdkafka's first delivery error, 0 = none */
 } sc_feed_topic_stats_t;

@@ -250,18 +250,24 @@ static int sc_feed_report(sc_feed_t *feed, double elapsed, double t_flush, doubl
 {
         char errstr[512];
         int64_t sent = 0, delivered = 0, failed = 0, pending = 0;
-        double worst = 0;
+        double worst = 0, rates = 0; /* rates: the achieved rates added up */
+        int rated = 0;               /* topics with a rate */
         int n = sc_feed_topic_count(feed), first = 0;
         for (int i = 0; i < n; i++) {
                 sc_feed_topic_stats_t t;
                 sc_feed_topic_stats(feed, i, elapsed, &t);
-                double dev = 100.0 * (t.achieved - t.rate) / t.rate;
-                if (fabs(dev) > fabs(worst))
-                        worst = dev;
+                char got[64] = "n/a (under 2 delivered)";
+                if (!isnan(t.achieved)) {
+                        double dev = 100.0 * (t.achieved - t.rate) / t.rate;
+                        if (fabs(dev) > fabs(worst))
+                                worst = dev;
+                        snprintf(got, sizeof(got), "%.2f/s (%+.2f%%)", t.achieved, dev);
+                        rates += t.achieved;
+                        rated++;
+                }
                 printf("feed: topic %s target %.2f/s sent %" PRId64 " delivered %" PRId64
-                       " failed %" PRId64 " achieved %.2f/s (%+.2f%%) max-late %.1f ms\n",
-                       t.name, t.rate, t.sent, t.delivered, t.failed, t.achieved, dev,
-                       t.max_late * 1000.0);
+                       " failed %" PRId64 " achieved %s max-late %.1f ms\n",
+                       t.name, t.rate, t.sent, t.delivered, t.failed, got, t.max_late * 1000.0);
                 sent += t.sent;
                 delivered += t.delivered;
                 failed += t.failed;
@@ -269,11 +275,13 @@ static int sc_feed_report(sc_feed_t *feed, double elapsed, double t_flush, doubl
                 if (!first)
                         first = t.first_err;
         }
+        char all[64] = "n/a";
+        if (rated) /* the topics' rates added up, as the target is */
+                snprintf(all, sizeof(all), "%.1f/s", rates);
         printf("feed: total topics %d sent %" PRId64 " delivered %" PRId64 " failed %" PRId64
-               " undelivered %" PRId64 " elapsed %.2f s flush %.2f s achieved %.1f/s "
+               " undelivered %" PRId64 " elapsed %.2f s flush %.2f s achieved %s "
                "target %.1f/s worst-topic %+.2f%%\n",
-               n, sent, delivered, failed, pending, elapsed, t_flush,
-               elapsed > 0 ? (double)delivered / elapsed : 0, total_rate, worst);
+               n, sent, delivered, failed, pending, elapsed, t_flush, all, total_rate, worst);
         fflush(stdout);
         int rc = failed || pending ? 1 : 0;
         if (sc_kafka_fatal_check(errstr, sizeof(errstr))) {

@@ -105,79 +105,65 @@ static sc_err_t sc_wk_model(sc_worker_t *w, char *errstr, size_t errstr_size)
         if (!conf->worker.eval || !w->spec.eval)
                 return SC_OK;
         return sc_eval_set_load(conf, w->n_classes, &w->test, errstr, errstr_size);
-        return SC_OK;
 }
 
 static sc_err_t sc_wk_resume(sc_worker_t *w, char *errstr, size_t errstr_size);
 
-sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *errstr,
-                       size_t errstr_size)
+/* What the configuration and the spec must agree on before anything is
+ * made. */
+static sc_err_t sc_wk_check(const sc_worker_t *w, char *errstr, size_t errstr_size)
 {
-        sc_err_t err;
-        *wp = NULL;
-        sc_worker_t *w = sc_calloc(1, sizeof(*w));
-        if (!w)
-                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
-        w->spec = *spec;
-        w->conf = spec->conf;
-        w->last_acc = -1;
         const sc_conf_t *conf = w->conf;
-        if (conf->source.unlabelled) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "%s: $.source.unlabelled: a worker trains on labelled records; "
-                              "unlabelled ones are for scadles predict",
-                              conf->origin);
-                goto fail;
-        }
+        const sc_worker_spec_t *spec = &w->spec;
+        if (conf->source.unlabelled)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.source.unlabelled: a worker trains on labelled records; "
+                               "unlabelled ones are for scadles predict",
+                               conf->origin);
         if (spec->distributed &&
-            (spec->worker_id < 0 || spec->worker_id >= conf->job.sync.n_workers)) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "worker id %d: the job admits ids 0 .. %d (job.workers)",
-                              spec->worker_id, conf->job.sync.n_workers - 1);
-                goto fail;
-        }
+            (spec->worker_id < 0 || spec->worker_id >= conf->job.sync.n_workers))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "worker id %d: the job admits ids 0 .. %d (job.workers)",
+                               spec->worker_id, conf->job.sync.n_workers - 1);
         if (spec->inject_alpha < 0 || spec->inject_alpha > 1 || spec->inject_beta < 0 ||
-            spec->inject_beta > 1) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "injection: alpha and beta must be in [0, 1]");
-                goto fail;
-        }
-        if ((err = sc_wk_model(w, errstr, errstr_size)))
-                goto fail;
-        w->bspec = conf->worker.batch;
+            spec->inject_beta > 1)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "injection: alpha and beta must be in [0, 1]");
+        if (sc_wk_auto_window(conf) && !spec->distributed)
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.worker.window: \"auto\" takes the window from a job's "
+                               "model broadcast (the sum of its workers' rates); a standalone "
+                               "worker needs seconds",
+                               conf->origin);
+        return SC_OK;
+}
+
+/* The training rows of the largest step (a batch and what a job mixes into
+ * it) and the model's activations for them, so that no step allocates. */
+static sc_err_t sc_wk_rows(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        w->bspec = w->conf->worker.batch;
         int bmax = sc_batch_spec_max(&w->bspec);
-        w->tcap = bmax + (int)ceil(spec->inject_beta * bmax) + 1;
+        w->tcap = bmax + (int)ceil(w->spec.inject_beta * bmax) + 1;
         /* The batch is the head of the training rows: a take gathers the
          * samples straight into them, foreign ones go after. */
         if (!(w->tx = sc_malloc((size_t)w->tcap * w->numel * sizeof(float))) ||
             !(w->ty = sc_malloc((size_t)w->tcap * sizeof(int32_t))) ||
             !(w->plogits = sc_malloc((size_t)w->tcap * (size_t)w->n_classes * sizeof(float))) ||
-            sc_batch_wrap(&w->batch, bmax, w->numel, w->tx, w->ty)) {
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
-                goto fail;
-        }
-        /* The model's activations for the largest step (a batch and what a
-         * job mixes into it), so that no step allocates them. */
-        if (sc_model_reserve(w->model, w->tcap)) {
-                err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
-                              "out of memory for the activations of %d samples", w->tcap);
-                goto fail;
-        }
-        w->sspec = conf->streams.buffer;
-        if (sc_wk_auto_window(conf) && !spec->distributed) {
-                err = sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                              "%s: $.worker.window: \"auto\" takes the window from a job's model "
-                              "broadcast (the sum of its workers' rates); a standalone worker "
-                              "needs seconds",
-                              conf->origin);
-                goto fail;
-        }
-        /* The job's clients first: the source joins its group last, so no
-         * rebalance waits for a member busy with the job's start-up. */
-        if (spec->distributed && (err = sc_wk_job_new(w, errstr, errstr_size)))
-                goto fail;
-        /* The worker owns its ingest path in every mode: pushed records go
-         * into it, or the Kafka source pumps its consumer's records into it. */
+            sc_batch_wrap(&w->batch, bmax, w->numel, w->tx, w->ty))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory for a batch");
+        if (sc_model_reserve(w->model, w->tcap))
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size,
+                               "out of memory for the activations of %d samples", w->tcap);
+        return SC_OK;
+}
+
+/* The worker owns its ingest path in every mode: pushed records go into it,
+ * or the Kafka source pumps its consumer's records into it. */
+static sc_err_t sc_wk_input(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        const sc_conf_t *conf = w->conf;
+        const sc_worker_spec_t *spec = &w->spec;
         uint64_t seed = conf->train.seed +
                         (spec->input == SC_WORKER_INPUT_KAFKA ? (uint64_t)spec->worker_id : 0);
         sc_ingest_spec_t is = {.numel = w->numel,
@@ -186,15 +172,22 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
                                .seed = seed,
                                .decoder = sc_wk_decoder,
                                .decoder_opaque = w};
-        if ((err = sc_ingest_new(&w->ingest, &is, errstr, errstr_size)))
-                goto fail;
-        if (spec->input == SC_WORKER_INPUT_KAFKA &&
-            ((err = sc_kafka_source_new(&w->src, conf, w->numel, w->n_classes, seed, sc_wk_src_log,
-                                        w, errstr, errstr_size)) ||
-             (err = sc_kafka_source_feed(w->src, w->ingest, errstr, errstr_size))))
-                goto fail;
-        if ((err = sc_wk_resume(w, errstr, errstr_size)))
-                goto fail;
+        sc_err_t err = sc_ingest_new(&w->ingest, &is, errstr, errstr_size);
+        if (!err && spec->input == SC_WORKER_INPUT_KAFKA &&
+            !(err = sc_kafka_source_new(&w->src, conf, w->numel, w->n_classes, seed, sc_wk_src_log,
+                                        w, errstr, errstr_size)))
+                err = sc_kafka_source_feed(w->src, w->ingest, errstr, errstr_size);
+        return err;
+}
+
+/* How the source commits (after the checkpoints that hold its records, or
+ * naming the records a job's model holds), and the waker a distributed
+ * worker sleeps on until the first of its clients has work: a record, a
+ * model, a delivery report. */
+static sc_err_t sc_wk_commits_and_waker(sc_worker_t *w, char *errstr, size_t errstr_size)
+{
+        const sc_conf_t *conf = w->conf;
+        sc_err_t err = SC_OK;
         /* A standalone worker that checkpoints what its model holds commits
          * no further than its last checkpoint. */
         w->durable_commits = !w->job && w->src && conf->train.checkpoint[0] && conf->train.resume;
@@ -208,13 +201,40 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
                 sc_wk_logf(w, 5,
                            "commits follow checkpoints: with train.checkpoint_interval 0 the "
                            "group's committed offsets advance only when the worker stops");
-        /* A distributed worker sleeps until the first of its clients has
-         * work: a record, a model, a delivery report. */
         if (w->job && w->src &&
             ((err = sc_kafka_waker_new(&w->waker, errstr, errstr_size)) ||
              (err = sc_kafka_waker_watch(w->waker, sc_kafka_source_handle(w->src), errstr,
-                                         errstr_size)) ||
-             (err = sc_wk_job_watch(w, w->waker, errstr, errstr_size))))
+                                         errstr_size))))
+                return err;
+        if (w->job && w->src)
+                err = sc_wk_job_watch(w, w->waker, errstr, errstr_size);
+        return err;
+}
+
+sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *errstr,
+                       size_t errstr_size)
+{
+        sc_err_t err;
+        *wp = NULL;
+        sc_worker_t *w = sc_calloc(1, sizeof(*w));
+        if (!w)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        w->spec = *spec;
+        w->conf = spec->conf;
+        w->last_acc = -1;
+        const sc_conf_t *conf = w->conf;
+        if ((err = sc_wk_check(w, errstr, errstr_size)) ||
+            (err = sc_wk_model(w, errstr, errstr_size)) ||
+            (err = sc_wk_rows(w, errstr, errstr_size)))
+                goto fail;
+        w->sspec = conf->streams.buffer;
+        /* The job's clients first: the source joins its group last, so no
+         * rebalance waits for a member busy with the job's start-up. */
+        if (spec->distributed && (err = sc_wk_job_new(w, errstr, errstr_size)))
+                goto fail;
+        if ((err = sc_wk_input(w, errstr, errstr_size)) ||
+            (err = sc_wk_resume(w, errstr, errstr_size)) ||
+            (err = sc_wk_commits_and_waker(w, errstr, errstr_size)))
                 goto fail;
         sc_drift_spec_t ds = {.delta = conf->drift.delta,
                               .threshold = conf->drift.threshold,

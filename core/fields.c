@@ -217,13 +217,10 @@ void sc_field_defaults(sc_field_t *field)
         field->std = 1.0;
 }
 
-int sc_fields_add(sc_fields_t *f, sc_field_t *field, char *errstr, size_t errstr_size)
+/* Where a field is read: its path completed to "$." form and compiled, or
+ * its csv column. -1 with errstr when neither holds. */
+static int sc_field_check_where(sc_field_t *field, char *errstr, size_t errstr_size)
 {
-        size_t width = 0;
-        if (f->n == SC_FIELDS_MAX) {
-                sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "at most %d fields", SC_FIELDS_MAX);
-                return -1;
-        }
         if (!memchr(field->path, '\0', sizeof(field->path))) {
                 sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "path: too long");
                 return -1;
@@ -256,18 +253,26 @@ int sc_fields_add(sc_fields_t *f, sc_field_t *field, char *errstr, size_t errstr
                 sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "column: name too long");
                 return -1;
         }
+        return 0;
+}
+
+/* What a field's type makes of it: its width in features (0 with errstr
+ * when its type's settings do not hold). */
+static size_t sc_field_check_kind(const sc_field_t *field, char *errstr, size_t errstr_size)
+{
+        size_t width = 0;
         switch (field->kind) {
         case SC_FIELD_NUMERIC:
         case SC_FIELD_BOOLEAN:
                 if (!isfinite(field->mean) || !isfinite(field->fill)) {
                         sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                 "mean/fill: expected finite numbers");
-                        return -1;
+                        return 0;
                 }
                 if (!isfinite(field->std) || !(field->std > 0) || !isfinite(1.0 / field->std)) {
                         sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                 "std: expected a finite number > 0, got %g", field->std);
-                        return -1;
+                        return 0;
                 }
                 width = field->indicator ? 2 : 1;
                 break;
@@ -275,7 +280,7 @@ int sc_fields_add(sc_fields_t *f, sc_field_t *field, char *errstr, size_t errstr
                 if (sc_vocab_size(field->vocab) == 0) {
                         sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                 "vocab: a categorical field needs a list of its values");
-                        return -1;
+                        return 0;
                 }
                 width = sc_vocab_size(field->vocab) + 1;
                 break;
@@ -284,13 +289,13 @@ int sc_fields_add(sc_fields_t *f, sc_field_t *field, char *errstr, size_t errstr
                         sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                 "buckets: expected 1..%d, got %d", SC_FIELDS_BUCKETS_MAX,
                                 field->buckets);
-                        return -1;
+                        return 0;
                 }
                 width = (size_t)field->buckets;
                 break;
         default:
                 sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "type: not a field type");
-                return -1;
+                return 0;
         }
         if ((field->kind == SC_FIELD_CATEGORICAL || field->kind == SC_FIELD_HASHED) &&
             (field->missing == SC_MISSING_CONSTANT || field->missing == SC_MISSING_MEAN ||
@@ -299,12 +304,26 @@ int sc_fields_add(sc_fields_t *f, sc_field_t *field, char *errstr, size_t errstr
                         "missing: a %s field takes \"zero\" (no slot set) or \"error\"%s",
                         sc_field_kind_name(field->kind),
                         field->indicator ? ", and no indicator" : "");
-                return -1;
+                return 0;
         }
         if ((int)field->missing < 0 || field->missing >= SC_MISSING__END) {
                 sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "missing: not a rule");
+                return 0;
+        }
+        return width;
+}
+
+int sc_fields_add(sc_fields_t *f, sc_field_t *field, char *errstr, size_t errstr_size)
+{
+        if (f->n == SC_FIELDS_MAX) {
+                sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "at most %d fields", SC_FIELDS_MAX);
                 return -1;
         }
+        if (sc_field_check_where(field, errstr, errstr_size))
+                return -1;
+        size_t width = sc_field_check_kind(field, errstr, errstr_size);
+        if (!width)
+                return -1;
         if (f->width + width > SC_FIELDS_WIDTH_MAX) {
                 sc_errf(SC_ERR_CONFIG, errstr, errstr_size, "more than %zu features in all",
                         SC_FIELDS_WIDTH_MAX);

@@ -397,23 +397,17 @@ sc_err_t sc_server_update_decode(const sc_wire_update_t *wu, size_t n, uint32_t 
                                    errstr_size);
 }
 
-sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result_t *res,
-                         char *errstr, size_t errstr_size)
+/* An update's seq against its worker's window: SC_APPLY_DUPLICATE (already
+ * applied), SC_APPLY_AHEAD (beyond the window; errstr says why) or
+ * SC_APPLY_APPLIED (admitted). */
+static sc_apply_status_t sc_server_admit(sc_server_t *srv, const sc_update_t *u, char *errstr,
+                                         size_t errstr_size)
 {
-        sc_apply_result_t r = {0};
-        const sc_update_t *u0 = u;
-        sc_update_t lu;
+        const sc_seqwin_t *sw = &srv->seq[u->worker];
         uint64_t window = srv->spec.limits.seq_window;
-        sc_seqwin_t *sw;
-        sc_err_t err;
-
-        if ((err = sc_server_check(srv, u, errstr, errstr_size)))
-                return err;
-        sw = &srv->seq[u->worker];
         if (sc_seqwin_has(sw, u->seq)) {
                 srv->stats.duplicates++;
-                r.status = SC_APPLY_DUPLICATE;
-                goto out;
+                return SC_APPLY_DUPLICATE;
         }
         if (window && u->seq - sw->base >= window) {
                 sc_errf(SC_OK, errstr, errstr_size,
@@ -423,9 +417,49 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
                         (unsigned long long)(u->seq - sw->base), (unsigned long long)sw->base,
                         (unsigned long long)window);
                 srv->stats.ahead++;
-                r.status = SC_APPLY_AHEAD;
-                goto out;
+                return SC_APPLY_AHEAD;
         }
+        return SC_APPLY_APPLIED;
+}
+
+/* 1 if a round policy refuses the update as stale: computed more than
+ * sync.late_rounds versions behind, or its worker's second update of the
+ * round (errstr says which, stats.stale counts it). */
+static int sc_server_stale(sc_server_t *srv, const sc_update_t *u, uint64_t behind, int late,
+                           char *errstr, size_t errstr_size)
+{
+        if (!srv->pol->round_based || !((behind > 0 && !late) || srv->got[u->worker]))
+                return 0;
+        srv->stats.stale++;
+        if (srv->got[u->worker])
+                sc_errf(SC_OK, errstr, errstr_size,
+                        "shard %u: worker %u seq %llu is its second update of the round at v%llu",
+                        srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                        (unsigned long long)srv->version);
+        else
+                sc_errf(SC_OK, errstr, errstr_size,
+                        "shard %u: worker %u seq %llu was computed on v%llu, %llu versions behind "
+                        "v%llu (sync.late_rounds %d)",
+                        srv->spec.shard, u->worker, (unsigned long long)u->seq,
+                        (unsigned long long)u->t_read, (unsigned long long)behind,
+                        (unsigned long long)srv->version, srv->spec.sync.late_rounds);
+        return 1;
+}
+
+sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result_t *res,
+                         char *errstr, size_t errstr_size)
+{
+        sc_apply_result_t r = {0};
+        const sc_update_t *u0 = u;
+        sc_update_t lu;
+        sc_seqwin_t *sw;
+        sc_err_t err;
+
+        if ((err = sc_server_check(srv, u, errstr, errstr_size)))
+                return err;
+        sw = &srv->seq[u->worker];
+        if ((r.status = sc_server_admit(srv, u, errstr, errstr_size)) != SC_APPLY_APPLIED)
+                goto out;
         r.gap = sc_seqwin_gap(sw, u->seq);
         /* A round update computed on an older version comes from a worker the
          * rounds since did not wait for (a rejoiner whose join crossed a
@@ -437,22 +471,8 @@ sc_err_t sc_server_apply(sc_server_t *srv, const sc_update_t *u, sc_apply_result
             srv->pol->round_based && u->t_read < srv->version ? srv->version - u->t_read : 0;
         int late = behind > 0 && behind <= (uint64_t)srv->spec.sync.late_rounds;
         int turn = !late || srv->rows; /* a late update takes no turn (above) */
-        if (srv->pol->round_based && ((behind > 0 && !late) || srv->got[u->worker])) {
+        if (sc_server_stale(srv, u, behind, late, errstr, errstr_size)) {
                 r.status = SC_APPLY_STALE;
-                srv->stats.stale++;
-                if (srv->got[u->worker])
-                        sc_errf(SC_OK, errstr, errstr_size,
-                                "shard %u: worker %u seq %llu is its second update of the round "
-                                "at v%llu",
-                                srv->spec.shard, u->worker, (unsigned long long)u->seq,
-                                (unsigned long long)srv->version);
-                else
-                        sc_errf(SC_OK, errstr, errstr_size,
-                                "shard %u: worker %u seq %llu was computed on v%llu, %llu "
-                                "versions behind v%llu (sync.late_rounds %d)",
-                                srv->spec.shard, u->worker, (unsigned long long)u->seq,
-                                (unsigned long long)u->t_read, (unsigned long long)behind,
-                                (unsigned long long)srv->version, srv->spec.sync.late_rounds);
         } else if (sc_server_limit(srv, u0, &lu, &r.clipped, errstr, errstr_size)) {
                 r.status = SC_APPLY_REJECTED;
         } else if (srv->pol->round_based) {

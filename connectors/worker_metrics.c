@@ -11,7 +11,8 @@
 #define sc_wkm_counter(p, name, help, v) sc_prom_one(p, name, "counter", help, v)
 #define sc_wkm_gauge(p, name, help, v) sc_prom_one(p, name, "gauge", help, v)
 
-/* scadles_records_total{topic, outcome} and the rejections by reason. */
+/* scadles_records_total{topic, outcome}, the rejections by reason and what
+ * the buffers hold. */
 static void sc_wkm_records(sc_worker_t *w, sc_prom_t *p)
 {
         static const char *const outcomes[] = {"consumed", "trained", "dropped", "rejected",
@@ -30,6 +31,14 @@ static void sc_wkm_records(sc_worker_t *w, sc_prom_t *p)
                         const char *lbl[] = {"topic", is->topic, "outcome", outcomes[k], NULL};
                         sc_prom_sample(p, NULL, lbl, (double)v[k]);
                 }
+        }
+        sc_prom_family(p, "scadles_stream_row_bytes", "gauge",
+                       "Bytes of sample rows a topic's buffer holds now: made as its buffer "
+                       "grows, given back 10-20 s after a backlog drains.");
+        for (int i = 0; i < ns; i++) {
+                const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
+                const char *lbl[] = {"topic", is->topic, NULL};
+                sc_prom_sample(p, NULL, lbl, (double)sc_stream_row_bytes(is->stream));
         }
         sc_stream_stats_t s;
         sc_ingest_totals(w->ingest, &s);

@@ -73,6 +73,55 @@ void sc_wk_progress(sc_worker_t *w, double now)
         w->in_since = 0;
 }
 
+/* The held-out evaluation's figures (when the worker evaluated) and the
+ * class names the per-class figures follow. */
+static void sc_wk_stats_eval(const sc_worker_t *w, json_t *j)
+{
+        if (w->evaluated) {
+                json_object_set_new(j, "test_accuracy", json_real(w->final_acc));
+                json_object_set_new(j, "test_loss", json_real(w->final_loss));
+                json_object_set_new(j, "test_samples", json_integer((json_int_t)w->test.n));
+                json_t *tm = sc_metrics_json(w->test_metrics);
+                if (tm) {
+                        json_object_set(j, "test_per_class_accuracy",
+                                        json_object_get(tm, "per_class_accuracy"));
+                        json_object_set(j, "test_confusion", json_object_get(tm, "confusion"));
+                        json_decref(tm);
+                }
+        }
+        const sc_vocab_t *names = w->conf->streams.decode.labels;
+        if (names) { /* class i of the per-class figures and predictions */
+                json_t *cls = json_array();
+                for (size_t k = 0; cls && k < sc_vocab_size(names); k++)
+                        json_array_append_new(cls, json_string(sc_vocab_name(names, k)));
+                json_object_set_new(j, "classes", cls);
+        }
+}
+
+/* One object per stream (topic): its records by outcome, the bytes of
+ * sample rows its buffer holds now and the chunks of rows it gave back;
+ * *row_bytes gets their sum. */
+static json_t *sc_wk_stats_streams(const sc_worker_t *w, uint64_t *row_bytes)
+{
+        json_t *streams = json_array();
+        int ns = sc_ingest_count(w->ingest);
+        *row_bytes = 0;
+        for (int i = 0; streams && i < ns; i++) {
+                const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
+                const sc_stream_stats_t *ss = sc_stream_stats(is->stream);
+                size_t rb = sc_stream_row_bytes(is->stream);
+                *row_bytes += rb;
+                json_array_append_new(
+                    streams, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "topic",
+                                       is->topic, "consumed", (json_int_t)ss->consumed, "trained",
+                                       (json_int_t)ss->trained, "dropped", (json_int_t)ss->dropped,
+                                       "rejected", (json_int_t)ss->rejected, "returned",
+                                       (json_int_t)ss->revoked, "row_bytes", (json_int_t)rb,
+                                       "chunks_freed", (json_int_t)ss->chunks_freed));
+        }
+        return streams;
+}
+
 char *sc_worker_stats_json(sc_worker_t *w)
 {
         sc_stream_stats_t s;
@@ -123,25 +172,7 @@ char *sc_worker_stats_json(sc_worker_t *w)
         json_object_set_new(j, "samples_total",
                             json_integer((json_int_t)(w->resumed_samples + w->samples)));
         json_object_set_new(j, "samples", json_integer((json_int_t)w->samples));
-        if (w->evaluated) {
-                json_object_set_new(j, "test_accuracy", json_real(w->final_acc));
-                json_object_set_new(j, "test_loss", json_real(w->final_loss));
-                json_object_set_new(j, "test_samples", json_integer((json_int_t)w->test.n));
-                json_t *tm = sc_metrics_json(w->test_metrics);
-                if (tm) {
-                        json_object_set(j, "test_per_class_accuracy",
-                                        json_object_get(tm, "per_class_accuracy"));
-                        json_object_set(j, "test_confusion", json_object_get(tm, "confusion"));
-                        json_decref(tm);
-                }
-        }
-        const sc_vocab_t *names = w->conf->streams.decode.labels;
-        if (names) { /* class i of the per-class figures and predictions */
-                json_t *cls = json_array();
-                for (size_t k = 0; cls && k < sc_vocab_size(names); k++)
-                        json_array_append_new(cls, json_string(sc_vocab_name(names, k)));
-                json_object_set_new(j, "classes", cls);
-        }
+        sc_wk_stats_eval(w, j);
         if (w->conf->train.checkpoint[0])
                 json_object_set_new(j, "checkpoints", json_integer((json_int_t)w->checkpoints));
         json_t *pq = sc_metrics_json(w->preq);
@@ -151,19 +182,9 @@ char *sc_worker_stats_json(sc_worker_t *w)
                 json_object_set_new(j, "drift",
                                     json_pack("{s:I, s:I}", "events", (json_int_t)w->drift_events,
                                               "last_sample", (json_int_t)w->drift_last));
-        json_t *streams = json_array();
-        int ns = sc_ingest_count(w->ingest);
-        for (int i = 0; streams && i < ns; i++) {
-                const sc_ingest_stream_t *is = sc_ingest_at(w->ingest, i);
-                const char *topic = is->topic;
-                const sc_stream_stats_t *ss = sc_stream_stats(is->stream);
-                json_array_append_new(
-                    streams,
-                    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "topic", topic, "consumed",
-                              (json_int_t)ss->consumed, "trained", (json_int_t)ss->trained,
-                              "dropped", (json_int_t)ss->dropped, "rejected",
-                              (json_int_t)ss->rejected, "returned", (json_int_t)ss->revoked));
-        }
+        uint64_t row_bytes;
+        json_t *streams = sc_wk_stats_streams(w, &row_bytes);
+        json_object_set_new(j, "row_bytes", json_integer((json_int_t)row_bytes));
         if (streams)
                 json_object_set_new(j, "streams", streams);
         if (w->src) {

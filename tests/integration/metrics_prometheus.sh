@@ -260,7 +260,7 @@ common=(scadles_info:gauge process_resident_memory_bytes:gauge process_start_tim
 	scadles_broker_reachable:gauge)
 worker_fams=("${common[@]}" scadles_records_total:counter scadles_records_rejected_total:counter
 	scadles_records_dead_lettered_total:counter
-	scadles_records_lost_total:counter scadles_buffered_samples:gauge
+	scadles_records_lost_total:counter scadles_buffered_samples:gauge scadles_stream_row_bytes:gauge
 	scadles_consumer_lag_records:gauge scadles_assigned_partitions:gauge
 	scadles_train_steps_total:counter scadles_train_samples_total:counter scadles_train_loss:gauge
 	scadles_prequential_samples_total:counter scadles_prequential_accuracy:gauge

@@ -42,12 +42,12 @@ struct sc_batcher_s {
 void sc_batch_spec_defaults(sc_batch_spec_t *spec)
 {
         memset(spec, 0, sizeof(*spec));
-        spec->mode = SC_BATCH_RATE;
-        spec->b = 64;
-        spec->b_min = 8;
-        spec->b_max = 1024;
-        spec->window = 1.0;
-        spec->shuffle = 256;
+        spec->mode = SC_BATCH_DEF_MODE;
+        spec->b = SC_BATCH_DEF_B;
+        spec->b_min = SC_BATCH_DEF_B_MIN;
+        spec->b_max = SC_BATCH_DEF_B_MAX;
+        spec->window = SC_BATCH_DEF_WINDOW;
+        spec->shuffle = SC_BATCH_DEF_SHUFFLE;
 }
 
 sc_err_t sc_batch_spec_check(const sc_batch_spec_t *spec, char *errstr, size_t errstr_size)

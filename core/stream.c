@@ -115,13 +115,13 @@ struct sc_stream_s {
 void sc_stream_spec_defaults(sc_stream_spec_t *spec)
 {
         memset(spec, 0, sizeof(*spec));
-        spec->policy = SC_STREAM_PERSIST;
-        spec->cap = 8192;
-        spec->high_watermark = 0.8;
-        spec->low_watermark = 0.5;
-        spec->window = 1.0;
-        spec->keep_min = 8;
-        spec->rate_tau = 1.0;
+        spec->policy = SC_STREAM_DEF_POLICY;
+        spec->cap = SC_STREAM_DEF_CAP;
+        spec->high_watermark = SC_STREAM_DEF_HIGH_WATERMARK;
+        spec->low_watermark = SC_STREAM_DEF_LOW_WATERMARK;
+        spec->window = SC_STREAM_DEF_WINDOW;
+        spec->keep_min = SC_STREAM_DEF_KEEP_MIN;
+        spec->rate_tau = SC_STREAM_DEF_RATE_TAU;
 }
 
 sc_err_t sc_stream_spec_check(const sc_stream_spec_t *spec, char *errstr, size_t errstr_size)

@@ -76,6 +76,15 @@ typedef struct sc_batcher_stats {
 
 typedef struct sc_batcher_s sc_batcher_t;
 
+/* The defaults' one home: sc_batch_spec_defaults and the configuration's
+ * worker.* batch rows (core/conf_table.c) both take them from here. */
+#define SC_BATCH_DEF_MODE SC_BATCH_RATE
+#define SC_BATCH_DEF_MODE_NAME "rate"
+#define SC_BATCH_DEF_B 64
+#define SC_BATCH_DEF_B_MIN 8
+#define SC_BATCH_DEF_B_MAX 1024
+#define SC_BATCH_DEF_WINDOW 1
+#define SC_BATCH_DEF_SHUFFLE 256
 void sc_batch_spec_defaults(sc_batch_spec_t *spec);
 /* Errors name the field as "batch.<name>". */
 sc_err_t sc_batch_spec_check(const sc_batch_spec_t *spec, char *errstr, size_t errstr_size);

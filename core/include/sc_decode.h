@@ -143,6 +143,20 @@ typedef struct sc_record {
 
 /* Fills spec with the defaults for format (numel is set to 0: the caller sets
  * it to the model's input numel). */
+/* The defaults' one home: sc_decode_spec_defaults and the configuration's
+ * streams.* decoding rows (core/conf_table.c) both take them from here. */
+#define SC_DECODE_DEF_SCALE 1
+#define SC_DECODE_DEF_MEAN 0
+#define SC_DECODE_DEF_STD 1
+#define SC_DECODE_DEF_LABEL_ENCODING SC_DECODE_ENC_ASCII
+#define SC_DECODE_DEF_LABEL_ENCODING_NAME "ascii"
+#define SC_DECODE_DEF_LABEL_HEADER "label"
+#define SC_DECODE_DEF_FEATURES_PATH "$.features"
+#define SC_DECODE_DEF_LABEL_PATH "$.label"
+#define SC_DECODE_DEF_DELIMITER ","
+#define SC_DECODE_DEF_FIRST_FEATURE_COLUMN 1
+#define SC_DECODE_DEF_DTYPE SC_DECODE_U8
+#define SC_DECODE_DEF_DTYPE_NAME "u8"
 void sc_decode_spec_defaults(sc_decode_spec_t *spec, sc_decode_format_t format);
 
 /* Turns a labelled spec into the same layout without its label, for records

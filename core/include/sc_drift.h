@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sc_err.h"
+
 /* Page-Hinkley test for an increase of the mean (Page 1954, Hinkley 1971;
  * the River/MOA form). For the n-th observation x since the last (re)start,
  * with mean_n the running mean of x over those n observations:
@@ -59,18 +61,12 @@ typedef struct sc_drift_spec {
         double alpha;         /* forgetting factor of the cumulative sum, (0, 1]; 1 = none */
 } sc_drift_spec_t;
 
-/* The defaults above, as numbers and as strings (for the config table's
- * defaults: drift.delta, drift.threshold, drift.min_samples, drift.alpha). */
+/* The defaults above (the config table gives them as text with SC_STR:
+ * drift.delta, drift.threshold, drift.min_samples, drift.alpha). */
 #define SC_DRIFT_DEF_DELTA 0.1
 #define SC_DRIFT_DEF_THRESHOLD 30
 #define SC_DRIFT_DEF_MIN_SAMPLES 30
 #define SC_DRIFT_DEF_ALPHA 1
-#define SC_DRIFT_STR_(x) #x
-#define SC_DRIFT_STR(x) SC_DRIFT_STR_(x)
-#define SC_DRIFT_DEF_DELTA_S SC_DRIFT_STR(SC_DRIFT_DEF_DELTA)
-#define SC_DRIFT_DEF_THRESHOLD_S SC_DRIFT_STR(SC_DRIFT_DEF_THRESHOLD)
-#define SC_DRIFT_DEF_MIN_SAMPLES_S SC_DRIFT_STR(SC_DRIFT_DEF_MIN_SAMPLES)
-#define SC_DRIFT_DEF_ALPHA_S SC_DRIFT_STR(SC_DRIFT_DEF_ALPHA)
 
 /* Fills s with the defaults above. */
 void sc_drift_spec_defaults(sc_drift_spec_t *s);

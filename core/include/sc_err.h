@@ -5,6 +5,11 @@
 
 #include <stddef.h>
 
+/* A macro's value as a string literal: a module's default is a macro in its
+ * header, and the configuration table's row gives it as text with this. */
+#define SC_STR_(x) #x
+#define SC_STR(x) SC_STR_(x)
+
 typedef enum sc_err {
         SC_OK = 0,
         SC_ERR_NOMEM,       /* an allocation failed */

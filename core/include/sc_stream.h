@@ -116,6 +116,16 @@ typedef enum sc_stream_flow {
 
 typedef struct sc_stream_s sc_stream_t;
 
+/* The defaults' one home: sc_stream_spec_defaults and the configuration's
+ * streams.* rows (core/conf_table.c) both take them from here. */
+#define SC_STREAM_DEF_POLICY SC_STREAM_PERSIST
+#define SC_STREAM_DEF_POLICY_NAME "persist"
+#define SC_STREAM_DEF_CAP 8192
+#define SC_STREAM_DEF_HIGH_WATERMARK 0.8
+#define SC_STREAM_DEF_LOW_WATERMARK 0.5
+#define SC_STREAM_DEF_WINDOW 1
+#define SC_STREAM_DEF_KEEP_MIN 8
+#define SC_STREAM_DEF_RATE_TAU 1
 void sc_stream_spec_defaults(sc_stream_spec_t *spec);
 /* Errors name the field as "stream.<name>". */
 sc_err_t sc_stream_spec_check(const sc_stream_spec_t *spec, char *errstr, size_t errstr_size);

@@ -66,6 +66,20 @@ typedef struct sc_sync_spec {
         double adsp_eta;     /* adsp: server momentum eta; 0 = 1 / n_workers */
 } sc_sync_spec_t;
 
+/* The defaults' one home: sc_sync_spec_defaults and the configuration's
+ * job.sync.* rows (core/conf_table.c) both take them from here. */
+#define SC_SYNC_DEF_BATCH 64
+#define SC_SYNC_DEF_B_MIN 8
+#define SC_SYNC_DEF_B_MAX 1024
+#define SC_SYNC_DEF_WINDOW 1
+#define SC_SYNC_DEF_STALENESS 40
+#define SC_SYNC_DEF_MAX_INFLIGHT 4
+#define SC_SYNC_DEF_LATE_ROUNDS 2
+#define SC_SYNC_DEF_LOCAL_STEPS 40
+#define SC_SYNC_DEF_ADA_WINDOW 1024
+#define SC_SYNC_DEF_GAMMA 60
+#define SC_SYNC_DEF_COMMIT_MIN 10
+#define SC_SYNC_DEF_COMMIT_RATE 1
 void sc_sync_spec_defaults(sc_sync_spec_t *spec, sc_sync_kind_t kind, int n_workers);
 /* Fills zero fields with defaults and checks ranges; errors name the field
  * ("sync.staleness: must be >= 0"). */

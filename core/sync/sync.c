@@ -46,18 +46,18 @@ void sc_sync_spec_defaults(sc_sync_spec_t *spec, sc_sync_kind_t kind, int n_work
         memset(spec, 0, sizeof(*spec));
         spec->kind = kind;
         spec->n_workers = n_workers;
-        spec->batch = 64;
-        spec->b_min = 8;
-        spec->b_max = 1024;
-        spec->window = 1.0;
-        spec->staleness = 40;
-        spec->max_inflight = 4;
-        spec->late_rounds = 2;
-        spec->local_steps = 40;
-        spec->ada_window = 1024;
-        spec->gamma = 60.0;
-        spec->commit_min = 10.0;
-        spec->commit_rate = 1.0;
+        spec->batch = SC_SYNC_DEF_BATCH;
+        spec->b_min = SC_SYNC_DEF_B_MIN;
+        spec->b_max = SC_SYNC_DEF_B_MAX;
+        spec->window = SC_SYNC_DEF_WINDOW;
+        spec->staleness = SC_SYNC_DEF_STALENESS;
+        spec->max_inflight = SC_SYNC_DEF_MAX_INFLIGHT;
+        spec->late_rounds = SC_SYNC_DEF_LATE_ROUNDS;
+        spec->local_steps = SC_SYNC_DEF_LOCAL_STEPS;
+        spec->ada_window = SC_SYNC_DEF_ADA_WINDOW;
+        spec->gamma = SC_SYNC_DEF_GAMMA;
+        spec->commit_min = SC_SYNC_DEF_COMMIT_MIN;
+        spec->commit_rate = SC_SYNC_DEF_COMMIT_RATE;
 }
 
 sc_err_t sc_sync_spec_check(sc_sync_spec_t *spec, char *errstr, size_t errstr_size)

@@ -40,10 +40,10 @@ static void test_defaults(void **state)
         assert_int_equal(s.min_samples, 30);
         assert_true(s.alpha == 1.0);
         /* the config table's default strings say the same */
-        assert_true(strtod(SC_DRIFT_DEF_DELTA_S, NULL) == s.delta);
-        assert_true(strtod(SC_DRIFT_DEF_THRESHOLD_S, NULL) == s.threshold);
-        assert_true(strtod(SC_DRIFT_DEF_MIN_SAMPLES_S, NULL) == (double)s.min_samples);
-        assert_true(strtod(SC_DRIFT_DEF_ALPHA_S, NULL) == s.alpha);
+        assert_true(strtod(SC_STR(SC_DRIFT_DEF_DELTA), NULL) == s.delta);
+        assert_true(strtod(SC_STR(SC_DRIFT_DEF_THRESHOLD), NULL) == s.threshold);
+        assert_true(strtod(SC_STR(SC_DRIFT_DEF_MIN_SAMPLES), NULL) == (double)s.min_samples);
+        assert_true(strtod(SC_STR(SC_DRIFT_DEF_ALPHA), NULL) == s.alpha);
         sc_drift_t d;
         sc_drift_init(&d, NULL);
         assert_true(d.spec.delta == s.delta && d.spec.threshold == s.threshold);

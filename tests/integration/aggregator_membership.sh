@@ -3,11 +3,13 @@
 # worker that sends "leave" stops holding rounds back at once (updates of the
 # next rounds sent early wait, parked, instead of being lost); one that
 # rejoins and then goes silent holds a round back only until the session
-# timeout (3 s) passes, after which the other two close rounds alone.
+# timeout (6 s: the steps between its join and the check that it still
+# holds the round take about 2.5 s on an idle machine) passes, after which
+# the other two close rounds alone.
 . "$(dirname "$0")/aggregator_common.inc"
 start_broker
 cfg="$tmp/job.json"
-write_job "$cfg" member '{"job": {"sync": {"policy": "bsp"}, "session_timeout": 3,
+write_job "$cfg" member '{"job": {"sync": {"policy": "bsp"}, "session_timeout": 6,
   "progress_interval": 0.1}}'
 ctl() {
 	"$AGG_SELFTEST" ctl "$1" -c "$cfg" -b "$bs" --worker "$2" >>"$tmp/produce.out" 2>>"$tmp/produce.err" ||
@@ -69,7 +71,7 @@ sleep 1.5
 ctl heartbeat 0
 ctl heartbeat 1
 grep -Eq "shards=\[0:v11@" "$tmp/a.err" && fail "round 11 closed while worker 2 was live"
-wait_version 11 10 || fail "round 11 did not close after worker 2 went silent"
+wait_version 11 15 || fail "round 11 did not close after worker 2 went silent"
 waited=$(echo "$(date +%s.%N) - $t0" | bc)
 grep -q "worker 2 left the barriers" "$tmp/a.err" || fail "worker 2's silence was not noticed"
 rounds 12 15 --skip-worker 2
@@ -80,5 +82,5 @@ wait "$apid" || fail "the aggregator exited with an error"
 [ "$(summary a .stale)" = 0 ] || fail "stale updates: $(summary a .stale)"
 [ "$(summary a .rejected_total)" = 0 ] || fail "rejected: $(summary a .rejected)"
 [ "$(summary a .parked)" -ge 4 ] || fail "parked $(summary a .parked) times, expected >= 4 (one per shard)"
-echo "parked $(summary a .parked) times, nothing lost; leave closed rounds at once; a silent worker held round 11 for ${waited}s (timeout 3 s)"
+echo "parked $(summary a .parked) times, nothing lost; leave closed rounds at once; a silent worker held round 11 for ${waited}s (timeout 6 s)"
 echo "PASS"

@@ -756,7 +756,9 @@ static void sparse_count_dos_rejected_fast(void **state)
         assert_int_equal(used, 8);
         dt = mono_s() - t0;
         printf("sparse DoS payload: 4 checks in %.1f us\n", dt * 1e6);
-        assert_true(dt < 0.010);
+        /* About 1 us; the walk this guards against took seconds. The bound
+         * leaves room for a preempted thread on a loaded machine. */
+        assert_true(dt < 0.5);
         assert_int_equal(nnz, 0);
         for (int i = 0; i < 4; i++)
                 assert_true(acc[i] == 0.0f);

@@ -29,6 +29,10 @@
 #     updates above the seq each shard's final model says it applied;
 #   - each process's resident memory a minute after it started and at its
 #     end (kill or exit), and the growth for those that ran 8 minutes or more;
+#     for a worker also the sample rows its stream buffers held then and the
+#     partitions it held (the gauges scadles_stream_row_bytes and
+#     scadles_assigned_partitions of its metrics endpoint, which every
+#     process serves on a port of its own here), and the growth of the rest;
 #   - the round latency (an update's send to its visibility in the model
 #     the worker reads) p50/p99 of the workers' last runs.
 #
@@ -64,7 +68,7 @@ die() {
 for t in "$SCADLES" "$SELFTEST"; do
 	[ -x "$t" ] || die "$t is missing: run make first"
 done
-command -v jq >/dev/null || die "jq is missing"
+for t in jq curl; do command -v "$t" >/dev/null || die "$t is missing"; done
 [ -e /usr/share/datasets/fashion-mnist ] || die "Fashion-MNIST is not installed (make deps)"
 
 rm -rf "$OUT"
@@ -95,11 +99,12 @@ jq --arg r "$run" '
   .job.name = $r | .job.workers = 4 | .job.shards = 2
   | .source.group_id = $r + "-w" | .source.pattern = "^" + $r + "\\.j\\..*"
   | .train.checkpoint = "" | .worker.idle_exit = 30 | .worker.progress_interval = 10
-  | .job.progress_interval = 10' "$ROOT/examples/job.json" >"$OUT/job.json"
+  | .job.progress_interval = 10 | .metrics.listen = "127.0.0.1:0"' "$ROOT/examples/job.json" >"$OUT/job.json"
 jq --arg r "$run" --arg c "$OUT/standalone.ckpt" '
   .source.group_id = $r + "-s" | .source.pattern = "^" + $r + "\\.s\\..*"
   | .train.checkpoint = $c | .train.checkpoint_interval = 2
   | .worker.idle_exit = 30 | .worker.progress_interval = 10 | .worker.eval_interval = 0
+  | .metrics.listen = "127.0.0.1:0"
   | del(.kafka["bootstrap.servers"])
   | .kafka["session.timeout.ms"] = 6000 | .kafka["heartbeat.interval.ms"] = 500' \
 	"$ROOT/examples/worker-fmnist.json" >"$OUT/standalone.json"
@@ -109,7 +114,23 @@ declare -A PID START INC
 # kB resident, or nothing for a process that is gone (or a zombie).
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 declare -A RSS1 LAST # NAME.INC -> kB a minute in; NAME -> kB when last seen
+declare -A ROWS1 RLAST PART1 PLAST # the same for a worker's rows and partitions
 RSS_LINES=()
+# probe NAME: "kB partitions", the sample rows a worker's buffers hold now
+# and the partitions assigned to it, from its metrics endpoint (the address
+# it logged); nothing when it cannot be read.
+probe() {
+	local url
+	case $1 in w* | s) ;; *) return ;; esac
+	url=$(grep -o 'metrics on http://[^ ]*/metrics' "$OUT/$1.${INC[$1]}.err" 2>/dev/null | tail -n 1)
+	[ -n "$url" ] || return
+	curl -s --max-time 2 "${url#metrics on }" | awk '
+		/^scadles_stream_row_bytes[{ ]/ {s += $NF; n++}
+		/^scadles_assigned_partitions[{ ]/ {p = $NF}
+		END {if (n && p != "") printf "%d %d", s / 1024, p}'
+}
+# held KB PARTS: "MiB / partitions", or "-"
+held() { [ -n "$1" ] && awk -v k="$1" -v p="$2" 'BEGIN {printf "%.1f / %d", k / 1024, p}' || echo "-"; }
 start() { # start NAME
 	local n=$1 i o
 	i=$((${INC[$1]:-0} + 1))
@@ -123,27 +144,36 @@ start() { # start NAME
 	PID[$n]=$!
 	START[$n]=$(now)
 	LAST[$n]=0
+	RLAST[$n]=""
+	PLAST[$n]=""
 	pids="$pids $!"
 }
-# end NAME KB REASON: one line of the memory table.
+# end NAME KB REASON: one line of the memory table (with a worker's rows
+# at 1 min and at the end, and the growth of what is not rows).
 ended() {
-	local n=$1 kb=$2 why=$3 i life a g="-"
+	local n=$1 kb=$2 why=$3 i life a g="-" ra rb gr="-"
 	i=${INC[$n]}
 	life=$(($(now) - START[$n]))
 	a=${RSS1[$n.$i]:-0}
+	ra=${ROWS1[$n.$i]:-} rb=${RLAST[$n]:-}
 	if [ "$life" -ge 480 ] && [ "$a" -gt 0 ]; then
 		g=$(awk -v a="$a" -v b="$kb" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
+		[ -z "$ra" ] || [ -z "$rb" ] ||
+			gr=$(awk -v a="$((a - ra))" -v b="$((kb - rb))" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
 	fi
-	RSS_LINES+=("| $n #$i | $why | $life | $((a / 1024)) | $((kb / 1024)) | $g |")
+	RSS_LINES+=("| $n #$i | $why | $life | $((a / 1024)) | $((kb / 1024)) | $g | $(held "$ra" "${PART1[$n.$i]:-}") | $(held "$rb" "${PLAST[$n]}") | $gr |")
 }
 sample_rss() { # every live process's size, and the minute-in one of those that reached it
-	local n kb
+	local n kb rb pa
 	for n in "${!PID[@]}"; do
 		kb=$(rss "${PID[$n]}")
 		[ -n "$kb" ] || continue
+		read -r rb pa < <(probe "$n")
 		LAST[$n]=$kb
+		[ -z "$rb" ] || { RLAST[$n]=$rb; PLAST[$n]=$pa; }
 		if [ -z "${RSS1[$n.${INC[$n]}]:-}" ] && [ $(($(now) - START[$n])) -ge 60 ]; then
 			RSS1[$n.${INC[$n]}]=$kb
+			[ -z "$rb" ] || { ROWS1[$n.${INC[$n]}]=$rb; PART1[$n.${INC[$n]}]=$pa; }
 		fi
 	done
 }
@@ -283,10 +313,10 @@ skipped=$(for n in w0 w1 w2 w3; do summary "$OUT/$n.${INC[$n]}.out" .skipped; do
 	echo "| updates stale (aggregators' last runs) | $stale | - |"
 	echo "| round latency p50 / p99 (ms, worst worker) | $p50 / $p99 | - |"
 	echo
-	echo "Resident memory (MiB) a minute after each start and at its end; growth for runs of 8 min or more:"
+	echo "Resident memory (MiB) a minute after each start and at its end; growth for runs of 8 min or more. A worker's rows / partitions: the sample rows (MiB) its stream buffers held then and the partitions assigned to it (scadles_stream_row_bytes, scadles_assigned_partitions), and the growth of its memory besides the rows:"
 	echo
-	echo "| process | end | ran (s) | at 1 min | at end | growth |"
-	echo "|---|---|---|---|---|---|"
+	echo "| process | end | ran (s) | at 1 min | at end | growth | rows / partitions at 1 min | at end | growth besides rows |"
+	echo "|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${RSS_LINES[@]}" | sort
 } | tee "$OUT/soak.md"
 if [ -n "${SOAK_DOC:-}" ]; then

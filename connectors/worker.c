@@ -741,8 +741,9 @@ static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *err
                  * job.heartbeat_interval when that is shorter (heartbeats and
                  * commits, 1 s apart by default, keep their time). */
                 if (waiting)
-                        tmo = (int)fmin(timeout_ms,
-                                        fmin(250.0, 250.0 * w->conf->job.heartbeat_interval));
+                        tmo = (int)fmin(
+                            timeout_ms,
+                            fmax(1.0, fmin(250.0, 250.0 * w->conf->job.heartbeat_interval)));
                 else if (w->job && tmo > 5)
                         tmo = 5;
                 size_t got = 0;

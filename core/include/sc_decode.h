@@ -141,8 +141,6 @@ typedef struct sc_record {
         size_t n_headers;
 } sc_record_t;
 
-/* Fills spec with the defaults for format (numel is set to 0: the caller sets
- * it to the model's input numel). */
 /* The defaults' one home: sc_decode_spec_defaults and the configuration's
  * streams.* decoding rows (core/conf_table.c) both take them from here. */
 #define SC_DECODE_DEF_SCALE 1
@@ -157,6 +155,8 @@ typedef struct sc_record {
 #define SC_DECODE_DEF_FIRST_FEATURE_COLUMN 1
 #define SC_DECODE_DEF_DTYPE SC_DECODE_U8
 #define SC_DECODE_DEF_DTYPE_NAME "u8"
+/* Fills spec with the defaults for format (numel is set to 0: the caller sets
+ * it to the model's input numel). */
 void sc_decode_spec_defaults(sc_decode_spec_t *spec, sc_decode_format_t format);
 
 /* Turns a labelled spec into the same layout without its label, for records

@@ -275,13 +275,18 @@ static int sc_feed_report(sc_feed_t *feed, double elapsed, double t_flush, doubl
                 if (!first)
                         first = t.first_err;
         }
-        char all[64] = "n/a";
-        if (rated) /* the topics' rates added up, as the target is */
+        char all[96] = "n/a", worst_s[32] = "n/a";
+        if (rated) { /* the topics' rates added up, as the target is */
                 snprintf(all, sizeof(all), "%.1f/s", rates);
+                if (rated < n)
+                        snprintf(all + strlen(all), sizeof(all) - strlen(all),
+                                 " (the %d of %d topics with a rate)", rated, n);
+                snprintf(worst_s, sizeof(worst_s), "%+.2f%%", worst);
+        }
         printf("feed: total topics %d sent %" PRId64 " delivered %" PRId64 " failed %" PRId64
                " undelivered %" PRId64 " elapsed %.2f s flush %.2f s achieved %s "
-               "target %.1f/s worst-topic %+.2f%%\n",
-               n, sent, delivered, failed, pending, elapsed, t_flush, all, total_rate, worst);
+               "target %.1f/s worst-topic %s\n",
+               n, sent, delivered, failed, pending, elapsed, t_flush, all, total_rate, worst_s);
         fflush(stdout);
         int rc = failed || pending ? 1 : 0;
         if (sc_kafka_fatal_check(errstr, sizeof(errstr))) {

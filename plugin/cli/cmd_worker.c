@@ -227,9 +227,9 @@ static int sc_wcli_spec(sc_worker_spec_t *spec, sc_conf_t *conf, const sc_wcli_o
         return -1;
 }
 
-/* Polls the worker until it is done or a signal stops it (a signal ends a
- * poll's sleep at once; the worker sleeps at most 250 ms, less when it has
- * work due), then finishes it; returns the exit code so far. */
+/* Polls the worker until it is done or a signal stops it (a signal is seen
+ * after the poll under way: the worker sleeps at most 250 ms, less when it
+ * has work due), then finishes it; returns the exit code so far. */
 static int sc_wcli_run(sc_worker_t *w)
 {
         char err[1024];

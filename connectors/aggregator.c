@@ -2,7 +2,7 @@
  * J.grad partition (= shard), restores shards from J.model on assignment,
  * publishes them back, follows worker membership on J.ctl, and counts every
  * record it cannot use. */
-#include "aggregator_impl.h"
+#include "agg_state.h"
 #include "sc_clock.h"
 
 #include <math.h>

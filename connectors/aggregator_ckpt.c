@@ -4,7 +4,7 @@
  * them, written atomically every train.checkpoint_interval seconds and
  * once more when it stops (after its final publications), with the test
  * accuracy on the eval section's held-out set logged. */
-#include "aggregator_impl.h"
+#include "agg_state.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "aggregator_impl.h"
+#include "agg_state.h"
 
 #define sc_aggm_counter(p, name, help, v) sc_prom_one(p, name, "counter", help, (double)(v))
 #define sc_aggm_gauge(p, name, help, v) sc_prom_one(p, name, "gauge", help, (double)(v))

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "aggregator_impl.h"
+#include "agg_state.h"
 #include "sc_clock.h"
 
 const char *const sc_agg_rej_names[SC_REJ__END] = {

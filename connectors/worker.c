@@ -2,8 +2,8 @@
  * Kafka source pumping into the worker's ingest path, or pushed records),
  * stop conditions, evaluation, checkpoints, resume and commits. One step of
  * training is worker_step.c's, the distributed half worker_job.c's, the
- * summary worker_stats.c's (worker_impl.h). */
-#include "worker_impl.h"
+ * summary worker_stats.c's (wk_state.h). */
+#include "wk_state.h"
 #include "sc_clock.h"
 #include "sc_mem.h"
 

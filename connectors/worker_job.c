@@ -4,7 +4,7 @@
  * injection over J.inject (docs/DISTRIBUTED.md). A batch is acknowledged
  * (its offsets become committable) only once every shard's update that used
  * it was acknowledged by the broker. */
-#include "worker_impl.h"
+#include "wk_state.h"
 #include "sc_clock.h"
 
 #include <math.h>

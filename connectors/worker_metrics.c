@@ -1,7 +1,7 @@
 /* worker_metrics.c — the worker's Prometheus families (docs/OPERATIONS.md),
  * written into each snapshot of its endpoint (sc_monitor.h) from the same
  * counters as its progress lines and summary (worker_stats.c). */
-#include "worker_impl.h"
+#include "wk_state.h"
 
 #include <inttypes.h>
 #include <stdio.h>

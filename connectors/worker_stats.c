@@ -1,7 +1,7 @@
 /* worker_stats.c — the worker's progress lines and its summary as JSON
  * (record accounting per docs/STREAMS.md, training and job counters, the
  * distributed half's counters and update latency percentiles). */
-#include "worker_impl.h"
+#include "wk_state.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * distributed half (worker_job.c) and its summary (worker_stats.c): the
  * ingest path it owns (batcher, acknowledgements, what it buffers), one
  * training step. Calls nothing of the files above it. */
-#include "worker_impl.h"
+#include "wk_state.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,11 +1,11 @@
-/* worker_impl.h — the worker runtime's state, shared by its files, each
+/* wk_state.h — the worker runtime's state, shared by its files, each
  * calling only those below it: the loop (worker.c: start, poll, stop,
  * checkpoint and resume, push mode) over its Prometheus families
  * (worker_metrics.c), its summary (worker_stats.c), its distributed half
  * (worker_job.c), and its own step (worker_step.c: the ingest path it owns,
  * one training step, the drift detector). Internal to connectors/. */
-#ifndef SC_WORKER_IMPL_H
-#define SC_WORKER_IMPL_H
+#ifndef SC_WK_STATE_H
+#define SC_WK_STATE_H
 
 #include <stdint.h>
 

@@ -1,8 +1,10 @@
-/* aggregator_impl.h — internals of the aggregator runtime shared by its
- * driver (aggregator.c) and its reporting (aggregator_report.c): the
- * per-shard state, the aggregator struct and the rejection kinds. */
-#ifndef SC_AGGREGATOR_IMPL_H
-#define SC_AGGREGATOR_IMPL_H
+/* agg_state.h — internals of the aggregator runtime shared by its files:
+ * the driver (aggregator.c) over its checkpoints (aggregator_ckpt.c), its
+ * Prometheus families (aggregator_metrics.c) and its reporting
+ * (aggregator_report.c), which call nothing of the driver: the per-shard
+ * state, the aggregator struct and the rejection kinds. */
+#ifndef SC_AGG_STATE_H
+#define SC_AGG_STATE_H
 
 #include <stdint.h>
 

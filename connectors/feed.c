@@ -452,7 +452,7 @@ int sc_feed_topic_count(const sc_feed_t *f)
         return f->n_topics;
 }
 
-void sc_feed_topic_stats(const sc_feed_t *f, int i, double elapsed, sc_feed_topic_stats_t *st)
+void sc_feed_topic_stats(const sc_feed_t *f, int i, sc_feed_topic_stats_t *st)
 {
         const sc_feed_topic_t *t = &f->topics[i];
         /* Rate from the send times: the first sample goes at 0 s, so
@@ -465,7 +465,6 @@ void sc_feed_topic_stats(const sc_feed_t *f, int i, double elapsed, sc_feed_topi
         st->failed = t->ft_dv.dv_failed;
         st->pending = t->ft_dv.dv_pending;
         /* One sample (or all at one instant) has no rate: NAN. */
-        (void)elapsed;
         st->achieved = dn >= 2 && t->ft_t_last > 0 ? (double)(dn - 1) / t->ft_t_last : NAN;
         st->max_late = t->ft_max_late;
         st->first_err = t->ft_dv.dv_first_err;

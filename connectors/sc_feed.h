@@ -70,7 +70,7 @@ double sc_feed_run(sc_feed_t *f);
  * the credentials); returns the seconds it took. */
 double sc_feed_flush(sc_feed_t *f);
 int sc_feed_topic_count(const sc_feed_t *f);
-void sc_feed_topic_stats(const sc_feed_t *f, int i, double elapsed, sc_feed_topic_stats_t *st);
+void sc_feed_topic_stats(const sc_feed_t *f, int i, sc_feed_topic_stats_t *st);
 /* Frees f, purging what is still undelivered. Accepts NULL. */
 void sc_feed_destroy(sc_feed_t *f);
 

@@ -204,11 +204,10 @@ static sc_err_t sc_wk_commits_and_waker(sc_worker_t *w, char *errstr, size_t err
         if (w->job && w->src &&
             ((err = sc_kafka_waker_new(&w->waker, errstr, errstr_size)) ||
              (err = sc_kafka_waker_watch(w->waker, sc_kafka_source_handle(w->src), errstr,
-                                         errstr_size))))
+                                         errstr_size)) ||
+             (err = sc_wk_job_watch(w, w->waker, errstr, errstr_size))))
                 return err;
-        if (w->job && w->src)
-                err = sc_wk_job_watch(w, w->waker, errstr, errstr_size);
-        return err;
+        return SC_OK;
 }
 
 sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *errstr,

@@ -255,7 +255,7 @@ static int sc_feed_report(sc_feed_t *feed, double elapsed, double t_flush, doubl
         int n = sc_feed_topic_count(feed), first = 0;
         for (int i = 0; i < n; i++) {
                 sc_feed_topic_stats_t t;
-                sc_feed_topic_stats(feed, i, elapsed, &t);
+                sc_feed_topic_stats(feed, i, &t);
                 char got[64] = "n/a (under 2 delivered)";
                 if (!isnan(t.achieved)) {
                         double dev = 100.0 * (t.achieved - t.rate) / t.rate;

@@ -125,6 +125,14 @@ static void push_trains_and_commits(void **state)
         assert_int_equal(json_integer_value(json_object_get(j, "consumed")), 40);
         assert_int_equal(json_integer_value(json_object_get(j, "trained")), 32);
         assert_int_equal(json_integer_value(json_object_get(j, "rejected")), 1);
+        /* The rows the stream's buffer holds: whole rows of 16 floats, and
+         * the summary's total is the one stream's. */
+        json_t *st = json_array_get(json_object_get(j, "streams"), 0);
+        assert_non_null(st);
+        json_int_t rb = json_integer_value(json_object_get(st, "row_bytes"));
+        assert_true(rb > 0 && rb % (16 * sizeof(float)) == 0);
+        assert_int_equal(json_integer_value(json_object_get(j, "row_bytes")), rb);
+        assert_true(json_is_integer(json_object_get(st, "chunks_freed")));
         json_decref(j);
         sc_worker_destroy(w);
         sc_conf_free(&conf);

@@ -29,8 +29,8 @@ else
 BUILD ?= build-$(SANITIZER)
 endif
 
-PKGS      := openblas jansson rdkafka zlib libmicrohttpd
-CORE_PKGS := openblas jansson
+PKGS      := openblas jansson rdkafka zlib libmicrohttpd avro-c libcurl
+CORE_PKGS := openblas jansson avro-c
 # pkg-config is only asked once the deps stamp exists (it may be missing before).
 PKG_CFLAGS      = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS        = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -42,9 +42,9 @@ WARN    := -Wall -Wextra -Wstrict-prototypes -Wshadow -Wno-unused-parameter \
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
 STD_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(WARN)
-# core/ is sans-I/O: it is compiled against its own headers, OpenBLAS and
-# jansson only, so a connectors/ or plugin/ header or librdkafka's does not
-# resolve there. The runtime's lower folders see only what is below them:
+# core/ is sans-I/O: it is compiled against its own headers, OpenBLAS,
+# jansson and libavro (schema parsing) only, so a connectors/ or plugin/
+# header or librdkafka's does not resolve there. The runtime's lower folders see only what is below them:
 # connectors/base (one clock, one log line, memory give-back) nothing; connectors/file core
 # and base; connectors/kafka core, base and file; connectors/sim core and
 # base. The runtime programs at the top of connectors/, plugin/, the tests

@@ -129,6 +129,7 @@ static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
                 format = idx                               ? SC_CONF_EVAL_IDX
                          : dspec->format == SC_DECODE_CSV  ? SC_CONF_EVAL_CSV
                          : dspec->format == SC_DECODE_JSON ? SC_CONF_EVAL_JSON
+                         : dspec->format == SC_DECODE_AVRO ? SC_CONF_EVAL_JSON
                                                            : -1;
         }
         if (format == -1) {
@@ -158,6 +159,11 @@ static sc_err_t sc_es_file(const sc_conf_t *conf, const sc_decode_spec_t *dspec,
                 return err;
         }
         sc_decode_spec_t ls = *dspec;
+        if (format == SC_CONF_EVAL_JSON && ls.format == SC_DECODE_AVRO) {
+                /* Avro records' JSON: the same named fields and label path */
+                ls.format = SC_DECODE_JSON;
+                ls.avro = NULL;
+        }
         if (format == SC_CONF_EVAL_CSV && ls.format != SC_DECODE_CSV)
                 sc_decode_spec_defaults(&ls, SC_DECODE_CSV);
         else if (format == SC_CONF_EVAL_JSON && ls.format != SC_DECODE_JSON)

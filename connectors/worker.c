@@ -652,9 +652,11 @@ static void sc_wk_check_stop(sc_worker_t *w, double t)
                 idle *= 3;
         if (w->stopped)
                 return;
-        /* Idle time counts only while a broker answers: an outage says
-         * nothing about whether the topics are idle. */
-        if (w->src && !sc_kafka_source_reachable(w->src))
+        /* Idle time counts only while a broker (and the Schema Registry of
+         * held avro records) answers: an outage says nothing about whether
+         * the topics are idle. */
+        if (w->src &&
+            (!sc_kafka_source_reachable(w->src) || sc_kafka_source_registry_waiting(w->src)))
                 w->t_unreach = t;
         double quiet_since = fmax(w->t_rx, w->t_unreach);
         if (wc->duration > 0 && t - w->t0 >= wc->duration)

@@ -258,12 +258,23 @@ static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode
         sc_err_t e = sc_conf_check_fields_spec(conf, d, where, errstr, errstr_size);
         if (e)
                 return e;
+        if (!d->fields && d->format == SC_DECODE_AVRO) {
+                snprintf(path, sizeof(path), "%s.fields", where);
+                return sc_conf_fail(errstr, errstr_size, conf->origin, path,
+                                    "avro records are read by named fields: list them here");
+        }
+        if (d->format == SC_DECODE_AVRO && !conf->source.registry_url[0])
+                return sc_conf_fail(errstr, errstr_size, conf->origin,
+                                    "$.source.schema_registry.url",
+                                    "%s.format is avro: give the Schema Registry its records' "
+                                    "schemas come from",
+                                    where);
         if (d->fields && d->format == SC_DECODE_RAW) {
                 snprintf(path, sizeof(path), "%s.fields", where);
                 return sc_conf_fail(errstr, errstr_size, conf->origin, path,
                                     "raw records have no named fields");
         }
-        if (d->format == SC_DECODE_JSON &&
+        if ((d->format == SC_DECODE_JSON || d->format == SC_DECODE_AVRO) &&
             (d->features_path[0] != '$' || d->label_path[0] != '$')) {
                 snprintf(path, sizeof(path), "%s.%s", where,
                          d->features_path[0] != '$' ? "features_path" : "label_path");

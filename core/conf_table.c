@@ -44,7 +44,7 @@ static const char *const sc_conf_source_names[] = {"fashion-mnist", "synthetic",
 /* Streaming enums: indices follow sc_decode_format_t, sc_conf_label_t,
  * sc_decode_label_encoding_t, sc_decode_dtype_t, sc_stream_policy_t and
  * sc_batch_mode_t. */
-static const char *const sc_conf_format_names[] = {"json", "csv", "raw", NULL};
+static const char *const sc_conf_format_names[] = {"json", "csv", "raw", "avro", NULL};
 static const char *const sc_conf_label_names[] = {"auto", "field", "key", "header", "offset", NULL};
 static const char *const sc_conf_label_enc_names[] = {"ascii", "byte", NULL};
 static const char *const sc_conf_dtype_names[] = {"u8", "f32", NULL};
@@ -801,6 +801,37 @@ const sc_conf_prop_t sc_conf_props[] = {
      .size = SC_CONF_TOPIC_MAX,
      .desc = "Malformed records are produced here (original key and value; headers scadles.error, "
              "scadles.topic, scadles.partition, scadles.offset); \"\" = only counted and logged."},
+    {.path = "source.schema_registry.url",
+     .type = SC_CONF_STRING,
+     .offset = C(source.registry_url),
+     .def = "\"\"",
+     .size = SC_CONF_PATH_MAX,
+     .desc = "The Schema Registry (Confluent's REST API) of avro topics, as http:// or https:// "
+             "host[:port][/path]: a record's schema is fetched by its id (GET /schemas/ids/ID) the "
+             "first time the id is seen, and kept; \"\" = none (avro topics refuse to start)."},
+    {.path = "source.schema_registry.basic_auth_file",
+     .type = SC_CONF_STRING,
+     .offset = C(source.registry_auth_file),
+     .def = "\"\"",
+     .size = SC_CONF_PATH_MAX,
+     .desc = "A file whose first line is user:password (the registry's basic.auth.user.info), "
+             "read when the worker starts, so the secret is not in the configuration; \"\" = no "
+             "authentication."},
+    {.path = "source.schema_registry.ca_location",
+     .type = SC_CONF_STRING,
+     .offset = C(source.registry_ca),
+     .def = "\"\"",
+     .size = SC_CONF_PATH_MAX,
+     .desc = "https: a PEM file of the certificate authorities to trust; \"\" = the system's."},
+    {.path = "source.schema_registry.timeout",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(source.registry_timeout),
+     .def = "5",
+     R_IN(0.1, 60),
+     .desc = "Seconds one request to the registry may take. A request that fails (no answer, a "
+             "5xx status, an authentication error) holds the topic's records, then pauses its "
+             "partitions, and is retried after 0.5 s, doubling up to 30 s: no record is "
+             "dead-lettered for an outage."},
     {.path = "source.unlabelled",
      .type = SC_CONF_BOOL,
      .offset = C(source.unlabelled),
@@ -816,8 +847,9 @@ const sc_conf_prop_t sc_conf_props[] = {
      .offset = C(streams.decode.format),
      .def = "\"json\"",
      .names = sc_conf_format_names,
-     .desc = "Record format: json (an object), csv (one delimited line) or raw (a little-endian "
-             "tensor of exactly the model's input numel elements)."},
+     .desc = "Record format: json (an object), csv (one delimited line), raw (a little-endian "
+             "tensor of exactly the model's input numel elements) or avro (Avro binary framed "
+             "for a Schema Registry, read by named fields: source.schema_registry.url)."},
     {.path = "streams.label",
      .type = SC_CONF_ENUM,
      .offset = C(streams.decode.label),

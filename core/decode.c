@@ -3,6 +3,7 @@
  * counters (the json decoder is in decode_json.c). */
 #include "sc_decode.h"
 #include "decode_impl.h"
+#include "sc_avro.h"
 
 #include <errno.h>
 #include <math.h>
@@ -30,6 +31,8 @@ static const char *const sc_decode_fault_names[SC_DECODE_FAULT__END] = {
     [SC_DECODE_BAD_SPEC] = "bad_spec",
     [SC_DECODE_TOO_MANY_HEADERS] = "too_many_headers",
     [SC_DECODE_WRONG_TYPE] = "wrong_type",
+    [SC_DECODE_BAD_AVRO] = "bad_avro",
+    [SC_DECODE_UNKNOWN_SCHEMA] = "unknown_schema",
 };
 
 const char *sc_decode_fault_name(sc_decode_fault_t fault)
@@ -56,6 +59,8 @@ const char *sc_decode_format_name(sc_decode_format_t format)
                 return "csv";
         case SC_DECODE_RAW:
                 return "raw";
+        case SC_DECODE_AVRO:
+                return "avro";
         default:
                 return "unknown";
         }
@@ -236,6 +241,15 @@ static int sc_decode_path_prefix(const sc_decode_path_t *a, const sc_decode_path
         return 1;
 }
 
+/* 1 if every step of path is a name (no [index]). */
+static int sc_decode_path_names(const sc_decode_path_t *path)
+{
+        for (int i = 0; i < path->n; i++)
+                if (path->step[i].is_index)
+                        return 0;
+        return 1;
+}
+
 /* A spec's named fields: their width, paths (json) or columns (csv). */
 static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errstr,
                                        size_t errstr_size)
@@ -295,11 +309,18 @@ static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errst
                 }
                 if (!f->path[0])
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.fields[%zu].path: a json field needs its path", i);
+                                       "decode.fields[%zu].path: a %s field needs its path", i,
+                                       sc_decode_format_name(spec->format));
                 sc_decode_path_t a, b;
                 if (sc_decode_path_compile(f->path, sizeof(f->path), &a) || a.n == 0)
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                        "decode.fields[%zu].path: expected \"$\" then .name or "
+                                       "[index] steps",
+                                       i);
+                if (spec->format == SC_DECODE_AVRO && !sc_decode_path_names(&a))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.fields[%zu].path: an avro field is a field name, "
+                                       "or names through nested records (\"$.a.b\"), not "
                                        "[index] steps",
                                        i);
                 if (label_field &&
@@ -336,7 +357,7 @@ sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size, "decode: no spec");
         if ((int)spec->format < 0 || spec->format >= SC_DECODE_FORMAT__END)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                               "decode.format: expected json, csv or raw");
+                               "decode.format: expected json, csv, raw or avro");
         if (spec->numel == 0 || spec->numel > SC_DECODE_NUMEL_MAX)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "decode.numel: expected 1..%zu, got %zu", SC_DECODE_NUMEL_MAX,
@@ -404,6 +425,20 @@ sc_err_t sc_decode_spec_check(const sc_decode_spec_t *spec, char *errstr, size_t
                 return sc_decode_check_csv(spec, errstr, errstr_size);
         case SC_DECODE_RAW:
                 return sc_decode_check_raw(spec, errstr, errstr_size);
+        case SC_DECODE_AVRO: {
+                sc_decode_path_t lp;
+                if (!spec->fields)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.fields: avro records are read by named fields "
+                                       "(give fields)");
+                if (spec->label_source == SC_DECODE_LABEL_FIELD &&
+                    (sc_decode_path_compile(spec->label_path, sizeof(spec->label_path), &lp) ||
+                     lp.n == 0 || !sc_decode_path_names(&lp)))
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "decode.label_path: expected a field name (\"$.status\"), "
+                                       "or names through nested records");
+                break;
+        }
         default:
                 break;
         }
@@ -936,6 +971,8 @@ sc_decode_fault_t sc_decode_record(const sc_decode_spec_t *spec, const sc_record
                     spec->label_offset > SC_DECODE_OFFSET_MAX)
                         break;
                 return sc_decode_raw(spec, rec, x, label, errstr, errstr_size);
+        case SC_DECODE_AVRO:
+                return sc_decode_avro(spec, rec, x, label, errstr, errstr_size);
         default:
                 break;
         }

@@ -138,6 +138,12 @@ const sc_ingest_stream_t *sc_ingest_at(const sc_ingest_t *ingest, int index)
         return index >= 0 && index < ingest->n_streams ? &ingest->streams[index] : NULL;
 }
 
+void sc_ingest_stream_avro(sc_ingest_t *ingest, int index, const struct sc_avro_cache *cache)
+{
+        if (index >= 0 && index < ingest->n_streams)
+                ingest->streams[index].dspec.avro = cache;
+}
+
 sc_batcher_t *sc_ingest_batcher(const sc_ingest_t *ingest)
 {
         return ingest->batcher;

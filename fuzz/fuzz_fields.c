@@ -7,41 +7,10 @@
  * length; the rest is the key then the value. Checked: the outcome is a
  * fault kind, an accepted record's label is a class, and every feature is
  * finite and one-hot spans hold at most one 1. */
-#include "fuzz_common.h"
-
-#include <math.h>
-
-#include "sc_decode.h"
+#include "fuzz_fields.h"
 
 static sc_fields_t *sc_ff_json, *sc_ff_csv;
 static sc_vocab_t *sc_ff_labels;
-
-static void sc_ff_add(sc_fields_t *fs, const char *path, int column, sc_field_kind_t kind,
-                      sc_field_missing_t missing, int indicator, const char *const *vocab)
-{
-        sc_field_t f;
-        char why[256];
-        sc_field_defaults(&f);
-        snprintf(f.path, sizeof(f.path), "%s", path);
-        f.column = column;
-        f.kind = kind;
-        f.missing = missing;
-        f.indicator = indicator;
-        f.mean = 50;
-        f.std = 20;
-        f.fill = -1;
-        f.buckets = 7;
-        if (vocab) {
-                f.vocab = sc_vocab_new();
-                SC_FUZZ_ASSERT(f.vocab);
-                for (; *vocab; vocab++)
-                        SC_FUZZ_ASSERT(sc_vocab_add(f.vocab, *vocab, strlen(*vocab)) >= 0);
-        }
-        if (sc_fields_add(fs, &f, why, sizeof(why)) < 0) {
-                fprintf(stderr, "fuzz_fields: %s\n", why);
-                abort();
-        }
-}
 
 /* The same field types on both lists: json paths, csv columns 1.. */
 static sc_fields_t *sc_ff_build(int csv)
@@ -49,14 +18,16 @@ static sc_fields_t *sc_ff_build(int csv)
         static const char *const kinds[] = {"pump", "fan", "7", "true", NULL};
         sc_fields_t *fs = sc_fields_new();
         SC_FUZZ_ASSERT(fs);
-        sc_ff_add(fs, csv ? "" : "temp", csv ? 1 : -1, SC_FIELD_NUMERIC, SC_MISSING_MEAN, 1, NULL);
-        sc_ff_add(fs, csv ? "" : "$.s.vib", csv ? 2 : -1, SC_FIELD_NUMERIC, SC_MISSING_CONSTANT, 0,
-                  NULL);
-        sc_ff_add(fs, csv ? "" : "kind", csv ? 3 : -1, SC_FIELD_CATEGORICAL, SC_MISSING_ZERO, 0,
-                  kinds);
-        sc_ff_add(fs, csv ? "" : "device", csv ? 4 : -1, SC_FIELD_HASHED, SC_MISSING_ZERO, 0, NULL);
-        sc_ff_add(fs, csv ? "" : "$.a[2]", csv ? 6 : -1, SC_FIELD_BOOLEAN, SC_MISSING_ERROR, 1,
-                  NULL);
+        sc_fuzz_add_field(fs, csv ? "" : "temp", csv ? 1 : -1, SC_FIELD_NUMERIC, SC_MISSING_MEAN, 1,
+                          NULL);
+        sc_fuzz_add_field(fs, csv ? "" : "$.s.vib", csv ? 2 : -1, SC_FIELD_NUMERIC,
+                          SC_MISSING_CONSTANT, 0, NULL);
+        sc_fuzz_add_field(fs, csv ? "" : "kind", csv ? 3 : -1, SC_FIELD_CATEGORICAL,
+                          SC_MISSING_ZERO, 0, kinds);
+        sc_fuzz_add_field(fs, csv ? "" : "device", csv ? 4 : -1, SC_FIELD_HASHED, SC_MISSING_ZERO,
+                          0, NULL);
+        sc_fuzz_add_field(fs, csv ? "" : "$.a[2]", csv ? 6 : -1, SC_FIELD_BOOLEAN, SC_MISSING_ERROR,
+                          1, NULL);
         return fs;
 }
 
@@ -111,27 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                    .value = rlen - klen ? val : NULL,
                                    .value_size = rlen - klen};
                 sc_decode_fault_t f = sc_decode_record(&spec, &rec, x, &label, why, sizeof(why));
-                SC_FUZZ_ASSERT(f >= SC_DECODE_OK && f < SC_DECODE_FAULT__END);
-                if (f == SC_DECODE_OK) {
-                        if (spec.label_source == SC_DECODE_LABEL_NONE)
-                                SC_FUZZ_ASSERT(label == -1);
-                        else
-                                SC_FUZZ_ASSERT(label >= 0 && label < spec.n_classes);
-                        for (size_t i = 0; i < spec.numel; i++)
-                                SC_FUZZ_ASSERT(isfinite(x[i]));
-                        for (size_t i = 0; i < spec.fields->n; i++) {
-                                const sc_field_t *fd = &spec.fields->field[i];
-                                if (fd->kind != SC_FIELD_CATEGORICAL && fd->kind != SC_FIELD_HASHED)
-                                        continue;
-                                float sum = 0;
-                                for (size_t k = 0; k < fd->width; k++) {
-                                        float v = x[fd->offset + k];
-                                        SC_FUZZ_ASSERT(v == 0.0f || v == 1.0f);
-                                        sum += v;
-                                }
-                                SC_FUZZ_ASSERT(sum <= 1.0f);
-                        }
-                }
+                sc_fuzz_check_decoded(&spec, f, x, label);
         }
         free(key);
         free(val);

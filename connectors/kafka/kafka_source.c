@@ -110,6 +110,18 @@ static sc_ks_stream_t *sc_ks_stream_get(sc_kafka_source_t *src, const char *topi
         ks->topic = is->topic;
         ks->stream = is->stream;
         src->n_streams = i + 1;
+        if (is->dspec.format == SC_DECODE_AVRO) {
+                /* Without a registry (or memory) every record is refused as
+                 * unknown_schema, with the reason. */
+                if (!src->registry)
+                        sc_ks_logf(src, 3,
+                                   "topic %s: avro records need "
+                                   "source.schema_registry.url",
+                                   topic);
+                else if (!(ks->avro = sc_avro_cache_new(&is->dspec)))
+                        sc_ks_logf(src, 3, "topic %s: out of memory for its schemas", topic);
+                sc_ingest_stream_avro(src->ingest, i, ks->avro);
+        }
         sc_ks_logf(src, 6, "topic %s: stream %d, %s records", topic, i,
                    sc_decode_format_name(is->dspec.format));
         return ks;
@@ -698,6 +710,55 @@ static void sc_ks_dead_letter(sc_kafka_source_t *src, const rd_kafka_message_t *
         src->dlq_enqueued++;
 }
 
+/* An avro record's schema: fetched from the registry the first time its id
+ * is seen, compiled into the stream's cache (or refused there, with the
+ * registry's reason: its records are then dead-lettered). Returns 0 while
+ * the registry cannot be reached (the record is held and tried again), 1
+ * when the record can go on to be decoded. */
+static int sc_ks_schema(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kafka_message_t *m,
+                        double t)
+{
+        char why[512], err2[512];
+        const char *text;
+        size_t len;
+        int32_t id;
+        if (!sc_avro_cache_need(ks->avro, m->payload, m->payload ? m->len : 0, &id))
+                return 1;
+        int was_down = sc_registry_stats(src->registry)->unavailable;
+        double since = sc_registry_stats(src->registry)->outage_since;
+        uint64_t reqs = sc_registry_stats(src->registry)->requests;
+        sc_registry_result_t r =
+            sc_registry_get(src->registry, id, t, &text, &len, why, sizeof(why));
+        if (r == SC_REGISTRY_UNAVAILABLE) {
+                src->registry_held++;
+                if (sc_registry_stats(src->registry)->requests != reqs)
+                        sc_ks_logf(src, was_down ? 6 : 4,
+                                   "schema registry: %s; %s's records are held (its partitions "
+                                   "paused when %zu are) and schema id %d is asked for again in "
+                                   "%.1f s",
+                                   why, ks->topic, src->hold_max, id,
+                                   sc_registry_retry_in(src->registry, t));
+                return 0;
+        }
+        if (was_down && !sc_registry_stats(src->registry)->unavailable)
+                sc_ks_logf(src, 4, "schema registry: reachable again after %.1f s", t - since);
+        sc_err_t e = r == SC_REGISTRY_OK
+                         ? sc_avro_cache_put(ks->avro, id, text, len, err2, sizeof(err2))
+                         : sc_avro_cache_refuse(ks->avro, id, why);
+        if (e == SC_ERR_DECODE || (r == SC_REGISTRY_NOT_FOUND && !e))
+                sc_ks_logf(src, 6,
+                           "%s [%" PRId32 "] offset %" PRId64 ": %s; its records are "
+                           "refused as unknown_schema",
+                           ks->topic, m->partition, m->offset, e ? err2 : why);
+        else if (e)
+                sc_ks_logf(src, 3, "%s: schema id %d: %s", ks->topic, id,
+                           r == SC_REGISTRY_OK ? err2 : sc_err2str(e));
+        else
+                sc_ks_logf(src, 6, "%s: schema id %d: %zu bytes from the registry", ks->topic, id,
+                           len);
+        return 1;
+}
+
 /* Hands one message to its stream through the ingest path. Returns 1 if
  * taken (the caller destroys the message), 0 if the stream is full or no
  * memory could be had for its row (the caller holds it and tries again). */
@@ -708,6 +769,8 @@ static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kaf
         sc_ingest_result_t res;
         char why[512];
 
+        if (ks->avro && !sc_ks_schema(src, ks, m, t))
+                return 0;
         size_t nh = sc_kafka_headers(m, hdrs);
         sc_record_t rec = {
             m->key, m->key ? m->key_len : 0, m->payload, m->payload ? m->len : 0, hdrs, nh};

@@ -6,10 +6,12 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "sc_avro.h"
 #include "sc_decode.h"
 #include "sc_ingest.h"
 #include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
+#include "sc_registry.h"
 
 #define SC_KS_COMMIT_BATCH 64
 
@@ -38,6 +40,7 @@ typedef struct sc_ks_stream {
         size_t n_parts, cap_parts;
         rd_kafka_message_t **held; /* FIFO of messages waiting for room */
         size_t n_held, cap_held;
+        sc_avro_cache_t *avro; /* avro topic: its schema ids' plans; else NULL */
 } sc_ks_stream_t;
 
 struct sc_kafka_source_s {
@@ -72,6 +75,8 @@ struct sc_kafka_source_s {
         uint64_t dlq_enqueued, dlq_refused;
         rd_kafka_resp_err_t last_commit_err; /* of the last rd_kafka_commit() */
         sc_kafka_reach_t reach;              /* broker reachability (statistics events) */
+        sc_registry_t *registry;             /* source.schema_registry.url, or NULL */
+        uint64_t registry_held;              /* records held for the registry (an outage) */
 };
 
 /* kafka_source.c */

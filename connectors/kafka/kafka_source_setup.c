@@ -165,6 +165,16 @@ sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, si
                         goto out_free;
                 }
         }
+        if (conf->source.registry_url[0]) {
+                sc_registry_spec_t rs = {.url = conf->source.registry_url,
+                                         .auth_file = conf->source.registry_auth_file,
+                                         .ca = conf->source.registry_ca,
+                                         .timeout = conf->source.registry_timeout};
+                if ((err = sc_registry_new(&src->registry, &rs, why, sizeof(why)))) {
+                        sc_errf(err, errstr, errstr_size, "%s: %s", conf->origin, why);
+                        goto out_free;
+                }
+        }
         if ((err = sc_ks_conf(conf, &kc, errstr, errstr_size)))
                 goto out_free;
         sc_kafka_delivery_init(&src->dlq_dv);
@@ -239,9 +249,13 @@ void sc_kafka_source_destroy(sc_kafka_source_t *src)
                         rd_kafka_message_destroy(ks->held[j]);
                 free(ks->held);
                 free(ks->parts);
+                if (ks->avro && !src->own_ingest)
+                        sc_ingest_stream_avro(src->ingest, i, NULL);
+                sc_avro_cache_free(ks->avro);
         }
         if (src->own_ingest)
                 sc_ingest_destroy(src->ingest);
+        sc_registry_destroy(src->registry);
         free(src);
 }
 
@@ -404,6 +418,30 @@ int sc_ks_on_stats(rd_kafka_t *rk, char *json, size_t json_len, void *opaque)
 int sc_kafka_source_reachable(const sc_kafka_source_t *src)
 {
         return sc_kafka_reach_ok(&src->reach);
+}
+
+int sc_kafka_source_registry_waiting(const sc_kafka_source_t *src)
+{
+        if (!src->registry || !sc_registry_stats(src->registry)->unavailable)
+                return 0;
+        for (int i = 0; i < src->n_streams; i++)
+                if (src->streams[i].avro && src->streams[i].n_held > 0)
+                        return 1;
+        return 0;
+}
+
+json_t *sc_kafka_source_registry_json(const sc_kafka_source_t *src)
+{
+        if (!src->registry)
+                return NULL;
+        const sc_registry_stats_t *r = sc_registry_stats(src->registry);
+        size_t schemas = 0;
+        for (int i = 0; i < src->n_streams; i++)
+                schemas += sc_avro_cache_size(src->streams[i].avro);
+        return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I}", "requests", (json_int_t)r->requests,
+                         "failures", (json_int_t)r->failures, "not_found", (json_int_t)r->not_found,
+                         "unavailable", r->unavailable, "held", (json_int_t)src->registry_held,
+                         "schemas", (json_int_t)schemas);
 }
 
 int64_t sc_kafka_source_lag(sc_kafka_source_t *src)

@@ -182,6 +182,15 @@ int sc_kafka_source_lags(sc_kafka_source_t *src, sc_kafka_lag_fn fn, void *opaqu
  * (statistics.interval.ms 0 in the kafka settings). */
 int sc_kafka_source_reachable(const sc_kafka_source_t *src);
 
+/* 1 while records of an avro topic are held because the Schema Registry
+ * cannot be reached (like a broker outage, this is not idle time). */
+int sc_kafka_source_registry_waiting(const sc_kafka_source_t *src);
+/* The Schema Registry's counters: requests, failures (no answer, 5xx,
+ * refused authentication), not_found (ids it does not have), unavailable
+ * (now), held (times a record was held for it), schemas (ids known to the
+ * streams, refused ones included). New reference; NULL without a registry. */
+json_t *sc_kafka_source_registry_json(const sc_kafka_source_t *src);
+
 /* A JSON array, one object per assigned partition: topic, partition,
  * committed (read back from the group coordinator), end (the high watermark
  * of the consumer's last fetch response; asked for, within timeout_ms, when

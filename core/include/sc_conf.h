@@ -111,6 +111,11 @@ typedef struct sc_conf_source {
         char pattern[SC_CONF_TOPIC_MAX];     /* POSIX extended regex of topics; "" = none */
         char dead_letter[SC_CONF_TOPIC_MAX]; /* dead-letter topic; "" = none */
         int unlabelled; /* records carry no label (scadles predict): sc_decode_spec_unlabelled */
+        /* the Schema Registry of avro topics */
+        char registry_url[SC_CONF_PATH_MAX];       /* "" = none */
+        char registry_auth_file[SC_CONF_PATH_MAX]; /* "user:password" for basic auth; "" = none */
+        char registry_ca[SC_CONF_PATH_MAX];        /* PEM CA bundle; "" = the system's */
+        double registry_timeout;                   /* s, one request */
         int n_topics;
         sc_conf_topic_t topics[SC_CONF_MAX_TOPICS];
 } sc_conf_source_t;

@@ -17,6 +17,8 @@
 #include "sc_err.h"
 #include "sc_fields.h"
 
+struct sc_avro_cache;
+
 #define SC_DECODE_PATH_MAX 128
 #define SC_DECODE_NAME_MAX 64
 
@@ -24,6 +26,7 @@ typedef enum sc_decode_format {
         SC_DECODE_JSON, /* a JSON object; features and label from field paths */
         SC_DECODE_CSV,  /* one delimited text line; features and label from columns */
         SC_DECODE_RAW,  /* a little-endian uint8 / float32 tensor of exactly numel elements */
+        SC_DECODE_AVRO, /* Avro binary framed for a schema registry; named fields (sc_avro.h) */
         SC_DECODE_FORMAT__END
 } sc_decode_format_t;
 
@@ -93,6 +96,10 @@ typedef struct sc_decode_spec {
         /* csv with fields: label column + 1 that sc_decode_spec_unlabelled took
          * out (the field columns after it move down by one); 0 = none. */
         int csv_label_dropped;
+        /* avro: the schema cache of the records' ids, compiled for this
+         * spec's fields and label (sc_avro_cache_new); NULL = none, every
+         * record is unknown_schema. Borrowed. */
+        const struct sc_avro_cache *avro;
 } sc_decode_spec_t;
 
 /* Kinds of malformed record. Names (sc_decode_fault_name) are stable
@@ -113,6 +120,10 @@ typedef enum sc_decode_fault {
         SC_DECODE_BAD_SPEC,         /* "bad_spec": the spec fails sc_decode_spec_check */
         SC_DECODE_TOO_MANY_HEADERS, /* "too_many_headers": over SC_DECODE_MAX_HEADERS headers */
         SC_DECODE_WRONG_TYPE,       /* "wrong_type": a field's value has a type it cannot take */
+        SC_DECODE_BAD_AVRO,         /* "bad_avro": not framed Avro, or a body its schema cannot
+                                       read (truncated, bad length or branch, bytes left) */
+        SC_DECODE_UNKNOWN_SCHEMA,   /* "unknown_schema": the schema id is not in the registry,
+                                       or its schema cannot be used */
         SC_DECODE_FAULT__END
 } sc_decode_fault_t;
 

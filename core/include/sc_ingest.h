@@ -67,6 +67,9 @@ int sc_ingest_find(const sc_ingest_t *ingest, const char *topic);
 /* Streams made so far (indices 0 .. count - 1, in order of their first record). */
 int sc_ingest_count(const sc_ingest_t *ingest);
 const sc_ingest_stream_t *sc_ingest_at(const sc_ingest_t *ingest, int index);
+/* Gives an avro stream its schema cache (sc_avro.h; borrowed: the caller
+ * keeps it until the stream is gone or given NULL). */
+void sc_ingest_stream_avro(sc_ingest_t *ingest, int index, const struct sc_avro_cache *cache);
 /* The batcher over the streams; NULL until the first stream is made. */
 sc_batcher_t *sc_ingest_batcher(const sc_ingest_t *ingest);
 /* The streams' counters summed (peak_buffered too; latency_max the largest);

@@ -1,0 +1,312 @@
+/* registry.c — the Schema Registry client: GET /schemas/ids/ID with
+ * libcurl, the answer's "schema" member read with jansson, schemas cached
+ * by id, a doubling back-off after a failed request. */
+#include "sc_registry.h"
+#include "sc_avro.h"
+#include "sc_file.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SC_REG_BACKOFF_MIN 0.5
+#define SC_REG_BACKOFF_MAX 30.0
+#define SC_REG_BODY_MAX (2 * (size_t)SC_AVRO_SCHEMA_MAX + 4096) /* escaped JSON of one */
+#define SC_REG_CACHE_MAX 4096
+
+typedef struct sc_reg_entry {
+        int32_t id;
+        char *text;
+        size_t len;
+} sc_reg_entry_t;
+
+struct sc_registry {
+        char *url; /* without a trailing '/' */
+        char *userpwd;
+        char *ca;
+        long timeout_ms;
+        CURL *curl;
+        sc_reg_entry_t *e;
+        size_t n, cap;
+        double next_try, backoff;
+        sc_registry_stats_t stats;
+};
+
+static pthread_once_t sc_reg_once = PTHREAD_ONCE_INIT;
+static void sc_reg_global(void)
+{
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void sc_registry_destroy(sc_registry_t *r)
+{
+        if (!r)
+                return;
+        if (r->curl)
+                curl_easy_cleanup(r->curl);
+        for (size_t i = 0; i < r->n; i++)
+                free(r->e[i].text);
+        free(r->e);
+        if (r->userpwd) {
+                memset(r->userpwd, 0, strlen(r->userpwd));
+                free(r->userpwd);
+        }
+        free(r->url);
+        free(r->ca);
+        free(r);
+}
+
+static sc_err_t sc_reg_auth(sc_registry_t *r, const char *file, char *errstr, size_t errstr_size)
+{
+        char *text = NULL;
+        size_t len = 0;
+        sc_err_t err = sc_file_read_all(file, 4096, &text, &len, errstr, errstr_size);
+        if (err)
+                return sc_errf(err, errstr, errstr_size,
+                               "$.source.schema_registry.basic_auth_file: %s", errstr);
+        text[strcspn(text, "\r\n")] = '\0';
+        if (!strchr(text, ':') || text[0] == ':') {
+                memset(text, 0, len);
+                free(text);
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "$.source.schema_registry.basic_auth_file: %s: the first line "
+                               "is not user:password",
+                               file);
+        }
+        r->userpwd = text;
+        return SC_OK;
+}
+
+sc_err_t sc_registry_new(sc_registry_t **out, const sc_registry_spec_t *spec, char *errstr,
+                         size_t errstr_size)
+{
+        *out = NULL;
+        if (!spec->url || (strncmp(spec->url, "http://", 7) && strncmp(spec->url, "https://", 8)))
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "$.source.schema_registry.url: expected http://host[:port] or "
+                               "https://host[:port], got \"%s\"",
+                               spec->url ? spec->url : "");
+        pthread_once(&sc_reg_once, sc_reg_global);
+        sc_registry_t *r = calloc(1, sizeof(*r));
+        if (!r || !(r->url = strdup(spec->url)) || !(r->curl = curl_easy_init())) {
+                sc_registry_destroy(r);
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "schema registry: out of memory");
+        }
+        size_t ul = strlen(r->url);
+        while (ul > 0 && r->url[ul - 1] == '/')
+                r->url[--ul] = '\0';
+        r->timeout_ms = (long)lround((spec->timeout > 0 ? spec->timeout : 5) * 1000);
+        sc_err_t err;
+        if (spec->auth_file && spec->auth_file[0] &&
+            (err = sc_reg_auth(r, spec->auth_file, errstr, errstr_size))) {
+                sc_registry_destroy(r);
+                return err;
+        }
+        if (spec->ca && spec->ca[0] && !(r->ca = strdup(spec->ca))) {
+                sc_registry_destroy(r);
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "schema registry: out of memory");
+        }
+        *out = r;
+        return SC_OK;
+}
+
+const char *sc_registry_url(const sc_registry_t *r)
+{
+        return r->url;
+}
+
+const sc_registry_stats_t *sc_registry_stats(const sc_registry_t *r)
+{
+        return &r->stats;
+}
+
+double sc_registry_retry_in(const sc_registry_t *r, double t)
+{
+        return r->next_try > t ? r->next_try - t : 0;
+}
+
+typedef struct sc_reg_body {
+        char *p;
+        size_t n, cap;
+        int over;
+} sc_reg_body_t;
+
+static size_t sc_reg_write(char *data, size_t size, size_t nmemb, void *opaque)
+{
+        sc_reg_body_t *b = opaque;
+        size_t n = size * nmemb;
+        if (b->n + n + 1 > SC_REG_BODY_MAX) {
+                b->over = 1;
+                return 0;
+        }
+        if (b->n + n + 1 > b->cap) {
+                size_t nc = b->cap ? b->cap : 4096;
+                while (nc < b->n + n + 1)
+                        nc *= 2;
+                char *np = realloc(b->p, nc);
+                if (!np)
+                        return 0;
+                b->p = np;
+                b->cap = nc;
+        }
+        memcpy(b->p + b->n, data, n);
+        b->n += n;
+        b->p[b->n] = '\0';
+        return n;
+}
+
+static const sc_reg_entry_t *sc_reg_cached(const sc_registry_t *r, int32_t id)
+{
+        for (size_t i = 0; i < r->n; i++)
+                if (r->e[i].id == id)
+                        return &r->e[i];
+        return NULL;
+}
+
+/* A failed request: back off. */
+static sc_registry_result_t sc_reg_down(sc_registry_t *r, double t)
+{
+        if (!r->stats.unavailable)
+                r->stats.outage_since = t;
+        r->stats.unavailable = 1;
+        r->stats.failures++;
+        r->backoff = r->backoff > 0 ? fmin(2 * r->backoff, SC_REG_BACKOFF_MAX) : SC_REG_BACKOFF_MIN;
+        r->next_try = t + r->backoff;
+        return SC_REGISTRY_UNAVAILABLE;
+}
+
+/* The message of an error answer ({"error_code":..., "message":...}), or
+ * the start of the body. */
+static void sc_reg_message(const sc_reg_body_t *b, char *out, size_t size)
+{
+        json_t *j = b->p ? json_loadb(b->p, b->n, 0, NULL) : NULL;
+        const char *m = j ? json_string_value(json_object_get(j, "message")) : NULL;
+        snprintf(out, size, "%.200s", m ? m : b->p ? b->p : "no body");
+        json_decref(j);
+}
+
+/* The answer to GET /schemas/ids/ID: status and body. */
+static sc_registry_result_t sc_reg_answer(sc_registry_t *r, int32_t id, long status,
+                                          sc_reg_body_t *b, double t, char *why, size_t why_size)
+{
+        char msg[256];
+        if (status == 404) {
+                sc_reg_message(b, msg, sizeof(msg));
+                r->stats.not_found++;
+                r->stats.unavailable = 0;
+                r->backoff = 0;
+                sc_errf(SC_ERR_DECODE, why, why_size, "the registry has no schema id %d (%s)", id,
+                        msg);
+                return SC_REGISTRY_NOT_FOUND;
+        }
+        if (status != 200) {
+                sc_reg_message(b, msg, sizeof(msg));
+                sc_errf(SC_ERR_IO, why, why_size, "%s: HTTP %ld: %s%s", r->url, status, msg,
+                        status == 401 || status == 403
+                            ? " (check source.schema_registry.basic_auth_file)"
+                            : "");
+                return sc_reg_down(r, t);
+        }
+        json_error_t je;
+        json_t *j = json_loadb(b->p ? b->p : "", b->n, 0, &je);
+        const char *s = j ? json_string_value(json_object_get(j, "schema")) : NULL;
+        const char *type = j ? json_string_value(json_object_get(j, "schemaType")) : NULL;
+        if (!s) {
+                json_decref(j);
+                sc_errf(SC_ERR_IO, why, why_size, "%s: schema id %d: the answer has no \"schema\"",
+                        r->url, id);
+                return sc_reg_down(r, t);
+        }
+        r->stats.unavailable = 0;
+        r->backoff = 0;
+        if (type && strcmp(type, "AVRO")) {
+                sc_errf(SC_ERR_DECODE, why, why_size, "schema id %d is %s, not AVRO", id, type);
+                json_decref(j);
+                r->stats.not_found++;
+                return SC_REGISTRY_NOT_FOUND;
+        }
+        if (r->n == r->cap) {
+                size_t nc = r->cap ? 2 * r->cap : 8;
+                sc_reg_entry_t *ne =
+                    r->n < SC_REG_CACHE_MAX ? realloc(r->e, nc * sizeof(*ne)) : NULL;
+                if (!ne) {
+                        json_decref(j);
+                        sc_errf(SC_ERR_NOMEM, why, why_size, "schema id %d: no room to keep it",
+                                id);
+                        return sc_reg_down(r, t);
+                }
+                r->e = ne;
+                r->cap = nc;
+        }
+        size_t len = json_string_length(json_object_get(j, "schema"));
+        char *text = malloc(len + 1);
+        if (!text) {
+                json_decref(j);
+                sc_errf(SC_ERR_NOMEM, why, why_size, "schema id %d: out of memory", id);
+                return sc_reg_down(r, t);
+        }
+        memcpy(text, s, len);
+        text[len] = '\0';
+        json_decref(j);
+        r->e[r->n++] = (sc_reg_entry_t){id, text, len};
+        return SC_REGISTRY_OK;
+}
+
+sc_registry_result_t sc_registry_get(sc_registry_t *r, int32_t id, double t, const char **schema,
+                                     size_t *len, char *why, size_t why_size)
+{
+        const sc_reg_entry_t *e = sc_reg_cached(r, id);
+        if (!e && t < r->next_try) {
+                sc_errf(SC_ERR_AGAIN, why, why_size, "%s: unavailable, retried in %.1f s", r->url,
+                        r->next_try - t);
+                return SC_REGISTRY_UNAVAILABLE;
+        }
+        if (!e) {
+                char url[4200];
+                sc_reg_body_t b = {0};
+                long status = 0;
+                snprintf(url, sizeof(url), "%s/schemas/ids/%d", r->url, id);
+                CURL *c = r->curl;
+                curl_easy_reset(c);
+                curl_easy_setopt(c, CURLOPT_URL, url);
+                curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sc_reg_write);
+                curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+                curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+                curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms);
+                curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+                curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+                curl_easy_setopt(c, CURLOPT_USERAGENT, "scadles");
+                if (r->userpwd) {
+                        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+                        curl_easy_setopt(c, CURLOPT_USERPWD, r->userpwd);
+                }
+                if (r->ca)
+                        curl_easy_setopt(c, CURLOPT_CAINFO, r->ca);
+                r->stats.requests++;
+                CURLcode cc = curl_easy_perform(c);
+                sc_registry_result_t res;
+                if (cc != CURLE_OK && b.over) {
+                        sc_errf(SC_ERR_DECODE, why, why_size,
+                                "schema id %d: the answer is over %zu bytes", id, SC_REG_BODY_MAX);
+                        r->stats.not_found++;
+                        res = SC_REGISTRY_NOT_FOUND;
+                } else if (cc != CURLE_OK) {
+                        sc_errf(SC_ERR_IO, why, why_size, "%s: %s", r->url, curl_easy_strerror(cc));
+                        res = sc_reg_down(r, t);
+                } else {
+                        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+                        res = sc_reg_answer(r, id, status, &b, t, why, why_size);
+                }
+                free(b.p);
+                if (res != SC_REGISTRY_OK)
+                        return res;
+                e = &r->e[r->n - 1];
+        }
+        *schema = e->text;
+        *len = e->len;
+        return SC_REGISTRY_OK;
+}

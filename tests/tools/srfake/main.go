@@ -1,0 +1,78 @@
+// srfake — a Confluent-compatible Schema Registry for the integration
+// tests: franz-go's in-memory srfake (the registry's REST API) served on
+// 127.0.0.1, with control endpoints the tests drive:
+//
+//	POST /__control/outage?on=1   answer 503 to every registry request
+//	POST /__control/outage?on=0   answer normally again
+//	GET  /__control/stats         {"schema_gets": N, "outage": bool}
+//
+// Usage: srfake -url-file FILE [-addr 127.0.0.1:0] [-auth user:password]
+// It writes its base URL to FILE once it listens, and serves until killed.
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
+	urlFile := flag.String("url-file", "", "file to write the base URL to (required)")
+	auth := flag.String("auth", "", "user:password required as HTTP basic authentication")
+	flag.Parse()
+	if *urlFile == "" {
+		fmt.Fprintln(os.Stderr, "usage: srfake -url-file FILE [-addr 127.0.0.1:0] [-auth user:password]")
+		os.Exit(2)
+	}
+	var opts []srfake.Option
+	if *auth != "" {
+		opts = append(opts, srfake.WithAuth("Basic "+base64.StdEncoding.EncodeToString([]byte(*auth))))
+	}
+	reg := srfake.NewRegistry(opts...)
+	var outage atomic.Bool
+	var gets atomic.Int64
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case r.URL.Path == "/__control/outage" && r.Method == http.MethodPost:
+			outage.Store(r.URL.Query().Get("on") == "1")
+			w.WriteHeader(http.StatusNoContent)
+			return true
+		case r.URL.Path == "/__control/stats":
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"schema_gets": gets.Load(), "outage": outage.Load()})
+			return true
+		}
+		if outage.Load() {
+			http.Error(w, `{"error_code":50301,"message":"registry outage (srfake)"}`, http.StatusServiceUnavailable)
+			return true
+		}
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/schemas/ids/") {
+			gets.Add(1)
+		}
+		return false
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatalf("srfake: listen %s: %v", *addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	tmp := *urlFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err != nil {
+		log.Fatalf("srfake: %v", err)
+	}
+	if err := os.Rename(tmp, *urlFile); err != nil {
+		log.Fatalf("srfake: %v", err)
+	}
+	log.Printf("srfake: serving the Schema Registry API on %s", url)
+	log.Fatal(http.Serve(ln, reg.Handler()))
+}

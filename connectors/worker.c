@@ -125,6 +125,13 @@ static sc_err_t sc_wk_check(const sc_worker_t *w, char *errstr, size_t errstr_si
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "worker id %d: the job admits ids 0 .. %d (job.workers)",
                                spec->worker_id, conf->job.sync.n_workers - 1);
+        for (int i = 0; spec->distributed && i < conf->model.n_layers; i++)
+                if (conf->model.layers[i].kind == SC_LAYER_STANDARDIZE)
+                        return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                                       "%s: $.model.layers[%d]: standardize is for standalone "
+                                       "workers for now: in a job each worker would learn its own "
+                                       "statistics and the job's model would have none",
+                                       conf->origin, i);
         if (spec->inject_alpha < 0 || spec->inject_alpha > 1 || spec->inject_beta < 0 ||
             spec->inject_beta > 1)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,

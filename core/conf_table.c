@@ -32,11 +32,11 @@
 #define R_GT(lo) .min = (lo), .max = NAN, .flags = SC_CONF_F_MIN_EXCL
 #define R_IN(lo, hi) .min = (lo), .max = (hi)
 
-_Static_assert(SC_LAYER__END == 9, "layer names below follow sc_layer_kind_t");
+_Static_assert(SC_LAYER__END == 10, "layer names below follow sc_layer_kind_t");
 
-static const char *const sc_conf_layer_names[] = {"dense",     "conv2d",  "maxpool2d", "relu",
-                                                  "tanh",      "sigmoid", "dropout",   "flatten",
-                                                  "batchnorm", NULL};
+static const char *const sc_conf_layer_names[] = {
+    "dense",   "conv2d",  "maxpool2d", "relu",        "tanh", "sigmoid",
+    "dropout", "flatten", "batchnorm", "standardize", NULL};
 static const char *const sc_conf_init_names[] = {"auto", "he", "xavier", NULL};
 static const char *const sc_conf_loss_names[] = {"softmax_xent", "mse", NULL};
 static const char *const sc_conf_sched_names[] = {"constant", "multistep", "cosine", NULL};
@@ -176,8 +176,30 @@ static const sc_conf_prop_t sc_conf_layer_props[] = {
      .offset = L(eps),
      .def = "1e-05",
      R_GT(0),
-     .kinds = K(SC_LAYER_BATCHNORM),
-     .desc = "Batch normalization: added to the variance before its square root."},
+     .kinds = K(SC_LAYER_BATCHNORM) | K(SC_LAYER_STANDARDIZE),
+     .desc = "Batch normalization and standardize: added to the variance before its square "
+             "root."},
+    {.path = "warmup",
+     .type = SC_CONF_INT,
+     .offset = L(warmup),
+     .def = "10000",
+     R_IN(1, 10000000),
+     .kinds = K(SC_LAYER_STANDARDIZE),
+     .desc = "Standardize (per feature of a flat input, per channel of an image): the "
+             "training samples whose mean and variance are accumulated, exactly, before the "
+             "statistics are frozen; each batch of the warm-up is standardized with the "
+             "statistics so far. The statistics are the model's state: saved in and restored "
+             "from checkpoints, used by eval and predict, exported to ONNX."},
+    {.path = "decay",
+     .type = SC_CONF_FLOAT,
+     .offset = L(decay),
+     .def = "0",
+     .min = 0,
+     .max = 1,
+     .flags = SC_CONF_F_MAX_EXCL,
+     .kinds = K(SC_LAYER_STANDARDIZE),
+     .desc = "Standardize: after the warm-up, each training batch's mean and variance move "
+             "the statistics by this weight; 0 = frozen."},
     {.path = "init",
      .type = SC_CONF_ENUM,
      .offset = L(init),

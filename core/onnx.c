@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sc_pb.h"
@@ -257,6 +258,29 @@ static void write_layer(graph_t *g, int i, const sc_layer_spec_t *ls, sc_shape_t
                 step(g, "BatchNormalization", name, extra, 4, &eps, 1);
                 break;
         }
+        case SC_LAYER_STANDARDIZE: {
+                /* (x - mean) / sqrt(var + eps): a BatchNormalization of
+                 * scale 1 and bias 0 */
+                const int64_t cd[1] = {in.c};
+                const attr_t eps = {.name = "epsilon", .type = ATTR_FLOAT, .f = ls->eps};
+                float *one = malloc((size_t)in.c * sizeof(float)),
+                      *zero = calloc((size_t)in.c, sizeof(float));
+                for (int c = 0; one && c < in.c; c++)
+                        one[c] = 1.0f;
+                if (!one || !zero) {
+                        if (!g->pb->err)
+                                g->pb->err = SC_ERR_NOMEM;
+                } else {
+                        write_floats(g->pb, wn, cd, 1, one, (size_t)in.c);
+                        write_floats(g->pb, bn, cd, 1, zero, (size_t)in.c);
+                        write_floats(g->pb, mn, cd, 1, st, (size_t)in.c);
+                        write_floats(g->pb, vn, cd, 1, st + in.c, (size_t)in.c);
+                        step(g, "BatchNormalization", name, extra, 4, &eps, 1);
+                }
+                free(one);
+                free(zero);
+                break;
+        }
         case SC_LAYER_FLATTEN:
                 g->rank = 4; /* Flatten (axis 1) also on a 2-D value: one node per layer */
                 to_rank2(g, name);
@@ -335,6 +359,8 @@ static void write_graph(sc_pb_t *pb, sc_model_t *model, const sc_onnx_opts_t *op
                             state ? state + so : NULL);
                 if (ls->kind == SC_LAYER_BATCHNORM)
                         so += 2 * (size_t)g.shape.c;
+                else if (ls->kind == SC_LAYER_STANDARDIZE)
+                        so += 2 * (size_t)g.shape.c + 1;
         }
         const int out4[3] = {g.shape.c, g.shape.h, g.shape.w};
         const int out2[1] = {(int)sc_shape_numel(g.shape)};

@@ -33,6 +33,7 @@ typedef enum sc_layer_kind {
         SC_LAYER_DROPOUT,
         SC_LAYER_FLATTEN,
         SC_LAYER_BATCHNORM,
+        SC_LAYER_STANDARDIZE,
         SC_LAYER__END
 } sc_layer_kind_t;
 
@@ -56,6 +57,11 @@ typedef struct sc_layer_spec {
         /* batchnorm: running-statistics momentum in (0, 1] (0 = 0.1) and
          * variance epsilon > 0 (0 = 1e-5) */
         float momentum, eps;
+        /* standardize: samples whose statistics are accumulated before they
+         * are frozen (0 = 10000), and the weight of each later batch's
+         * (0 = frozen, in [0, 1)); eps as batchnorm's */
+        int warmup;
+        float decay;
         sc_init_kind_t init;
 } sc_layer_spec_t;
 

@@ -39,7 +39,7 @@ static const sc_layer_ops_t *const sc_layer_ops_table[SC_LAYER__END] = {
     [SC_LAYER_MAXPOOL2D] = &sc_nn_maxpool2d_ops, [SC_LAYER_RELU] = &sc_nn_relu_ops,
     [SC_LAYER_TANH] = &sc_nn_tanh_ops,           [SC_LAYER_SIGMOID] = &sc_nn_sigmoid_ops,
     [SC_LAYER_DROPOUT] = &sc_nn_dropout_ops,     [SC_LAYER_FLATTEN] = &sc_nn_flatten_ops,
-    [SC_LAYER_BATCHNORM] = &sc_nn_batchnorm_ops,
+    [SC_LAYER_BATCHNORM] = &sc_nn_batchnorm_ops, [SC_LAYER_STANDARDIZE] = &sc_nn_standardize_ops,
 };
 
 const char *sc_layer_kind_name(sc_layer_kind_t kind)
@@ -601,7 +601,8 @@ int sc_model_train_is_eval(const sc_model_t *model)
 {
         for (int i = 0; i < model->spec.n_layers; i++)
                 if (model->spec.layers[i].kind == SC_LAYER_DROPOUT ||
-                    model->spec.layers[i].kind == SC_LAYER_BATCHNORM)
+                    model->spec.layers[i].kind == SC_LAYER_BATCHNORM ||
+                    model->spec.layers[i].kind == SC_LAYER_STANDARDIZE)
                         return 0;
         return 1;
 }

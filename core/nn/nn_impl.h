@@ -143,6 +143,7 @@ extern const sc_layer_ops_t sc_nn_sigmoid_ops;
 extern const sc_layer_ops_t sc_nn_dropout_ops;
 extern const sc_layer_ops_t sc_nn_flatten_ops;
 extern const sc_layer_ops_t sc_nn_batchnorm_ops;
+extern const sc_layer_ops_t sc_nn_standardize_ops;
 
 /* Loss on logits (n, B) when fm, else (B, n). Writes dlogits (same layout,
  * already divided by B) when d is not NULL. Returns the mean loss, or NAN if

@@ -256,6 +256,118 @@ static void batchnorm_grads(void **state)
         check_grads((sc_shape_t){1, 4, 4}, e, 3, SC_LOSS_MSE, 2, 84, 1e-2f, 2e-2f);
 }
 
+/* ---- standardize statistics ----------------------------------------- */
+
+/* A standardize layer before a dense one: the warm-up's statistics are the
+ * exact mean and population variance of its samples (merged batch by
+ * batch), each warm-up batch is standardized with the statistics so far,
+ * then they are frozen (decay 0) or move by decay; evaluation standardizes
+ * with them; gradients flow through (finite differences). */
+static void standardize_warmup_freeze_and_decay(void **state)
+{
+        sc_model_spec_t spec = {.input = {3, 1, 1}, .n_layers = 2, .loss = SC_LOSS_MSE};
+        sc_model_t *m = NULL;
+        sc_rng_t rng;
+        char err[160];
+        enum { B = 4, N = 40 };
+        float x[N * 3], t[B * 2] = {0}, out[B * 3];
+
+        sc_rng_seed(&rng, 7);
+        for (int i = 0; i < N; i++) {
+                x[i * 3 + 0] = 100.0f + 10.0f * sc_rng_normal(&rng);
+                x[i * 3 + 1] = -3.0f + 0.01f * sc_rng_normal(&rng);
+                x[i * 3 + 2] = (float)(i % 5);
+        }
+        spec.layers[0] = (sc_layer_spec_t){.kind = SC_LAYER_STANDARDIZE, .warmup = 20};
+        spec.layers[1] = dense(2);
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_model_nstate(m), 7);
+        assert_int_equal(sc_model_nparams(m), 8); /* the dense layer's only */
+        sc_model_init(m, &rng);
+        float *st = sc_model_state(m);
+        assert_true(st[0] == 0.0f && st[3] == 1.0f && st[6] == 0.0f);
+
+        /* the first batch is standardized with its own statistics */
+        sc_model_train_batch(m, x, NULL, t, B, &rng, NULL);
+        assert_true(st[6] == (float)B);
+        for (int c = 0; c < 3; c++) {
+                double s = 0, ss = 0;
+                for (int i = 0; i < B; i++)
+                        s += x[i * 3 + c];
+                for (int i = 0; i < B; i++)
+                        ss += (x[i * 3 + c] - s / B) * (x[i * 3 + c] - s / B);
+                assert_true(fabs(st[c] - s / B) < 1e-4 * fmax(1, fabs(s / B)));
+                assert_true(fabs(st[3 + c] - ss / B) < 1e-4 * fmax(1, ss / B));
+        }
+        /* through the warm-up: the statistics of its 20 samples, exactly */
+        for (int k = 1; k < 5; k++)
+                sc_model_train_batch(m, x + k * B * 3, NULL, t, B, &rng, NULL);
+        assert_true(st[6] == 20.0f);
+        float frozen[7];
+        for (int c = 0; c < 3; c++) {
+                double s = 0, ss = 0;
+                for (int i = 0; i < 20; i++)
+                        s += x[i * 3 + c];
+                for (int i = 0; i < 20; i++)
+                        ss += (x[i * 3 + c] - s / 20) * (x[i * 3 + c] - s / 20);
+                assert_true(fabs(st[c] - s / 20) < 1e-4 * fmax(1, fabs(s / 20)));
+                assert_true(fabs(st[3 + c] - ss / 20) < 1e-3 * fmax(1e-3, ss / 20));
+        }
+        memcpy(frozen, st, sizeof(frozen));
+        /* frozen: later batches change nothing */
+        for (int k = 5; k < 10; k++)
+                sc_model_train_batch(m, x + k * B * 3, NULL, t, B, &rng, NULL);
+        assert_memory_equal(frozen, st, sizeof(frozen));
+        /* evaluation: (x - mean) / sqrt(var + eps), through the layer alone */
+        sc_model_destroy(m);
+        spec.n_layers = 1;
+        spec.loss = SC_LOSS_MSE;
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        sc_model_init(m, &rng);
+        memcpy(sc_model_state(m), frozen, sizeof(frozen));
+        float t3[B * 3] = {0};
+        sc_model_eval_batch(m, x, NULL, t3, B, NULL, out);
+        for (int i = 0; i < B * 3; i++) {
+                int c = i % 3;
+                float want = (x[i] - frozen[c]) / sqrtf(frozen[3 + c] + 1e-5f);
+                assert_true(fabsf(out[i] - want) < 1e-4f * fmaxf(1.0f, fabsf(want)));
+        }
+        sc_model_destroy(m);
+
+        /* decay 0.5 after the warm-up: half way to each batch's statistics */
+        spec.n_layers = 2;
+        spec.layers[0].decay = 0.5f;
+        spec.layers[0].warmup = 4;
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        sc_model_init(m, &rng);
+        st = sc_model_state(m);
+        sc_model_train_batch(m, x, NULL, t, B, &rng, NULL);
+        float m0 = st[0];
+        sc_model_train_batch(m, x + B * 3, NULL, t, B, &rng, NULL);
+        double s = 0;
+        for (int i = B; i < 2 * B; i++)
+                s += x[i * 3];
+        assert_true(fabs(st[0] - (0.5 * m0 + 0.5 * s / B)) < 1e-3);
+        assert_true(st[6] == (float)B); /* counting stops with the warm-up */
+        sc_model_destroy(m);
+
+        /* bad warm-up / decay name the layer */
+        spec.layers[0].decay = 1.0f;
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_ERR_SHAPE);
+        assert_non_null(strstr(err, "layers[0] (standardize): decay"));
+        spec.layers[0].decay = 0;
+        spec.layers[0].warmup = -1;
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_ERR_SHAPE);
+        assert_non_null(strstr(err, "warmup"));
+
+        /* gradients through it, after a warm-up and frozen */
+        const sc_layer_spec_t sd = {.kind = SC_LAYER_STANDARDIZE, .warmup = 1};
+        sc_layer_spec_t a[] = {dense(5), sd, L(SC_LAYER_TANH), dense(3)};
+        check_grads((sc_shape_t){4, 1, 1}, a, 4, SC_LOSS_SOFTMAX_XENT, 3, 11, 1e-2f, 5e-2f);
+        sc_layer_spec_t b[] = {conv(2, 3, 1, 1), sd, L(SC_LAYER_FLATTEN), dense(3)};
+        check_grads((sc_shape_t){1, 4, 4}, b, 4, SC_LOSS_MSE, 2, 12, 1e-2f, 5e-2f);
+}
+
 /* ---- batchnorm statistics -------------------------------------------- */
 
 /* One batchnorm layer on a (2, 1, 2) input (2 channels of 2 positions),
@@ -997,6 +1109,7 @@ int main(void)
             cmocka_unit_test(batchnorm_grads),
             cmocka_unit_test(batchnorm_train_eval_and_state),
             cmocka_unit_test(batchnorm_recalibrate),
+            cmocka_unit_test(standardize_warmup_freeze_and_decay),
             cmocka_unit_test(dropout_masks_and_scales),
             cmocka_unit_test(conv2d_matches_reference),
             cmocka_unit_test(conv2d_chunks_match_reference),

@@ -23,8 +23,8 @@ int sc_cli_ckpt_load(const char *cmd, const char *ckpt, sc_model_t *model, sc_sg
         }
         if (sc_model_nstate(model) && !has_state)
                 fprintf(stderr,
-                        "scadles %s: warning: %s has no batchnorm running statistics (an "
-                        "older checkpoint); using mean 0, variance 1\n",
+                        "scadles %s: warning: %s has no statistics for the model's batchnorm "
+                        "or standardize layers (an older checkpoint); using mean 0, variance 1\n",
                         cmd, ckpt);
         return 0;
 }

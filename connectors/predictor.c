@@ -616,9 +616,11 @@ sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *er
         uint64_t nomem = sc_kafka_source_stats(p->src)->ks_nomem;
         int short_of_memory = nomem != p->nomem_seen;
         p->nomem_seen = nomem;
-        int wait = sc_pred_has_records(p) && !short_of_memory         ? 0
-                   : (p->n_pend || short_of_memory) && timeout_ms > 5 ? 5
-                                                                      : timeout_ms;
+        /* Records held for a Schema Registry that is down wait with it. */
+        int for_registry = sc_kafka_source_registry_waiting(p->src);
+        int wait = sc_pred_has_records(p) && !short_of_memory && !for_registry ? 0
+                   : (p->n_pend || short_of_memory) && timeout_ms > 5          ? 5
+                                                                               : timeout_ms;
         if ((err = sc_kafka_source_poll(p->src, t, wait, 4 * (size_t)p->spec.batch, &n, errstr,
                                         errstr_size)))
                 return err;
@@ -729,6 +731,9 @@ json_t *sc_predictor_summary(sc_predictor_t *p, int timeout_ms)
                 json_object_set_new(j, "busy_s", json_real(busy));
                 json_object_set_new(j, "records_per_s", json_real((double)p->st.acked / busy));
         }
+        json_t *reg = sc_kafka_source_registry_json(p->src);
+        if (reg)
+                json_object_set_new(j, "schema_registry", reg);
         json_t *parts = sc_kafka_source_partitions(p->src, timeout_ms);
         json_object_set_new(j, "partitions", parts ? parts : json_array());
         return j;

@@ -263,6 +263,12 @@ static sc_err_t sc_conf_check_decode(const sc_conf_t *conf, const sc_conf_decode
                 return sc_conf_fail(errstr, errstr_size, conf->origin, path,
                                     "avro records are read by named fields: list them here");
         }
+        if (conf->source.registry_url[0] && strncmp(conf->source.registry_url, "http://", 7) &&
+            strncmp(conf->source.registry_url, "https://", 8))
+                return sc_conf_fail(errstr, errstr_size, conf->origin,
+                                    "$.source.schema_registry.url",
+                                    "expected http://host[:port][/path] or https://..., got \"%s\"",
+                                    conf->source.registry_url);
         if (d->format == SC_DECODE_AVRO && !conf->source.registry_url[0])
                 return sc_conf_fail(errstr, errstr_size, conf->origin,
                                     "$.source.schema_registry.url",
@@ -551,13 +557,21 @@ static sc_err_t sc_conf_validate_eval(const sc_conf_t *conf, char *errstr, size_
         if (e->format == SC_CONF_EVAL_IDX && !e->labels[0])
                 return sc_conf_fail(errstr, errstr_size, o, "$.eval.labels",
                                     "an IDX eval.file needs its labels file");
-        if (e->decoder[0]) {
-                for (int i = 0; i < conf->source.n_topics; i++)
-                        if (!strcmp(conf->source.topics[i].topic, e->decoder))
-                                return SC_OK;
+        const sc_conf_decode_t *d = &conf->streams.decode;
+        const char *by = e->decoder[0] ? e->decoder : e->topic;
+        int found = 0;
+        for (int i = 0; i < conf->source.n_topics; i++)
+                if (!strcmp(conf->source.topics[i].topic, by)) {
+                        d = &conf->source.topics[i].decode;
+                        found = 1;
+                }
+        if (e->decoder[0] && !found)
                 return sc_conf_fail(errstr, errstr_size, o, "$.eval.decoder",
                                     "\"%s\" is not a topic of source.topics", e->decoder);
-        }
+        if (e->topic[0] && d->format == SC_DECODE_AVRO)
+                return sc_conf_fail(errstr, errstr_size, o, "$.eval.topic",
+                                    "an avro held-out topic is not read yet (its decoder is "
+                                    "avro); give eval.file, JSON lines of the same records");
         return SC_OK;
 }
 

@@ -309,8 +309,8 @@ static sc_err_t sc_decode_check_fields(const sc_decode_spec_t *spec, char *errst
                 }
                 if (!f->path[0])
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
-                                       "decode.fields[%zu].path: a %s field needs its path", i,
-                                       sc_decode_format_name(spec->format));
+                                       "decode.fields[%zu].path: %s field needs its path", i,
+                                       spec->format == SC_DECODE_AVRO ? "an avro" : "a json");
                 sc_decode_path_t a, b;
                 if (sc_decode_path_compile(f->path, sizeof(f->path), &a) || a.n == 0)
                         return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,

@@ -5,6 +5,7 @@
 #include "decode_impl.h"
 
 #include <avro.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ typedef struct sc_av_plan {
         uint32_t n_syms, cap_syms;
         char *names;
         size_t n_names, cap_names;
+        uint64_t found; /* bit t: target t is in the schema (bit 63: the label) */
 } sc_av_plan_t;
 
 typedef struct sc_av_entry {
@@ -50,6 +52,7 @@ struct sc_avro_cache {
         sc_decode_spec_t spec; /* fields and labels referenced */
         sc_av_entry_t *e;      /* sorted by id */
         size_t n, cap;
+        size_t n_refused; /* entries without a plan (at most SC_AVRO_REFUSED_MAX) */
 };
 
 sc_avro_cache_t *sc_avro_cache_new(const sc_decode_spec_t *spec)
@@ -120,6 +123,30 @@ static const sc_av_entry_t *sc_av_find(const sc_avro_cache_t *c, int32_t id, siz
         return lo < c->n && c->e[lo].id == id ? &c->e[lo] : NULL;
 }
 
+size_t sc_avro_cache_absent(const sc_avro_cache_t *c, int32_t id, char *buf, size_t size)
+{
+        const sc_av_entry_t *e = c ? sc_av_find(c, id, NULL) : NULL;
+        size_t n = 0, at = 0;
+        if (size)
+                buf[0] = '\0';
+        if (!e || !e->plan)
+                return 0;
+        const sc_fields_t *fs = c->spec.fields;
+        for (size_t i = 0; fs && i <= fs->n; i++) {
+                int label = i == fs->n;
+                if (label && c->spec.label_source != SC_DECODE_LABEL_FIELD)
+                        break;
+                if (e->plan->found & (1ull << (label ? 63 : i)))
+                        continue;
+                const char *path = label ? c->spec.label_path : fs->field[i].path;
+                if (at < size)
+                        at += (size_t)snprintf(buf + at, size - at, "%s%s%s", n ? ", " : "", path,
+                                               label ? " (the label)" : "");
+                n++;
+        }
+        return n;
+}
+
 int sc_avro_cache_need(const sc_avro_cache_t *c, const void *value, size_t size, int32_t *id)
 {
         int32_t i;
@@ -130,13 +157,33 @@ int sc_avro_cache_need(const sc_avro_cache_t *c, const void *value, size_t size,
         return sc_av_find(c, i, NULL) == NULL;
 }
 
+/* Removes entry i. */
+static void sc_av_remove(sc_avro_cache_t *c, size_t i)
+{
+        if (!c->e[i].plan)
+                c->n_refused--;
+        sc_av_plan_free(c->e[i].plan);
+        free(c->e[i].reason);
+        memmove(c->e + i, c->e + i + 1, (c->n - i - 1) * sizeof(*c->e));
+        c->n--;
+}
+
 static sc_err_t sc_av_insert(sc_avro_cache_t *c, int32_t id, sc_av_plan_t *plan, const char *reason)
 {
         size_t at;
         if (sc_av_find(c, id, &at))
                 return SC_ERR_STATE;
-        if (c->n >= SC_AVRO_IDS_MAX)
+        if (plan && c->n - c->n_refused >= SC_AVRO_IDS_MAX)
                 return SC_ERR_UNSUPPORTED;
+        if (!plan && c->n_refused >= SC_AVRO_REFUSED_MAX) {
+                /* a refused id makes room for another: the first one found */
+                for (size_t i = 0; i < c->n; i++)
+                        if (!c->e[i].plan) {
+                                sc_av_remove(c, i);
+                                break;
+                        }
+                sc_av_find(c, id, &at);
+        }
         if (c->n == c->cap) {
                 size_t nc = c->cap ? 2 * c->cap : 8;
                 sc_av_entry_t *ne = realloc(c->e, nc * sizeof(*ne));
@@ -151,6 +198,7 @@ static sc_err_t sc_av_insert(sc_avro_cache_t *c, int32_t id, sc_av_plan_t *plan,
         memmove(c->e + at + 1, c->e + at, (c->n - at) * sizeof(*c->e));
         c->e[at] = (sc_av_entry_t){id, plan, r};
         c->n++;
+        c->n_refused += !plan;
         return SC_OK;
 }
 
@@ -273,8 +321,9 @@ nomem:
 }
 
 /* Marks the record field that path leads to (name steps through records,
- * from the root) as target t, and the fields on the way as descended into.
- * A path that is not in this schema stays absent (its missing rule). */
+ * or through a union whose one record branch is the record, from the root)
+ * as target t, and the fields on the way as descended into. A path that is
+ * not in this schema stays absent (its missing rule). */
 static void sc_av_target(sc_av_plan_t *p, avro_schema_t root, const sc_decode_path_t *path, int t)
 {
         uint32_t node = 0;
@@ -292,10 +341,25 @@ static void sc_av_target(sc_av_plan_t *p, avro_schema_t root, const sc_decode_pa
                 uint32_t kn = p->kids[p->nodes[node].kid + (uint32_t)k];
                 if (i + 1 == path->n) {
                         p->nodes[kn].target = (int16_t)t;
-                } else {
-                        p->nodes[kn].descend = 1;
-                        s = avro_schema_record_field_get_by_index(s, k);
+                        p->found |= 1ull << (t == SC_AV_LABEL ? 63 : t);
+                        return;
                 }
+                s = avro_schema_record_field_get_by_index(s, k);
+                while (s && avro_typeof(s) == AVRO_LINK)
+                        s = avro_schema_link_target(s);
+                if (p->nodes[kn].type == AVRO_UNION) {
+                        /* an optional record: the union's one record branch */
+                        uint32_t j, rec = UINT32_MAX;
+                        for (j = 0; j < p->nodes[kn].n; j++)
+                                if (p->nodes[p->kids[p->nodes[kn].kid + j]].type == AVRO_RECORD)
+                                        rec = rec == UINT32_MAX ? j : UINT32_MAX - 1;
+                        if (rec >= p->nodes[kn].n)
+                                return; /* none, or more than one */
+                        p->nodes[kn].descend = 1;
+                        s = avro_schema_union_branch(s, (int)rec);
+                        kn = p->kids[p->nodes[kn].kid + rec];
+                }
+                p->nodes[kn].descend = 1;
                 node = kn;
         }
 }
@@ -419,11 +483,34 @@ static int sc_av_bytes(sc_av_rd_t *r, int64_t n)
         return 0;
 }
 
+/* A zero-byte array item (a null, an empty record): at most budget of them
+ * per record, since they cost time but no bytes. */
 static int sc_av_tick(sc_av_rd_t *r)
 {
         if (r->budget == 0)
                 return sc_av_fail(r, "too many values for its size");
         r->budget--;
+        return 0;
+}
+
+/* An Avro int: a varint of at most 5 bytes holding a 32-bit value. */
+static int sc_av_int(sc_av_rd_t *r, int64_t *v)
+{
+        const uint8_t *p0 = r->p;
+        if (sc_av_long(r, v))
+                return -1;
+        if (r->p - p0 > 5 || *v < INT32_MIN || *v > INT32_MAX)
+                return sc_av_fail(r, "an int over 32 bits");
+        return 0;
+}
+
+static int sc_av_bool(sc_av_rd_t *r, int *v)
+{
+        if (r->p >= r->end)
+                return sc_av_fail(r, "truncated");
+        if (*r->p > 1)
+                return sc_av_fail(r, "a boolean that is not 0 or 1");
+        *v = *r->p++;
         return 0;
 }
 
@@ -452,17 +539,18 @@ static int sc_av_skip_blocks(sc_av_rd_t *r, const sc_av_node_t *nd)
                 if (count < 0) {
                         if (count == INT64_MIN || sc_av_long(r, &size))
                                 return sc_av_fail(r, "a block count out of range");
-                        if (sc_av_bytes(r, size) || sc_av_tick(r))
+                        if (sc_av_bytes(r, size))
                                 return -1;
                         continue;
                 }
                 for (int64_t k = 0; k < count; k++) {
+                        const uint8_t *before = r->p;
                         if (nd->type == AVRO_MAP) {
                                 int64_t kl;
                                 if (sc_av_long(r, &kl) || sc_av_bytes(r, kl))
                                         return -1;
                         }
-                        if (sc_av_skip(r, nd->kid))
+                        if (sc_av_skip(r, nd->kid) || (r->p == before && sc_av_tick(r)))
                                 return -1;
                 }
         }
@@ -472,18 +560,22 @@ static int sc_av_skip(sc_av_rd_t *r, uint32_t node)
 {
         const sc_av_node_t *nd = &r->plan->nodes[node];
         int64_t v;
+        int b;
         uint32_t br;
-        if (sc_av_tick(r))
-                return -1;
         switch (nd->type) {
         case AVRO_NULL:
                 return 0;
         case AVRO_BOOLEAN:
-                return sc_av_bytes(r, 1);
+                return sc_av_bool(r, &b);
         case AVRO_INT32:
+                return sc_av_int(r, &v);
         case AVRO_INT64:
-        case AVRO_ENUM:
                 return sc_av_long(r, &v);
+        case AVRO_ENUM:
+                if (sc_av_int(r, &v))
+                        return -1;
+                return v < 0 || (uint64_t)v >= nd->n ? sc_av_fail(r, "an enum symbol out of range")
+                                                     : 0;
         case AVRO_FLOAT:
                 return sc_av_bytes(r, 4);
         case AVRO_DOUBLE:
@@ -508,139 +600,190 @@ static int sc_av_skip(sc_av_rd_t *r, uint32_t node)
         }
 }
 
-/* A scalar value at r->p of node (a union's branch resolved): what it is
- * (0 null, 1 number, 2 text, 3 true, 4 false, 5 other), skipping others. */
-static int sc_av_scalar(sc_av_rd_t *r, uint32_t node, double *num, const char **s, size_t *len,
-                        uint64_t *hash)
+/* A value read as a field's or the label's. */
+typedef enum sc_av_kind {
+        SC_AV_NULL,
+        SC_AV_INT,  /* i */
+        SC_AV_REAL, /* num, from a float (is_float) or a double */
+        SC_AV_TEXT, /* s, len, hash */
+        SC_AV_TRUE,
+        SC_AV_FALSE,
+        SC_AV_OTHER, /* a record, array, map or fixed (skipped) */
+} sc_av_kind_t;
+
+typedef struct sc_av_val {
+        sc_av_kind_t kind;
+        int64_t i;
+        double num;
+        int is_float;
+        const char *s;
+        size_t len;
+        uint64_t hash;
+} sc_av_val_t;
+
+/* The value at r->p of node (a union's branch resolved); -1 on bad bytes. */
+static int sc_av_scalar(sc_av_rd_t *r, uint32_t node, sc_av_val_t *v)
 {
         const sc_av_node_t *nd = &r->plan->nodes[node];
-        int64_t v;
+        int64_t n;
+        int b;
         uint32_t br;
         switch (nd->type) {
         case AVRO_NULL:
+                v->kind = SC_AV_NULL;
                 return 0;
         case AVRO_UNION:
                 if (sc_av_branch(r, nd, &br))
                         return -1;
-                return sc_av_scalar(r, br, num, s, len, hash);
+                return sc_av_scalar(r, br, v);
         case AVRO_BOOLEAN:
-                if (r->p >= r->end)
-                        return sc_av_fail(r, "truncated");
-                if (*r->p > 1)
-                        return sc_av_fail(r, "a boolean that is not 0 or 1");
-                return *r->p++ ? 3 : 4;
+                if (sc_av_bool(r, &b))
+                        return -1;
+                v->kind = b ? SC_AV_TRUE : SC_AV_FALSE;
+                return 0;
         case AVRO_INT32:
         case AVRO_INT64:
-                if (sc_av_long(r, &v))
+                if (nd->type == AVRO_INT32 ? sc_av_int(r, &v->i) : sc_av_long(r, &v->i))
                         return -1;
-                *num = (double)v;
-                return 1;
+                v->kind = SC_AV_INT;
+                return 0;
         case AVRO_FLOAT: {
                 float f;
                 if (r->end - r->p < 4)
                         return sc_av_fail(r, "truncated");
                 memcpy(&f, r->p, 4);
                 r->p += 4;
-                *num = f;
-                return 1;
+                v->num = f;
+                v->is_float = 1;
+                v->kind = SC_AV_REAL;
+                return 0;
         }
         case AVRO_DOUBLE:
                 if (r->end - r->p < 8)
                         return sc_av_fail(r, "truncated");
-                memcpy(num, r->p, 8);
+                memcpy(&v->num, r->p, 8);
                 r->p += 8;
-                return 1;
+                v->is_float = 0;
+                v->kind = SC_AV_REAL;
+                return 0;
         case AVRO_STRING:
         case AVRO_BYTES:
-                if (sc_av_long(r, &v))
+                if (sc_av_long(r, &n))
                         return -1;
-                *s = (const char *)r->p;
-                if (sc_av_bytes(r, v))
+                v->s = (const char *)r->p;
+                if (sc_av_bytes(r, n))
                         return -1;
-                *len = (size_t)v;
-                *hash = sc_fnv1a(*s, *len);
-                return 2;
+                v->len = (size_t)n;
+                v->hash = sc_fnv1a(v->s, v->len);
+                v->kind = SC_AV_TEXT;
+                return 0;
         case AVRO_ENUM: {
-                if (sc_av_long(r, &v))
+                if (sc_av_int(r, &n))
                         return -1;
-                if (v < 0 || (uint64_t)v >= nd->n)
+                if (n < 0 || (uint64_t)n >= nd->n)
                         return sc_av_fail(r, "an enum symbol out of range");
-                const sc_av_sym_t *sy = &r->plan->syms[nd->kid + (uint32_t)v];
-                *s = r->plan->names + sy->off;
-                *len = sy->len;
-                *hash = sy->hash;
-                return 2;
+                const sc_av_sym_t *sy = &r->plan->syms[nd->kid + (uint32_t)n];
+                v->s = r->plan->names ? r->plan->names + sy->off : "";
+                v->len = sy->len;
+                v->hash = sy->hash;
+                v->kind = SC_AV_TEXT;
+                return 0;
         }
         default:
-                return sc_av_skip(r, node) ? -1 : 5;
+                v->kind = SC_AV_OTHER;
+                return sc_av_skip(r, node);
         }
+}
+
+/* A number's text as JSON would carry it: an integer's digits, a real's
+ * shortest text that reads back to the same float or double. */
+static size_t sc_av_number_text(const sc_av_val_t *v, char *buf, size_t size)
+{
+        if (v->kind == SC_AV_INT)
+                return (size_t)snprintf(buf, size, "%" PRId64, v->i);
+        for (int prec = v->is_float ? 6 : 15; prec <= 17; prec++) {
+                int n = snprintf(buf, size, "%.*g", prec, v->num);
+                if (v->is_float ? strtof(buf, NULL) == (float)v->num : strtod(buf, NULL) == v->num)
+                        return (size_t)n;
+        }
+        return strlen(buf);
 }
 
 /* Field t's value at r->p. */
 static int sc_av_field(sc_av_rd_t *r, uint32_t node, int t)
 {
-        double num = 0;
-        const char *s = NULL;
-        size_t len = 0;
-        uint64_t hash = 0;
-        int k = sc_av_scalar(r, node, &num, &s, &len, &hash);
-        if (k < 0)
+        sc_av_val_t v = {0};
+        if (sc_av_scalar(r, node, &v))
                 return -1;
         if (t == SC_AV_LABEL) {
                 r->l_found = 1;
-                r->l_kind = k == 1 ? 1 : k == 2 ? 2 : k == 0 ? 0 : 3;
-                r->l_num = num;
-                r->l_text = s;
-                r->l_len = len;
+                r->l_kind = v.kind == SC_AV_NULL                          ? 0
+                            : v.kind == SC_AV_INT || v.kind == SC_AV_REAL ? 1
+                            : v.kind == SC_AV_TEXT                        ? 2
+                                                                          : 3;
+                r->l_num = v.kind == SC_AV_INT ? (double)v.i : v.num;
+                r->l_text = v.s;
+                r->l_len = v.len;
                 return 0;
         }
         const sc_field_t *f = &r->fs->field[t];
-        sc_fval_t *v = &r->vals[t];
+        sc_fval_t *out = &r->vals[t];
         int text = f->kind == SC_FIELD_CATEGORICAL || f->kind == SC_FIELD_HASHED;
         char buf[40];
-        memset(v, 0, sizeof(*v));
-        switch (k) {
-        case 0:
-                v->kind = SC_FVAL_NULL;
+        size_t n;
+        memset(out, 0, sizeof(*out));
+        switch (v.kind) {
+        case SC_AV_NULL:
+                out->kind = SC_FVAL_NULL;
                 return 0;
-        case 1:
+        case SC_AV_INT:
+        case SC_AV_REAL:
                 if (!text) {
-                        v->kind = SC_FVAL_NUMBER;
-                        v->num = num;
+                        out->kind = SC_FVAL_NUMBER;
+                        out->num = v.kind == SC_AV_INT ? (double)v.i : v.num;
                         return 0;
                 }
-                len = (size_t)snprintf(buf, sizeof(buf), "%.17g", num);
-                sc_field_read_text(f, buf, len, sc_fnv1a(buf, len), v);
+                n = sc_av_number_text(&v, buf, sizeof(buf));
+                sc_field_read_text(f, buf, n, sc_fnv1a(buf, n), out);
                 return 0;
-        case 2:
-                sc_field_read_text(f, s, len, hash, v);
+        case SC_AV_TEXT:
+                sc_field_read_text(f, v.s, v.len, v.hash, out);
                 return 0;
-        case 3:
-        case 4:
-                if (text)
-                        sc_field_read_text(f, k == 3 ? "true" : "false", k == 3 ? 4 : 5,
-                                           sc_fnv1a(k == 3 ? "true" : "false", k == 3 ? 4 : 5), v);
-                else
-                        v->kind = k == 3 ? SC_FVAL_TRUE : SC_FVAL_FALSE;
+        case SC_AV_TRUE:
+        case SC_AV_FALSE:
+                if (!text) {
+                        out->kind = v.kind == SC_AV_TRUE ? SC_FVAL_TRUE : SC_FVAL_FALSE;
+                        return 0;
+                }
+                n = v.kind == SC_AV_TRUE ? 4 : 5;
+                sc_field_read_text(f, v.kind == SC_AV_TRUE ? "true" : "false", n,
+                                   sc_fnv1a(v.kind == SC_AV_TRUE ? "true" : "false", n), out);
                 return 0;
         default:
-                v->kind = SC_FVAL_OTHER;
+                out->kind = SC_FVAL_OTHER;
                 return 0;
         }
 }
 
-/* A record node's fields at r->p: targets read, the rest skipped. */
+/* A record node's fields at r->p: targets read, the records (or the record
+ * branch of a union) their paths go through descended into, the rest
+ * skipped. A union's null branch leaves the targets beneath it absent. */
 static int sc_av_record(sc_av_rd_t *r, uint32_t node)
 {
         const sc_av_node_t *nd = &r->plan->nodes[node];
         for (uint32_t i = 0; i < nd->n; i++) {
-                uint32_t kn = r->plan->kids[nd->kid + i];
+                uint32_t kn = r->plan->kids[nd->kid + i], br;
                 const sc_av_node_t *k = &r->plan->nodes[kn];
                 int rc;
                 if (k->target != SC_AV_NONE)
-                        rc = sc_av_tick(r) ? -1 : sc_av_field(r, kn, k->target);
+                        rc = sc_av_field(r, kn, k->target);
                 else if (k->descend && k->type == AVRO_RECORD)
                         rc = sc_av_record(r, kn);
+                else if (k->descend && k->type == AVRO_UNION)
+                        rc = sc_av_branch(r, k, &br) ? -1
+                             : r->plan->nodes[br].descend && r->plan->nodes[br].type == AVRO_RECORD
+                                 ? sc_av_record(r, br)
+                                 : sc_av_skip(r, br);
                 else
                         rc = sc_av_skip(r, kn);
                 if (rc)
@@ -690,7 +833,9 @@ sc_decode_fault_t sc_decode_avro(const sc_decode_spec_t *spec, const sc_record_t
         const sc_av_entry_t *e = spec->avro ? sc_av_find(spec->avro, id, NULL) : NULL;
         if (!e || !e->plan) {
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "avro: schema id %d: %s", id,
-                        e ? e->reason : "not known here (no schema registry)");
+                        e ? e->reason
+                          : "not known here (no schema registry, or the topic's schemas took "
+                            "all " SC_STR(SC_AVRO_IDS_MAX) " places)");
                 return SC_DECODE_UNKNOWN_SCHEMA;
         }
         sc_av_rd_t r = {.p = (const uint8_t *)rec->value + 5,
@@ -698,7 +843,7 @@ sc_decode_fault_t sc_decode_avro(const sc_decode_spec_t *spec, const sc_record_t
                         .plan = e->plan,
                         .fs = fs,
                         .vals = vals,
-                        .budget = 64 + 4 * (uint64_t)rec->value_size};
+                        .budget = 65536 + 16 * (uint64_t)rec->value_size};
         for (size_t i = 0; i < fs->n; i++)
                 vals[i].kind = SC_FVAL_ABSENT;
         if (sc_av_record(&r, 0) == 0 && r.p != r.end)

@@ -459,6 +459,7 @@ sc_err_t sc_ingest_record(sc_ingest_t *ingest, int index, int32_t partition, int
         res->fault = SC_DECODE_OK;
         res->first = 0;
         res->msg[0] = 0;
+        res->reason[0] = 0;
         if (index < 0 || index >= ingest->n_streams)
                 return sc_errf(SC_ERR_INVAL, errstr, errstr_size,
                                "ingest: no stream %d for offset %" PRId64, index, offset);
@@ -493,6 +494,8 @@ sc_err_t sc_ingest_record(sc_ingest_t *ingest, int index, int32_t partition, int
                 return sc_errf(err, errstr, errstr_size, "%s [%" PRId32 "] offset %" PRId64 ": %s",
                                is->topic, partition, offset, e2);
         res->fault = f;
+        if (f != SC_DECODE_OK)
+                snprintf(res->reason, sizeof(res->reason), "%s", why);
         if (res->first)
                 snprintf(res->msg, sizeof(res->msg),
                          "%s [%" PRId32 "] offset %" PRId64 ": malformed record (%s): %s; "

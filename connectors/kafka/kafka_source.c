@@ -675,7 +675,7 @@ void sc_ks_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 /* Produces a malformed record to the dead-letter topic: its key, value and
  * headers, plus headers naming the fault and where it came from. */
 static void sc_ks_dead_letter(sc_kafka_source_t *src, const rd_kafka_message_t *m,
-                              sc_decode_fault_t fault)
+                              sc_decode_fault_t fault, const char *reason)
 {
         char part[16], off[24];
         rd_kafka_headers_t *in = NULL, *h;
@@ -689,6 +689,8 @@ static void sc_ks_dead_letter(sc_kafka_source_t *src, const rd_kafka_message_t *
         snprintf(part, sizeof(part), "%" PRId32, m->partition);
         snprintf(off, sizeof(off), "%" PRId64, m->offset);
         rd_kafka_header_add(h, "scadles.error", -1, sc_decode_fault_name(fault), -1);
+        if (reason && reason[0])
+                rd_kafka_header_add(h, "scadles.reason", -1, reason, -1);
         rd_kafka_header_add(h, "scadles.topic", -1, topic, -1);
         rd_kafka_header_add(h, "scadles.partition", -1, part, -1);
         rd_kafka_header_add(h, "scadles.offset", -1, off, -1);
@@ -730,14 +732,19 @@ static int sc_ks_schema(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kaf
         sc_registry_result_t r =
             sc_registry_get(src->registry, id, t, &text, &len, why, sizeof(why));
         if (r == SC_REGISTRY_UNAVAILABLE) {
-                src->registry_held++;
-                if (sc_registry_stats(src->registry)->requests != reqs)
+                if (!(ks->n_held && ks->held[0] == m)) /* not one held already */
+                        src->registry_held++;
+                if (sc_registry_stats(src->registry)->requests != reqs &&
+                    sc_registry_stats(src->registry)->unavailable)
                         sc_ks_logf(src, was_down ? 6 : 4,
                                    "schema registry: %s; %s's records are held (its partitions "
                                    "paused when %zu are) and schema id %d is asked for again in "
                                    "%.1f s",
                                    why, ks->topic, src->hold_max, id,
                                    sc_registry_retry_in(src->registry, t));
+                else if (sc_registry_stats(src->registry)->requests != reqs)
+                        sc_ks_logf(src, 6, "schema registry: %s; %s's records are held meanwhile",
+                                   why, ks->topic);
                 return 0;
         }
         if (was_down && !sc_registry_stats(src->registry)->unavailable)
@@ -745,17 +752,34 @@ static int sc_ks_schema(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kaf
         sc_err_t e = r == SC_REGISTRY_OK
                          ? sc_avro_cache_put(ks->avro, id, text, len, err2, sizeof(err2))
                          : sc_avro_cache_refuse(ks->avro, id, why);
-        if (e == SC_ERR_DECODE || (r == SC_REGISTRY_NOT_FOUND && !e))
+        if (e == SC_ERR_NOMEM) {
+                if (!src->stats.ks_nomem++)
+                        sc_ks_logf(src, 3, "%s: schema id %d: out of memory (held, tried again)",
+                                   ks->topic, id);
+                return 0;
+        }
+        if (e == SC_ERR_DECODE || (r == SC_REGISTRY_NOT_FOUND && !e)) {
                 sc_ks_logf(src, 6,
                            "%s [%" PRId32 "] offset %" PRId64 ": %s; its records are "
                            "refused as unknown_schema",
                            ks->topic, m->partition, m->offset, e ? err2 : why);
-        else if (e)
-                sc_ks_logf(src, 3, "%s: schema id %d: %s", ks->topic, id,
-                           r == SC_REGISTRY_OK ? err2 : sc_err2str(e));
-        else
+        } else if (e) {
+                if (!ks->logged_full++)
+                        sc_ks_logf(src, 3,
+                                   "%s: schema id %d: %s; records of ids not compiled "
+                                   "yet are refused as unknown_schema",
+                                   ks->topic, id, r == SC_REGISTRY_OK ? err2 : sc_err2str(e));
+        } else {
+                char absent[512];
+                size_t n = sc_avro_cache_absent(ks->avro, id, absent, sizeof(absent));
                 sc_ks_logf(src, 6, "%s: schema id %d: %zu bytes from the registry", ks->topic, id,
                            len);
+                if (n)
+                        sc_ks_logf(src, 4,
+                                   "%s: schema id %d has no %s: %s (each field's missing rule "
+                                   "applies; is the path right?)",
+                                   ks->topic, id, n > 1 ? "fields" : "field", absent);
+        }
         return 1;
 }
 
@@ -810,7 +834,7 @@ static int sc_ks_record(sc_kafka_source_t *src, sc_ks_stream_t *ks, const rd_kaf
         if (res.fault != SC_DECODE_OK) {
                 if (res.first)
                         sc_ks_logf(src, 4, "%s", res.msg);
-                sc_ks_dead_letter(src, m, res.fault);
+                sc_ks_dead_letter(src, m, res.fault, res.reason);
         } else if (src->on_record && !res.skipped) {
                 src->on_record(src->on_record_opaque, (int)(ks - src->streams), m);
         }

@@ -41,6 +41,7 @@ typedef struct sc_ks_stream {
         rd_kafka_message_t **held; /* FIFO of messages waiting for room */
         size_t n_held, cap_held;
         sc_avro_cache_t *avro; /* avro topic: its schema ids' plans; else NULL */
+        int logged_full;       /* "the cache is full" said once */
 } sc_ks_stream_t;
 
 struct sc_kafka_source_s {

@@ -33,6 +33,7 @@ typedef struct sc_registry_stats {
         uint64_t failures;   /* of which unavailable */
         uint64_t not_found;  /* ids the registry does not have */
         int unavailable;     /* 1 from a failed request to the next good one */
+        int pending;         /* ids answered "not found" not believed yet (asked again) */
         double outage_since; /* t of the first failure of the current outage */
 } sc_registry_stats_t;
 

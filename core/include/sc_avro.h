@@ -24,7 +24,10 @@
 #define SC_AVRO_SCHEMA_MAX (1u << 20) /* bytes of one schema's JSON text */
 #define SC_AVRO_NODES_MAX 4096        /* nodes of one compiled schema */
 #define SC_AVRO_DEPTH_MAX 32          /* nesting of one schema */
-#define SC_AVRO_IDS_MAX 4096          /* schema ids one cache holds */
+#define SC_AVRO_IDS_MAX 4096          /* schema ids one cache compiles */
+#define SC_AVRO_REFUSED_MAX                                                                        \
+        1024 /* refused ids it remembers besides (the first                                        \
+                one goes to make room) */
 
 typedef struct sc_avro_cache sc_avro_cache_t;
 
@@ -46,8 +49,8 @@ int sc_avro_cache_need(const sc_avro_cache_t *c, const void *value, size_t size,
  * that cannot be used (not valid Avro, not a record, too large, recursive)
  * is stored as refused, with the reason, and SC_ERR_DECODE is returned with
  * it in errstr; records of that id are then refused as unknown_schema.
- * SC_ERR_NOMEM, SC_ERR_UNSUPPORTED (the cache holds SC_AVRO_IDS_MAX ids):
- * nothing stored. */
+ * SC_ERR_NOMEM, SC_ERR_UNSUPPORTED (the cache compiled SC_AVRO_IDS_MAX
+ * ids): nothing stored. */
 sc_err_t sc_avro_cache_put(sc_avro_cache_t *c, int32_t id, const char *schema, size_t len,
                            char *errstr, size_t errstr_size);
 
@@ -57,6 +60,11 @@ sc_err_t sc_avro_cache_refuse(sc_avro_cache_t *c, int32_t id, const char *reason
 
 /* Entries held (ready or refused). */
 size_t sc_avro_cache_size(const sc_avro_cache_t *c);
+
+/* The fields (their paths, comma-separated, then the label path if the
+ * label is a field) that schema id does not have, into buf; how many. 0
+ * when id is not compiled. */
+size_t sc_avro_cache_absent(const sc_avro_cache_t *c, int32_t id, char *buf, size_t size);
 
 /* Decodes a framed Avro record with the plan of its id (spec->avro). Faults:
  * bad_avro (not framed, truncated, an invalid length or union branch, bytes

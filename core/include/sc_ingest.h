@@ -46,6 +46,8 @@ typedef struct sc_ingest_result {
         int skipped;             /* covered by a resumed checkpoint: finished, not consumed */
         char msg[768];           /* when first: "topic [p] offset o: malformed record ..."
                                     naming the fault; later ones are only counted */
+        char reason[512];        /* rejected: the decoder's reason, every time (what and where,
+                                    e.g. "$.temp: expected a number ...") */
 } sc_ingest_result_t;
 
 typedef struct sc_ingest_s sc_ingest_t;

@@ -36,7 +36,8 @@ static void sc_config_usage(FILE *out)
                 "                    print the resolved configuration as JSON (secrets such as\n"
                 "                    kafka.sasl.password print as \"(redacted)\")\n"
                 "  --sample FILE     with --check: decode each line of FILE (a record: JSON\n"
-                "                    or CSV text) with the decoder of --topic and print what\n"
+                "                    or CSV text; for an avro topic the record's JSON) with\n"
+                "                    the decoder of --topic and print what\n"
                 "                    it becomes (label and features, by name for named\n"
                 "                    fields) or why it is refused; exit 2 if one is\n"
                 "  --topic NAME      the topic whose decoder reads the sample (default: the\n"
@@ -272,6 +273,14 @@ static int sc_config_sample(const sc_conf_t *conf, const char *path, const char 
         sc_ks_decode_spec(conf, topic, sc_shape_numel(conf->model.input), n_classes, &ds);
         if (conf->source.unlabelled)
                 sc_decode_spec_unlabelled(&ds);
+        if (ds.format == SC_DECODE_AVRO) {
+                /* binary records: the sample is their JSON, as eval.file */
+                ds.format = SC_DECODE_JSON;
+                fprintf(stderr,
+                        "scadles config: --sample: %s%s is avro: each line is read as "
+                        "the JSON of a record (the same named fields)\n",
+                        topic[0] ? "topic " : "streams.*", topic);
+        }
         if (sc_decode_spec_check(&ds, why, sizeof(why))) {
                 fprintf(stderr, "scadles config: --sample: the decoder of %s%s: %s\n",
                         topic[0] ? "topic " : "streams.*", topic, why);

@@ -377,8 +377,14 @@ static void lying_bodies_are_refused(void **state)
         for (int i = 0; i < 20; i++)
                 put_long(&b, 1);
         assert_int_equal(decode(f, &b, x, &label, err, sizeof(err)), SC_DECODE_BAD_AVRO);
+        assert_non_null(strstr(err, "truncated"));
+        /* an enum index over 32 bits */
+        put_frame(&b, 1);
+        put_str(&b, "m");
+        put_long(&b, (int64_t)1 << 33);
+        assert_int_equal(decode(f, &b, x, &label, err, sizeof(err)), SC_DECODE_BAD_AVRO);
+        assert_non_null(strstr(err, "over 32 bits"));
         /* a boolean that is 2 */
-        v1_body(&b, "m-1", 0, 70, 1, 1, "ok");
         buf_t c;
         put_frame(&c, 1);
         put_str(&c, "m-1");
@@ -434,6 +440,13 @@ static void array_of_nulls_is_bounded(void **state)
         sc_record_t r = {.value = b.b, .value_size = b.n};
         assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_BAD_AVRO);
         assert_non_null(strstr(err, "too many values"));
+        put_frame(&b, 5); /* 1000 nulls in 2 bytes are a valid record */
+        put_long(&b, 1000);
+        put_long(&b, 0);
+        put_double(&b, 4);
+        r.value_size = b.n;
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_float_equal(x[0], 4.0f, 0);
         put_frame(&b, 5);
         put_long(&b, 3);
         put_long(&b, 0);
@@ -546,6 +559,112 @@ static void unknown_and_refused_ids(void **state)
         assert_int_equal(id, INT32_MAX);
 }
 
+/* A path through an optional record (a union of null and a record):
+ * the record's field when the branch is the record, the missing rule when
+ * it is null; a union of two records is not followed. */
+static void paths_through_optional_records(void **state)
+{
+        char err[256];
+        float x[2];
+        int32_t label;
+        sc_fields_t *fs = sc_fields_new();
+        sc_field_t fd;
+        sc_field_defaults(&fd);
+        snprintf(fd.path, sizeof(fd.path), "$.a.v");
+        fd.indicator = 1;
+        assert_int_equal(sc_fields_add(fs, &fd, err, sizeof(err)), 0);
+        sc_decode_spec_t s;
+        sc_decode_spec_defaults(&s, SC_DECODE_AVRO);
+        s.numel = 2;
+        s.fields = fs;
+        s.label_source = SC_DECODE_LABEL_NONE;
+        sc_avro_cache_t *c = sc_avro_cache_new(&s);
+        s.avro = c;
+        const char *opt = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\","
+                          "\"type\":[\"null\",{\"type\":\"record\",\"name\":\"S\",\"fields\":["
+                          "{\"name\":\"w\",\"type\":\"string\"},{\"name\":\"v\",\"type\":"
+                          "\"double\"}]}]},{\"name\":\"z\",\"type\":\"long\"}]}";
+        const char *two = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\","
+                          "\"type\":[{\"type\":\"record\",\"name\":\"S\",\"fields\":[{\"name\":"
+                          "\"v\",\"type\":\"double\"}]},{\"type\":\"record\",\"name\":\"T\","
+                          "\"fields\":[{\"name\":\"v\",\"type\":\"double\"}]}]}]}";
+        assert_int_equal(sc_avro_cache_put(c, 1, opt, strlen(opt), err, sizeof(err)), SC_OK);
+        assert_int_equal(sc_avro_cache_put(c, 2, two, strlen(two), err, sizeof(err)), SC_OK);
+        buf_t b;
+        put_frame(&b, 1);
+        put_long(&b, 1); /* the record */
+        put_str(&b, "skipped");
+        put_double(&b, 42);
+        put_long(&b, 9);
+        sc_record_t r = {.value = b.b, .value_size = b.n};
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_float_equal(x[0], 42.0f, 0);
+        assert_float_equal(x[1], 0.0f, 0);
+        put_frame(&b, 1);
+        put_long(&b, 0); /* null: the field is missing */
+        put_long(&b, 9);
+        r.value_size = b.n;
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_float_equal(x[0], 0.0f, 0);
+        assert_float_equal(x[1], 1.0f, 0);
+        put_frame(&b, 2);
+        put_long(&b, 1);
+        put_double(&b, 42);
+        r.value_size = b.n;
+        assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)), SC_DECODE_OK);
+        assert_float_equal(x[1], 1.0f, 0); /* two record branches: not followed */
+        sc_avro_cache_free(c);
+        sc_fields_unref(fs);
+}
+
+/* A number read by a categorical field is its JSON text: an int's digits,
+ * a real's shortest text that reads back to it. */
+static void numbers_as_categories(void **state)
+{
+        char err[256];
+        float x[4];
+        int32_t label;
+        sc_fields_t *fs = sc_fields_new();
+        sc_field_t fd;
+        const char *names[] = {"9007199254740993", "0.1", "2.3"};
+        sc_field_defaults(&fd);
+        snprintf(fd.path, sizeof(fd.path), "k");
+        fd.kind = SC_FIELD_CATEGORICAL;
+        fd.missing = SC_MISSING_ZERO;
+        fd.vocab = sc_vocab_new();
+        for (int i = 0; i < 3; i++)
+                sc_vocab_add(fd.vocab, names[i], strlen(names[i]));
+        assert_int_equal(sc_fields_add(fs, &fd, err, sizeof(err)), 0);
+        sc_decode_spec_t s;
+        sc_decode_spec_defaults(&s, SC_DECODE_AVRO);
+        s.numel = 4;
+        s.fields = fs;
+        s.label_source = SC_DECODE_LABEL_NONE;
+        sc_avro_cache_t *c = sc_avro_cache_new(&s);
+        s.avro = c;
+        const char *sch = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"k\","
+                          "\"type\":[\"long\",\"double\",\"float\"]}]}";
+        assert_int_equal(sc_avro_cache_put(c, 1, sch, strlen(sch), err, sizeof(err)), SC_OK);
+        for (int i = 0; i < 3; i++) {
+                buf_t b;
+                put_frame(&b, 1);
+                put_long(&b, i);
+                if (i == 0)
+                        put_long(&b, 9007199254740993LL);
+                else if (i == 1)
+                        put_double(&b, 0.1);
+                else
+                        put_float(&b, 2.3f);
+                sc_record_t r = {.value = b.b, .value_size = b.n};
+                assert_int_equal(sc_decode_record(&s, &r, x, &label, err, sizeof(err)),
+                                 SC_DECODE_OK);
+                for (int k = 0; k < 4; k++)
+                        assert_float_equal(x[k], k == i ? 1.0f : 0.0f, 0);
+        }
+        sc_avro_cache_free(c);
+        sc_fields_unref(fs);
+}
+
 static void spec_checks(void **state)
 {
         fixture_t *f = *state;
@@ -573,6 +692,8 @@ int main(void)
             cmocka_unit_test(array_of_nulls_is_bounded),
             cmocka_unit_test(wrong_types_name_the_field),
             cmocka_unit_test_setup_teardown(unknown_and_refused_ids, setup, teardown),
+            cmocka_unit_test(paths_through_optional_records),
+            cmocka_unit_test(numbers_as_categories),
             cmocka_unit_test_setup_teardown(spec_checks, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,7 @@
 #include "sc_model_out.h"
 #include "sc_monitor.h"
 #include "sc_nn.h"
+#include "sc_registry.h"
 
 #define SC_PRED_PENDING 64 /* batches produced and not yet acknowledged */
 /* Bytes of a prediction besides its topic and probabilities: the JSON text
@@ -93,8 +94,10 @@ struct sc_predictor_s {
         sc_batch_t *batch;
         float *out;          /* (batch, n_classes) logits */
         sc_pred_row_t *rows; /* (batch) the batch's rows in input order */
-        char *text;          /* one prediction's JSON */
+        char *text;          /* one prediction's JSON (or Avro) */
         size_t text_cap;
+        sc_registry_t *reg; /* spec.avro: the registry of the predictions' schema */
+        int32_t avro_id;    /* ... and its id */
         sc_pred_pending_t pend[SC_PRED_PENDING];
         size_t head, n_pend;
         sc_predictor_stats_t st;
@@ -285,6 +288,31 @@ static int sc_pred_take_origin(sc_predictor_t *p, int stream, int32_t partition,
         return 1;
 }
 
+/* Avro predictions: their schema registered under "<out>-value". */
+static sc_err_t sc_pred_avro_schema(sc_predictor_t *p, char *errstr, size_t errstr_size)
+{
+        const sc_conf_source_t *s = &p->conf.source;
+        char why[512], subject[SC_CONF_TOPIC_MAX + 8];
+        if (!s->registry_url[0])
+                return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
+                               "%s: $.source.schema_registry.url: Avro predictions register "
+                               "their schema there: give the registry",
+                               p->conf.origin);
+        sc_registry_spec_t rs = {.url = s->registry_url,
+                                 .auth_file = s->registry_auth_file,
+                                 .ca = s->registry_ca,
+                                 .timeout = s->registry_timeout};
+        sc_err_t err = sc_registry_new(&p->reg, &rs, why, sizeof(why));
+        if (err)
+                return sc_errf(err, errstr, errstr_size, "%s: %s", p->conf.origin, why);
+        snprintf(subject, sizeof(subject), "%s-value", p->spec.out_topic);
+        if ((err = sc_registry_register(p->reg, subject, SC_PREDICTOR_AVRO_SCHEMA, &p->avro_id, why,
+                                        sizeof(why))))
+                return sc_errf(err, errstr, errstr_size, "--avro: %s", why);
+        sc_pred_logf(p, 6, "predictions in Avro: schema id %d, subject %s", p->avro_id, subject);
+        return SC_OK;
+}
+
 sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, char *errstr,
                           size_t errstr_size)
 {
@@ -329,6 +357,8 @@ sc_err_t sc_predictor_new(sc_predictor_t **pp, const sc_predictor_spec_t *spec, 
                         err = sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
                 goto fail;
         }
+        if (spec->avro && (err = sc_pred_avro_schema(p, errstr, errstr_size)))
+                goto fail;
         if ((err = sc_pred_producer(p, errstr, errstr_size)) ||
             (err =
                  sc_kafka_source_new(&p->src, &p->conf, p->numel, p->n_classes, p->conf.train.seed,
@@ -361,6 +391,7 @@ void sc_predictor_destroy(sc_predictor_t *p)
         free(p->out);
         free(p->rows);
         free(p->text);
+        sc_registry_destroy(p->reg);
         for (size_t i = 0; i < p->n_orig; i++) {
                 sc_pred_origins_t *o = &p->orig[i];
                 while (o->n)
@@ -503,6 +534,67 @@ static size_t sc_pred_json(sc_predictor_t *p, int r, const char *topic, const sc
         return (size_t)(s - p->text);
 }
 
+/* Avro's binary encoding: a zig-zag varint; a string with its length. */
+static char *sc_pred_avro_long(char *s, int64_t v)
+{
+        uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+        while (u >= 0x80) {
+                *s++ = (char)(u | 0x80);
+                u >>= 7;
+        }
+        *s++ = (char)u;
+        return s;
+}
+
+static char *sc_pred_avro_str(char *s, const char *str)
+{
+        size_t n = strlen(str);
+        s = sc_pred_avro_long(s, (int64_t)n);
+        memcpy(s, str, n);
+        return s + n;
+}
+
+/* A nullable string: the null branch (0), or the string's (1). */
+static char *sc_pred_avro_opt(char *s, const char *str)
+{
+        if (!str)
+                return sc_pred_avro_long(s, 0);
+        return sc_pred_avro_str(sc_pred_avro_long(s, 1), str);
+}
+
+/* One prediction as Avro framed for the registry (SC_PREDICTOR_AVRO_SCHEMA)
+ * into p->text; returns its length. */
+static size_t sc_pred_avro(sc_predictor_t *p, int r, const char *topic, const sc_vocab_t *names,
+                           int *label)
+{
+        float *z = p->out + (size_t)r * (size_t)p->n_classes;
+        const sc_stream_ref_t *ref = &p->batch->refs[r];
+        int32_t truth = p->batch->labels[r];
+        int arg = sc_nn_softmax(z, p->n_classes, z);
+        char *s = p->text;
+        *s++ = 0;
+        for (int k = 3; k >= 0; k--)
+                *s++ = (char)((uint32_t)p->avro_id >> (8 * k));
+        s = sc_pred_avro_str(s, topic);
+        s = sc_pred_avro_long(s, ref->partition);
+        s = sc_pred_avro_long(s, ref->offset);
+        s = sc_pred_avro_long(s, arg);
+        s = sc_pred_avro_opt(s, sc_vocab_name(names, (size_t)arg));
+        if (truth >= 0) {
+                s = sc_pred_avro_long(sc_pred_avro_long(s, 1), truth);
+                s = sc_pred_avro_opt(s, sc_vocab_name(names, (size_t)truth));
+        } else {
+                s = sc_pred_avro_long(sc_pred_avro_long(s, 0), 0);
+        }
+        s = sc_pred_avro_long(s, p->n_classes);
+        memcpy(s, z, (size_t)p->n_classes * sizeof(float)); /* little-endian floats */
+        s += (size_t)p->n_classes * sizeof(float);
+        s = sc_pred_avro_long(s, 0);
+        s = sc_pred_avro_long(s, (int64_t)p->st.model_version);
+        *label = arg;
+        return (size_t)(s - p->text);
+}
+
 /* Scores the batch just taken and produces its predictions into the next
  * pending slot. */
 static sc_err_t sc_pred_score(sc_predictor_t *p, char *errstr, size_t errstr_size)
@@ -532,7 +624,8 @@ static sc_err_t sc_pred_score(sc_predictor_t *p, char *errstr, size_t errstr_siz
                         names = sc_ks_topic_decode(&p->conf, topic)->labels;
                         names_of = topic;
                 }
-                size_t len = sc_pred_json(p, r, topic, names, &label);
+                size_t len = p->spec.avro ? sc_pred_avro(p, r, topic, names, &label)
+                                          : sc_pred_json(p, r, topic, names, &label);
                 /* The input record's key and headers; "<topic>:<partition>"
                  * for a record without a key. */
                 sc_pred_origin_t o = {0, NULL, 0, NULL};

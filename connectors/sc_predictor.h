@@ -39,9 +39,24 @@ typedef struct sc_predictor_spec {
         int follow_job;         /* 1: the model of conf's job, from J.model */
         int batch;              /* most records scored at once, 1..65536: a round scores
                                    what is buffered in batches of at most this */
+        int avro;               /* 1: predictions as Avro (SC_PREDICTOR_AVRO_SCHEMA) framed
+                                   for source.schema_registry.url, the schema registered
+                                   under "<out_topic>-value"; 0: JSON */
         sc_log_fn log;          /* may be NULL */
         void *log_opaque;
 } sc_predictor_spec_t;
+
+/* The writer schema of Avro predictions: the JSON prediction's members,
+ * class and true_label/true_class null when the record has none. */
+#define SC_PREDICTOR_AVRO_SCHEMA                                                                   \
+        "{\"type\":\"record\",\"name\":\"Prediction\",\"namespace\":\"scadles\",\"fields\":["      \
+        "{\"name\":\"topic\",\"type\":\"string\"},{\"name\":\"partition\",\"type\":\"int\"},"      \
+        "{\"name\":\"offset\",\"type\":\"long\"},{\"name\":\"label\",\"type\":\"int\"},"           \
+        "{\"name\":\"class\",\"type\":[\"null\",\"string\"],\"default\":null},"                    \
+        "{\"name\":\"true_label\",\"type\":[\"null\",\"int\"],\"default\":null},"                  \
+        "{\"name\":\"true_class\",\"type\":[\"null\",\"string\"],\"default\":null},"               \
+        "{\"name\":\"probabilities\",\"type\":{\"type\":\"array\",\"items\":\"float\"}},"          \
+        "{\"name\":\"model_version\",\"type\":\"long\"}]}"
 
 /* Defaults: batch 1024; the rest zero. */
 void sc_predictor_spec_defaults(sc_predictor_spec_t *spec);

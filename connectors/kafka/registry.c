@@ -354,6 +354,41 @@ static sc_registry_result_t sc_reg_answer(sc_registry_t *r, int32_t id, long sta
         return SC_REGISTRY_OK;
 }
 
+/* One request to url into b, a POST of post (with headers hdr) when post
+ * is given: *status is the HTTP status, 0 without an answer. */
+static CURLcode sc_reg_perform(sc_registry_t *r, const char *url, sc_reg_body_t *b,
+                               const char *post, struct curl_slist *hdr, long *status)
+{
+        CURL *c = r->curl;
+        curl_easy_reset(c);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sc_reg_write);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, post ? 0L : 1L);
+        curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
+        curl_easy_setopt(c, CURLOPT_USERAGENT, "scadles");
+        if (post) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, post);
+                curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+        }
+        if (r->userpwd) {
+                curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+                curl_easy_setopt(c, CURLOPT_USERPWD, r->userpwd);
+        }
+        if (r->ca)
+                curl_easy_setopt(c, CURLOPT_CAINFO, r->ca);
+        r->stats.requests++;
+        CURLcode cc = curl_easy_perform(c);
+        *status = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        return cc;
+}
+
 sc_registry_result_t sc_registry_get(sc_registry_t *r, int32_t id, double t, const char **schema,
                                      size_t *len, char *why, size_t why_size)
 {
@@ -372,29 +407,8 @@ sc_registry_result_t sc_registry_get(sc_registry_t *r, int32_t id, double t, con
                 if (r->reload_auth && sc_reg_auth(r, r->auth_file, awhy, sizeof(awhy)) == SC_OK)
                         r->reload_auth = 0;
                 snprintf(url, sizeof(url), "%s/schemas/ids/%d", r->url, id);
-                CURL *c = r->curl;
-                curl_easy_reset(c);
-                curl_easy_setopt(c, CURLOPT_URL, url);
-                curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sc_reg_write);
-                curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-                curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-                curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms);
-                curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-                curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-                curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-                curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-                curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
-                curl_easy_setopt(c, CURLOPT_USERAGENT, "scadles");
-                if (r->userpwd) {
-                        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-                        curl_easy_setopt(c, CURLOPT_USERPWD, r->userpwd);
-                }
-                if (r->ca)
-                        curl_easy_setopt(c, CURLOPT_CAINFO, r->ca);
-                r->stats.requests++;
-                CURLcode cc = curl_easy_perform(c);
+                CURLcode cc = sc_reg_perform(r, url, &b, NULL, NULL, &status);
                 sc_registry_result_t res;
-                curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
                 if (cc != CURLE_OK && b.over && status == 200) {
                         sc_reg_up(r);
                         sc_reg_pending_drop(r, id);
@@ -418,4 +432,53 @@ sc_registry_result_t sc_registry_get(sc_registry_t *r, int32_t id, double t, con
         *schema = e->text;
         *len = e->len;
         return SC_REGISTRY_OK;
+}
+
+sc_err_t sc_registry_register(sc_registry_t *r, const char *subject, const char *schema,
+                              int32_t *id, char *why, size_t why_size)
+{
+        char url[4400], msg[256];
+        sc_reg_body_t b = {0};
+        long status = 0;
+        json_t *req = json_pack("{s:s}", "schema", schema);
+        char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+        json_decref(req);
+        struct curl_slist *hdr =
+            curl_slist_append(NULL, "Content-Type: application/vnd.schemaregistry.v1+json");
+        if (!body || !hdr) {
+                free(body);
+                curl_slist_free_all(hdr);
+                return sc_errf(SC_ERR_NOMEM, why, why_size, "schema registry: out of memory");
+        }
+        for (const char *c = subject; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                      (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-')) {
+                        free(body);
+                        curl_slist_free_all(hdr);
+                        return sc_errf(SC_ERR_INVAL, why, why_size,
+                                       "schema registry: subject \"%s\" is not a topic name "
+                                       "followed by -value",
+                                       subject);
+                }
+        snprintf(url, sizeof(url), "%s/subjects/%s/versions", r->url, subject);
+        CURLcode cc = sc_reg_perform(r, url, &b, body, hdr, &status);
+        free(body);
+        curl_slist_free_all(hdr);
+        sc_err_t err = SC_OK;
+        json_t *j = cc == CURLE_OK && status == 200 && b.p ? json_loadb(b.p, b.n, 0, NULL) : NULL;
+        json_int_t got = j ? json_integer_value(json_object_get(j, "id")) : -1;
+        if (cc != CURLE_OK)
+                err = sc_errf(SC_ERR_IO, why, why_size, "%s: %s", r->url, curl_easy_strerror(cc));
+        else if (status != 200) {
+                sc_reg_message(&b, msg, sizeof(msg));
+                err = sc_errf(SC_ERR_IO, why, why_size, "%s: registering %s: HTTP %ld: %s", r->url,
+                              subject, status, msg);
+        } else if (got < 0 || got > INT32_MAX)
+                err = sc_errf(SC_ERR_IO, why, why_size, "%s: registering %s: no id in the answer",
+                              r->url, subject);
+        else
+                *id = (int32_t)got;
+        json_decref(j);
+        free(b.p);
+        return err;
 }

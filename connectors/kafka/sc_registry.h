@@ -48,6 +48,14 @@ void sc_registry_destroy(sc_registry_t *r);
 sc_registry_result_t sc_registry_get(sc_registry_t *r, int32_t id, double t, const char **schema,
                                      size_t *len, char *why, size_t why_size);
 
+/* Registers schema (Avro JSON text) under subject (POST
+ * /subjects/SUBJECT/versions; the registry answers the id of the same
+ * schema when it has it already): *id. Blocking, one request; why says
+ * what failed (the registry's message for a schema it refuses, e.g. an
+ * incompatible one). */
+sc_err_t sc_registry_register(sc_registry_t *r, const char *subject, const char *schema,
+                              int32_t *id, char *why, size_t why_size);
+
 /* Seconds until the next request is allowed (0 when it is now). */
 double sc_registry_retry_in(const sc_registry_t *r, double t);
 const sc_registry_stats_t *sc_registry_stats(const sc_registry_t *r);

@@ -21,7 +21,7 @@
 typedef struct sc_pcli_opts {
         sc_cli_conf_opts_t co;
         const char *in, *out, *checkpoint, *group, *dead_letter;
-        int follow_job, quiet, unlabelled;
+        int follow_job, quiet, unlabelled, avro;
         double batch, idle_exit, duration, progress;
 } sc_pcli_opts_t;
 
@@ -62,6 +62,10 @@ static void sc_pcli_usage(FILE *out)
                 "  -k, --checkpoint CKPT    score with this checkpoint (from `scadles train`)\n"
                 "      --follow-job         score with the newest model of the config's job\n"
                 "      --unlabelled         records carry no label (source.unlabelled)\n"
+                "      --avro               write the predictions as Avro framed for the\n"
+                "                           registry of source.schema_registry.url, their\n"
+                "                           schema (docs/STREAMS.md) registered under\n"
+                "                           \"<out>-value\"; the same members as the JSON\n"
                 "      --group G            consumer group (default scadles-predict)\n"
                 "      --dead-letter TOPIC  dead-letter topic (default source.dead_letter_topic)\n"
                 "      --batch N            most records scored at once (default 1024)\n"
@@ -98,6 +102,7 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
             {"checkpoint", required_argument, NULL, 'k'},
             {"follow-job", no_argument, NULL, 'F'},
             {"unlabelled", no_argument, NULL, 'U'},
+            {"avro", no_argument, NULL, 'A'},
             {"group", required_argument, NULL, 'G'},
             {"dead-letter", required_argument, NULL, 'D'},
             {"batch", required_argument, NULL, 'N'},
@@ -136,6 +141,9 @@ static int sc_pcli_args(int argc, char **argv, sc_pcli_opts_t *o)
                         break;
                 case 'U':
                         o->unlabelled = 1;
+                        break;
+                case 'A':
+                        o->avro = 1;
                         break;
                 case 'G':
                         o->group = optarg;
@@ -284,6 +292,7 @@ static int sc_pcli_start(sc_predictor_t **pp, const sc_conf_t *conf, const sc_pc
         spec.out_topic = o->out;
         spec.checkpoint = o->checkpoint;
         spec.follow_job = o->follow_job;
+        spec.avro = o->avro;
         spec.batch = (int)o->batch;
         spec.log = sc_cli_log;
         spec.log_opaque = "predict";

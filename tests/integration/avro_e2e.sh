@@ -5,6 +5,6 @@
 BUILD=${BUILD:-$(dirname "$SCADLES")}
 PREFIX= PARTS=4
 . "$(dirname "$0")/avro_common.inc"
-start_broker machines.avro:4 machines.avro.dlq:1 machines.eval.avro:4 machines.pred:2
+start_broker machines.avro:4 machines.avro.dlq:1 machines.eval.avro:4 machines.pred:2 machines.pred.avro:2
 avro_run
 echo ok

@@ -7,7 +7,12 @@
 //	GET  /__control/stats         {"schema_gets": N, "outage": bool}
 //
 // Usage: srfake -url-file FILE [-addr 127.0.0.1:0] [-auth user:password]
-// It writes its base URL to FILE once it listens, and serves until killed.
+//
+//	[-tls-cert CERT -tls-key KEY -tls-url-file FILE2]
+//
+// It writes its base URL to FILE once it listens, and serves until killed;
+// with a certificate it also serves the same registry over https on a
+// second port of 127.0.0.1, whose URL goes to FILE2.
 package main
 
 import (
@@ -29,6 +34,9 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
 	urlFile := flag.String("url-file", "", "file to write the base URL to (required)")
 	auth := flag.String("auth", "", "user:password required as HTTP basic authentication")
+	tlsCert := flag.String("tls-cert", "", "PEM certificate to serve https with")
+	tlsKey := flag.String("tls-key", "", "PEM key of -tls-cert")
+	tlsURLFile := flag.String("tls-url-file", "", "file to write the https base URL to")
 	flag.Parse()
 	if *urlFile == "" {
 		fmt.Fprintln(os.Stderr, "usage: srfake -url-file FILE [-addr 127.0.0.1:0] [-auth user:password]")
@@ -61,18 +69,35 @@ func main() {
 		}
 		return false
 	})
+	if *tlsCert != "" {
+		tln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			log.Fatalf("srfake: listen: %v", err)
+		}
+		go func() {
+			log.Fatal(http.ServeTLS(tln, reg.Handler(), *tlsCert, *tlsKey))
+		}()
+		writeURL(*tlsURLFile, "https://"+tln.Addr().String())
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatalf("srfake: listen %s: %v", *addr, err)
 	}
-	url := "http://" + ln.Addr().String()
-	tmp := *urlFile + ".tmp"
+	writeURL(*urlFile, "http://"+ln.Addr().String())
+	log.Fatal(http.Serve(ln, reg.Handler()))
+}
+
+// writeURL writes url to file atomically (a reader sees all of it or none).
+func writeURL(file, url string) {
+	if file == "" {
+		log.Fatalf("srfake: no file to write %s to", url)
+	}
+	tmp := file + ".tmp"
 	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err != nil {
 		log.Fatalf("srfake: %v", err)
 	}
-	if err := os.Rename(tmp, *urlFile); err != nil {
+	if err := os.Rename(tmp, file); err != nil {
 		log.Fatalf("srfake: %v", err)
 	}
 	log.Printf("srfake: serving the Schema Registry API on %s", url)
-	log.Fatal(http.Serve(ln, reg.Handler()))
 }

@@ -141,7 +141,8 @@ static sc_err_t sc_pred_model(sc_predictor_t *p, char *errstr, size_t errstr_siz
                         return err;
                 if (sc_model_nstate(p->model) && !has_state)
                         sc_pred_logf(p, 4,
-                                     "%s has no batchnorm running statistics; predicting with "
+                                     "%s has no statistics for its batchnorm or standardize "
+                                     "layers; predicting with "
                                      "mean 0, variance 1",
                                      p->spec.checkpoint);
                 p->st.model_version = meta.step;
@@ -151,9 +152,10 @@ static sc_err_t sc_pred_model(sc_predictor_t *p, char *errstr, size_t errstr_siz
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "%s: --follow-job needs a job section (job.name)", conf->origin);
         if (sc_model_nstate(p->model))
-                sc_pred_logf(p, 4,
-                             "J.bcast carries no batchnorm running statistics: predicting with "
-                             "mean 0, variance 1 (a checkpoint keeps them)");
+                sc_pred_logf(
+                    p, 4,
+                    "J.bcast carries no batchnorm or standardize statistics: predicting with "
+                    "mean 0, variance 1 (a checkpoint keeps them)");
         return sc_job_model_new(&p->jm, conf, sc_model_params(p->model), p->nparams, errstr,
                                 errstr_size);
 }

@@ -264,21 +264,25 @@ static void write_layer(graph_t *g, int i, const sc_layer_spec_t *ls, sc_shape_t
                 const int64_t cd[1] = {in.c};
                 const attr_t eps = {.name = "epsilon", .type = ATTR_FLOAT, .f = ls->eps};
                 float *one = malloc((size_t)in.c * sizeof(float)),
-                      *zero = calloc((size_t)in.c, sizeof(float));
-                for (int c = 0; one && c < in.c; c++)
+                      *zero = calloc((size_t)in.c, sizeof(float)),
+                      *var = malloc((size_t)in.c * sizeof(float));
+                for (int c = 0; one && var && c < in.c; c++) {
                         one[c] = 1.0f;
-                if (!one || !zero) {
+                        var[c] = sc_nn_standardize_var(st[c], st[in.c + c]);
+                }
+                if (!one || !zero || !var) {
                         if (!g->pb->err)
                                 g->pb->err = SC_ERR_NOMEM;
                 } else {
                         write_floats(g->pb, wn, cd, 1, one, (size_t)in.c);
                         write_floats(g->pb, bn, cd, 1, zero, (size_t)in.c);
                         write_floats(g->pb, mn, cd, 1, st, (size_t)in.c);
-                        write_floats(g->pb, vn, cd, 1, st + in.c, (size_t)in.c);
+                        write_floats(g->pb, vn, cd, 1, var, (size_t)in.c);
                         step(g, "BatchNormalization", name, extra, 4, &eps, 1);
                 }
                 free(one);
                 free(zero);
+                free(var);
                 break;
         }
         case SC_LAYER_FLATTEN:

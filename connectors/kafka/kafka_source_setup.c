@@ -422,8 +422,7 @@ int sc_kafka_source_reachable(const sc_kafka_source_t *src)
 
 int sc_kafka_source_registry_waiting(const sc_kafka_source_t *src)
 {
-        if (!src->registry || (!sc_registry_stats(src->registry)->unavailable &&
-                               !sc_registry_stats(src->registry)->pending))
+        if (!src->registry || !sc_registry_waiting(src->registry, src->t_now))
                 return 0;
         for (int i = 0; i < src->n_streams; i++)
                 if (src->streams[i].avro && src->streams[i].n_held > 0)

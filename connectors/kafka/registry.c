@@ -155,6 +155,16 @@ const sc_registry_stats_t *sc_registry_stats(const sc_registry_t *r)
         return &r->stats;
 }
 
+int sc_registry_waiting(const sc_registry_t *r, double t)
+{
+        if (r->stats.unavailable)
+                return 1;
+        for (size_t i = 0; i < r->n_pending; i++)
+                if (r->pending[i].next > t)
+                        return 1;
+        return 0;
+}
+
 double sc_registry_retry_in(const sc_registry_t *r, double t)
 {
         return r->next_try > t ? r->next_try - t : 0;
@@ -258,12 +268,21 @@ static sc_registry_result_t sc_reg_not_found(sc_registry_t *r, int32_t id, doubl
                                              const char *msg, char *why, size_t why_size)
 {
         sc_reg_pending_t *p = sc_reg_pending(r, id);
-        if (!p && r->n_pending < SC_REG_PENDING_MAX) {
+        if (p && t - p->next > 10.0)
+                p->tries = 0; /* left long ago (its records revoked): start over */
+        if (!p && r->n_pending == SC_REG_PENDING_MAX) {
+                size_t old = 0; /* full: the longest untouched goes */
+                for (size_t i = 1; i < r->n_pending; i++)
+                        if (r->pending[i].next < r->pending[old].next)
+                                old = i;
+                r->pending[old] = r->pending[--r->n_pending];
+        }
+        if (!p) {
                 p = &r->pending[r->n_pending++];
                 *p = (sc_reg_pending_t){id, 0, 0};
                 r->stats.pending = (int)r->n_pending;
         }
-        if (p && ++p->tries < SC_REG_NOT_FOUND_TRIES) {
+        if (++p->tries < SC_REG_NOT_FOUND_TRIES) {
                 p->next = t + 0.5 * (double)(1 << (p->tries - 1));
                 sc_errf(SC_ERR_AGAIN, why, why_size,
                         "%s: no schema id %d yet (%s); asked again in %.1f s", r->url, id, msg,
@@ -404,8 +423,13 @@ sc_registry_result_t sc_registry_get(sc_registry_t *r, int32_t id, double t, con
                 char url[4200], awhy[512];
                 sc_reg_body_t b = {0};
                 long status = 0;
-                if (r->reload_auth && sc_reg_auth(r, r->auth_file, awhy, sizeof(awhy)) == SC_OK)
+                if (r->reload_auth) {
+                        if (sc_reg_auth(r, r->auth_file, awhy, sizeof(awhy))) {
+                                sc_errf(SC_ERR_CONFIG, why, why_size, "%s", awhy);
+                                return sc_reg_down(r, t);
+                        }
                         r->reload_auth = 0;
+                }
                 snprintf(url, sizeof(url), "%s/schemas/ids/%d", r->url, id);
                 CURLcode cc = sc_reg_perform(r, url, &b, NULL, NULL, &status);
                 sc_registry_result_t res;
@@ -466,7 +490,8 @@ sc_err_t sc_registry_register(sc_registry_t *r, const char *subject, const char 
         curl_slist_free_all(hdr);
         sc_err_t err = SC_OK;
         json_t *j = cc == CURLE_OK && status == 200 && b.p ? json_loadb(b.p, b.n, 0, NULL) : NULL;
-        json_int_t got = j ? json_integer_value(json_object_get(j, "id")) : -1;
+        json_t *jid = j ? json_object_get(j, "id") : NULL;
+        json_int_t got = json_is_integer(jid) ? json_integer_value(jid) : -1;
         if (cc != CURLE_OK)
                 err = sc_errf(SC_ERR_IO, why, why_size, "%s: %s", r->url, curl_easy_strerror(cc));
         else if (status != 200) {

@@ -56,6 +56,10 @@ sc_registry_result_t sc_registry_get(sc_registry_t *r, int32_t id, double t, con
 sc_err_t sc_registry_register(sc_registry_t *r, const char *subject, const char *schema,
                               int32_t *id, char *why, size_t why_size);
 
+/* 1 while records may be waiting for it at t: it is down, or an id's "not
+ * found" is being asked again. */
+int sc_registry_waiting(const sc_registry_t *r, double t);
+
 /* Seconds until the next request is allowed (0 when it is now). */
 double sc_registry_retry_in(const sc_registry_t *r, double t);
 const sc_registry_stats_t *sc_registry_stats(const sc_registry_t *r);

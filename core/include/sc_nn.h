@@ -184,11 +184,18 @@ sc_err_t sc_model_eval_set(sc_model_t *model, const float *x, const int32_t *y, 
  * as evaluation counts hits). */
 int sc_nn_softmax(const float *z, int n, float *p);
 
+/* The variance a standardize layer divides by for a feature of learned
+ * mean and variance: var, or 1 when the feature did not vary (var <= 1e-8
+ * max(1, mean^2)). Its ONNX export writes the same. */
+float sc_nn_standardize_var(float mean, float var);
+
 /* Recomputes the non-trainable state from data ("recalibration"): resets
  * it, then runs the forward pass in training mode (dropout off) over the
  * floor(n / B) full batches of x (n, input numel; one batch of n if n < B),
  * each batchnorm layer's running mean and variance becoming the mean of its
- * batch values over those batches. Parameters and gradients are untouched.
+ * batch values over those batches; a standardize layer's statistics are
+ * the input's scale, learned from the stream, and are kept as they are.
+ * Parameters and gradients are untouched.
  * For a model whose statistics were not kept, e.g. one rebuilt from shared
  * parameters. SC_OK also when the model has no state (nothing done);
  * SC_ERR_INVAL (NULL, n = 0, B < 1), SC_ERR_NOMEM. */

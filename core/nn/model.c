@@ -524,7 +524,8 @@ static float train_batch(sc_model_t *model, const float *x, const int32_t *label
 sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B)
 {
         sc_model_t *m = model;
-        float saved[SC_MODEL_MAX_LAYERS];
+        float saved[SC_MODEL_MAX_LAYERS], saved_decay[SC_MODEL_MAX_LAYERS];
+        int saved_warmup[SC_MODEL_MAX_LAYERS];
 
         if (!m || !x || n == 0 || B < 1)
                 return SC_ERR_INVAL;
@@ -534,9 +535,23 @@ sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B
                 B = (int)n;
         if (reserve(m, B))
                 return SC_ERR_NOMEM;
+        /* standardize layers keep their statistics and do not learn */
+        float *keep = malloc(m->nstate * sizeof(float));
+        if (!keep)
+                return SC_ERR_NOMEM;
+        memcpy(keep, m->state, m->nstate * sizeof(float));
         sc_model_reset_state(m);
-        for (int i = 0; i < m->n; i++)
-                saved[i] = m->layers[i].spec.momentum;
+        for (int i = 0; i < m->n; i++) {
+                sc_layer_t *l = &m->layers[i];
+                saved[i] = l->spec.momentum;
+                saved_warmup[i] = l->spec.warmup;
+                saved_decay[i] = l->spec.decay;
+                if (l->spec.kind == SC_LAYER_STANDARDIZE) {
+                        memcpy(l->state, keep + (l->state - m->state), l->ns * sizeof(float));
+                        l->spec.warmup = -1; /* below any count: frozen */
+                        l->spec.decay = 0.0f;
+                }
+        }
         const size_t numel = sc_shape_numel(m->spec.input), batches = n / (size_t)B;
         for (size_t k = 0; k < batches; k++) {
                 /* momentum 1 / (k + 1): the running value is the mean over
@@ -546,8 +561,12 @@ sc_err_t sc_model_recalibrate(sc_model_t *model, const float *x, size_t n, int B
                                 m->layers[i].spec.momentum = 1.0f / (float)(k + 1);
                 forward(m, x + k * (size_t)B * numel, B, 1, NULL);
         }
-        for (int i = 0; i < m->n; i++)
+        for (int i = 0; i < m->n; i++) {
                 m->layers[i].spec.momentum = saved[i];
+                m->layers[i].spec.warmup = saved_warmup[i];
+                m->layers[i].spec.decay = saved_decay[i];
+        }
+        free(keep);
         return SC_OK;
 }
 

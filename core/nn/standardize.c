@@ -5,7 +5,9 @@
  * batch is standardized with the statistics so far, itself included; then
  * the statistics are frozen, or with `decay` > 0 move toward each later
  * batch's by that weight. Evaluation standardizes with them:
- * y = (x - mean) / sqrt(var + eps). No trainable parameters; the state
+ * y = (x - mean) / sqrt(var + eps), a feature that did not vary (var 0, to
+ * float rounding) taking var 1: a one-hot slot or an indicator that the
+ * warm-up never saw set keeps its scale. No trainable parameters; the state
  * (mean and variance per channel, then the samples counted) is saved in and
  * restored from checkpoints, and exported to ONNX as a BatchNormalization
  * with scale 1 and bias 0. */
@@ -17,6 +19,11 @@
 #define SC_STD_EPS 1e-5f
 #define SC_STD_WARMUP 10000
 #define SC_STD_WARMUP_MAX 10000000 /* samples: the count is a float */
+
+float sc_nn_standardize_var(float mean, float var)
+{
+        return var <= 1e-8f * fmaxf(1.0f, mean * mean) ? 1.0f : var;
+}
 
 static sc_err_t std_setup(sc_layer_t *l, char *errstr, size_t errstr_size)
 {
@@ -114,7 +121,9 @@ static void std_forward(sc_layer_t *l, const float *x, float *y, int B, int trai
         }
         for (size_t c = 0; c < C; c++) {
                 const float m = l->state[c],
-                            is = (float)(1.0 / sqrt((double)l->state[C + c] + l->spec.eps));
+                            is = (float)(1.0 / sqrt((double)sc_nn_standardize_var(l->state[c],
+                                                                                  l->state[C + c]) +
+                                                    l->spec.eps));
                 istd[c] = is;
                 for (int b = 0; b < B; b++) {
                         const size_t o = c * cs + (size_t)b * bs;

@@ -56,6 +56,8 @@ def main():
             print("avro_consume: %s" % m.error(), file=sys.stderr)
             continue
         idle = 0.0
+        if m.value() is None:  # a tombstone
+            continue
         record = deserialize(m.value(), ctx)
         record["_key"] = m.key().decode(errors="replace") if m.key() is not None else None
         print(json.dumps(record))

@@ -351,6 +351,24 @@ static void standardize_warmup_freeze_and_decay(void **state)
         assert_true(st[6] == (float)B); /* counting stops with the warm-up */
         sc_model_destroy(m);
 
+        /* recalibration keeps the learned statistics (they are the input's
+         * scale, not batch statistics) */
+        spec.layers[0].decay = 0;
+        assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_OK);
+        sc_model_init(m, &rng);
+        sc_model_train_batch(m, x, NULL, t, B, &rng, NULL);
+        memcpy(frozen, sc_model_state(m), sizeof(frozen));
+        assert_int_equal(sc_model_recalibrate(m, x + 8 * 3, 8, 4), SC_OK);
+        assert_memory_equal(frozen, sc_model_state(m), sizeof(frozen));
+        sc_model_train_batch(m, x + 12 * 3, NULL, t, B, &rng, NULL); /* still frozen (warmup 4) */
+        assert_memory_equal(frozen, sc_model_state(m), sizeof(frozen));
+        sc_model_destroy(m);
+        /* a feature that did not vary keeps its scale */
+        assert_true(sc_nn_standardize_var(0.0f, 0.0f) == 1.0f);
+        assert_true(sc_nn_standardize_var(1000.0f, 1e-3f) == 1.0f);
+        assert_true(sc_nn_standardize_var(0.0f, 0.5f) == 0.5f);
+        assert_true(sc_nn_standardize_var(1.0f, 1e-4f) == 1e-4f);
+
         /* bad warm-up / decay name the layer */
         spec.layers[0].decay = 1.0f;
         assert_int_equal(sc_model_new(&m, &spec, err, sizeof(err)), SC_ERR_SHAPE);

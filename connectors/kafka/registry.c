@@ -85,7 +85,8 @@ static sc_err_t sc_reg_auth(sc_registry_t *r, const char *file, char *errstr, si
         if (err)
                 return sc_errf(SC_ERR_CONFIG, errstr, errstr_size,
                                "$.source.schema_registry.basic_auth_file: %s", why);
-        text[strcspn(text, "\r\n")] = '\0';
+        size_t keep = strcspn(text, "\r\n");
+        memset(text + keep, 0, len - keep); /* the file's other lines: not kept */
         if (!strchr(text, ':') || text[0] == ':') {
                 memset(text, 0, len);
                 free(text);

@@ -822,7 +822,7 @@ const sc_conf_prop_t sc_conf_props[] = {
      .def = "\"\"",
      .size = SC_CONF_TOPIC_MAX,
      .desc = "Malformed records are produced here (original key and value; headers scadles.error, "
-             "scadles.reason, scadles.topic, scadles.partition, scadles.offset); \"\" = only "
+             "scadles.topic, scadles.partition, scadles.offset, scadles.reason); \"\" = only "
              "counted and logged."},
     {.path = "source.schema_registry.url",
      .type = SC_CONF_STRING,

@@ -689,11 +689,11 @@ static void sc_ks_dead_letter(sc_kafka_source_t *src, const rd_kafka_message_t *
         snprintf(part, sizeof(part), "%" PRId32, m->partition);
         snprintf(off, sizeof(off), "%" PRId64, m->offset);
         rd_kafka_header_add(h, "scadles.error", -1, sc_decode_fault_name(fault), -1);
-        if (reason && reason[0])
-                rd_kafka_header_add(h, "scadles.reason", -1, reason, -1);
         rd_kafka_header_add(h, "scadles.topic", -1, topic, -1);
         rd_kafka_header_add(h, "scadles.partition", -1, part, -1);
         rd_kafka_header_add(h, "scadles.offset", -1, off, -1);
+        if (reason && reason[0]) /* last: the headers before it keep their order */
+                rd_kafka_header_add(h, "scadles.reason", -1, reason, -1);
         rd_kafka_resp_err_t e = rd_kafka_producev(
             src->dlq, RD_KAFKA_V_TOPIC(src->conf->source.dead_letter),
             RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(m->payload, m->len),

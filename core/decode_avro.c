@@ -830,6 +830,12 @@ sc_decode_fault_t sc_decode_avro(const sc_decode_spec_t *spec, const sc_record_t
                         rec->value_size < 5 ? "under 5 bytes" : "first byte is not 0");
                 return SC_DECODE_BAD_AVRO;
         }
+        if (spec->avro && spec->avro->spec.fields != fs) {
+                /* a plan's targets index the field list it was compiled for */
+                sc_errf(SC_ERR_DECODE, errstr, errstr_size,
+                        "decode: the avro cache was made for other fields");
+                return SC_DECODE_BAD_SPEC;
+        }
         const sc_av_entry_t *e = spec->avro ? sc_av_find(spec->avro, id, NULL) : NULL;
         if (!e || !e->plan) {
                 sc_errf(SC_ERR_DECODE, errstr, errstr_size, "avro: schema id %d: %s", id,

@@ -59,7 +59,16 @@ for t in tests/integration/*.sh; do
 	esac
 done
 echo
-echo "integration: $pass passed, $fail failed, $skip skipped"
+# The failures again at the end, where a CI log's tail shows them: each
+# log's last lines, then a line per failed test with its verdict.
+for name in ${failed[@]+"${failed[@]}"}; do
+	echo "--- last lines of $BUILD/integration/$name.log"
+	tail -n 20 "$BUILD/integration/$name.log" | sed 's/^/    /'
+done
+for name in ${failed[@]+"${failed[@]}"}; do
+	echo "[ FAIL ] $name: $(grep -a -m 1 '^FAIL' "$BUILD/integration/$name.log" || echo "no FAIL line")"
+done
+echo "integration: $pass passed, $fail failed, $skip skipped${failed[0]:+ (failed: ${failed[*]})}"
 # Under CI everything a test needs is installed (scripts/deps.sh): a skip
 # means something is missing, and fails the run.
 if [ -n "${CI:-}" ] && [ "$skip" -gt 0 ]; then

@@ -8,12 +8,18 @@
  * the GFLOP/s of plain cblas_sgemm calls of the dense shapes (OpenBLAS
  * threaded over the same thread count) as an upper bound.
  *
+ * With --forward 1 it times inference instead (sc_model_eval_batch: the
+ * forward pass of `scadles eval` and `scadles predict`), against sgemm
+ * calls of the forward shapes only: the ceiling of a predictor's records/s
+ * on that many threads.
+ *
  * Usage: bench_nn [--seconds S] [--models mlp,cnn] [--batches 16,64,256]
- *                 [--threads 1,2] [--repeat N]
+ *                 [--threads 1,2] [--repeat N] [--forward 0|1]
  * The thread counts of one model and batch run back to back, so on a shared
  * machine they see the same load; --repeat runs the whole sweep N times.
  * Each line: "nn model=<m> batch=<B> threads=<T> samples_per_s=<x>
- * step_ms=<x> gflops=<x> dense_gflops=<x> sgemm_gflops=<x>". */
+ * step_ms=<x> gflops=<x> dense_gflops=<x> sgemm_gflops=<x>" ("nn-forward"
+ * with --forward 1). */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,17 +74,25 @@ typedef struct shape3 {
         int m, n, k;
 } shape3_t;
 
-static int step_gemms(const char *model, int B, shape3_t *g)
+/* The sgemm shapes of a step, or of the forward pass alone (forward). */
+static int step_gemms(const char *model, int B, int forward, shape3_t *g)
 {
         int n = 0;
         if (!strcmp(model, "mlp")) {
                 const int d[4] = {784, 256, 128, 10};
                 for (int i = 0; i < 3; i++) {
                         g[n++] = (shape3_t){d[i + 1], B, d[i]}; /* forward */
+                        if (forward)
+                                continue;
                         g[n++] = (shape3_t){d[i + 1], d[i], B}; /* weight grad */
                         if (i)
                                 g[n++] = (shape3_t){d[i], B, d[i + 1]}; /* input grad */
                 }
+        } else if (forward) {
+                g[n++] = (shape3_t){32, B * 784, 9};
+                g[n++] = (shape3_t){64, B * 196, 288};
+                g[n++] = (shape3_t){128, B, 3136};
+                g[n++] = (shape3_t){10, B, 128};
         } else {
                 g[n++] = (shape3_t){32, B * 784, 9};
                 g[n++] = (shape3_t){32, 9, B * 784};
@@ -147,7 +161,29 @@ static double sgemm_rate(const shape3_t *g, int n, double seconds)
         return gemm_flops(g, n) / best / 1e9;
 }
 
-static int run(const char *name, int B, int threads, double seconds)
+/* One timed window of seconds: training steps, or forward passes into
+ * out (forward); the seconds per step and the multiply-adds of a step. */
+static double window(sc_model_t *m, sc_sgd_t *sgd, const float *x, const int32_t *y, int B,
+                     sc_rng_t *rng, float *out, double seconds, double *macs_per_step)
+{
+        long steps = 0;
+        double t0 = now(), dt, macs = 0;
+        do {
+                if (out) {
+                        sc_model_eval_batch(m, x, NULL, NULL, B, NULL, out);
+                } else {
+                        sc_model_train_batch(m, x, y, NULL, B, rng, NULL);
+                        macs += sc_model_last_step_macs(m);
+                        sc_sgd_step(sgd, sc_model_params(m), sc_model_grads(m), 0.01f);
+                }
+                steps++;
+                dt = now() - t0;
+        } while (dt < seconds);
+        *macs_per_step = macs / (double)steps;
+        return dt / (double)steps;
+}
+
+static int run(const char *name, int B, int threads, int forward, double seconds)
 {
         sc_model_spec_t spec;
         sc_model_t *m = NULL;
@@ -170,9 +206,11 @@ static int run(const char *name, int B, int threads, double seconds)
         sc_sgd_init(&sgd, &(sc_sgd_spec_t){.momentum = 0.9}, sc_model_nparams(m));
         float *x = malloc(sizeof(float) * 784 * (size_t)B);
         int32_t *y = malloc(sizeof(int32_t) * (size_t)B);
-        if (!x || !y) {
+        float *out = forward ? malloc(sizeof(float) * 10 * (size_t)B) : NULL;
+        if (!x || !y || (forward && !out)) {
                 free(x);
                 free(y);
+                free(out);
                 sc_model_destroy(m);
                 return 1;
         }
@@ -187,22 +225,17 @@ static int run(const char *name, int B, int threads, double seconds)
         /* Best of 5 windows: on a shared machine the least disturbed one. */
         double best = 1e30, best_macs = 0;
         for (int w = 0; w < 5; w++) {
-                long steps = 0;
-                double t0 = now(), dt, macs = 0;
-                do {
-                        sc_model_train_batch(m, x, y, NULL, B, &rng, NULL);
-                        macs += sc_model_last_step_macs(m);
-                        sc_sgd_step(&sgd, sc_model_params(m), sc_model_grads(m), 0.01f);
-                        steps++;
-                        dt = now() - t0;
-                } while (dt < seconds / 5);
-                if (dt / (double)steps < best) {
-                        best = dt / (double)steps;
-                        best_macs = macs / (double)steps;
+                double macs, dt = window(m, &sgd, x, y, B, &rng, out, seconds / 5, &macs);
+                if (dt < best) {
+                        best = dt;
+                        best_macs = macs;
                 }
         }
-        int ng = step_gemms(name, B, g);
+        int ng = step_gemms(name, B, forward, g);
         double flops = gemm_flops(g, ng) / B; /* per sample, dense */
+        /* Inference does the dense products: it counts as they do. */
+        if (forward)
+                best_macs = flops * B / 2;
         double sps = B / best;
         /* The reference is OpenBLAS's own threading over the same threads
          * (the models split products across their pools and keep OpenBLAS
@@ -210,13 +243,14 @@ static int run(const char *name, int B, int threads, double seconds)
         openblas_set_num_threads(threads);
         double ref = sgemm_rate(g, ng, seconds / 3);
         sc_nn_set_threads(threads);
-        printf("nn model=%s batch=%d threads=%d samples_per_s=%.1f step_ms=%.3f gflops=%.2f "
+        printf("%s model=%s batch=%d threads=%d samples_per_s=%.1f step_ms=%.3f gflops=%.2f "
                "dense_gflops=%.2f sgemm_gflops=%.2f\n",
-               name, B, threads, sps, 1e3 * best, 2.0 * best_macs / best / 1e9, sps * flops / 1e9,
-               ref);
+               forward ? "nn-forward" : "nn", name, B, threads, sps, 1e3 * best,
+               2.0 * best_macs / best / 1e9, sps * flops / 1e9, ref);
         fflush(stdout);
         free(x);
         free(y);
+        free(out);
         sc_sgd_free(&sgd);
         sc_model_destroy(m);
         return 0;
@@ -238,12 +272,22 @@ static int parse_list(const char *s, int *v, int max)
         return n;
 }
 
+static int usage(void)
+{
+        fprintf(stderr, "usage: bench_nn [--seconds S] [--models mlp,cnn] [--batches 16,64,256] "
+                        "[--threads 1,2] [--repeat N] [--forward 0|1]\n");
+        return 2;
+}
+
 int main(int argc, char **argv)
 {
         double seconds = 0.5;
         const char *models = "mlp,cnn";
         int batches[8] = {16, 64, 256}, nb = 3, threads[8] = {1, 2}, nt = 2, repeat = 1;
+        int forward = 0;
 
+        if (argc % 2 == 0)
+                return usage(); /* an option without its value */
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (!strcmp(argv[i], "--seconds"))
                         seconds = atof(argv[i + 1]);
@@ -255,13 +299,12 @@ int main(int argc, char **argv)
                         nt = parse_list(argv[i + 1], threads, 8);
                 else if (!strcmp(argv[i], "--repeat"))
                         repeat = parse_list(argv[i + 1], &repeat, 1) == 1 ? repeat : 0;
+                else if (!strcmp(argv[i], "--forward"))
+                        forward = atoi(argv[i + 1]) == 1 ? 1 : !strcmp(argv[i + 1], "0") ? 0 : -1;
                 else
                         nb = -1;
-                if (nb < 1 || nt < 1 || repeat < 1 || !(seconds > 0)) {
-                        fprintf(stderr, "usage: bench_nn [--seconds S] [--models mlp,cnn] "
-                                        "[--batches 16,64,256] [--threads 1,2] [--repeat N]\n");
-                        return 2;
-                }
+                if (nb < 1 || nt < 1 || repeat < 1 || forward < 0 || !(seconds > 0))
+                        return usage();
         }
         const char *names[2] = {"mlp", "cnn"};
         for (int r = 0; r < repeat; r++) {
@@ -270,7 +313,8 @@ int main(int argc, char **argv)
                                 continue;
                         for (int b = 0; b < nb; b++)
                                 for (int t = 0; t < nt; t++)
-                                        if (run(names[mi], batches[b], threads[t], seconds))
+                                        if (run(names[mi], batches[b], threads[t], forward,
+                                                seconds))
                                                 return 1;
                 }
         }

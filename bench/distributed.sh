@@ -14,7 +14,7 @@
 # runs the live-feed latency rows alone)
 set -u
 BUILD=${BUILD:-build}
-SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
+SCADLES=${SCADLES:-$(realpath -m "$BUILD")/scadles}
 # The fake workers and checker (tests/tools/agg_selftest.c), built by make
 # next to the command.
 AGG_SELFTEST=${AGG_SELFTEST:-$(dirname "$SCADLES")/tools/agg_selftest}

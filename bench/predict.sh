@@ -10,12 +10,16 @@
 # records as raw bytes (label in the key) on 32 topics of 4 partitions of the
 # embedded broker (it keeps about 5 MB per partition, and a key's records
 # share a partition: 6,250 records a topic stay below that), read through
-# one pattern; the broker runs on the other core.
+# one pattern; the broker runs on the other core. Then the ceiling: the
+# same model's forward pass alone (bench_nn --forward 1, batch BATCH, one
+# thread, pinned to the same core) in records/s, and predict's rate as a
+# share of it: what is left is the cost of consuming, decoding, batching
+# and producing.
 # Usage: bench/predict.sh [records per topic] [batch]   (BUILD=build-dir;
 # default 6250, i.e. 200,000 records, and 1024)
 set -u
 BUILD=${BUILD:-build}
-SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
+SCADLES=${SCADLES:-$(realpath -m "$BUILD")/scadles}
 N=${1:-6250}
 TOPICS=32
 BATCH=${2:-1024}
@@ -24,6 +28,8 @@ for tool in jq taskset; do
 	command -v "$tool" >/dev/null || { echo "predict.sh: $tool is not installed (scripts/deps.sh)" >&2; exit 1; }
 done
 [ -x "$SCADLES" ] || { echo "predict.sh: $SCADLES not built" >&2; exit 1; }
+BENCH_NN=${BENCH_NN:-$BUILD/bench/bench_nn}
+[ -x "$BENCH_NN" ] || { echo "predict.sh: $BENCH_NN not built (make BUILD=$BUILD bench)" >&2; exit 1; }
 [ -e /usr/share/datasets/fashion-mnist ] || { echo "predict.sh: Fashion-MNIST not installed" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-bench-predict.XXXXXX")
@@ -55,4 +61,11 @@ taskset -c 0 "$SCADLES" predict -c examples/fmnist-mlp.json "${sets[@]}" --boots
 s=$(grep '^summary: ' "$tmp/pred.out" | sed 's/^summary: //')
 [ "$(echo "$s" | jq .acknowledged)" -eq $((N * TOPICS)) ] && [ "$(echo "$s" | jq .lost)" -eq 0 ] ||
 	die "acknowledged $(echo "$s" | jq .acknowledged) of $((N * TOPICS)), lost $(echo "$s" | jq .lost)"
+rate=$(echo "$s" | jq .records_per_s)
 echo "$s" | jq -r --arg b "$BATCH" '"predict: \(.acknowledged) records, batch \($b), 1 core: \(.records_per_s | floor) records/s (\(.busy_s * 100 | floor / 100) s from the first record to the last acknowledgement); \(.acknowledged / .cpu_s | floor) records per processor second (\(.cpu_s * 100 | floor / 100) s of the process, start to exit)"'
+fwd=$(OPENBLAS_NUM_THREADS=1 taskset -c 0 "$BENCH_NN" --seconds 1 --models mlp --batches "$BATCH" --threads 1 \
+	--forward 1) || die "bench_nn --forward failed"
+echo "$fwd" | awk -v rate="$rate" -v b="$BATCH" '{
+	for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+	printf "predict: forward pass alone, batch %d, 1 thread, same core: %d records/s (%.1f GFLOP/s; sgemm of its shapes %.1f); predict reaches %.1f%% of it\n",
+		b, f["samples_per_s"], f["gflops"], f["sgemm_gflops"], 100 * rate / f["samples_per_s"] }'

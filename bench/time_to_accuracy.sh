@@ -39,7 +39,7 @@
 #        POLICIES="bsp scadles scadles-cap"; bsp is required)
 set -u
 BUILD=${BUILD:-build}
-SCADLES=${SCADLES:-$PWD/$BUILD/scadles}
+SCADLES=${SCADLES:-$(realpath -m "$BUILD")/scadles}
 RUNS=${RUNS:-3}
 TARGET=${TARGET:-0.80}
 DURATION=${DURATION:-300}
@@ -47,7 +47,7 @@ WORKERS=${WORKERS:-8}
 RATE_SET=${RATE_SET:-S10}
 BROKERS=${BROKERS:-embedded kafka}
 POLICIES=${POLICIES:-bsp scadles scadles-cap}
-OUT=${OUT:-$PWD/$BUILD/reproduce}
+OUT=${OUT:-$(realpath -m "$BUILD")/reproduce}
 here=$(cd "$(dirname "$0")" && pwd)
 
 case " $POLICIES " in *" bsp "*) ;; *) echo "time_to_accuracy.sh: POLICIES needs bsp" >&2; exit 1 ;; esac

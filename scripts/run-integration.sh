@@ -12,7 +12,7 @@
 # costs one test, not the run.
 set -u
 BUILD=${BUILD:-build}
-export BUILD SCADLES="$PWD/$BUILD/scadles"
+export BUILD SCADLES="$(realpath -m "$BUILD")/scadles"
 # Jobs are authenticated by default (job.auth.mode "key"): one key for the run.
 SCADLES_JOB_KEY=${SCADLES_JOB_KEY:-$("$SCADLES" keygen 2>/dev/null || od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
 export SCADLES_JOB_KEY

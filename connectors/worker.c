@@ -228,6 +228,7 @@ sc_err_t sc_worker_new(sc_worker_t **wp, const sc_worker_spec_t *spec, char *err
         w->spec = *spec;
         w->conf = spec->conf;
         w->last_acc = -1;
+        w->t_step0 = w->t_step1 = -1;
         const sc_conf_t *conf = w->conf;
         if ((err = sc_wk_check(w, errstr, errstr_size)) ||
             (err = sc_wk_model(w, errstr, errstr_size)) ||

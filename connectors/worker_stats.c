@@ -175,6 +175,8 @@ char *sc_worker_stats_json(sc_worker_t *w)
         json_object_set_new(j, "samples_total",
                             json_integer((json_int_t)(w->resumed_samples + w->samples)));
         json_object_set_new(j, "samples", json_integer((json_int_t)w->samples));
+        json_object_set_new(j, "train_span_s",
+                            json_real(w->t_step0 >= 0 ? w->t_step1 - w->t_step0 : 0.0));
         sc_wk_stats_eval(w, j);
         if (w->conf->train.checkpoint[0])
                 json_object_set_new(j, "checkpoints", json_integer((json_int_t)w->checkpoints));

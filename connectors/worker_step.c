@@ -101,6 +101,9 @@ sc_err_t sc_wk_train(sc_worker_t *w, double now, int local_step, sc_wk_mix_fn mi
         }
         w->steps++;
         w->batches++;
+        if (w->t_step0 < 0)
+                w->t_step0 = now;
+        w->t_step1 = now;
         w->samples += (uint64_t)n;
         w->seen += (uint64_t)(n + m);
         w->loss_sum += (double)loss * (n + m);

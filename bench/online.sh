@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# online.sh — online training from a backlog against the step rate alone,
+# side by side in one run: a standalone `scadles worker` trains the
+# Fashion-MNIST MLP of examples/worker-fmnist.json (784-256-128-10) with
+# fixed batches of 64 (worker.batch "fixed", no test evaluation while it
+# trains) on a backlog of Fashion-MNIST records waiting in 8 topics, with
+# train.threads 1 and then 2, and stops after 90% of it (--max-samples:
+# the whole measurement is with records still flowing, none of the end of
+# the backlog's draining); right after each, bench_nn times the same
+# model's training step at batch 64 on as many threads (the best of 5
+# windows of a second). The online rate is the summary's samples over
+# train_span_s (from the first training step to the last: the group join
+# and the final evaluation are not counted); it includes consuming,
+# decoding, buffering, shuffling and committing on the worker's threads,
+# with the broker on the same 2 cores.
+#
+# The backlog is on the embedded broker (`scadles broker`, 16 partitions a
+# topic: it keeps about 5 MB per partition, and a label's records share a
+# partition, the label being the key: with 16 partitions each label has
+# one of its own, 2 MB a topic at the default count), or on the Apache
+# Kafka broker that SCADLES_KAFKA names (its topics are made by the feed;
+# a run's topics are new).
+# Usage: bench/online.sh [records per topic]   (BUILD=build-dir; default
+# 25000, i.e. 200,000 records)
+set -u
+BUILD=${BUILD:-build}
+SCADLES=${SCADLES:-$(realpath -m "$BUILD")/scadles}
+BENCH_NN=${BENCH_NN:-$(realpath -m "$BUILD")/bench/bench_nn}
+N=${1:-25000}
+TOPICS=8
+
+command -v jq >/dev/null || { echo "online.sh: jq is not installed (scripts/deps.sh)" >&2; exit 1; }
+[ -x "$SCADLES" ] || { echo "online.sh: $SCADLES not built" >&2; exit 1; }
+[ -x "$BENCH_NN" ] || { echo "online.sh: $BENCH_NN not built (make BUILD=$BUILD bench)" >&2; exit 1; }
+[ -e /usr/share/datasets/fashion-mnist ] || { echo "online.sh: Fashion-MNIST not installed" >&2; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-bench-online.XXXXXX")
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	for p in $pids; do wait "$p" 2>/dev/null || true; done
+	if [ -n "${KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+die() { echo "online.sh: $*" >&2; for f in "$tmp"/*.err; do [ -e "$f" ] && tail -n 5 "$f" >&2; done; exit 1; }
+
+prefix=bench-online-$$-$(date +%s)
+if [ -n "${SCADLES_KAFKA:-}" ]; then
+	echo "$SCADLES_KAFKA" >"$tmp/bs"
+	where="Apache Kafka at $SCADLES_KAFKA"
+else
+	topics=()
+	for i in $(seq 0 $((TOPICS - 1))); do topics+=(--topic "$prefix.$i:16"); done
+	"$SCADLES" broker "${topics[@]}" --bootstrap-file "$tmp/bs" >/dev/null 2>"$tmp/broker.err" &
+	pids="$pids $!"
+	for _ in $(seq 1 600); do [ -s "$tmp/bs" ] && break; sleep 0.1; done
+	[ -s "$tmp/bs" ] || die "broker did not start"
+	where="the embedded broker"
+fi
+"$SCADLES" feed --bootstrap-file "$tmp/bs" --prefix "$prefix" --topics "$TOPICS" --count "$N" --rate 1000000 \
+	--quiet >"$tmp/feed.out" 2>"$tmp/feed.err" || die "feed failed"
+max=$((N * TOPICS * 9 / 10))
+echo "online: $((N * TOPICS)) Fashion-MNIST records waiting in $TOPICS topics of $where; MLP 784-256-128-10, batch 64, the first $max trained"
+for t in 1 2; do
+	"$SCADLES" worker -c examples/worker-fmnist.json --bootstrap-file "$tmp/bs" \
+		--set "source.pattern=\"^$prefix\\\\.[0-9]+\$\"" --set "source.group_id=\"$prefix-$t\"" \
+		--set 'worker.batch="fixed"' --set worker.b=64 --set "train.threads=$t" --set worker.eval=false \
+		--set worker.progress_interval=0 --max-samples "$max" --idle-exit 10 --quiet >"$tmp/worker-$t.out" 2>"$tmp/worker-$t.err" ||
+		die "worker (train.threads $t) failed"
+	s=$(grep '^summary: ' "$tmp/worker-$t.out" | sed 's/^summary: //')
+	[ "$(echo "$s" | jq .samples)" -ge "$max" ] ||
+		die "train.threads $t: trained $(echo "$s" | jq .samples) of $max"
+	online=$(echo "$s" | jq '.samples / .train_span_s')
+	step=$(OPENBLAS_NUM_THREADS=1 "$BENCH_NN" --seconds 5 --models mlp --batches 64 --threads "$t") ||
+		die "bench_nn failed"
+	step=$(echo "$step" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/')
+	awk -v t="$t" -v o="$online" -v s="$step" -v span="$(echo "$s" | jq .train_span_s)" 'BEGIN {
+		printf "online: train.threads %d: %d samples/s online (%.2f s of training), %d samples/s for the step alone; online / step %.3f\n",
+			t, o, span, s, o / s }'
+done

@@ -23,26 +23,10 @@
 # Usage: bench/online.sh [records per topic]   (BUILD=build-dir; default
 # 25000, i.e. 200,000 records)
 set -u
-BUILD=${BUILD:-build}
-SCADLES=${SCADLES:-$(realpath -m "$BUILD")/scadles}
-BENCH_NN=${BENCH_NN:-$(realpath -m "$BUILD")/bench/bench_nn}
+. "$(dirname "$0")/common.inc"
+bench_init online.sh
 N=${1:-25000}
 TOPICS=8
-
-command -v jq >/dev/null || { echo "online.sh: jq is not installed (scripts/deps.sh)" >&2; exit 1; }
-[ -x "$SCADLES" ] || { echo "online.sh: $SCADLES not built" >&2; exit 1; }
-[ -x "$BENCH_NN" ] || { echo "online.sh: $BENCH_NN not built (make BUILD=$BUILD bench)" >&2; exit 1; }
-[ -e /usr/share/datasets/fashion-mnist ] || { echo "online.sh: Fashion-MNIST not installed" >&2; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-bench-online.XXXXXX")
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	for p in $pids; do wait "$p" 2>/dev/null || true; done
-	if [ -n "${KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-die() { echo "online.sh: $*" >&2; for f in "$tmp"/*.err; do [ -e "$f" ] && tail -n 5 "$f" >&2; done; exit 1; }
 
 prefix=bench-online-$$-$(date +%s)
 if [ -n "${SCADLES_KAFKA:-}" ]; then
@@ -50,11 +34,8 @@ if [ -n "${SCADLES_KAFKA:-}" ]; then
 	where="Apache Kafka at $SCADLES_KAFKA"
 else
 	topics=()
-	for i in $(seq 0 $((TOPICS - 1))); do topics+=(--topic "$prefix.$i:16"); done
-	"$SCADLES" broker "${topics[@]}" --bootstrap-file "$tmp/bs" >/dev/null 2>"$tmp/broker.err" &
-	pids="$pids $!"
-	for _ in $(seq 1 600); do [ -s "$tmp/bs" ] && break; sleep 0.1; done
-	[ -s "$tmp/bs" ] || die "broker did not start"
+	for i in $(seq 0 $((TOPICS - 1))); do topics+=("$prefix.$i:16"); done
+	bench_broker "${topics[@]}"
 	where="the embedded broker"
 fi
 "$SCADLES" feed --bootstrap-file "$tmp/bs" --prefix "$prefix" --topics "$TOPICS" --count "$N" --rate 1000000 \

@@ -18,29 +18,11 @@
 # Usage: bench/predict.sh [records per topic] [batch]   (BUILD=build-dir;
 # default 6250, i.e. 200,000 records, and 1024)
 set -u
-BUILD=${BUILD:-build}
-SCADLES=${SCADLES:-$(realpath -m "$BUILD")/scadles}
+. "$(dirname "$0")/common.inc"
+bench_init predict.sh
 N=${1:-6250}
 TOPICS=32
 BATCH=${2:-1024}
-
-for tool in jq taskset; do
-	command -v "$tool" >/dev/null || { echo "predict.sh: $tool is not installed (scripts/deps.sh)" >&2; exit 1; }
-done
-[ -x "$SCADLES" ] || { echo "predict.sh: $SCADLES not built" >&2; exit 1; }
-BENCH_NN=${BENCH_NN:-$BUILD/bench/bench_nn}
-[ -x "$BENCH_NN" ] || { echo "predict.sh: $BENCH_NN not built (make BUILD=$BUILD bench)" >&2; exit 1; }
-[ -e /usr/share/datasets/fashion-mnist ] || { echo "predict.sh: Fashion-MNIST not installed" >&2; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/scadles-bench-predict.XXXXXX")
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	for p in $pids; do wait "$p" 2>/dev/null || true; done
-	if [ -n "${KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-die() { echo "predict.sh: $*" >&2; for f in "$tmp"/*.err; do tail -n 5 "$f" >&2; done; exit 1; }
 
 sets=(--set "train.checkpoint=\"$tmp/mlp.ckpt\"" --set train.threads=1 --set streams.format=raw
       --set streams.label=key --set streams.scale=0.00392156862745098 --set streams.mean=0.286
@@ -48,11 +30,8 @@ sets=(--set "train.checkpoint=\"$tmp/mlp.ckpt\"" --set train.threads=1 --set str
 "$SCADLES" train -c examples/fmnist-mlp.json --epochs 1 "${sets[@]}" >"$tmp/train.out" 2>"$tmp/train.err" ||
 	die "train failed"
 topics=()
-for i in $(seq 0 $((TOPICS - 1))); do topics+=(--topic "bench.$i:4"); done
-"$SCADLES" broker "${topics[@]}" --bootstrap-file "$tmp/bs" >/dev/null 2>"$tmp/broker.err" &
-pids="$pids $!"
-for _ in $(seq 1 600); do [ -s "$tmp/bs" ] && break; sleep 0.1; done
-[ -s "$tmp/bs" ] || die "broker did not start"
+for i in $(seq 0 $((TOPICS - 1))); do topics+=("bench.$i:4"); done
+bench_broker "${topics[@]}"
 "$SCADLES" feed --bootstrap-file "$tmp/bs" --prefix bench --topics "$TOPICS" --count "$N" --rate 1000000 --quiet \
 	>"$tmp/feed.out" 2>"$tmp/feed.err" || die "feed failed"
 taskset -c 0 "$SCADLES" predict -c examples/fmnist-mlp.json "${sets[@]}" --bootstrap-file "$tmp/bs" \

@@ -142,11 +142,11 @@ struct sc_worker_s {
         int started, draining, stopped, finished;
         const char *reason;
         double t0, t_now, t_rx, t_prog, t_eval, t_commit, t_next;
-        double t_trim;         /* last look at the streams' freed rows */
-        uint64_t chunks_freed; /* the streams' chunks_freed then */
-        double t_unreach;      /* last time no broker was reachable (idle time pauses) */
+        double t_trim;           /* last look at the streams' freed rows */
+        uint64_t chunks_freed;   /* the streams' chunks_freed then */
+        double t_unreach;        /* last time no broker was reachable (idle time pauses) */
         double t_step0, t_step1; /* this run's first and last training step; -1 before */
-        double t_caught;       /* last sc_wk_caught_up answer (asked once a second at most) */
+        double t_caught;         /* last sc_wk_caught_up answer (asked once a second at most) */
         int caught;
         uint64_t rebalances;
         size_t in_since;

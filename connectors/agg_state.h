@@ -17,6 +17,7 @@
 #include "sc_job.h"
 #include "sc_kafka_admin.h"
 #include "sc_kafka_util.h"
+#include "sc_mem.h"
 #include "sc_monitor.h"
 #include "sc_nn.h"
 #include "sc_server.h"
@@ -90,6 +91,7 @@ struct sc_aggregator {
             stale, late, lost, ctl_records, restored, initialized, assigned, revoked,
             lost_assignments, parks, steps, bcasts, bcast_keys, bcast_bytes, bcast_failed;
         double t0, last_record, last_progress, first_assign;
+        sc_mem_trim_t trim;               /* handing freed memory back (sc_mem.h) */
         double t_unreach;                 /* last time no broker was reachable (idle time pauses) */
         sc_kafka_reach_t reach;           /* the group consumer's broker reachability */
         double first_update, last_update; /* monotonic times of the first / last applied update */

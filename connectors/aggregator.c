@@ -953,6 +953,7 @@ sc_err_t sc_aggregator_run(sc_aggregator_t *agg, volatile sig_atomic_t *stop, ch
                         sc_agg_progress(agg, now);
                 sc_agg_ckpt_tick(agg, now);
                 sc_agg_metrics(agg, now);
+                sc_mem_give_back(&agg->trim, 0, now); /* once a minute (sc_mem.h) */
                 if (sc_agg_done(agg, now))
                         break;
         }

@@ -102,8 +102,7 @@ struct sc_predictor_s {
         size_t head, n_pend;
         sc_predictor_stats_t st;
         double t_commit;
-        double t_give_back;      /* last look at the streams' freed rows */
-        uint64_t chunks_freed;   /* the streams' chunks_freed then */
+        sc_mem_trim_t trim;      /* handing freed memory back (sc_mem.h) */
         uint64_t nomem_seen;     /* the source's ks_nomem at the last poll */
         sc_pred_origins_t *orig; /* per input partition */
         size_t n_orig;
@@ -738,11 +737,10 @@ sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *er
                 if ((err = sc_kafka_source_commit(p->src, 0, errstr, errstr_size)))
                         sc_pred_logf(p, 4, "commit: %s", errstr);
         }
-        if (t - p->t_give_back >= 5.0) {
+        if (t - p->trim.t_look >= SC_MEM_LOOK_S) {
                 sc_stream_stats_t s;
                 sc_kafka_source_totals(p->src, &s);
-                sc_mem_give_back(s.chunks_freed, &p->chunks_freed);
-                p->t_give_back = t;
+                sc_mem_give_back(&p->trim, s.chunks_freed, t);
         }
         sc_pred_metrics(p, t);
         return SC_OK;

@@ -26,6 +26,7 @@
 #include "sc_kafka_admin.h"
 #include "sc_kafka_source.h"
 #include "sc_kafka_util.h"
+#include "sc_mem.h"
 #include "sc_metrics.h"
 #include "sc_mix.h"
 #include "sc_monitor.h"
@@ -142,8 +143,7 @@ struct sc_worker_s {
         int started, draining, stopped, finished;
         const char *reason;
         double t0, t_now, t_rx, t_prog, t_eval, t_commit, t_next;
-        double t_trim;           /* last look at the streams' freed rows */
-        uint64_t chunks_freed;   /* the streams' chunks_freed then */
+        sc_mem_trim_t trim;      /* handing freed memory back (sc_mem.h) */
         double t_unreach;        /* last time no broker was reachable (idle time pauses) */
         double t_step0, t_step1; /* this run's first and last training step; -1 before */
         double t_caught;         /* last sc_wk_caught_up answer (asked once a second at most) */

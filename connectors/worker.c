@@ -691,21 +691,20 @@ void sc_worker_clock(sc_worker_t *w, double now)
         if (!w->started) {
                 w->started = 1;
                 w->t0 = w->t_rx = w->t_prog = w->t_eval = w->t_commit = w->t_ckpt = now;
-                w->t_trim = now;
         }
         w->t_now = now;
 }
 
-/* Seconds between looks at the rows the streams gave back. */
-#define SC_WK_TRIM_S 5.0
-
-/* When a stream freed chunks of rows (a backlog drained, a topic left:
- * docs/STREAMS.md), hands the free heap memory back to the system. */
-static void sc_wk_give_back(sc_worker_t *w)
+/* Hands free heap memory back to the system when a stream freed chunks of
+ * rows (a backlog drained, a topic left: docs/STREAMS.md), and once a
+ * minute besides (sc_mem.h). */
+static void sc_wk_give_back(sc_worker_t *w, double now)
 {
         sc_stream_stats_t s;
+        if (now - w->trim.t_look < SC_MEM_LOOK_S)
+                return;
         sc_ingest_totals(w->ingest, &s);
-        sc_mem_give_back(s.chunks_freed, &w->chunks_freed);
+        sc_mem_give_back(&w->trim, s.chunks_freed, now);
 }
 
 static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *errstr,
@@ -813,10 +812,7 @@ static sc_err_t sc_wk_poll(sc_worker_t *w, double now, int timeout_ms, char *err
                 sc_wk_progress(w, now);
                 w->t_prog = now;
         }
-        if (now - w->t_trim >= SC_WK_TRIM_S) {
-                sc_wk_give_back(w);
-                w->t_trim = now;
-        }
+        sc_wk_give_back(w, now);
         sc_wk_metrics(w, now);
         sc_wk_check_stop(w, now);
         return SC_OK;

@@ -5,12 +5,18 @@
 #include <malloc.h>
 #endif
 
-void sc_mem_give_back(uint64_t freed, uint64_t *seen)
+int sc_mem_give_back(sc_mem_trim_t *m, uint64_t freed, double now)
 {
-        if (freed == *seen)
-                return;
-        *seen = freed;
+        if (m->t_look != 0 && now - m->t_look < SC_MEM_LOOK_S)
+                return 0;
+        m->t_look = now;
+        if (freed == m->freed_seen && m->t_trim != 0 && now - m->t_trim < SC_MEM_TRIM_S)
+                return 0;
+        m->freed_seen = freed;
+        m->t_trim = now;
+        m->trims++;
 #ifdef __GLIBC__
         malloc_trim(0);
 #endif
+        return 1;
 }

@@ -4,10 +4,26 @@
 
 #include <stdint.h>
 
-/* When freed (a running count of chunks freed: the streams' chunks_freed)
- * has grown since *seen, asks the allocator to hand the free memory of its
- * heap back to the system (glibc keeps memory freed inside its heap
- * resident until trimmed) and updates *seen. Call it every few seconds. */
-void sc_mem_give_back(uint64_t freed, uint64_t *seen);
+/* Seconds between looks, and between trims when no rows were freed. */
+#define SC_MEM_LOOK_S 5.0
+#define SC_MEM_TRIM_S 60.0
+
+/* A process's trimming state; zero-initialised. */
+typedef struct sc_mem_trim {
+        uint64_t freed_seen; /* the streams' chunks_freed at the last trim */
+        double t_look;       /* the last look */
+        double t_trim;       /* the last trim */
+        uint64_t trims;      /* trims done */
+} sc_mem_trim_t;
+
+/* Call it on every turn of a loop, with now (seconds, monotonic) and freed
+ * (a running count of chunks of rows freed: the streams' chunks_freed; 0
+ * for a process without streams). Every SC_MEM_LOOK_S it asks the
+ * allocator to hand the free memory of its heaps back to the system
+ * (glibc keeps freed memory resident until trimmed, in each thread's arena:
+ * librdkafka's buffers after a reconnect or a rebalance, a drained
+ * backlog's rows) when chunks were freed since the last trim, or when
+ * SC_MEM_TRIM_S passed since it. Returns 1 when it trimmed. */
+int sc_mem_give_back(sc_mem_trim_t *m, uint64_t freed, double now);
 
 #endif

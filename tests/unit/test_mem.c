@@ -1,0 +1,89 @@
+/* test_mem.c — when sc_mem_give_back trims, and that a trim hands
+ * fragmented free memory back to the system (glibc's allocator; not under
+ * AddressSanitizer or ThreadSanitizer, whose allocators replace it). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "sc_mem.h"
+
+static void trims_on_freed_rows_and_once_a_minute(void **state)
+{
+        sc_mem_trim_t m = {0};
+        double t = 1000.0;
+        assert_int_equal(sc_mem_give_back(&m, 0, t), 1);                 /* the first look trims */
+        assert_int_equal(sc_mem_give_back(&m, 3, t + 1), 0);             /* within SC_MEM_LOOK_S */
+        assert_int_equal(sc_mem_give_back(&m, 3, t + SC_MEM_LOOK_S), 1); /* rows freed */
+        t += SC_MEM_LOOK_S;
+        /* Nothing freed: a look every SC_MEM_LOOK_S, a trim only once
+         * SC_MEM_TRIM_S passed since the last. */
+        int trims = 0;
+        for (double u = t + SC_MEM_LOOK_S; u < t + SC_MEM_TRIM_S; u += SC_MEM_LOOK_S)
+                trims += sc_mem_give_back(&m, 3, u);
+        assert_int_equal(trims, 0);
+        assert_int_equal(sc_mem_give_back(&m, 3, t + SC_MEM_TRIM_S), 1);
+        assert_int_equal(sc_mem_give_back(&m, 4, t + SC_MEM_TRIM_S + SC_MEM_LOOK_S), 1);
+        assert_int_equal(m.trims, 4);
+        assert_int_equal(m.freed_seen, 4);
+}
+
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+static long rss_kib(void)
+{
+        long pages = 0, resident = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (!f)
+                return -1;
+        int ok = fscanf(f, "%ld %ld", &pages, &resident) == 2;
+        fclose(f);
+        return ok ? resident * (sysconf(_SC_PAGESIZE) / 1024) : -1;
+}
+
+/* 64 MiB in 4 KiB blocks, every 64th kept: glibc cannot shrink its heap
+ * past the kept blocks, and keeps the free pages between them resident
+ * until a trim. */
+static void trim_hands_back_fragmented_memory(void **state)
+{
+        enum { N = 16384, SZ = 4096 };
+        char **blocks = calloc(N, sizeof(*blocks));
+        assert_non_null(blocks);
+        for (int i = 0; i < N; i++) {
+                blocks[i] = malloc(SZ);
+                assert_non_null(blocks[i]);
+                for (int k = 0; k < SZ; k += 512)
+                        blocks[i][k] = (char)i; /* resident */
+        }
+        for (int i = 0; i < N; i++)
+                if (i % 64) {
+                        free(blocks[i]);
+                        blocks[i] = NULL;
+                }
+        long before = rss_kib();
+        sc_mem_trim_t m = {0};
+        assert_int_equal(sc_mem_give_back(&m, 1, 1.0), 1);
+        long after = rss_kib();
+        print_message("resident: %ld KiB before the trim, %ld KiB after\n", before, after);
+        assert_true(before > 0 && after > 0);
+        assert_true(before - after > 32 * 1024); /* most of the 63 MiB freed */
+        for (int i = 0; i < N; i++)
+                free(blocks[i]);
+        free(blocks);
+}
+#endif
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(trims_on_freed_rows_and_once_a_minute),
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+                cmocka_unit_test(trim_hands_back_fragmented_memory),
+#endif
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -737,7 +737,7 @@ sc_err_t sc_predictor_poll(sc_predictor_t *p, double t, int timeout_ms, char *er
                 if ((err = sc_kafka_source_commit(p->src, 0, errstr, errstr_size)))
                         sc_pred_logf(p, 4, "commit: %s", errstr);
         }
-        if (t - p->trim.t_look >= SC_MEM_LOOK_S) {
+        if (sc_mem_look_due(&p->trim, t)) {
                 sc_stream_stats_t s;
                 sc_kafka_source_totals(p->src, &s);
                 sc_mem_give_back(&p->trim, s.chunks_freed, t);

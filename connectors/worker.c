@@ -701,7 +701,7 @@ void sc_worker_clock(sc_worker_t *w, double now)
 static void sc_wk_give_back(sc_worker_t *w, double now)
 {
         sc_stream_stats_t s;
-        if (now - w->trim.t_look < SC_MEM_LOOK_S)
+        if (!sc_mem_look_due(&w->trim, now))
                 return;
         sc_ingest_totals(w->ingest, &s);
         sc_mem_give_back(&w->trim, s.chunks_freed, now);

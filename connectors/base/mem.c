@@ -5,12 +5,17 @@
 #include <malloc.h>
 #endif
 
+int sc_mem_look_due(const sc_mem_trim_t *m, double now)
+{
+        return !m->trims || now - m->t_look >= SC_MEM_LOOK_S;
+}
+
 int sc_mem_give_back(sc_mem_trim_t *m, uint64_t freed, double now)
 {
-        if (m->t_look != 0 && now - m->t_look < SC_MEM_LOOK_S)
+        if (!sc_mem_look_due(m, now))
                 return 0;
         m->t_look = now;
-        if (freed == m->freed_seen && m->t_trim != 0 && now - m->t_trim < SC_MEM_TRIM_S)
+        if (m->trims && freed == m->freed_seen && now - m->t_trim < SC_MEM_TRIM_S)
                 return 0;
         m->freed_seen = freed;
         m->t_trim = now;

@@ -13,7 +13,7 @@ typedef struct sc_mem_trim {
         uint64_t freed_seen; /* the streams' chunks_freed at the last trim */
         double t_look;       /* the last look */
         double t_trim;       /* the last trim */
-        uint64_t trims;      /* trims done */
+        uint64_t trims;      /* trims done (the first look is one) */
 } sc_mem_trim_t;
 
 /* Call it on every turn of a loop, with now (seconds, monotonic) and freed
@@ -25,5 +25,9 @@ typedef struct sc_mem_trim {
  * backlog's rows) when chunks were freed since the last trim, or when
  * SC_MEM_TRIM_S passed since it. Returns 1 when it trimmed. */
 int sc_mem_give_back(sc_mem_trim_t *m, uint64_t freed, double now);
+
+/* 1 when sc_mem_give_back would look now: a caller whose freed count
+ * costs something to gather asks first. */
+int sc_mem_look_due(const sc_mem_trim_t *m, double now);
 
 #endif

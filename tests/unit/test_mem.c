@@ -17,7 +17,9 @@ static void trims_on_freed_rows_and_once_a_minute(void **state)
 {
         sc_mem_trim_t m = {0};
         double t = 1000.0;
-        assert_int_equal(sc_mem_give_back(&m, 0, t), 1);                 /* the first look trims */
+        assert_true(sc_mem_look_due(&m, t));
+        assert_int_equal(sc_mem_give_back(&m, 0, t), 1); /* the first look trims */
+        assert_false(sc_mem_look_due(&m, t + 1));
         assert_int_equal(sc_mem_give_back(&m, 3, t + 1), 0);             /* within SC_MEM_LOOK_S */
         assert_int_equal(sc_mem_give_back(&m, 3, t + SC_MEM_LOOK_S), 1); /* rows freed */
         t += SC_MEM_LOOK_S;
@@ -31,6 +33,19 @@ static void trims_on_freed_rows_and_once_a_minute(void **state)
         assert_int_equal(sc_mem_give_back(&m, 4, t + SC_MEM_TRIM_S + SC_MEM_LOOK_S), 1);
         assert_int_equal(m.trims, 4);
         assert_int_equal(m.freed_seen, 4);
+}
+
+/* A clock that starts at 0 (a simulated one) trims once at its start, not
+ * at every call until it moves. */
+static void a_clock_from_zero(void **state)
+{
+        sc_mem_trim_t m = {0};
+        assert_int_equal(sc_mem_give_back(&m, 0, 0.0), 1);
+        assert_int_equal(sc_mem_give_back(&m, 0, 0.0), 0);
+        assert_int_equal(sc_mem_give_back(&m, 0, 1e-4), 0);
+        assert_int_equal(sc_mem_give_back(&m, 0, SC_MEM_LOOK_S), 0);
+        assert_int_equal(sc_mem_give_back(&m, 0, SC_MEM_TRIM_S), 1);
+        assert_int_equal(m.trims, 2);
 }
 
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -81,6 +96,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(trims_on_freed_rows_and_once_a_minute),
+                cmocka_unit_test(a_clock_from_zero),
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
                 cmocka_unit_test(trim_hands_back_fragmented_memory),
 #endif

@@ -11,7 +11,8 @@
  * With --forward 1 it times inference instead (sc_model_eval_batch: the
  * forward pass of `scadles eval` and `scadles predict`), against sgemm
  * calls of the forward shapes only: the ceiling of a predictor's records/s
- * on that many threads.
+ * on that many threads (gflops there is dense_gflops: inference does the
+ * dense products).
  *
  * Usage: bench_nn [--seconds S] [--models mlp,cnn] [--batches 16,64,256]
  *                 [--threads 1,2] [--repeat N] [--forward 0|1]
@@ -21,6 +22,7 @@
  * step_ms=<x> gflops=<x> dense_gflops=<x> sgemm_gflops=<x>" ("nn-forward"
  * with --forward 1). */
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +164,8 @@ static double sgemm_rate(const shape3_t *g, int n, double seconds)
 }
 
 /* One timed window of seconds: training steps, or forward passes into
- * out (forward); the seconds per step and the multiply-adds of a step. */
+ * out (forward); the seconds per step and the multiply-adds of a step, or
+ * -1 when a step failed (out of memory: the model returns NaN). */
 static double window(sc_model_t *m, sc_sgd_t *sgd, const float *x, const int32_t *y, int B,
                      sc_rng_t *rng, float *out, double seconds, double *macs_per_step)
 {
@@ -170,9 +173,11 @@ static double window(sc_model_t *m, sc_sgd_t *sgd, const float *x, const int32_t
         double t0 = now(), dt, macs = 0;
         do {
                 if (out) {
-                        sc_model_eval_batch(m, x, NULL, NULL, B, NULL, out);
+                        if (isnan(sc_model_eval_batch(m, x, NULL, NULL, B, NULL, out)))
+                                return -1;
                 } else {
-                        sc_model_train_batch(m, x, y, NULL, B, rng, NULL);
+                        if (isnan(sc_model_train_batch(m, x, y, NULL, B, rng, NULL)))
+                                return -1;
                         macs += sc_model_last_step_macs(m);
                         sc_sgd_step(sgd, sc_model_params(m), sc_model_grads(m), 0.01f);
                 }
@@ -208,6 +213,7 @@ static int run(const char *name, int B, int threads, int forward, double seconds
         int32_t *y = malloc(sizeof(int32_t) * (size_t)B);
         float *out = forward ? malloc(sizeof(float) * 10 * (size_t)B) : NULL;
         if (!x || !y || (forward && !out)) {
+                fprintf(stderr, "bench_nn: out of memory for a batch of %d\n", B);
                 free(x);
                 free(y);
                 free(out);
@@ -226,6 +232,15 @@ static int run(const char *name, int B, int threads, int forward, double seconds
         double best = 1e30, best_macs = 0;
         for (int w = 0; w < 5; w++) {
                 double macs, dt = window(m, &sgd, x, y, B, &rng, out, seconds / 5, &macs);
+                if (dt < 0) {
+                        fprintf(stderr, "bench_nn: %s at batch %d: out of memory\n", name, B);
+                        free(x);
+                        free(y);
+                        free(out);
+                        sc_sgd_free(&sgd);
+                        sc_model_destroy(m);
+                        return 1;
+                }
                 if (dt < best) {
                         best = dt;
                         best_macs = macs;
@@ -233,7 +248,7 @@ static int run(const char *name, int B, int threads, int forward, double seconds
         }
         int ng = step_gemms(name, B, forward, g);
         double flops = gemm_flops(g, ng) / B; /* per sample, dense */
-        /* Inference does the dense products: it counts as they do. */
+        /* Inference does the dense products: gflops is dense_gflops. */
         if (forward)
                 best_macs = flops * B / 2;
         double sps = B / best;
@@ -269,7 +284,7 @@ static int parse_list(const char *s, int *v, int max)
                 if (*end && *end != ',')
                         return -1;
         }
-        return n;
+        return *s ? -1 : n; /* more items than max */
 }
 
 static int usage(void)
@@ -289,8 +304,9 @@ int main(int argc, char **argv)
         if (argc % 2 == 0)
                 return usage(); /* an option without its value */
         for (int i = 1; i + 1 < argc; i += 2) {
+                char *end = NULL;
                 if (!strcmp(argv[i], "--seconds"))
-                        seconds = atof(argv[i + 1]);
+                        seconds = strtod(argv[i + 1], &end);
                 else if (!strcmp(argv[i], "--models"))
                         models = argv[i + 1];
                 else if (!strcmp(argv[i], "--batches"))
@@ -300,16 +316,31 @@ int main(int argc, char **argv)
                 else if (!strcmp(argv[i], "--repeat"))
                         repeat = parse_list(argv[i + 1], &repeat, 1) == 1 ? repeat : 0;
                 else if (!strcmp(argv[i], "--forward"))
-                        forward = atoi(argv[i + 1]) == 1 ? 1 : !strcmp(argv[i + 1], "0") ? 0 : -1;
+                        forward = !strcmp(argv[i + 1], "1")   ? 1
+                                  : !strcmp(argv[i + 1], "0") ? 0
+                                                              : -1;
                 else
                         nb = -1;
-                if (nb < 1 || nt < 1 || repeat < 1 || forward < 0 || !(seconds > 0))
+                if (nb < 1 || nt < 1 || repeat < 1 || forward < 0 || (end && *end) ||
+                    !(seconds > 0 && seconds < 1e6))
                         return usage();
+        }
+        /* models: a comma-separated list of mlp and cnn */
+        int want[2] = {0, 0};
+        for (const char *s = models; *s;) {
+                size_t n = strcspn(s, ",");
+                if (n == 3 && !strncmp(s, "mlp", 3))
+                        want[0] = 1;
+                else if (n == 3 && !strncmp(s, "cnn", 3))
+                        want[1] = 1;
+                else
+                        return usage();
+                s += n + (s[n] == ',');
         }
         const char *names[2] = {"mlp", "cnn"};
         for (int r = 0; r < repeat; r++) {
                 for (int mi = 0; mi < 2; mi++) {
-                        if (!strstr(models, names[mi]))
+                        if (!want[mi])
                                 continue;
                         for (int b = 0; b < nb; b++)
                                 for (int t = 0; t < nt; t++)

@@ -11,8 +11,8 @@
 # windows of a second). The online rate is the summary's samples over
 # train_span_s (from the first training step to the last: the group join
 # and the final evaluation are not counted); it includes consuming,
-# decoding, buffering, shuffling and committing on the worker's threads,
-# with the broker on the same 2 cores.
+# decoding, buffering, shuffling and committing on the worker's threads;
+# nothing is pinned (the broker shares the machine's cores).
 #
 # The backlog is on the embedded broker (`scadles broker`, 16 partitions a
 # topic: it keeps about 5 MB per partition, and a label's records share a
@@ -51,11 +51,13 @@ for t in 1 2; do
 	s=$(grep '^summary: ' "$tmp/worker-$t.out" | sed 's/^summary: //')
 	[ "$(echo "$s" | jq .samples)" -ge "$max" ] ||
 		die "train.threads $t: trained $(echo "$s" | jq .samples) of $max"
+	span=$(echo "$s" | jq .train_span_s)
+	awk -v s="$span" 'BEGIN { exit !(s > 0) }' || die "train.threads $t: no time between the first and the last step ($span s)"
 	online=$(echo "$s" | jq '.samples / .train_span_s')
 	step=$(OPENBLAS_NUM_THREADS=1 "$BENCH_NN" --seconds 5 --models mlp --batches 64 --threads "$t") ||
 		die "bench_nn failed"
 	step=$(echo "$step" | sed 's/.*samples_per_s=\([0-9.]*\).*/\1/')
-	awk -v t="$t" -v o="$online" -v s="$step" -v span="$(echo "$s" | jq .train_span_s)" 'BEGIN {
+	awk -v t="$t" -v o="$online" -v s="$step" -v span="$span" 'BEGIN {
 		printf "online: train.threads %d: %d samples/s online (%.2f s of training), %d samples/s for the step alone; online / step %.3f\n",
 			t, o, span, s, o / s }'
 done

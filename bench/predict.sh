@@ -19,7 +19,7 @@
 # default 6250, i.e. 200,000 records, and 1024)
 set -u
 . "$(dirname "$0")/common.inc"
-bench_init predict.sh
+bench_init predict.sh taskset
 N=${1:-6250}
 TOPICS=32
 BATCH=${2:-1024}

@@ -13,14 +13,14 @@ export SCADLES_JOB_KEY
 failed=()
 for b in "$@"; do
 	echo "== $(basename "$b")"
-	"$b" || { echo "(benchmark $(basename "$b") exited $?)"; failed+=("$(basename "$b")"); }
+	"$b" || { rc=$?; echo "(benchmark ${b##*/} exited $rc)"; failed+=("${b##*/}"); }
 done
 for s in bench/*.sh; do
 	[ -e "$s" ] || continue
 	[ "$s" != bench/soak.sh ] || continue # 20 minutes on Kafka: `make soak`
 	[ "$s" != bench/time_to_accuracy.sh ] || continue # 30 minutes: `make bench-tta`
 	echo "== $(basename "$s")"
-	bash "$s" || { echo "(benchmark $(basename "$s") exited $?)"; failed+=("$(basename "$s")"); }
+	bash "$s" || { rc=$?; echo "(benchmark ${s##*/} exited $rc)"; failed+=("${s##*/}"); }
 done
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "bench: ${failed[*]} did not run to the end" >&2

@@ -30,7 +30,7 @@ if [ -z "${SCADLES_KAFKA:-}" ] && [ "${SCADLES_REAL_KAFKA:-1}" != 0 ]; then
 		export SCADLES_KAFKA=unavailable
 	fi
 fi
-pass=0; fail=0; skip=0; failed=()
+pass=0; fail=0; skip=0; failed=(); failed_rc=()
 for t in tests/integration/*.sh; do
 	[ -e "$t" ] || continue
 	name=$(basename "$t" .sh)
@@ -50,6 +50,7 @@ for t in tests/integration/*.sh; do
 	*)
 		fail=$((fail + 1))
 		failed+=("$name")
+		failed_rc+=("$rc")
 		# The test's own verdict first (logs it dumps after it can be long),
 		# then the log's last lines.
 		echo "[ FAIL ] $name (${secs}s): $(grep -a -m 1 '^FAIL' "$log" || echo "exit $rc")"
@@ -65,8 +66,9 @@ for name in ${failed[@]+"${failed[@]}"}; do
 	echo "--- last lines of $BUILD/integration/$name.log"
 	tail -n 20 "$BUILD/integration/$name.log" | sed 's/^/    /'
 done
-for name in ${failed[@]+"${failed[@]}"}; do
-	echo "[ FAIL ] $name: $(grep -a -m 1 '^FAIL' "$BUILD/integration/$name.log" || echo "no FAIL line")"
+for i in ${failed[@]+"${!failed[@]}"}; do
+	name=${failed[$i]}
+	echo "[ FAIL ] $name: $(grep -a -m 1 '^FAIL' "$BUILD/integration/$name.log" || echo "exit ${failed_rc[$i]}")"
 done
 echo "integration: $pass passed, $fail failed, $skip skipped${failed[0]:+ (failed: ${failed[*]})}"
 # Under CI everything a test needs is installed (scripts/deps.sh): a skip

@@ -13,7 +13,7 @@ typedef struct sc_mem_trim {
         uint64_t freed_seen; /* the streams' chunks_freed at the last trim */
         double t_look;       /* the last look */
         double t_trim;       /* the last trim */
-        uint64_t trims;      /* trims done (the first look is one) */
+        uint64_t trims;      /* trims due (the first look is one) */
 } sc_mem_trim_t;
 
 /* Call it on every turn of a loop, with now (seconds, monotonic) and freed
@@ -23,7 +23,8 @@ typedef struct sc_mem_trim {
  * (glibc keeps freed memory resident until trimmed, in each thread's arena:
  * librdkafka's buffers after a reconnect or a rebalance, a drained
  * backlog's rows) when chunks were freed since the last trim, or when
- * SC_MEM_TRIM_S passed since it. Returns 1 when it trimmed. */
+ * SC_MEM_TRIM_S passed since it. Returns 1 when it trimmed (glibc; with
+ * another C library there is no trim to ask for, and it returns 0). */
 int sc_mem_give_back(sc_mem_trim_t *m, uint64_t freed, double now);
 
 /* 1 when sc_mem_give_back would look now: a caller whose freed count

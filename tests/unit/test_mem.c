@@ -13,6 +13,22 @@
 
 #include "sc_mem.h"
 
+/* glibc's own allocator: not replaced by a sanitizer's (GCC and newer
+ * clang define __SANITIZE_*__, older clang only answers __has_feature). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SC_TEST_SANITIZER_HEAP 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SC_TEST_SANITIZER_HEAP 1
+#endif
+#if defined(__GLIBC__) && !defined(SC_TEST_SANITIZER_HEAP)
+#define SC_TEST_GLIBC_HEAP 1
+#else
+#define SC_TEST_GLIBC_HEAP 0
+#endif
+
 static void trims_on_freed_rows_and_once_a_minute(void **state)
 {
         sc_mem_trim_t m = {0};
@@ -48,7 +64,7 @@ static void a_clock_from_zero(void **state)
         assert_int_equal(m.trims, 2);
 }
 
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if SC_TEST_GLIBC_HEAP
 static long rss_kib(void)
 {
         long pages = 0, resident = 0;
@@ -97,7 +113,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(trims_on_freed_rows_and_once_a_minute),
                 cmocka_unit_test(a_clock_from_zero),
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if SC_TEST_GLIBC_HEAP
                 cmocka_unit_test(trim_hands_back_fragmented_memory),
 #endif
         };

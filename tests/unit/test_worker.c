@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "sc_conf.h"
@@ -106,9 +107,18 @@ static void push_trains_and_commits(void **state)
         assert_int_equal(
             sc_worker_push(w, "t", 0, 3, "1", 1, px, sizeof(px), NULL, 0, 0, err, sizeof(err)),
             SC_ERR_STATE);
-        double t = 1.0;
-        for (int i = 0; i < 100 && !sc_worker_done(w, NULL); i++, t += 0.01)
+        double t = 1.0, t_first = -1, t_last = -1; /* the polls that took steps */
+        uint64_t steps = 0;
+        for (int i = 0; i < 100 && !sc_worker_done(w, NULL); i++, t += 0.01) {
                 assert_int_equal(sc_worker_poll(w, t, 0, err, sizeof(err)), SC_OK);
+                sc_worker_counters_t now;
+                sc_worker_counters(w, &now);
+                if (now.steps > steps) {
+                        t_first = t_first < 0 ? t : t_first;
+                        t_last = t;
+                        steps = now.steps;
+                }
+        }
         const char *reason;
         assert_true(sc_worker_done(w, &reason));
         assert_string_equal(reason, "max-samples");
@@ -125,6 +135,11 @@ static void push_trains_and_commits(void **state)
         assert_int_equal(json_integer_value(json_object_get(j, "consumed")), 40);
         assert_int_equal(json_integer_value(json_object_get(j, "trained")), 32);
         assert_int_equal(json_integer_value(json_object_get(j, "rejected")), 1);
+        assert_int_equal(json_integer_value(json_object_get(j, "samples")), 32);
+        /* From the first step to the last, on the caller's clock. */
+        assert_true(t_first > 0 && t_last > t_first);
+        assert_true(fabs(json_real_value(json_object_get(j, "train_span_s")) - (t_last - t_first)) <
+                    1e-9);
         /* The rows the stream's buffer holds: whole rows of 16 floats, and
          * the summary's total is the one stream's. */
         json_t *st = json_array_get(json_object_get(j, "streams"), 0);

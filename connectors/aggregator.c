@@ -333,7 +333,12 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
                 if (sc_kafka_delivery_wait(agg->producer, &s->bdv, 30000, why, sizeof(why)))
                         sc_agg_log(agg, 4, "shard %d: final broadcast: %s", p, why);
         }
-        if (!err)
+        /* A released shard's snapshots are delivered before the new owner
+         * reads them. A lost shard's new owner replays from what was
+         * delivered already: its pending ones are neither waited for nor a
+         * failure (a broker restart can leave one pending for longer than
+         * the wait, and the loop would stop for nothing). */
+        if (!err && !lost)
                 err =
                     sc_kafka_delivery_wait(agg->producer, &agg->dv, 30000, errstr, sizeof(errstr));
         if (err && !agg->fatal) {

@@ -57,6 +57,11 @@ typedef struct sc_agg_shard {
         /* the model broadcast (J.bcast): the workers' view, its deliveries */
         sc_bcast_pub_t *bpub;
         sc_kafka_delivery_t bdv;
+        /* the shard's J.model snapshots in flight: its own, so that
+         * releasing one shard waits for none of another's (set up once,
+         * kept from one holding to the next: a lost holding's reports may
+         * still come in) */
+        sc_kafka_delivery_t sdv;
         int key_pending; /* a keyframe awaits its delivery report (its offset) */
         double bcast_time;
         double t_step;  /* monotonic time of the last version advance (or the assignment) */
@@ -78,7 +83,6 @@ struct sc_aggregator {
         sc_kafka_topic_spec_t topics[SC_JOB__NTOPICS];
         char group[SC_KAFKA_ADMIN_NAME_MAX], reader_group[SC_KAFKA_ADMIN_NAME_MAX + 8];
         rd_kafka_t *consumer, *reader, *ctl, *producer;
-        sc_kafka_delivery_t dv;
         sc_job_t *job; /* the engine: layout, initial model, servers, decode, membership */
         size_t n;
         int nshards, nworkers;

@@ -208,9 +208,9 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
         if ((err = sc_job_record_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)) ||
             (err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, errstr, errstr_size)))
                 return err;
-        if ((err = sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_MODEL].name,
-                                          (uint32_t)p, agg->buf.data, agg->buf.len, &agg->dv,
-                                          errstr, errstr_size)))
+        if ((err =
+                 sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_MODEL].name, (uint32_t)p,
+                                        agg->buf.data, agg->buf.len, &s->sdv, errstr, errstr_size)))
                 return err;
         agg->publishes++;
         agg->bytes_out += agg->buf.len;
@@ -334,13 +334,13 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
                         sc_agg_log(agg, 4, "shard %d: final broadcast: %s", p, why);
         }
         /* A released shard's snapshots are delivered before the new owner
-         * reads them. A lost shard's new owner replays from what was
+         * reads them (this shard's only: another's still in flight are not
+         * waited for). A lost shard's new owner replays from what was
          * delivered already: its pending ones are neither waited for nor a
          * failure (a broker restart can leave one pending for longer than
          * the wait, and the loop would stop for nothing). */
         if (!err && !lost)
-                err =
-                    sc_kafka_delivery_wait(agg->producer, &agg->dv, 30000, errstr, sizeof(errstr));
+                err = sc_kafka_delivery_wait(agg->producer, &s->sdv, 30000, errstr, sizeof(errstr));
         if (err && !agg->fatal) {
                 agg->fatal = err;
                 snprintf(agg->fatal_str, sizeof(agg->fatal_str),
@@ -711,7 +711,6 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
         agg->round_based = sc_sync_is_round_based(job->sync.kind);
         agg->publish_every =
             job->publish != SC_CONF_PUBLISH_INTERVAL || job->snapshot_interval <= 0;
-        sc_kafka_delivery_init(&agg->dv);
         if ((err = sc_kafka_admin_job_topics(job->name, job->shards, job->replication, agg->topics,
                                              errstr, errstr_size)))
                 goto out;
@@ -730,6 +729,8 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
                 sc_errf(err, errstr, errstr_size, "out of memory");
                 goto out;
         }
+        for (int p = 0; p < agg->nshards; p++)
+                sc_kafka_delivery_init(&agg->shards[p].sdv);
         {
                 const char *const prod_kv[] = {"enable.idempotence", "true", NULL};
                 const char *const cons_kv[] = {"group.id",
@@ -867,11 +868,14 @@ static void sc_agg_serve(sc_aggregator_t *agg, int timeout_ms)
                 rd_kafka_message_destroy(cm);
         }
         rd_kafka_poll(agg->producer, 0);
-        if (agg->dv.dv_failed) {
-                agg->publish_failed += (uint64_t)agg->dv.dv_failed;
-                sc_agg_log(agg, 3, "%lld shard publication(s) failed: %s",
-                           (long long)agg->dv.dv_failed, rd_kafka_err2str(agg->dv.dv_first_err));
-                agg->dv.dv_failed = 0;
+        for (int p = 0; p < agg->nshards; p++) {
+                sc_kafka_delivery_t *dv = &agg->shards[p].sdv;
+                if (!dv->dv_failed)
+                        continue;
+                agg->publish_failed += (uint64_t)dv->dv_failed;
+                sc_agg_log(agg, 3, "shard %d: %lld publication(s) failed: %s", p,
+                           (long long)dv->dv_failed, rd_kafka_err2str(dv->dv_first_err));
+                dv->dv_failed = 0;
         }
 }
 

@@ -33,6 +33,9 @@
 #     partitions it held (the gauges scadles_stream_row_bytes and
 #     scadles_assigned_partitions of its metrics endpoint, which every
 #     process serves on a port of its own here), and the growth of the rest;
+#     for every process the heap its code holds (scadles_heap_bytes in_use:
+#     blocks allocated and not freed, over every thread) at the same
+#     moments, and its growth;
 #   - the round latency (an update's send to its visibility in the model
 #     the worker reads) p50/p99 of the workers' last runs.
 #
@@ -115,21 +118,28 @@ declare -A PID START INC
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 declare -A RSS1 LAST # NAME.INC -> kB a minute in; NAME -> kB when last seen
 declare -A ROWS1 RLAST PART1 PLAST # the same for a worker's rows and partitions
+declare -A HEAP1 HLAST                # and for every process's heap in use
 RSS_LINES=()
-# probe NAME: "kB partitions", the sample rows a worker's buffers hold now
-# and the partitions assigned to it, from its metrics endpoint (the address
-# it logged); nothing when it cannot be read.
+# probe NAME: "kB partitions heap-kB" from its metrics endpoint (the
+# address it logged): the sample rows a worker's buffers hold now and the
+# partitions assigned to it ("- -" for an aggregator), and the heap its
+# code holds; nothing when it cannot be read.
 probe() {
 	local url
-	case $1 in w* | s) ;; *) return ;; esac
 	url=$(grep -o 'metrics on http://[^ ]*/metrics' "$OUT/$1.${INC[$1]}.err" 2>/dev/null | tail -n 1)
 	[ -n "$url" ] || return
 	curl -s --max-time 2 "${url#metrics on }" | awk '
 		/^scadles_stream_row_bytes[{ ]/ {s += $NF; n++}
 		/^scadles_assigned_partitions[{ ]/ {p = $NF}
-		END {if (n && p != "") printf "%d %d", s / 1024, p}'
+		/^scadles_heap_bytes\{state="in_use"\} / {h = $NF}
+		END {
+			if (n && p != "") printf "%d %d ", s / 1024, p; else printf "- - "
+			if (h != "") printf "%d", h / 1024; else printf "-"
+		}'
 }
 # held KB PARTS: "MiB / partitions", or "-"
+# mib KB: MiB with a decimal, or "-"
+mib() { [ -n "$1" ] && awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}' || echo "-"; }
 held() { [ -n "$1" ] && awk -v k="$1" -v p="$2" 'BEGIN {printf "%.1f / %d", k / 1024, p}' || echo "-"; }
 start() { # start NAME
 	local n=$1 i o
@@ -146,34 +156,43 @@ start() { # start NAME
 	LAST[$n]=0
 	RLAST[$n]=""
 	PLAST[$n]=""
+	HLAST[$n]=""
 	pids="$pids $!"
 }
 # end NAME KB REASON: one line of the memory table (with a worker's rows
 # at 1 min and at the end, and the growth of what is not rows).
 ended() {
-	local n=$1 kb=$2 why=$3 i life a g="-" ra rb gr="-"
+	local n=$1 kb=$2 why=$3 i life a g="-" ra rb gr="-" ha hb gh="-"
 	i=${INC[$n]}
 	life=$(($(now) - START[$n]))
 	a=${RSS1[$n.$i]:-0}
 	ra=${ROWS1[$n.$i]:-} rb=${RLAST[$n]:-}
+	ha=${HEAP1[$n.$i]:-} hb=${HLAST[$n]:-}
 	if [ "$life" -ge 480 ] && [ "$a" -gt 0 ]; then
 		g=$(awk -v a="$a" -v b="$kb" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
 		[ -z "$ra" ] || [ -z "$rb" ] ||
 			gr=$(awk -v a="$((a - ra))" -v b="$((kb - rb))" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
+		[ -z "$ha" ] || [ -z "$hb" ] ||
+			gh=$(awk -v a="$ha" -v b="$hb" 'BEGIN {printf "%+.1f MiB", (b - a) / 1024}')
 	fi
-	RSS_LINES+=("| $n #$i | $why | $life | $((a / 1024)) | $((kb / 1024)) | $g | $(held "$ra" "${PART1[$n.$i]:-}") | $(held "$rb" "${PLAST[$n]}") | $gr |")
+	RSS_LINES+=("| $n #$i | $why | $life | $((a / 1024)) | $((kb / 1024)) | $g | $(held "$ra" "${PART1[$n.$i]:-}") | $(held "$rb" "${PLAST[$n]}") | $gr | $(mib "$ha") / $(mib "$hb") | $gh |")
 }
 sample_rss() { # every live process's size, and the minute-in one of those that reached it
-	local n kb rb pa
+	local n kb rb pa hp
 	for n in "${!PID[@]}"; do
 		kb=$(rss "${PID[$n]}")
 		[ -n "$kb" ] || continue
-		read -r rb pa < <(probe "$n")
+		rb="" pa="" hp=""
+		read -r rb pa hp < <(probe "$n")
+		[ "$rb" != - ] || rb=""
+		[ "$hp" != - ] || hp=""
 		LAST[$n]=$kb
 		[ -z "$rb" ] || { RLAST[$n]=$rb; PLAST[$n]=$pa; }
+		[ -z "$hp" ] || HLAST[$n]=$hp
 		if [ -z "${RSS1[$n.${INC[$n]}]:-}" ] && [ $(($(now) - START[$n])) -ge 60 ]; then
 			RSS1[$n.${INC[$n]}]=$kb
 			[ -z "$rb" ] || { ROWS1[$n.${INC[$n]}]=$rb; PART1[$n.${INC[$n]}]=$pa; }
+			[ -z "$hp" ] || HEAP1[$n.${INC[$n]}]=$hp
 		fi
 	done
 }
@@ -313,10 +332,10 @@ skipped=$(for n in w0 w1 w2 w3; do summary "$OUT/$n.${INC[$n]}.out" .skipped; do
 	echo "| updates stale (aggregators' last runs) | $stale | - |"
 	echo "| round latency p50 / p99 (ms, worst worker) | $p50 / $p99 | - |"
 	echo
-	echo "Resident memory (MiB) a minute after each start and at its end; growth for runs of 8 min or more. A worker's rows / partitions: the sample rows (MiB) its stream buffers held then and the partitions assigned to it (scadles_stream_row_bytes, scadles_assigned_partitions), and the growth of its memory besides the rows:"
+	echo "Resident memory (MiB) a minute after each start and at its end; growth for runs of 8 min or more. A worker's rows / partitions: the sample rows (MiB) its stream buffers held then and the partitions assigned to it (scadles_stream_row_bytes, scadles_assigned_partitions), and the growth of its memory besides the rows. Heap in use: the bytes (MiB) the process's code held allocated then, over every thread (scadles_heap_bytes{state=\"in_use\"}), and their growth:"
 	echo
-	echo "| process | end | ran (s) | at 1 min | at end | growth | rows / partitions at 1 min | at end | growth besides rows |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| process | end | ran (s) | at 1 min | at end | growth | rows / partitions at 1 min | at end | growth besides rows | heap in use at 1 min / at end | heap growth |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${RSS_LINES[@]}" | sort
 } | tee "$OUT/soak.md"
 if [ -n "${SOAK_DOC:-}" ]; then

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sc_mem.h"
 #include "sc_mserver.h"
 
 struct sc_monitor {
@@ -127,6 +128,15 @@ sc_prom_t *sc_monitor_begin(sc_monitor_t *m, double now)
         sc_prom_family(p, "process_resident_memory_bytes", "gauge",
                        "Resident memory size in bytes.");
         sc_prom_sample(p, NULL, NULL, sc_mon_rss());
+        uint64_t in_use, free_bytes;
+        if (!sc_mem_heap(&in_use, &free_bytes)) {
+                const char *used[] = {"state", "in_use", NULL}, *held[] = {"state", "free", NULL};
+                sc_prom_family(p, "scadles_heap_bytes", "gauge",
+                               "The allocator's heap over every thread: bytes in use, and bytes "
+                               "free in its arenas (not all resident: trims give pages back).");
+                sc_prom_sample(p, NULL, used, (double)in_use);
+                sc_prom_sample(p, NULL, held, (double)free_bytes);
+        }
         sc_prom_family(p, "process_start_time_seconds", "gauge",
                        "Start time of the process since unix epoch in seconds.");
         sc_prom_sample(p, NULL, NULL, m->start);

@@ -27,3 +27,18 @@ int sc_mem_give_back(sc_mem_trim_t *m, uint64_t freed, double now)
         return 0; /* no allocator call to make: counted as a look */
 #endif
 }
+
+int sc_mem_heap(uint64_t *in_use, uint64_t *free_bytes)
+{
+        *in_use = *free_bytes = 0;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+        struct mallinfo2 mi = mallinfo2();
+        *in_use = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+        *free_bytes = (uint64_t)mi.fordblks;
+        /* A replaced allocator (a sanitizer's) leaves glibc's arenas
+         * unused: nothing in use at all is no answer. */
+        return *in_use ? 0 : -1;
+#else
+        return -1;
+#endif
+}

@@ -31,4 +31,14 @@ int sc_mem_give_back(sc_mem_trim_t *m, uint64_t freed, double now);
  * costs something to gather asks first. */
 int sc_mem_look_due(const sc_mem_trim_t *m, double now);
 
+/* The heap as the allocator counts it, over every thread's arena: bytes
+ * handed out to the process's code and not freed yet (in_use: small blocks
+ * and blocks mapped on their own), and bytes held free in the arenas
+ * (free: resident until trimmed, except the pages a trim gave back).
+ * Returns 0 on success; -1 where the allocator does not say (a C library
+ * other than glibc 2.33 or later, or a sanitizer's allocator in its place,
+ * which answers zeros). RSS minus in_use is memory the heap's users do not
+ * hold: code, stacks, free heap pages, mappings made without malloc. */
+int sc_mem_heap(uint64_t *in_use, uint64_t *free_bytes);
+
 #endif

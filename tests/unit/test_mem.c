@@ -1,6 +1,7 @@
-/* test_mem.c — when sc_mem_give_back trims, and that a trim hands
- * fragmented free memory back to the system (glibc's allocator; not under
- * AddressSanitizer or ThreadSanitizer, whose allocators replace it). */
+/* test_mem.c — when sc_mem_give_back trims, that a trim hands fragmented
+ * free memory back to the system, and what sc_mem_heap counts (glibc's
+ * allocator; not under AddressSanitizer or ThreadSanitizer, whose
+ * allocators replace it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,6 +107,41 @@ static void trim_hands_back_fragmented_memory(void **state)
                 free(blocks[i]);
         free(blocks);
 }
+
+/* sc_mem_heap counts what is handed out and what the arenas hold free:
+ * 64 MiB of 4 KiB blocks in use, then 63 of every 64 freed (kept in the
+ * arenas: the kept blocks pin them). */
+static void heap_counts_in_use_and_free(void **state)
+{
+        (void)state;
+        enum { N = 16384, SZ = 4096 };
+        uint64_t use0, free0, use1, free1, use2, free2;
+        assert_int_equal(sc_mem_heap(&use0, &free0), 0);
+        char **blocks = calloc(N, sizeof(*blocks));
+        assert_non_null(blocks);
+        for (int i = 0; i < N; i++) {
+                blocks[i] = malloc(SZ);
+                assert_non_null(blocks[i]);
+                blocks[i][0] = (char)i;
+        }
+        assert_int_equal(sc_mem_heap(&use1, &free1), 0);
+        for (int i = 0; i < N; i++)
+                if (i % 64) {
+                        free(blocks[i]);
+                        blocks[i] = NULL;
+                }
+        assert_int_equal(sc_mem_heap(&use2, &free2), 0);
+        print_message("heap in use: %llu KiB, %llu KiB with the blocks, %llu KiB after "
+                      "freeing 63/64 (free in the arenas: %llu KiB)\n",
+                      (unsigned long long)(use0 / 1024), (unsigned long long)(use1 / 1024),
+                      (unsigned long long)(use2 / 1024), (unsigned long long)(free2 / 1024));
+        assert_true(use1 >= use0 + (uint64_t)N * SZ);
+        assert_true(use1 - use2 >= (uint64_t)N / 64 * 63 * SZ);
+        assert_true(free2 >= (uint64_t)N / 64 * 63 * SZ);
+        for (int i = 0; i < N; i++)
+                free(blocks[i]);
+        free(blocks);
+}
 #endif
 
 int main(void)
@@ -115,6 +151,7 @@ int main(void)
                 cmocka_unit_test(a_clock_from_zero),
 #if SC_TEST_GLIBC_HEAP
                 cmocka_unit_test(trim_hands_back_fragmented_memory),
+                cmocka_unit_test(heap_counts_in_use_and_free),
 #endif
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 
 #include "http_get.h"
 #include "sc_conf.h"
+#include "sc_mem.h"
 #include "sc_monitor.h"
 
 static int logged_port;
@@ -78,6 +79,14 @@ static void snapshots_and_verdicts(void **state)
         assert_non_null(strstr(r.body, "scadles_info{role=\"worker\",version=\""));
         assert_non_null(strstr(r.body, "\nprocess_resident_memory_bytes "));
         assert_non_null(strstr(r.body, "\nprocess_start_time_seconds "));
+        /* The heap's gauges where the allocator says (glibc's own). */
+        uint64_t in_use, free_bytes;
+        if (!sc_mem_heap(&in_use, &free_bytes)) {
+                assert_non_null(strstr(r.body, "\nscadles_heap_bytes{state=\"in_use\"} "));
+                assert_non_null(strstr(r.body, "\nscadles_heap_bytes{state=\"free\"} "));
+        } else {
+                assert_null(strstr(r.body, "scadles_heap_bytes"));
+        }
         assert_non_null(strstr(r.body, "\nscadles_broker_reachable 1\n"));
         assert_non_null(strstr(r.body, "\nscadles_test_total 3\n"));
         resp_free(&r);

@@ -384,6 +384,16 @@ up() {
 		done
 		for i in "${fpids[@]}"; do wait "$i" || die "storage format failed"; done
 	fi
+	# A port some other process listens on (another checkout's broker, a
+	# node left from a killed run) would make this node exit at start-up,
+	# and the probe below might reach the other process instead.
+	local port
+	for i in "${todo[@]}"; do
+		for port in "$(client_port "$i")" "$(ctrl_port "$i")"; do
+			! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
+				die "port $port (node $i) is in use by another process, not a broker of $KAFKA_DIR: stop it, or give KAFKA_PORT another base port"
+		done
+	done
 	for i in "${todo[@]}"; do
 		say "starting Apache Kafka $KAFKA_VERSION node $i on 127.0.0.1:$(client_port "$i") ($KAFKA_SECURITY)"
 		start_node "$i"

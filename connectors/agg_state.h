@@ -46,6 +46,16 @@ typedef enum sc_agg_rej {
 
 extern const char *const sc_agg_rej_names[SC_REJ__END];
 
+/* Delivery reports of one holding of a shard: its broadcasts or its
+ * snapshots. A new holding gets new ones; a released holding's go to the
+ * aggregator's retired list while reports are still due (they point here). */
+typedef struct sc_agg_dv {
+        sc_kafka_delivery_t dv;
+        int snapshots; /* 1: J.model snapshots; 0: J.bcast broadcasts */
+        int shard;
+        struct sc_agg_dv *next; /* in the retired list */
+} sc_agg_dv_t;
+
 typedef struct sc_agg_shard {
         int held;
         sc_server_t *srv;
@@ -56,12 +66,11 @@ typedef struct sc_agg_shard {
         sc_kafka_gap_t gap;
         /* the model broadcast (J.bcast): the workers' view, its deliveries */
         sc_bcast_pub_t *bpub;
-        sc_kafka_delivery_t bdv;
-        /* the shard's J.model snapshots in flight: its own, so that
-         * releasing one shard waits for none of another's (set up once,
-         * kept from one holding to the next: a lost holding's reports may
-         * still come in) */
-        sc_kafka_delivery_t sdv;
+        sc_agg_dv_t *bdv;
+        /* the shard's J.model snapshots in flight: this holding's own, so
+         * that a release waits for none of another shard's, nor of an
+         * earlier holding of this one */
+        sc_agg_dv_t *sdv;
         int key_pending; /* a keyframe awaits its delivery report (its offset) */
         double bcast_time;
         double t_step;  /* monotonic time of the last version advance (or the assignment) */
@@ -87,6 +96,7 @@ struct sc_aggregator {
         size_t n;
         int nshards, nworkers;
         sc_agg_shard_t *shards;
+        sc_agg_dv_t *retired; /* released holdings' trackers with reports still due */
         sc_buf_t buf;
         uint8_t *live; /* (workers) as the held shards' servers have it */
         int round_based, publish_every;

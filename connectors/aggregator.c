@@ -114,6 +114,64 @@ static void sc_agg_apply_live(sc_aggregator_t *agg, sc_agg_shard_t *s)
                 sc_server_set_live(s->srv, (uint32_t)w, sc_agg_live_on(agg, s, w, now), NULL);
 }
 
+/* Counts a tracker's failed deliveries (a broadcast's or a snapshot's). */
+static void sc_agg_dv_account(sc_aggregator_t *agg, sc_agg_dv_t *t)
+{
+        if (!t->dv.dv_failed)
+                return;
+        if (t->snapshots)
+                agg->publish_failed += (uint64_t)t->dv.dv_failed;
+        else
+                agg->bcast_failed += (uint64_t)t->dv.dv_failed;
+        sc_agg_log(agg, 3, "shard %d: %lld %s not delivered: %s", t->shard,
+                   (long long)t->dv.dv_failed, t->snapshots ? "snapshot(s)" : "broadcast(s)",
+                   rd_kafka_err2str(t->dv.dv_first_err));
+        t->dv.dv_failed = 0;
+}
+
+/* Ends a holding's tracker: freed when no report is due any more, else
+ * kept on the retired list until its reports are in (sc_agg_dv_reap). */
+static void sc_agg_dv_retire(sc_aggregator_t *agg, sc_agg_dv_t **tp)
+{
+        sc_agg_dv_t *t = *tp;
+        *tp = NULL;
+        if (!t)
+                return;
+        if (t->dv.dv_pending > 0) {
+                t->next = agg->retired;
+                agg->retired = t;
+                return;
+        }
+        sc_agg_dv_account(agg, t);
+        free(t);
+}
+
+/* The retired trackers whose reports came in: counted and freed. */
+static void sc_agg_dv_reap(sc_aggregator_t *agg)
+{
+        for (sc_agg_dv_t **tp = &agg->retired; *tp;) {
+                sc_agg_dv_t *t = *tp;
+                sc_agg_dv_account(agg, t);
+                if (t->dv.dv_pending > 0) {
+                        tp = &t->next;
+                        continue;
+                }
+                *tp = t->next;
+                free(t);
+        }
+}
+
+static sc_agg_dv_t *sc_agg_dv_new(int p, int snapshots)
+{
+        sc_agg_dv_t *t = calloc(1, sizeof(*t));
+        if (t) {
+                sc_kafka_delivery_init(&t->dv);
+                t->snapshots = snapshots;
+                t->shard = p;
+        }
+        return t;
+}
+
 /* Takes shard p: restores the latest usable J.model record or starts from
  * the seeded initial model; returns the J.grad offset to start at. */
 static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, char *errstr,
@@ -177,7 +235,17 @@ static sc_err_t sc_agg_shard_take(sc_aggregator_t *agg, int p, int64_t *startp, 
                 return err;
         }
         sc_bcast_pub_generation(s->bpub, hi > 0 ? (uint64_t)hi : 0);
-        sc_kafka_delivery_init(&s->bdv);
+        /* This holding's own delivery trackers: reports of an earlier one
+         * still due go to the earlier one's (retired at its release). */
+        if (!(s->bdv = sc_agg_dv_new(p, 0)) || !(s->sdv = sc_agg_dv_new(p, 1))) {
+                free(s->bdv);
+                s->bdv = NULL;
+                sc_bcast_pub_destroy(s->bpub);
+                s->bpub = NULL;
+                sc_server_destroy(s->srv);
+                s->srv = NULL;
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "shard %d: out of memory", p);
+        }
         s->key_pending = 0;
         s->bcast_time = 0;
         sc_agg_apply_live(agg, s);
@@ -208,9 +276,9 @@ static sc_err_t sc_agg_publish(sc_aggregator_t *agg, int p, char *errstr, size_t
         if ((err = sc_job_record_encode(&agg->buf, s->srv, s->next, errstr, errstr_size)) ||
             (err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, errstr, errstr_size)))
                 return err;
-        if ((err =
-                 sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_MODEL].name, (uint32_t)p,
-                                        agg->buf.data, agg->buf.len, &s->sdv, errstr, errstr_size)))
+        if ((err = sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_MODEL].name,
+                                          (uint32_t)p, agg->buf.data, agg->buf.len, &s->sdv->dv,
+                                          errstr, errstr_size)))
                 return err;
         agg->publishes++;
         agg->bytes_out += agg->buf.len;
@@ -234,23 +302,24 @@ static int sc_agg_bcast(sc_aggregator_t *agg, int p)
 
         if (!s->held || !s->bpub)
                 return 0;
-        if (s->bdv.dv_failed) {
-                agg->bcast_failed += (uint64_t)s->bdv.dv_failed;
+        if (s->bdv->dv.dv_failed) {
+                agg->bcast_failed += (uint64_t)s->bdv->dv.dv_failed;
                 sc_agg_log(agg, 4, "shard %d: %lld broadcast(s) not delivered (%s): keyframe next",
-                           p, (long long)s->bdv.dv_failed, rd_kafka_err2str(s->bdv.dv_first_err));
-                s->bdv.dv_failed = 0;
+                           p, (long long)s->bdv->dv.dv_failed,
+                           rd_kafka_err2str(s->bdv->dv.dv_first_err));
+                s->bdv->dv.dv_failed = 0;
                 s->key_pending = 0;
                 sc_bcast_pub_reset(s->bpub);
         }
         if (s->key_pending) {
-                if (s->bdv.dv_pending > 0)
+                if (s->bdv->dv.dv_pending > 0)
                         return 1;
-                sc_bcast_pub_keyed(s->bpub, s->bdv.dv_last_offset);
+                sc_bcast_pub_keyed(s->bpub, s->bdv->dv.dv_last_offset);
                 s->key_pending = 0;
         }
         if (sc_bcast_pub_current(s->bpub, sc_server_version(s->srv)))
                 return 0;
-        if (s->bdv.dv_pending >= (sc_bcast_pub_key_due(s->bpub) ? 1 : 2))
+        if (s->bdv->dv.dv_pending >= (sc_bcast_pub_key_due(s->bpub) ? 1 : 2))
                 return 1;
         if (!sc_server_is_finite(s->srv))
                 return 0; /* never happens: a non-finite step is undone */
@@ -262,8 +331,8 @@ static int sc_agg_bcast(sc_aggregator_t *agg, int p)
                 err = sc_auth_sign(&agg->auth, &agg->buf, 0, SC_AUTH_AGGREGATOR, why, sizeof(why));
         if (!err)
                 err = sc_kafka_model_publish(agg->producer, agg->topics[SC_JOB_BCAST].name,
-                                             (uint32_t)p, agg->buf.data, agg->buf.len, &s->bdv, why,
-                                             sizeof(why));
+                                             (uint32_t)p, agg->buf.data, agg->buf.len, &s->bdv->dv,
+                                             why, sizeof(why));
         if (err) {
                 sc_bcast_pub_reset(s->bpub);
                 if (!agg->fatal) {
@@ -324,13 +393,13 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
                 /* the workers' view ends exact: a keyframe of the final
                  * parameters, unless the view is one already */
                 if (s->bpub && !sc_bcast_pub_exact(s->bpub, sc_server_version(s->srv))) {
-                        sc_kafka_delivery_wait(agg->producer, &s->bdv, 30000, why, sizeof(why));
+                        sc_kafka_delivery_wait(agg->producer, &s->bdv->dv, 30000, why, sizeof(why));
                         s->key_pending = 0;
-                        s->bdv.dv_failed = 0;
+                        s->bdv->dv.dv_failed = 0;
                         sc_bcast_pub_reset(s->bpub);
                         sc_agg_bcast(agg, p);
                 }
-                if (sc_kafka_delivery_wait(agg->producer, &s->bdv, 30000, why, sizeof(why)))
+                if (sc_kafka_delivery_wait(agg->producer, &s->bdv->dv, 30000, why, sizeof(why)))
                         sc_agg_log(agg, 4, "shard %d: final broadcast: %s", p, why);
         }
         /* A released shard's snapshots are delivered before the new owner
@@ -340,7 +409,8 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
          * failure (a broker restart can leave one pending for longer than
          * the wait, and the loop would stop for nothing). */
         if (!err && !lost)
-                err = sc_kafka_delivery_wait(agg->producer, &s->sdv, 30000, errstr, sizeof(errstr));
+                err = sc_kafka_delivery_wait(agg->producer, &s->sdv->dv, 30000, errstr,
+                                             sizeof(errstr));
         if (err && !agg->fatal) {
                 agg->fatal = err;
                 snprintf(agg->fatal_str, sizeof(agg->fatal_str),
@@ -355,6 +425,8 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
         s->srv = NULL;
         sc_bcast_pub_destroy(s->bpub);
         s->bpub = NULL;
+        sc_agg_dv_retire(agg, &s->bdv);
+        sc_agg_dv_retire(agg, &s->sdv);
         s->held = 0;
 }
 
@@ -729,8 +801,6 @@ sc_err_t sc_aggregator_new(sc_aggregator_t **aggp, const sc_aggregator_spec_t *s
                 sc_errf(err, errstr, errstr_size, "out of memory");
                 goto out;
         }
-        for (int p = 0; p < agg->nshards; p++)
-                sc_kafka_delivery_init(&agg->shards[p].sdv);
         {
                 const char *const prod_kv[] = {"enable.idempotence", "true", NULL};
                 const char *const cons_kv[] = {"group.id",
@@ -868,15 +938,10 @@ static void sc_agg_serve(sc_aggregator_t *agg, int timeout_ms)
                 rd_kafka_message_destroy(cm);
         }
         rd_kafka_poll(agg->producer, 0);
-        for (int p = 0; p < agg->nshards; p++) {
-                sc_kafka_delivery_t *dv = &agg->shards[p].sdv;
-                if (!dv->dv_failed)
-                        continue;
-                agg->publish_failed += (uint64_t)dv->dv_failed;
-                sc_agg_log(agg, 3, "shard %d: %lld publication(s) failed: %s", p,
-                           (long long)dv->dv_failed, rd_kafka_err2str(dv->dv_first_err));
-                dv->dv_failed = 0;
-        }
+        for (int p = 0; p < agg->nshards; p++)
+                if (agg->shards[p].sdv)
+                        sc_agg_dv_account(agg, agg->shards[p].sdv);
+        sc_agg_dv_reap(agg);
 }
 
 /* The 0.1 s tick: fatal client errors, membership, and per shard held
@@ -996,6 +1061,16 @@ void sc_aggregator_destroy(sc_aggregator_t *agg)
         if (agg->producer) {
                 rd_kafka_flush(agg->producer, 5000);
                 rd_kafka_destroy(agg->producer);
+        }
+        /* no report comes after the producer is gone */
+        for (int p = 0; agg->shards && p < agg->nshards; p++) {
+                free(agg->shards[p].bdv);
+                free(agg->shards[p].sdv);
+        }
+        while (agg->retired) {
+                sc_agg_dv_t *t = agg->retired;
+                agg->retired = t->next;
+                free(t);
         }
         sc_agg_ckpt_free(agg);
         sc_job_destroy(agg->job);

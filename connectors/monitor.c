@@ -13,6 +13,8 @@
 #include "sc_mem.h"
 #include "sc_mserver.h"
 
+#define SC_MON_HEAP_S 10.0
+
 struct sc_monitor {
         sc_mserver_t *srv;
         const sc_conf_t *conf;
@@ -23,6 +25,11 @@ struct sc_monitor {
         double t_snap; /* monotonic time of the last snapshot; -inf before */
         double t_down; /* since when no broker is reachable; 0 = one is */
         double start;  /* process start, seconds since the epoch */
+        /* the heap's figures, read every SC_MON_HEAP_S (reading them walks
+         * the allocator's free lists under its locks) */
+        double t_heap;
+        uint64_t heap_use, heap_free;
+        int heap_ok;
         int logged_bad;
 };
 
@@ -89,6 +96,7 @@ sc_err_t sc_monitor_new(sc_monitor_t **mp, const sc_conf_t *conf, const char *ro
         m->log = log;
         m->log_opaque = log_opaque;
         m->t_snap = -INFINITY;
+        m->t_heap = -INFINITY;
         m->start = sc_mon_start_time();
         sc_prom_init(&m->prom);
         const char *host = conf->metrics.listen;
@@ -128,14 +136,17 @@ sc_prom_t *sc_monitor_begin(sc_monitor_t *m, double now)
         sc_prom_family(p, "process_resident_memory_bytes", "gauge",
                        "Resident memory size in bytes.");
         sc_prom_sample(p, NULL, NULL, sc_mon_rss());
-        uint64_t in_use, free_bytes;
-        if (!sc_mem_heap(&in_use, &free_bytes)) {
+        if (now - m->t_heap >= SC_MON_HEAP_S) {
+                m->t_heap = now;
+                m->heap_ok = !sc_mem_heap(&m->heap_use, &m->heap_free);
+        }
+        if (m->heap_ok) {
                 const char *used[] = {"state", "in_use", NULL}, *held[] = {"state", "free", NULL};
                 sc_prom_family(p, "scadles_heap_bytes", "gauge",
                                "The allocator's heap over every thread: bytes in use, and bytes "
                                "free in its arenas (not all resident: trims give pages back).");
-                sc_prom_sample(p, NULL, used, (double)in_use);
-                sc_prom_sample(p, NULL, held, (double)free_bytes);
+                sc_prom_sample(p, NULL, used, (double)m->heap_use);
+                sc_prom_sample(p, NULL, held, (double)m->heap_free);
         }
         sc_prom_family(p, "process_start_time_seconds", "gauge",
                        "Start time of the process since unix epoch in seconds.");

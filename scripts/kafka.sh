@@ -391,7 +391,7 @@ up() {
 	for i in "${todo[@]}"; do
 		for port in "$(client_port "$i")" "$(ctrl_port "$i")"; do
 			! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
-				die "port $port (node $i) is in use by another process, not a broker of $KAFKA_DIR: stop it, or give KAFKA_PORT another base port"
+				die "port $port (node $i) is in use by another process (a broker this script did not start, or one whose pid file in $KAFKA_DIR is gone): stop it, or give KAFKA_PORT another base port"
 		done
 	done
 	for i in "${todo[@]}"; do

@@ -31,8 +31,8 @@ publish "$data/train.jsonl" rz.sensors.json
 produced=$(($(wc -l <"$data/train.csv") + $(wc -l <"$data/train.jsonl")))
 tab_conf examples/tabular/worker.json "$tmp/base.json" unused.ckpt
 steps=$((produced / 32))
-[ "$(jq .worker.b "$tmp/base.json")" -eq 32 ] && [ $((produced % 32)) -eq 0 ] ||
-	fail "the example's batch is not 32 or does not divide the feed"
+[ "$(jq -r .worker.batch "$tmp/base.json")" = fixed ] && [ "$(jq .worker.b "$tmp/base.json")" -eq 32 ] &&
+	[ $((produced % 32)) -eq 0 ] || fail "the example's batch is not a fixed 32 or does not divide the feed"
 jq --argjson n "$steps" '.worker.shuffle = 256 | .worker.idle_exit = 3 | .train.checkpoint_interval = 0.5
     | .worker.progress_interval = 0.2
     | .optim.schedule = {type: "cosine", total_steps: $n, min_lr: 0.001}' "$tmp/base.json" >"$tmp/w.json"

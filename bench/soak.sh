@@ -35,7 +35,11 @@
 #     process serves on a port of its own here), and the growth of the rest;
 #     for every process the heap its code holds (scadles_heap_bytes in_use:
 #     blocks allocated and not freed, over every thread) at the same
-#     moments, and its growth;
+#     moments, and its growth; and its anonymous resident memory (RssAnon:
+#     what is not pages of files), whose growth a leak would show, while
+#     the libraries' pages are read in as code paths run for the first
+#     time (a copy of each process's /proc/PID/smaps a minute in and when
+#     last seen is kept in $SOAK_OUT/smaps/ to tell mappings apart);
 #   - the round latency (an update's send to its visibility in the model
 #     the worker reads) p50/p99 of the workers' last runs.
 #
@@ -116,9 +120,14 @@ jq --arg r "$run" --arg c "$OUT/standalone.ckpt" '
 declare -A PID START INC
 # kB resident, or nothing for a process that is gone (or a zombie).
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+# kB of it that are anonymous (not pages of files such as the libraries':
+# those are read in the first time a code path runs, and are no leak).
+anon() { awk '/^RssAnon/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 declare -A RSS1 LAST # NAME.INC -> kB a minute in; NAME -> kB when last seen
 declare -A ROWS1 RLAST PART1 PLAST # the same for a worker's rows and partitions
 declare -A HEAP1 HLAST                # and for every process's heap in use
+declare -A ANON1 ALAST                # and its anonymous resident memory
+mkdir -p "$OUT/smaps" # each process's mappings a minute in and when last seen
 RSS_LINES=()
 # probe NAME: "kB partitions heap-kB" from its metrics endpoint (the
 # address it logged): the sample rows a worker's buffers hold now and the
@@ -157,31 +166,37 @@ start() { # start NAME
 	RLAST[$n]=""
 	PLAST[$n]=""
 	HLAST[$n]=""
+	ALAST[$n]=""
 	pids="$pids $!"
 }
 # end NAME KB REASON: one line of the memory table (with a worker's rows
 # at 1 min and at the end, and the growth of what is not rows).
 ended() {
-	local n=$1 kb=$2 why=$3 i life a g="-" ra rb gr="-" ha hb gh="-"
+	local n=$1 kb=$2 why=$3 i life a g="-" ra rb gr="-" ha hb gh="-" aa ab ga="-"
 	i=${INC[$n]}
 	life=$(($(now) - START[$n]))
 	a=${RSS1[$n.$i]:-0}
 	ra=${ROWS1[$n.$i]:-} rb=${RLAST[$n]:-}
 	ha=${HEAP1[$n.$i]:-} hb=${HLAST[$n]:-}
+	aa=${ANON1[$n.$i]:-} ab=${ALAST[$n]:-}
 	if [ "$life" -ge 480 ] && [ "$a" -gt 0 ]; then
 		g=$(awk -v a="$a" -v b="$kb" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
 		[ -z "$ra" ] || [ -z "$rb" ] ||
 			gr=$(awk -v a="$((a - ra))" -v b="$((kb - rb))" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
 		[ -z "$ha" ] || [ -z "$hb" ] ||
 			gh=$(awk -v a="$ha" -v b="$hb" 'BEGIN {printf "%+.1f MiB", (b - a) / 1024}')
+		[ -z "$aa" ] || [ -z "$ab" ] ||
+			ga=$(awk -v a="$aa" -v b="$ab" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
 	fi
-	RSS_LINES+=("| $n #$i | $why | $life | $((a / 1024)) | $((kb / 1024)) | $g | $(held "$ra" "${PART1[$n.$i]:-}") | $(held "$rb" "${PLAST[$n]}") | $gr | $(mib "$ha") / $(mib "$hb") | $gh |")
+	RSS_LINES+=("| $n #$i | $why | $life | $((a / 1024)) | $((kb / 1024)) | $g | $(held "$ra" "${PART1[$n.$i]:-}") | $(held "$rb" "${PLAST[$n]}") | $gr | $(mib "$ha") / $(mib "$hb") | $gh | $(mib "$aa") / $(mib "$ab") | $ga |")
 }
 sample_rss() { # every live process's size, and the minute-in one of those that reached it
-	local n kb rb pa hp
+	local n kb rb pa hp an
 	for n in "${!PID[@]}"; do
 		kb=$(rss "${PID[$n]}")
 		[ -n "$kb" ] || continue
+		an=$(anon "${PID[$n]}")
+		cp "/proc/${PID[$n]}/smaps" "$OUT/smaps/$n.${INC[$n]}.last" 2>/dev/null
 		rb="" pa="" hp=""
 		read -r rb pa hp < <(probe "$n")
 		[ "$rb" != - ] || rb=""
@@ -189,10 +204,13 @@ sample_rss() { # every live process's size, and the minute-in one of those that 
 		LAST[$n]=$kb
 		[ -z "$rb" ] || { RLAST[$n]=$rb; PLAST[$n]=$pa; }
 		[ -z "$hp" ] || HLAST[$n]=$hp
+		[ -z "$an" ] || ALAST[$n]=$an
 		if [ -z "${RSS1[$n.${INC[$n]}]:-}" ] && [ $(($(now) - START[$n])) -ge 60 ]; then
 			RSS1[$n.${INC[$n]}]=$kb
 			[ -z "$rb" ] || { ROWS1[$n.${INC[$n]}]=$rb; PART1[$n.${INC[$n]}]=$pa; }
 			[ -z "$hp" ] || HEAP1[$n.${INC[$n]}]=$hp
+			[ -z "$an" ] || ANON1[$n.${INC[$n]}]=$an
+			cp "$OUT/smaps/$n.${INC[$n]}.last" "$OUT/smaps/$n.${INC[$n]}.1min" 2>/dev/null
 		fi
 	done
 }
@@ -332,10 +350,10 @@ skipped=$(for n in w0 w1 w2 w3; do summary "$OUT/$n.${INC[$n]}.out" .skipped; do
 	echo "| updates stale (aggregators' last runs) | $stale | - |"
 	echo "| round latency p50 / p99 (ms, worst worker) | $p50 / $p99 | - |"
 	echo
-	echo "Resident memory (MiB) a minute after each start and at its end; growth for runs of 8 min or more. A worker's rows / partitions: the sample rows (MiB) its stream buffers held then and the partitions assigned to it (scadles_stream_row_bytes, scadles_assigned_partitions), and the growth of its memory besides the rows. Heap in use: the bytes (MiB) the process's code held allocated then, over every thread (scadles_heap_bytes{state=\"in_use\"}), and their growth:"
+	echo "Resident memory (MiB) a minute after each start and at its end; growth for runs of 8 min or more. A worker's rows / partitions: the sample rows (MiB) its stream buffers held then and the partitions assigned to it (scadles_stream_row_bytes, scadles_assigned_partitions), and the growth of its memory besides the rows. Heap in use: the bytes (MiB) the process's code held allocated then, over every thread (scadles_heap_bytes{state=\"in_use\"}), and their growth. Anonymous: the resident memory (MiB) that is not pages of files (RssAnon in /proc/PID/status: the heaps, thread stacks, OpenBLAS's buffers), and its growth; the rest is the libraries' and the program's pages, read in as code runs for the first time:"
 	echo
-	echo "| process | end | ran (s) | at 1 min | at end | growth | rows / partitions at 1 min | at end | growth besides rows | heap in use at 1 min / at end | heap growth |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| process | end | ran (s) | at 1 min | at end | growth | rows / partitions at 1 min | at end | growth besides rows | heap in use at 1 min / at end | heap growth | anonymous at 1 min / at end | anonymous growth |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${RSS_LINES[@]}" | sort
 } | tee "$OUT/soak.md"
 if [ -n "${SOAK_DOC:-}" ]; then

@@ -302,12 +302,8 @@ static int sc_agg_bcast(sc_aggregator_t *agg, int p)
 
         if (!s->held || !s->bpub)
                 return 0;
-        if (s->bdv->dv.dv_failed) {
-                agg->bcast_failed += (uint64_t)s->bdv->dv.dv_failed;
-                sc_agg_log(agg, 4, "shard %d: %lld broadcast(s) not delivered (%s): keyframe next",
-                           p, (long long)s->bdv->dv.dv_failed,
-                           rd_kafka_err2str(s->bdv->dv.dv_first_err));
-                s->bdv->dv.dv_failed = 0;
+        if (s->bdv->dv.dv_failed) { /* counted, and a keyframe follows */
+                sc_agg_dv_account(agg, s->bdv);
                 s->key_pending = 0;
                 sc_bcast_pub_reset(s->bpub);
         }
@@ -395,7 +391,7 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
                 if (s->bpub && !sc_bcast_pub_exact(s->bpub, sc_server_version(s->srv))) {
                         sc_kafka_delivery_wait(agg->producer, &s->bdv->dv, 30000, why, sizeof(why));
                         s->key_pending = 0;
-                        s->bdv->dv.dv_failed = 0;
+                        sc_agg_dv_account(agg, s->bdv);
                         sc_bcast_pub_reset(s->bpub);
                         sc_agg_bcast(agg, p);
                 }
@@ -403,8 +399,8 @@ static void sc_agg_shard_release(sc_aggregator_t *agg, int p, int lost)
                         sc_agg_log(agg, 4, "shard %d: final broadcast: %s", p, why);
         }
         /* A released shard's snapshots are delivered before the new owner
-         * reads them (this shard's only: another's still in flight are not
-         * waited for). A lost shard's new owner replays from what was
+         * reads them (this holding's only: another shard's still in flight
+         * are not waited for). A lost shard's new owner replays from what was
          * delivered already: its pending ones are neither waited for nor a
          * failure (a broker restart can leave one pending for longer than
          * the wait, and the loop would stop for nothing). */

@@ -342,6 +342,18 @@ format_node() { # NODE CLUSTER_ID
 		>>"$d/broker.log" 2>&1 || die "storage format of node $1 failed (see $d/broker.log)"
 }
 
+# check_ports NODE: refuses a node whose client or controller port another
+# process listens on (another checkout's broker, a node left from a killed
+# run): the node would exit at start-up, and the probe might reach the
+# other process instead.
+check_ports() {
+	local port
+	for port in "$(client_port "$1")" "$(ctrl_port "$1")"; do
+		! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
+			die "port $port (node $1) is in use by another process (a broker this script did not start, or one whose pid file in $KAFKA_DIR is gone): stop it, or give KAFKA_PORT another base port"
+	done
+}
+
 start_node() { # NODE
 	local d
 	d=$(node_dir "$1")
@@ -363,6 +375,7 @@ up() {
 	local todo=() fmt=()
 	for i in $(nodes); do
 		running_pid "$i" >/dev/null && continue
+		check_ports "$i"
 		todo+=("$i")
 		write_config "$i"
 		d=$(node_dir "$i")
@@ -384,16 +397,6 @@ up() {
 		done
 		for i in "${fpids[@]}"; do wait "$i" || die "storage format failed"; done
 	fi
-	# A port some other process listens on (another checkout's broker, a
-	# node left from a killed run) would make this node exit at start-up,
-	# and the probe below might reach the other process instead.
-	local port
-	for i in "${todo[@]}"; do
-		for port in "$(client_port "$i")" "$(ctrl_port "$i")"; do
-			! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
-				die "port $port (node $i) is in use by another process (a broker this script did not start, or one whose pid file in $KAFKA_DIR is gone): stop it, or give KAFKA_PORT another base port"
-		done
-	done
 	for i in "${todo[@]}"; do
 		say "starting Apache Kafka $KAFKA_VERSION node $i on 127.0.0.1:$(client_port "$i") ($KAFKA_SECURITY)"
 		start_node "$i"
@@ -444,6 +447,12 @@ down() {
 				kill -KILL "$pid" 2>/dev/null || true
 			fi
 		done
+		for i in $(seq 1 100); do # a killed node's ports and files are free once it is gone
+			alive=0
+			for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+			[ "$alive" -eq 1 ] || break
+			sleep 0.1
+		done
 		say "stopped (pid ${pids[*]})"
 	fi
 	rm -f "$KAFKA_DIR/bootstrap"
@@ -481,6 +490,7 @@ restart_node() { # NODE
 	check_node "$1"
 	! running_pid "$1" >/dev/null || die "node $1 is running"
 	[ -f "$(node_dir "$1")/data/meta.properties" ] || die "node $1 has no data (use up)"
+	check_ports "$1"
 	start_node "$1"
 	for i in $(seq 1 240); do
 		running_pid "$1" >/dev/null || die "node $1 exited during start-up"

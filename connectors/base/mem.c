@@ -1,6 +1,9 @@
 /* mem.c — handing freed memory back to the system (sc_mem.h). */
 #include "sc_mem.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -40,5 +43,19 @@ int sc_mem_heap(uint64_t *in_use, uint64_t *free_bytes)
         return *in_use ? 0 : -1;
 #else
         return -1;
+#endif
+}
+
+int sc_mem_tune(void)
+{
+#ifdef __GLIBC__
+        const char *t = getenv("GLIBC_TUNABLES");
+        if ((t && strstr(t, "glibc.malloc.")) || getenv("MALLOC_ARENA_MAX") ||
+            getenv("MALLOC_MMAP_THRESHOLD_"))
+                return 0;
+        /* each returns 1 on success */
+        return mallopt(M_MMAP_THRESHOLD, SC_MEM_MMAP_MIN) && mallopt(M_ARENA_MAX, SC_MEM_ARENAS);
+#else
+        return 0;
 #endif
 }

@@ -41,4 +41,19 @@ int sc_mem_look_due(const sc_mem_trim_t *m, double now);
  * hold: code, stacks, free heap pages, mappings made without malloc. */
 int sc_mem_heap(uint64_t *in_use, uint64_t *free_bytes);
 
+/* Sets glibc's allocator for a long-running process (the command line's
+ * processes call it at start; a library leaves its host's allocator as it
+ * is): blocks of SC_MEM_MMAP_MIN bytes or more are mapped on their own and
+ * unmapped when freed, at a threshold that stays put (glibc raises it to
+ * the size of each such block freed, after which they are carved from the
+ * heap and fragment it), and at most SC_MEM_ARENAS arenas (glibc makes up
+ * to 8 per core, one per thread that allocates: librdkafka's, OpenBLAS's,
+ * each keeping its own free memory). Leaves the allocator alone when the
+ * environment sets it (GLIBC_TUNABLES with glibc.malloc., MALLOC_ARENA_MAX,
+ * MALLOC_MMAP_THRESHOLD_). Returns 1 when it set it, 0 when it did not
+ * (such an environment, or a C library other than glibc). */
+#define SC_MEM_MMAP_MIN (128 * 1024)
+#define SC_MEM_ARENAS 2
+int sc_mem_tune(void);
+
 #endif

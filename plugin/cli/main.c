@@ -7,6 +7,7 @@
 
 #include "cmd.h"
 #include "sc_conf.h"
+#include "sc_mem.h"
 #include "sc_nn.h"
 
 static const sc_cmd_t sc_cmds[] = {
@@ -108,6 +109,9 @@ int main(int argc, char **argv)
                 }
                 return sc_version(verbose);
         }
+        /* workers, aggregators and predictors run for months: a heap that
+         * does not fragment (sc_mem.h) */
+        sc_mem_tune();
         for (size_t i = 0; i < SC_NCMDS; i++)
                 if (!strcmp(argv[1], sc_cmds[i].name))
                         return sc_cmds[i].fn(argc - 1, argv + 1);

@@ -1,5 +1,6 @@
 /* test_mem.c — when sc_mem_give_back trims, that a trim hands fragmented
- * free memory back to the system, and what sc_mem_heap counts (glibc's
+ * free memory back to the system, what sc_mem_heap counts, and what
+ * sc_mem_tune sets (glibc's
  * allocator; not under AddressSanitizer or ThreadSanitizer, whose
  * allocators replace it). */
 #include <setjmp.h>
@@ -10,7 +11,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "sc_mem.h"
 
@@ -146,6 +151,41 @@ static void heap_counts_in_use_and_free(void **state)
 }
 #endif
 
+/* An allocator the environment sets is left as it is. */
+static void tune_leaves_a_set_environment_alone(void **state)
+{
+        (void)state;
+        setenv("MALLOC_ARENA_MAX", "4", 1);
+        assert_int_equal(sc_mem_tune(), 0);
+        unsetenv("MALLOC_ARENA_MAX");
+        setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536", 1);
+        assert_int_equal(sc_mem_tune(), 0);
+        unsetenv("GLIBC_TUNABLES");
+}
+
+#if SC_TEST_GLIBC_HEAP && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+/* A large block freed leaves the threshold where it was: the next one is
+ * mapped on its own again (glibc's own rule would raise the threshold to
+ * the freed block's size and carve the next one from the heap). */
+static void tune_keeps_large_blocks_mapped(void **state)
+{
+        (void)state;
+        enum { SZ = 1 << 20 };
+        assert_int_equal(sc_mem_tune(), 1);
+        char *p = malloc(SZ);
+        assert_non_null(p);
+        memset(p, 1, SZ);
+        size_t mapped = mallinfo2().hblks;
+        free(p);
+        assert_int_equal(mallinfo2().hblks, mapped - 1); /* unmapped at once */
+        char *q = malloc(SZ);
+        assert_non_null(q);
+        memset(q, 2, SZ);
+        assert_int_equal(mallinfo2().hblks, mapped); /* mapped again */
+        free(q);
+}
+#endif
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -154,6 +194,10 @@ int main(void)
 #if SC_TEST_GLIBC_HEAP
                 cmocka_unit_test(trim_hands_back_fragmented_memory),
                 cmocka_unit_test(heap_counts_in_use_and_free),
+#endif
+                cmocka_unit_test(tune_leaves_a_set_environment_alone),
+#if SC_TEST_GLIBC_HEAP && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+                cmocka_unit_test(tune_keeps_large_blocks_mapped),
 #endif
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,7 +39,9 @@
 #     what is not pages of files), whose growth a leak would show, while
 #     the libraries' pages are read in as code paths run for the first
 #     time (a copy of each process's /proc/PID/smaps a minute in and when
-#     last seen is kept in $SOAK_OUT/smaps/ to tell mappings apart);
+#     last seen is kept in $SOAK_OUT/smaps/ to tell mappings apart); and
+#     the resident memory half-way through the run and the growth over
+#     the run's second half (every 5-s sample is kept in $SOAK_OUT/rss/);
 #   - the round latency (an update's send to its visibility in the model
 #     the worker reads) p50/p99 of the workers' last runs.
 #
@@ -128,6 +130,7 @@ declare -A ROWS1 RLAST PART1 PLAST # the same for a worker's rows and partitions
 declare -A HEAP1 HLAST                # and for every process's heap in use
 declare -A ANON1 ALAST                # and its anonymous resident memory
 mkdir -p "$OUT/smaps" # each process's mappings a minute in and when last seen
+mkdir -p "$OUT/rss"   # each run's resident memory every 5 s: "s-since-start kB anon-kB"
 RSS_LINES=()
 # probe NAME: "kB partitions heap-kB" from its metrics endpoint (the
 # address it logged): the sample rows a worker's buffers hold now and the
@@ -172,7 +175,7 @@ start() { # start NAME
 # end NAME KB REASON: one line of the memory table (with a worker's rows
 # at 1 min and at the end, and the growth of what is not rows).
 ended() {
-	local n=$1 kb=$2 why=$3 i life a g="-" ra rb gr="-" ha hb gh="-" aa ab ga="-"
+	local n=$1 kb=$2 why=$3 i life a g="-" ra rb gr="-" ha hb gh="-" aa ab ga="-" h="-" g2="-"
 	i=${INC[$n]}
 	life=$(($(now) - START[$n]))
 	a=${RSS1[$n.$i]:-0}
@@ -187,8 +190,16 @@ ended() {
 			gh=$(awk -v a="$ha" -v b="$hb" 'BEGIN {printf "%+.1f MiB", (b - a) / 1024}')
 		[ -z "$aa" ] || [ -z "$ab" ] ||
 			ga=$(awk -v a="$aa" -v b="$ab" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
+		# half-way through the run: the first sample at or past it
+		h=$(awk -v m="$((life / 2))" '$1 >= m {print $2; exit}' "$OUT/rss/$n.$i.tsv" 2>/dev/null)
+		if [ -n "$h" ]; then
+			g2=$(awk -v a="$h" -v b="$kb" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')
+			h=$((h / 1024))
+		else
+			h="-"
+		fi
 	fi
-	RSS_LINES+=("| $n #$i | $why | $life | $((a / 1024)) | $((kb / 1024)) | $g | $(held "$ra" "${PART1[$n.$i]:-}") | $(held "$rb" "${PLAST[$n]}") | $gr | $(mib "$ha") / $(mib "$hb") | $gh | $(mib "$aa") / $(mib "$ab") | $ga |")
+	RSS_LINES+=("| $n #$i | $why | $life | $((a / 1024)) | $((kb / 1024)) | $g | $(held "$ra" "${PART1[$n.$i]:-}") | $(held "$rb" "${PLAST[$n]}") | $gr | $(mib "$ha") / $(mib "$hb") | $gh | $ga | $h | $g2 |")
 }
 sample_rss() { # every live process's size, and the minute-in one of those that reached it
 	local n kb rb pa hp an
@@ -205,6 +216,7 @@ sample_rss() { # every live process's size, and the minute-in one of those that 
 		[ -z "$rb" ] || { RLAST[$n]=$rb; PLAST[$n]=$pa; }
 		[ -z "$hp" ] || HLAST[$n]=$hp
 		[ -z "$an" ] || ALAST[$n]=$an
+		echo "$(($(now) - START[$n])) $kb ${an:--}" >>"$OUT/rss/$n.${INC[$n]}.tsv"
 		if [ -z "${RSS1[$n.${INC[$n]}]:-}" ] && [ $(($(now) - START[$n])) -ge 60 ]; then
 			RSS1[$n.${INC[$n]}]=$kb
 			[ -z "$rb" ] || { ROWS1[$n.${INC[$n]}]=$rb; PART1[$n.${INC[$n]}]=$pa; }
@@ -350,10 +362,10 @@ skipped=$(for n in w0 w1 w2 w3; do summary "$OUT/$n.${INC[$n]}.out" .skipped; do
 	echo "| updates stale (aggregators' last runs) | $stale | - |"
 	echo "| round latency p50 / p99 (ms, worst worker) | $p50 / $p99 | - |"
 	echo
-	echo "Resident memory (MiB) a minute after each start and at its end; growth for runs of 8 min or more. A worker's rows / partitions: the sample rows (MiB) its stream buffers held then and the partitions assigned to it (scadles_stream_row_bytes, scadles_assigned_partitions), and the growth of its memory besides the rows. Heap in use: the bytes (MiB) the process's code held allocated then, over every thread (scadles_heap_bytes{state=\"in_use\"}), and their growth. Anonymous: the resident memory (MiB) that is not pages of files (RssAnon in /proc/PID/status: the heaps, thread stacks, OpenBLAS's buffers), and its growth; the rest is the libraries' and the program's pages, read in as code runs for the first time:"
+	echo "Resident memory (MiB) a minute after each start and at its end; growth for runs of 8 min or more. A worker's rows / partitions: the sample rows (MiB) its stream buffers held then and the partitions assigned to it (scadles_stream_row_bytes, scadles_assigned_partitions), and the growth of its memory besides the rows. Heap in use: the bytes (MiB) the process's code held allocated then, over every thread (scadles_heap_bytes{state=\"in_use\"}), and their growth. Anonymous growth: how much the resident memory that is not pages of files grew (RssAnon in /proc/PID/status: the heaps, thread stacks, OpenBLAS's buffers); the rest is the libraries' and the program's pages, read in as code runs for the first time. Half-way: the resident memory (MiB) half-way through the run, and the growth from there to the end, which a leak would show as much as the first half's, while a larger working set taken on early (a takeover's partitions) would not:"
 	echo
-	echo "| process | end | ran (s) | at 1 min | at end | growth | rows / partitions at 1 min | at end | growth besides rows | heap in use at 1 min / at end | heap growth | anonymous at 1 min / at end | anonymous growth |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| process | end | ran (s) | at 1 min | at end | growth | rows / partitions at 1 min | at end | growth besides rows | heap in use at 1 min / at end | heap growth | anonymous growth | half-way | growth over the second half |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${RSS_LINES[@]}" | sort
 } | tee "$OUT/soak.md"
 if [ -n "${SOAK_DOC:-}" ]; then

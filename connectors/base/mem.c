@@ -54,7 +54,11 @@ int sc_mem_tune(void)
             getenv("MALLOC_MMAP_THRESHOLD_"))
                 return 0;
         /* each returns 1 on success */
-        return mallopt(M_MMAP_THRESHOLD, SC_MEM_MMAP_MIN) && mallopt(M_ARENA_MAX, SC_MEM_ARENAS);
+        int ok = mallopt(M_MMAP_THRESHOLD, SC_MEM_MMAP_MIN);
+#ifdef M_ARENA_MAX
+        ok = ok && mallopt(M_ARENA_MAX, SC_MEM_ARENAS);
+#endif
+        return ok;
 #else
         return 0;
 #endif

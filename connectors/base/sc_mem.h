@@ -43,10 +43,11 @@ int sc_mem_heap(uint64_t *in_use, uint64_t *free_bytes);
 
 /* Sets glibc's allocator for a long-running process (the command line's
  * processes call it at start; a library leaves its host's allocator as it
- * is): blocks of SC_MEM_MMAP_MIN bytes or more are mapped on their own and
- * unmapped when freed, at a threshold that stays put (glibc raises it to
- * the size of each such block freed, after which they are carved from the
- * heap and fragment it), and at most SC_MEM_ARENAS arenas (glibc makes up
+ * is): blocks of SC_MEM_MMAP_MIN bytes or more that no free heap memory
+ * serves are mapped on their own and unmapped when freed, at a threshold
+ * that stays put (glibc raises it to the size of each such block freed,
+ * after which they are carved from the top of the heap and fragment it),
+ * and at most SC_MEM_ARENAS arenas (glibc makes up
  * to 8 per core, one per thread that allocates: librdkafka's, OpenBLAS's,
  * each keeping its own free memory). Leaves the allocator alone when the
  * environment sets it (GLIBC_TUNABLES with glibc.malloc., MALLOC_ARENA_MAX,

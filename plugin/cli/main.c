@@ -109,8 +109,8 @@ int main(int argc, char **argv)
                 }
                 return sc_version(verbose);
         }
-        /* workers, aggregators and predictors run for months: a heap that
-         * does not fragment (sc_mem.h) */
+        /* workers and aggregators run for months: a heap that does not
+         * fragment (sc_mem.h; predict then sets a threshold of its own) */
         sc_mem_tune();
         for (size_t i = 0; i < SC_NCMDS; i++)
                 if (!strcmp(argv[1], sc_cmds[i].name))

@@ -41,7 +41,9 @@
 #     time (a copy of each process's /proc/PID/smaps a minute in and when
 #     last seen is kept in $SOAK_OUT/smaps/ to tell mappings apart); and
 #     the resident memory half-way through the run and the growth over
-#     the run's second half (every 5-s sample is kept in $SOAK_OUT/rss/);
+#     the run's second half (every sample, 5 s apart and 1 s apart while
+#     the processes drain, is kept in $SOAK_OUT/rss/; a run that exits at
+#     the end is timed until every process has exited);
 #   - the round latency (an update's send to its visibility in the model
 #     the worker reads) p50/p99 of the workers' last runs.
 #
@@ -130,7 +132,7 @@ declare -A ROWS1 RLAST PART1 PLAST # the same for a worker's rows and partitions
 declare -A HEAP1 HLAST                # and for every process's heap in use
 declare -A ANON1 ALAST                # and its anonymous resident memory
 mkdir -p "$OUT/smaps" # each process's mappings a minute in and when last seen
-mkdir -p "$OUT/rss"   # each run's resident memory every 5 s: "s-since-start kB anon-kB"
+mkdir -p "$OUT/rss"   # each run's resident memory at every sample: "s-since-start kB anon-kB"
 RSS_LINES=()
 # probe NAME: "kB partitions heap-kB" from its metrics endpoint (the
 # address it logged): the sample rows a worker's buffers hold now and the

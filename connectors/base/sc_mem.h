@@ -47,9 +47,9 @@ int sc_mem_heap(uint64_t *in_use, uint64_t *free_bytes);
  * serves are mapped on their own and unmapped when freed, at a threshold
  * that stays put (glibc raises it to the size of each such block freed,
  * after which they are carved from the top of the heap and fragment it),
- * and at most SC_MEM_ARENAS arenas (glibc makes up
- * to 8 per core, one per thread that allocates: librdkafka's, OpenBLAS's,
- * each keeping its own free memory). Leaves the allocator alone when the
+ * and at most SC_MEM_ARENAS arenas (glibc makes up to 8 per core, one per
+ * thread that allocates: librdkafka's, OpenBLAS's, each keeping its own
+ * free memory). Leaves the allocator alone when the
  * environment sets it (GLIBC_TUNABLES with glibc.malloc., MALLOC_ARENA_MAX,
  * MALLOC_MMAP_THRESHOLD_). Returns 1 when it set it, 0 when it did not
  * (such an environment, or a C library other than glibc). */

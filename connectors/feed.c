@@ -13,6 +13,7 @@
 
 #include "sc_clock.h"
 #include "sc_data.h"
+#include "sc_kafka_admin.h"
 #include "sc_idx.h"
 #include "sc_kafka_util.h"
 #include "sc_rng.h"
@@ -196,6 +197,28 @@ static sc_err_t sc_feed_partition(sc_feed_t *f, sc_rng_t *rng, char *errstr, siz
         return SC_OK;
 }
 
+/* Makes the topics exist with spec.partitions partitions each (an existing
+ * topic is taken as it is). */
+static sc_err_t sc_feed_create_topics(sc_feed_t *f, char *errstr, size_t errstr_size)
+{
+        sc_kafka_topic_spec_t *ts = calloc((size_t)f->n_topics, sizeof(*ts));
+        if (!ts)
+                return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
+        for (int i = 0; i < f->n_topics; i++) {
+                snprintf(ts[i].name, sizeof(ts[i].name), "%s", f->topics[i].ft_name);
+                ts[i].partitions = f->spec.partitions;
+                ts[i].replication = -1;
+        }
+        int created = 0;
+        sc_err_t err =
+            sc_kafka_admin_ensure(f->rk, ts, f->n_topics, 15000, &created, errstr, errstr_size);
+        free(ts);
+        if (!err && created)
+                sc_feed_logf(f, 6, "created %d topic(s) with %d partition(s) each", created,
+                             f->spec.partitions);
+        return err;
+}
+
 /* The producer configuration: defaults, then the kafka object, then the
  * name=value properties. */
 static sc_err_t sc_feed_conf(const sc_feed_spec_t *sp, rd_kafka_conf_t **out, char *errstr,
@@ -280,6 +303,8 @@ sc_err_t sc_feed_new(sc_feed_t **fp, const sc_feed_spec_t *spec, char *errstr, s
                 err = sc_errf(SC_ERR_IO, errstr, errstr_size, "producer: %s", why);
                 goto fail;
         }
+        if (spec->partitions > 0 && (err = sc_feed_create_topics(f, errstr, errstr_size)))
+                goto fail;
         if ((err = sc_feed_load(f, &data_rng, errstr, errstr_size)) ||
             (err = sc_feed_partition(f, &order_rng, errstr, errstr_size)))
                 goto fail;

@@ -22,6 +22,8 @@ typedef struct sc_feed_spec {
         int n_kv;
         const char *const *topics; /* n_topics names */
         int n_topics;
+        int partitions;                   /* create missing topics with this many; 0 = leave
+                                             them to the broker's auto-creation */
         double rate;                      /* samples/s of every topic, unless a rate set/dist */
         const char *rate_set, *rate_dist; /* per-topic rates drawn: S1 .. S20, or KIND:MEAN:SD */
         int64_t count;                    /* per topic, 0 = unbounded */

@@ -43,6 +43,9 @@ static void sc_feed_usage(FILE *out)
             "  --prefix P            topic name prefix (default fmnist)\n"
             "  --topic NAME          explicit topic name; repeat for several (overrides\n"
             "                        --topics/--prefix)\n"
+            "  --partitions N        create missing topics with N partitions each (existing\n"
+            "                        ones are used as they are; default: the broker creates\n"
+            "                        them on first use, with its num.partitions)\n"
             "  --rate R              every topic at R samples/s (default 100)\n"
             "  --rate-set S          per-topic rates drawn from a ScaDLES set: S1 (uniform,\n"
             "                        mean 38, sd 24), S2 (uniform, 300, 112), S10 (normal,\n"
@@ -111,6 +114,7 @@ static int sc_feed_options(sc_feed_cli_t *f, int argc, char **argv)
             {"labels-per-topic", required_argument, NULL, 'k'},
             {"format", required_argument, NULL, 'f'},
             {"seed", required_argument, NULL, 'e'},
+            {"partitions", required_argument, NULL, 'p'},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
@@ -200,6 +204,11 @@ static int sc_feed_options(sc_feed_cli_t *f, int argc, char **argv)
                                         optarg);
                                 return 2;
                         }
+                        break;
+                case 'p':
+                        if (sc_cli_integer("feed", "--partitions", optarg, 1, 100000, &v))
+                                return 2;
+                        f->spec.partitions = (int)v;
                         break;
                 case 'e':
                         if (sc_cli_integer("feed", "--seed", optarg, 0, INT64_MAX, &v))

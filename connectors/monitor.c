@@ -234,8 +234,12 @@ void sc_monitor_source(sc_prom_t *p, sc_kafka_source_t *src)
         sc_mon_gauge(p, "scadles_assigned_partitions", "Partitions assigned to this consumer.",
                      ks->ks_partitions);
         sc_mon_gauge(p, "scadles_paused_partitions",
-                     "Assigned partitions paused by backpressure (a full buffer).",
+                     "Assigned partitions paused by backpressure (a full buffer) or for running "
+                     "ahead in time of the furthest-behind partition (source.align).",
                      ks->ks_paused_partitions);
+        sc_mon_counter(p, "scadles_align_pauses_total",
+                       "Partitions paused for running ahead in time (source.align).",
+                       (double)ks->ks_align_pauses);
         sc_prom_family(p, "scadles_consumer_lag_records", "gauge",
                        "Records of an assigned partition beyond the next one to read, from the "
                        "high watermark of the consumer's last fetch response.");

@@ -166,6 +166,7 @@ char *sc_worker_stats_json(sc_worker_t *w)
                     j, "identity_error",
                     json_string(s.consumed == rhs ? err : "consumed != sum of outcomes"));
         json_object_set_new(j, "redelivered", json_integer((json_int_t)ks->ks_redelivered));
+        json_object_set_new(j, "align_pauses", json_integer((json_int_t)ks->ks_align_pauses));
         json_t *reg = w->src ? sc_kafka_source_registry_json(w->src) : NULL;
         if (reg)
                 json_object_set_new(j, "schema_registry", reg);

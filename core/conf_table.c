@@ -816,6 +816,18 @@ const sc_conf_prop_t sc_conf_props[] = {
              "must compile (regcomp) when the configuration is checked, to at most 2000 nodes "
              "(a repetition of a repetition, as in ((a)+){9}, multiplies them); two repetition "
              "operators in a row (a+*) are refused."},
+    {.path = "source.align",
+     .type = SC_CONF_DOUBLE,
+     .offset = C(source.align),
+     .def = "2",
+     R_IN(0, 86400),
+     .desc = "Seconds of record time (the records' timestamps) by which a partition may run "
+             "ahead of the furthest-behind partition that still has records to read; a partition "
+             "further ahead is paused until that one is within half of it. A consumer behind its "
+             "feed then reads it in time order, so what is left when it catches up is the feed's "
+             "last seconds across every partition, not a few partitions' backlog (with keyed "
+             "partitions, a few labels'). Partitions with nothing to read hold no one back. 0 = "
+             "off: records in the order the consumer's fetches deliver them."},
     {.path = "source.dead_letter_topic",
      .type = SC_CONF_STRING,
      .offset = C(source.dead_letter),

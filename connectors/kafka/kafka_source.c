@@ -145,42 +145,97 @@ static sc_ks_part_t *sc_ks_part(sc_ks_stream_t *ks, int32_t partition, int creat
         sc_ks_part_t *p = &ks->parts[ks->n_parts++];
         memset(p, 0, sizeof(*p));
         p->partition = partition;
-        p->start = p->committed = p->received = -1;
+        p->start = p->committed = p->received = p->ts_ms = -1;
         p->durable = p->durable_sent = -1;
         sc_kafka_gap_init(&p->gap, -1);
         return p;
 }
 
-/* Pauses (pause = 1) or resumes every assigned partition of ks. */
-static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks, int pause)
+/* Pauses the stream's partitions that should be (all of them while the
+ * stream is paused for backpressure, else those ahead in time) and resumes
+ * the others. */
+static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks)
 {
-        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)ks->n_parts);
-        if (!l)
-                return;
-        for (size_t i = 0; i < ks->n_parts; i++) {
-                sc_ks_part_t *p = &ks->parts[i];
-                if (p->assigned && p->paused != pause)
-                        rd_kafka_topic_partition_list_add(l, ks->topic, p->partition);
-        }
-        if (l->cnt > 0) {
-                rd_kafka_resp_err_t e = pause ? rd_kafka_pause_partitions(src->rk, l)
-                                              : rd_kafka_resume_partitions(src->rk, l);
-                for (int i = 0; i < l->cnt; i++) {
-                        sc_ks_part_t *p = sc_ks_part(ks, l->elems[i].partition, 0);
-                        if (e || l->elems[i].err || !p)
-                                continue;
-                        p->paused = pause;
-                        src->stats.ks_paused_partitions += pause ? 1 : -1;
-                        if (pause)
-                                src->stats.ks_pauses++;
-                        else
-                                src->stats.ks_resumes++;
+        for (int pause = 1; pause >= 0; pause--) {
+                rd_kafka_topic_partition_list_t *l =
+                    rd_kafka_topic_partition_list_new((int)ks->n_parts);
+                if (!l)
+                        return;
+                for (size_t i = 0; i < ks->n_parts; i++) {
+                        sc_ks_part_t *p = &ks->parts[i];
+                        int want = ks->flow_paused || p->ahead;
+                        if (p->assigned && p->paused != want && want == pause)
+                                rd_kafka_topic_partition_list_add(l, ks->topic, p->partition);
                 }
-                if (e)
-                        sc_ks_logf(src, 4, "topic %s: %s failed: %s", ks->topic,
-                                   pause ? "pause" : "resume", rd_kafka_err2str(e));
+                if (l->cnt > 0) {
+                        rd_kafka_resp_err_t e = pause ? rd_kafka_pause_partitions(src->rk, l)
+                                                      : rd_kafka_resume_partitions(src->rk, l);
+                        for (int i = 0; i < l->cnt; i++) {
+                                sc_ks_part_t *p = sc_ks_part(ks, l->elems[i].partition, 0);
+                                if (e || l->elems[i].err || !p)
+                                        continue;
+                                p->paused = pause;
+                                src->stats.ks_paused_partitions += pause ? 1 : -1;
+                                if (pause)
+                                        src->stats.ks_pauses++;
+                                else
+                                        src->stats.ks_resumes++;
+                                if (pause && !ks->flow_paused)
+                                        src->stats.ks_align_pauses++;
+                        }
+                        if (e)
+                                sc_ks_logf(src, 4, "topic %s: %s failed: %s", ks->topic,
+                                           pause ? "pause" : "resume", rd_kafka_err2str(e));
+                }
+                rd_kafka_topic_partition_list_destroy(l);
         }
-        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Marks the partitions that run ahead in time (source.align). The floor is
+ * the oldest last-read timestamp among the partitions that still have
+ * records to read (their end from the consumer's last fetch response): a
+ * partition more than align seconds past it is ahead, and stays so until it
+ * is within half of that. With no such partition nothing is ahead: an idle
+ * partition holds no one back. A floor partition paused for backpressure
+ * goes on as soon as the trainer takes from its full stream. Decided again
+ * after 50 ms or 256 records, whichever comes first. */
+static void sc_ks_align(sc_kafka_source_t *src)
+{
+        double align = src->conf->source.align;
+        if (align <= 0 || (src->align_at > 0 && src->t_now - src->align_at < 0.05 &&
+                           src->stats.ks_received - src->align_rx < 256))
+                return;
+        src->align_at = src->t_now;
+        src->align_rx = src->stats.ks_received;
+        int64_t floor = INT64_MAX;
+        src->align_stream = -1;
+        for (int i = 0; i < src->n_streams; i++) {
+                sc_ks_stream_t *ks = &src->streams[i];
+                for (size_t j = 0; j < ks->n_parts; j++) {
+                        sc_ks_part_t *p = &ks->parts[j];
+                        int64_t lo, hi;
+                        if (!p->assigned || p->ts_ms < 0 || p->ts_ms >= floor ||
+                            rd_kafka_get_watermark_offsets(src->rk, ks->topic, p->partition, &lo,
+                                                           &hi) ||
+                            hi <= p->received)
+                                continue;
+                        floor = p->ts_ms;
+                        src->align_stream = i;
+                        src->align_part = p->partition;
+                }
+        }
+        src->align_floor = floor;
+        int64_t run = (int64_t)(align * 1000.0), rest = run / 2;
+        for (int i = 0; i < src->n_streams; i++) {
+                sc_ks_stream_t *ks = &src->streams[i];
+                for (size_t j = 0; j < ks->n_parts; j++) {
+                        sc_ks_part_t *p = &ks->parts[j];
+                        if (!p->assigned || p->ts_ms < 0 || floor == INT64_MAX)
+                                p->ahead = 0;
+                        else
+                                p->ahead = p->ts_ms - floor > (p->ahead ? rest : run);
+                }
+        }
 }
 
 /* Applies each stream's backpressure. A stream above its high watermark
@@ -189,21 +244,23 @@ static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks, int pau
  * down to half of that. Pausing is costly in librdkafka: it discards what was
  * prefetched and the partition is fetched again from the first record not
  * handed over, about half a second after it resumes; the held backlog and the
- * full buffer keep the trainer supplied meanwhile. */
+ * full buffer keep the trainer supplied meanwhile. Partitions ahead in time
+ * (sc_ks_align) are paused too. */
 static void sc_ks_flow(sc_kafka_source_t *src)
 {
+        sc_ks_align(src);
         for (int i = 0; i < src->n_streams; i++) {
                 sc_ks_stream_t *ks = &src->streams[i];
                 sc_stream_flow(ks->stream); /* consume the signal; the state decides */
-                int paused = 0;
-                for (size_t j = 0; j < ks->n_parts; j++)
-                        paused |= ks->parts[j].assigned && ks->parts[j].paused;
-                int want = paused ? ks->n_held > src->hold_max / 2 : ks->n_held >= src->hold_max;
+                int want =
+                    ks->flow_paused ? ks->n_held > src->hold_max / 2 : ks->n_held >= src->hold_max;
                 if (src->hold_max == 0)
                         want = sc_stream_paused(ks->stream) || ks->n_held > 0;
+                ks->flow_paused = want;
                 for (size_t j = 0; j < ks->n_parts; j++) {
-                        if (ks->parts[j].assigned && ks->parts[j].paused != want) {
-                                sc_ks_flow_apply(src, ks, want);
+                        const sc_ks_part_t *p = &ks->parts[j];
+                        if (p->assigned && p->paused != (want || p->ahead)) {
+                                sc_ks_flow_apply(src, ks);
                                 break;
                         }
                 }
@@ -534,7 +591,8 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                 sc_kafka_gap_init(&p->gap, start);
                 p->start = start;
                 p->committed = start;
-                p->received = -1;
+                p->received = p->ts_ms = -1;
+                p->ahead = 0;
                 src->stats.ks_partitions++;
         }
         if (c)
@@ -967,8 +1025,21 @@ sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, 
                         continue;
                 }
                 sc_ks_part_t *p = sc_ks_part(ks, m->partition, 1);
-                if (p && m->offset >= p->received)
+                if (p && m->offset >= p->received) {
                         p->received = m->offset + 1;
+                        if (p->ts_ms < 0)
+                                src->align_at = 0; /* a first timestamp: decide now */
+                        p->ts_ms = rd_kafka_message_timestamp(m, NULL);
+                        /* Past the floor already: paused now (sc_ks_flow
+                         * below), not at the next decision. The floor's own
+                         * partition only raises the floor. */
+                        if (src->conf->source.align > 0 && src->align_stream >= 0 &&
+                            !(src->align_stream == (int)(ks - src->streams) &&
+                              src->align_part == p->partition) &&
+                            p->ts_ms - src->align_floor >
+                                (int64_t)(src->conf->source.align * 1000.0))
+                                p->ahead = 1;
+                }
                 if (ks->n_held == 0 && sc_ks_record(src, ks, m, t)) {
                         rd_kafka_message_destroy(m);
                 } else if (sc_ks_hold(ks, m) == 0) {

@@ -25,6 +25,8 @@ typedef struct sc_ks_part {
         size_t named;         /* finished offsets above it its commit's metadata names
                                  (shared-model mode) */
         int64_t received;     /* offset after the last one received, -1 if none */
+        int64_t ts_ms;        /* timestamp of that record (ms), -1 if none or unknown */
+        int ahead;            /* more than source.align ahead of the furthest behind */
         int resumed;          /* started at a resumed checkpoint's offset */
         int64_t durable;      /* the last checkpoint's position, -1 if none (durable mode) */
         int64_t durable_sent; /* the last durable position committed */
@@ -42,6 +44,7 @@ typedef struct sc_ks_stream {
         size_t n_held, cap_held;
         sc_avro_cache_t *avro; /* avro topic: its schema ids' plans; else NULL */
         int logged_full;       /* "the cache is full" said once */
+        int flow_paused;       /* its partitions are paused for backpressure */
 } sc_ks_stream_t;
 
 struct sc_kafka_source_s {
@@ -66,6 +69,11 @@ struct sc_kafka_source_s {
         size_t hold_max;            /* records held per stream before its partitions are paused
                                        (0: pause at the stream's high watermark) */
         double kick_at, kick_every; /* last fetcher wake-up (s) and the interval now */
+        double align_at;            /* last time alignment was decided (s) */
+        uint64_t align_rx;          /* ... and stats.ks_received then */
+        int64_t align_floor;        /* its floor timestamp (ms), INT64_MAX if none */
+        int align_stream;           /* the floor's partition: its stream (-1: none) */
+        int32_t align_part;         /* ... and number */
         sc_log_fn log;
         void *log_opaque;
         sc_kafka_record_fn on_record; /* sc_kafka_source_on_record */

@@ -139,6 +139,8 @@ sc_err_t sc_kafka_source_new(sc_kafka_source_t **srcp, const sc_conf_t *conf, si
         if (!src)
                 return sc_errf(SC_ERR_NOMEM, errstr, errstr_size, "out of memory");
         src->conf = conf;
+        src->align_floor = INT64_MAX;
+        src->align_stream = -1;
         src->numel = numel;
         src->n_classes = n_classes;
         src->seed = seed;

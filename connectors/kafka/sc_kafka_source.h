@@ -58,8 +58,9 @@ typedef struct sc_kafka_source_stats {
                                     refused when their partition was revoked (a rebalance under
                                     way): the new owner reads them again */
         uint64_t ks_dead_letter; /* malformed records delivered to the dead-letter topic */
-        uint64_t ks_dead_letter_failed;  /* ... refused or failed delivery */
-        uint64_t ks_pauses, ks_resumes;  /* partition pause / resume calls */
+        uint64_t ks_dead_letter_failed; /* ... refused or failed delivery */
+        uint64_t ks_pauses, ks_resumes; /* partition pause / resume calls */
+        uint64_t ks_align_pauses; /* ... of them, of a partition ahead in time (source.align) */
         uint64_t ks_assigns, ks_revokes; /* rebalance events */
         uint64_t ks_commits, ks_commit_errors;
         uint64_t ks_consumer_errors; /* error events from the consumer (logged) */

@@ -111,6 +111,7 @@ typedef struct sc_conf_source {
         char pattern[SC_CONF_TOPIC_MAX];     /* POSIX extended regex of topics; "" = none */
         char dead_letter[SC_CONF_TOPIC_MAX]; /* dead-letter topic; "" = none */
         int unlabelled; /* records carry no label (scadles predict): sc_decode_spec_unlabelled */
+        double align; /* s a partition may run ahead of the furthest behind (timestamps); 0 = off */
         /* the Schema Registry of avro topics */
         char registry_url[SC_CONF_PATH_MAX];       /* "" = none */
         char registry_auth_file[SC_CONF_PATH_MAX]; /* "user:password" for basic auth; "" = none */

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Real Apache Kafka smoke test: with SCADLES_KAFKA=<bootstrap> (e.g. from
-# `scripts/kafka.sh up`), probes the broker, feeds three topics for 3 s and
-# consumes them back, checking counts and per-topic rates (within 5%).
+# `scripts/kafka.sh up`), probes the broker, feeds three topics of 3
+# partitions (the feed creates them) for 3 s and consumes them back,
+# checking the partition counts, counts and per-topic rates (within 5%);
+# a second feed into an existing topic with another --partitions uses it as
+# it is.
 # Skips (exit 77) when SCADLES_KAFKA is not set.
 set -eu
 SCADLES=${SCADLES:-build/scadles}
@@ -25,7 +28,7 @@ fail() {
 # A fresh prefix per run: the real broker keeps topics between runs.
 prefix="smoke$(date +%s)$$"
 "$SCADLES" feed --bootstrap "$bs" --prefix "$prefix" --topics 3 --rate-set S10 --seed 3 \
-	--duration 3 --format raw >"$tmp/feed.out" 2>"$tmp/feed.err" ||
+	--partitions 3 --duration 3 --format raw >"$tmp/feed.out" 2>"$tmp/feed.err" ||
 	{ cat "$tmp/feed.err"; fail "feed exited non-zero"; }
 cat "$tmp/feed.out"
 grep -q 'failed 0 undelivered 0' "$tmp/feed.out" || fail "delivery failures"
@@ -40,6 +43,12 @@ for i in 0 1 2; do
 	rate=$(sort -n "$tmp/c.$i" | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%.2f", (NR - 1) / ((b - a) / 1000) }')
 	awk -v r="$rate" -v t="$target" 'BEGIN { exit !(r >= 0.95 * t && r <= 1.05 * t) }' ||
 		fail "$prefix.$i: rate $rate/s vs target $target/s"
-	echo "$prefix.$i: target $target/s, consumed $n, timestamp rate $rate/s"
+	parts=$(kcat -L -J -b "$bs" -t "$prefix.$i" | jq '.topics[0].partitions | length')
+	[ "$parts" = 3 ] || fail "$prefix.$i: $parts partitions, --partitions 3"
+	echo "$prefix.$i: target $target/s, consumed $n, timestamp rate $rate/s, $parts partitions"
 done
+"$SCADLES" feed --bootstrap "$bs" --topic "$prefix.0" --partitions 5 --count 1 --quiet \
+	>"$tmp/feed2.out" 2>"$tmp/feed2.err" || { cat "$tmp/feed2.err"; fail "second feed exited non-zero"; }
+parts=$(kcat -L -J -b "$bs" -t "$prefix.0" | jq '.topics[0].partitions | length')
+[ "$parts" = 3 ] || fail "$prefix.0: $parts partitions after a second feed with --partitions 5"
 echo "kafka_real_smoke: ok"

@@ -8,14 +8,14 @@
 # (examples/worker-fmnist.json) trains the whole backlog and exits idle:
 # once with source.align 0 and once with the default, each in a group of
 # its own. For each it prints the test accuracy at the end (the t10k set),
-# the lowest per-class accuracy, the partitions paused for running ahead
-# and the seconds it ran (the last 5 idle). Without alignment, librdkafka's fetches bring
+# the lowest per-class accuracy, how many times a partition was paused for
+# running ahead and the seconds it ran (the last 5 idle). Without alignment, librdkafka's fetches bring
 # each partition the same bytes per request, so the partitions with fewer
 # records run out first and the end of the backlog is the few labels of
 # the rest.
 #
 # Needs an Apache Kafka broker: SCADLES_KAFKA (bootstrap address), else the
-# one `scripts/kafka.sh up` runs (started if it is not). The embedded
+# one `scripts/kafka.sh up` runs (started if it is not; KAFKA_DIR as there). The embedded
 # broker serves one produce batch per partition per fetch, whatever its
 # size, so its partitions drain at the same pace in batches and the skew
 # does not arise there.
@@ -24,6 +24,7 @@
 # and 45, i.e. 180,000 records; about 3 minutes)
 set -u
 . "$(dirname "$0")/common.inc"
+BENCH_NN=${BENCH_NN:-/bin/true} # not used here
 bench_init align.sh
 RATE=${1:-1000}
 SECONDS_=${2:-45}
@@ -33,7 +34,7 @@ if [ -n "${SCADLES_KAFKA:-}" ]; then
 	bs=$SCADLES_KAFKA
 else
 	"$ROOT/scripts/kafka.sh" up >"$tmp/kafka.log" 2>&1 || { cat "$tmp/kafka.log" >&2; die "Apache Kafka did not start"; }
-	bs=$(cat "$ROOT/build/kafka/bootstrap")
+	bs=$(cat "${KAFKA_DIR:-$ROOT/build/kafka}/bootstrap")
 fi
 prefix=bench-align-$$-$(date +%s)
 count=$((RATE * SECONDS_))
@@ -48,7 +49,10 @@ for align in 0 2; do
 		--set "source.pattern=^${prefix//./\\.}\\..*" --set "source.group_id=$prefix-$align" \
 		--set "source.align=$align" >"$tmp/w$align.out" 2>"$tmp/w$align.err" ||
 		die "the worker (source.align $align) failed"
+	sed -n 's/^summary: //p' "$tmp/w$align.out" >"$tmp/w$align.json"
+	jq -e '.test_accuracy != null' "$tmp/w$align.json" >/dev/null 2>&1 ||
+		die "the worker (source.align $align) printed no summary with a test accuracy"
 	jq -r --arg a "$align" --arg n "$total" \
-		'select(.trained != null) | "align: source.align \($a): trained \(.trained) of \($n), test accuracy \(.test_accuracy * 10000 | round / 10000), lowest class \(.test_per_class_accuracy | min * 1000 | round / 1000), partitions paused for running ahead \(.align_pauses), \(.elapsed * 10 | round / 10) s (5 of them idle)"' \
-		< <(sed -n 's/^summary: //p' "$tmp/w$align.out")
+		'"align: source.align \($a): trained \(.trained) of \($n), test accuracy \(.test_accuracy * 10000 | round / 10000), lowest class \(.test_per_class_accuracy | min * 1000 | round / 1000), pauses for running ahead \(.align_pauses), \(.elapsed * 10 | round / 10) s (5 of them idle)"' \
+		"$tmp/w$align.json"
 done

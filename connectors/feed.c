@@ -210,8 +210,15 @@ static sc_err_t sc_feed_create_topics(sc_feed_t *f, char *errstr, size_t errstr_
                 ts[i].replication = -1;
         }
         int created = 0;
-        sc_err_t err =
-            sc_kafka_admin_ensure(f->rk, ts, f->n_topics, 15000, &created, errstr, errstr_size);
+        sc_err_t err = SC_OK;
+        /* At most 64 topics a request (sc_kafka_admin_ensure). */
+        for (int i = 0; !err && i < f->n_topics; i += 64) {
+                int c = 0;
+                err = sc_kafka_admin_ensure(f->rk, ts + i,
+                                            f->n_topics - i < 64 ? f->n_topics - i : 64, 15000, &c,
+                                            errstr, errstr_size);
+                created += c;
+        }
         free(ts);
         if (!err && created)
                 sc_feed_logf(f, 6, "created %d topic(s) with %d partition(s) each", created,

@@ -233,12 +233,16 @@ void sc_monitor_source(sc_prom_t *p, sc_kafka_source_t *src)
                        (double)ks->ks_commit_errors);
         sc_mon_gauge(p, "scadles_assigned_partitions", "Partitions assigned to this consumer.",
                      ks->ks_partitions);
+        int aligned = sc_kafka_source_align_paused(src);
         sc_mon_gauge(p, "scadles_paused_partitions",
-                     "Assigned partitions paused by backpressure (a full buffer) or for running "
-                     "ahead in time of the furthest-behind partition (source.align).",
-                     ks->ks_paused_partitions);
+                     "Assigned partitions paused by backpressure (a full buffer).",
+                     ks->ks_paused_partitions - aligned);
+        sc_mon_gauge(p, "scadles_align_paused_partitions",
+                     "Assigned partitions paused for running ahead in time of the "
+                     "furthest-behind partition (source.align).",
+                     aligned);
         sc_mon_counter(p, "scadles_align_pauses_total",
-                       "Partitions paused for running ahead in time (source.align).",
+                       "Pauses of a partition for running ahead in time (source.align).",
                        (double)ks->ks_align_pauses);
         sc_prom_family(p, "scadles_consumer_lag_records", "gauge",
                        "Records of an assigned partition beyond the next one to read, from the "

@@ -826,7 +826,9 @@ const sc_conf_prop_t sc_conf_props[] = {
              "further ahead is paused until that one is within half of it. A consumer behind its "
              "feed then reads it in time order, so what is left when it catches up is the feed's "
              "last seconds across every partition, not a few partitions' backlog (with keyed "
-             "partitions, a few labels'). Partitions with nothing to read hold no one back. 0 = "
+             "partitions, a few labels'). Partitions with nothing to read hold no one back (at "
+             "their end, a transactional one's past its commit marker, or given no record for 10 "
+             "s). 0 = "
              "off: records in the order the consumer's fetches deliver them."},
     {.path = "source.dead_letter_topic",
      .type = SC_CONF_STRING,

@@ -175,6 +175,8 @@ static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks)
                                 if (e || l->elems[i].err || !p)
                                         continue;
                                 p->paused = pause;
+                                if (!pause)
+                                        p->rx_at = src->t_now; /* a second to deliver again */
                                 src->stats.ks_paused_partitions += pause ? 1 : -1;
                                 if (pause)
                                         src->stats.ks_pauses++;
@@ -196,9 +198,13 @@ static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks)
  * records to read (their end from the consumer's last fetch response): a
  * partition more than align seconds past it is ahead, and stays so until it
  * is within half of that. With no such partition nothing is ahead: an idle
- * partition holds no one back. A floor partition paused for backpressure
- * goes on as soon as the trainer takes from its full stream. Decided again
- * after 50 ms or 256 records, whichever comes first. */
+ * partition holds no one back: one whose end the consumer reported
+ * (PARTITION_EOF) since its last record, or a running one given no record
+ * for 10 s (since it was read, assigned or resumed). A floor
+ * partition paused for backpressure goes on as
+ * soon as the trainer takes from its full stream. Decided again at a
+ * partition's first timestamp, and after 50 ms (at the next poll) or 256
+ * records, whichever comes first. */
 static void sc_ks_align(sc_kafka_source_t *src)
 {
         double align = src->conf->source.align;
@@ -214,7 +220,13 @@ static void sc_ks_align(sc_kafka_source_t *src)
                 for (size_t j = 0; j < ks->n_parts; j++) {
                         sc_ks_part_t *p = &ks->parts[j];
                         int64_t lo, hi;
-                        if (!p->assigned || p->ts_ms < 0 || p->ts_ms >= floor ||
+                        /* At its end (the broker's, past a transaction's
+                         * commit marker that is never read), or running and
+                         * given nothing for 10 s (the same without
+                         * enable.partition.eof, or a broker that does not
+                         * answer): not a floor to wait for. */
+                        if (!p->assigned || p->ts_ms < 0 || p->ts_ms >= floor || p->at_end ||
+                            (!p->paused && src->t_now - p->rx_at > 10.0) ||
                             rd_kafka_get_watermark_offsets(src->rk, ks->topic, p->partition, &lo,
                                                            &hi) ||
                             hi <= p->received)
@@ -592,7 +604,8 @@ static void sc_ks_assign(sc_kafka_source_t *src, rd_kafka_topic_partition_list_t
                 p->start = start;
                 p->committed = start;
                 p->received = p->ts_ms = -1;
-                p->ahead = 0;
+                p->rx_at = src->t_now;
+                p->ahead = p->at_end = 0;
                 src->stats.ks_partitions++;
         }
         if (c)
@@ -1003,6 +1016,12 @@ sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, 
                 }
                 if (m->err) {
                         rd_kafka_resp_err_t e = m->err;
+                        if (e == RD_KAFKA_RESP_ERR__PARTITION_EOF && m->rkt) {
+                                sc_ks_stream_t *eks = sc_ks_find(src, rd_kafka_topic_name(m->rkt));
+                                sc_ks_part_t *ep = eks ? sc_ks_part(eks, m->partition, 0) : NULL;
+                                if (ep && ep->assigned)
+                                        ep->at_end = 1;
+                        }
                         if (e != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                                 if (src->stats.ks_consumer_errors++ < 10)
                                         sc_ks_logf(src, 4, "consumer: %s%s%s",
@@ -1027,18 +1046,26 @@ sc_err_t sc_kafka_source_poll(sc_kafka_source_t *src, double t, int timeout_ms, 
                 sc_ks_part_t *p = sc_ks_part(ks, m->partition, 1);
                 if (p && m->offset >= p->received) {
                         p->received = m->offset + 1;
-                        if (p->ts_ms < 0)
+                        p->rx_at = t;
+                        p->at_end = 0;
+                        int64_t ts = rd_kafka_message_timestamp(m, NULL);
+                        if (ts >= 0 && p->ts_ms < 0)
                                 src->align_at = 0; /* a first timestamp: decide now */
-                        p->ts_ms = rd_kafka_message_timestamp(m, NULL);
+                        if (ts >= 0)
+                                p->ts_ms = ts;
                         /* Past the floor already: paused now (sc_ks_flow
                          * below), not at the next decision. The floor's own
-                         * partition only raises the floor. */
+                         * partition past it raises the floor, or is behind
+                         * another one now: decided again right away. */
                         if (src->conf->source.align > 0 && src->align_stream >= 0 &&
-                            !(src->align_stream == (int)(ks - src->streams) &&
-                              src->align_part == p->partition) &&
                             p->ts_ms - src->align_floor >
-                                (int64_t)(src->conf->source.align * 1000.0))
-                                p->ahead = 1;
+                                (int64_t)(src->conf->source.align * 1000.0)) {
+                                if (src->align_stream == (int)(ks - src->streams) &&
+                                    src->align_part == p->partition)
+                                        src->align_at = 0;
+                                else
+                                        p->ahead = 1;
+                        }
                 }
                 if (ks->n_held == 0 && sc_ks_record(src, ks, m, t)) {
                         rd_kafka_message_destroy(m);

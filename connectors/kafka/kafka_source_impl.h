@@ -25,7 +25,9 @@ typedef struct sc_ks_part {
         size_t named;         /* finished offsets above it its commit's metadata names
                                  (shared-model mode) */
         int64_t received;     /* offset after the last one received, -1 if none */
-        int64_t ts_ms;        /* timestamp of that record (ms), -1 if none or unknown */
+        int64_t ts_ms;        /* timestamp of the last record that had one (ms), -1 if none */
+        double rx_at;         /* when the last record was received (the caller's clock) */
+        int at_end;           /* the consumer reported its end (PARTITION_EOF) since */
         int ahead;            /* more than source.align ahead of the furthest behind */
         int resumed;          /* started at a resumed checkpoint's offset */
         int64_t durable;      /* the last checkpoint's position, -1 if none (durable mode) */

@@ -54,6 +54,13 @@ static sc_err_t sc_ks_conf(const sc_conf_t *conf, rd_kafka_conf_t **out, char *e
             !json_object_get(objs[1], "fetch.queue.backoff.ms"))
                 (void)rd_kafka_conf_set(kc, "fetch.queue.backoff.ms", "10", ignored,
                                         sizeof(ignored));
+        /* The end of a partition as the broker has it (after a
+         * transaction's commit marker, which is never read) tells alignment
+         * that it has nothing more to read (sc_ks_align). */
+        if (!json_object_get(objs[0], "enable.partition.eof") &&
+            !json_object_get(objs[1], "enable.partition.eof"))
+                (void)rd_kafka_conf_set(kc, "enable.partition.eof", "true", ignored,
+                                        sizeof(ignored));
         static const char *const off[] = {"enable.auto.commit", "enable.auto.offset.store"};
         for (size_t i = 0; !err && i < 2; i++) {
                 int k = json_object_get(objs[1], off[i]) ? 1 : 0;
@@ -444,6 +451,15 @@ json_t *sc_kafka_source_registry_json(const sc_kafka_source_t *src)
                          "failures", (json_int_t)r->failures, "not_found", (json_int_t)r->not_found,
                          "unavailable", r->unavailable, "held", (json_int_t)src->registry_held,
                          "schemas", (json_int_t)schemas);
+}
+
+int sc_kafka_source_align_paused(const sc_kafka_source_t *src)
+{
+        int n = 0;
+        for (int i = 0; i < src->n_streams; i++)
+                for (size_t j = 0; !src->streams[i].flow_paused && j < src->streams[i].n_parts; j++)
+                        n += src->streams[i].parts[j].assigned && src->streams[i].parts[j].paused;
+        return n;
 }
 
 int64_t sc_kafka_source_lag(sc_kafka_source_t *src)

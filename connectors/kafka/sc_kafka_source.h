@@ -166,6 +166,10 @@ const char *sc_kafka_source_stream(const sc_kafka_source_t *src, int i,
 /* Consumer lag: records in the assigned partitions beyond what was received,
  * from the high watermarks of the consumer's last fetch responses (no
  * request, never blocks). -1 while a partition has had no fetch response. */
+/* Assigned partitions paused now for running ahead in time (source.align)
+ * and not for backpressure: ks_paused_partitions counts both. */
+int sc_kafka_source_align_paused(const sc_kafka_source_t *src);
+
 int64_t sc_kafka_source_lag(sc_kafka_source_t *src);
 /* The same, and in *ends (may be NULL) the sum of the assigned partitions'
  * end offsets (0 for partitions that never held a record). */

@@ -45,8 +45,10 @@ static int txn_fail(const char *what, rd_kafka_error_t *e)
 int main(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"topic", required_argument, NULL, 't'}, {"old", required_argument, NULL, 'o'},
-            {"live", required_argument, NULL, 'l'},  {"rate", required_argument, NULL, 'r'},
+            {"topic", required_argument, NULL, 't'},
+            {"old", required_argument, NULL, 'o'},
+            {"live", required_argument, NULL, 'l'},
+            {"rate", required_argument, NULL, 'r'},
             {NULL, 0, NULL, 0},
         };
         const char *bs = NULL, *topic = NULL;
@@ -54,12 +56,23 @@ int main(int argc, char **argv)
         double rate = 50;
         while ((c = getopt_long(argc, argv, "b:", opts, NULL)) != -1) {
                 switch (c) {
-                case 'b': bs = optarg; break;
-                case 't': topic = optarg; break;
-                case 'o': old = atoi(optarg); break;
-                case 'l': live = atoi(optarg); break;
-                case 'r': rate = atof(optarg); break;
-                default: return 2;
+                case 'b':
+                        bs = optarg;
+                        break;
+                case 't':
+                        topic = optarg;
+                        break;
+                case 'o':
+                        old = atoi(optarg);
+                        break;
+                case 'l':
+                        live = atoi(optarg);
+                        break;
+                case 'r':
+                        rate = atof(optarg);
+                        break;
+                default:
+                        return 2;
                 }
         }
         if (!bs || !topic || old < 0 || live < 0 || rate <= 0) {

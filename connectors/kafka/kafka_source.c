@@ -176,7 +176,7 @@ static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks)
                                         continue;
                                 p->paused = pause;
                                 if (!pause)
-                                        p->rx_at = src->t_now; /* a second to deliver again */
+                                        p->rx_at = src->t_now; /* time to deliver again */
                                 src->stats.ks_paused_partitions += pause ? 1 : -1;
                                 if (pause)
                                         src->stats.ks_pauses++;
@@ -197,14 +197,13 @@ static void sc_ks_flow_apply(sc_kafka_source_t *src, sc_ks_stream_t *ks)
  * the oldest last-read timestamp among the partitions that still have
  * records to read (their end from the consumer's last fetch response): a
  * partition more than align seconds past it is ahead, and stays so until it
- * is within half of that. With no such partition nothing is ahead: an idle
- * partition holds no one back: one whose end the consumer reported
- * (PARTITION_EOF) since its last record, or a running one given no record
- * for 10 s (since it was read, assigned or resumed). A floor
- * partition paused for backpressure goes on as
- * soon as the trainer takes from its full stream. Decided again at a
- * partition's first timestamp, and after 50 ms (at the next poll) or 256
- * records, whichever comes first. */
+ * is within half of that. With no such partition nothing is ahead. A
+ * partition holds no one back when the consumer reported its end
+ * (PARTITION_EOF) since its last record, or when it runs and was given no
+ * record for 10 s (since it was read, assigned or resumed). A floor
+ * partition paused for backpressure goes on as soon as the trainer takes
+ * from its full stream. Decided again at a partition's first timestamp, and
+ * after 50 ms (at the next poll) or 256 records, whichever comes first. */
 static void sc_ks_align(sc_kafka_source_t *src)
 {
         double align = src->conf->source.align;
